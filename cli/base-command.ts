@@ -1,0 +1,71 @@
+/**
+ * The base of every `svc` command (spec 1-core-api.md, "Command line").
+ *
+ * Output contract: under `--json`, stdout holds exactly one object (a result, or
+ * `{error: {code, message, ...}}`); prose, warnings and logs go to stderr. Without `--json` a
+ * command's result is printed on stdout and diagnostics on stderr. CLI JSON keys are snake_case.
+ * Exit codes: 0 success, 1 failure (usage error, invalid config, refused operation).
+ * Subclasses implement `run()`; a `UsageError` thrown from it becomes exit 1 with code `usage`.
+ */
+import { Command, Option, UsageError, type BaseContext } from 'clipanion';
+import { importServer, importSuperuserAdmin, type ServerModule, type SuperuserAdmin } from './app-modules.js';
+
+/** The context every command receives; the loaders exist so tests can substitute stubs. */
+export interface SvcContext extends BaseContext {
+  loadSuperuserAdmin?: () => Promise<SuperuserAdmin>;
+  loadServer?: () => Promise<ServerModule>;
+}
+
+/** Error object written on stdout under --json: `{error: {code, message, ...extra}}`. */
+export interface CliErrorBody {
+  code: string;
+  message: string;
+  [key: string]: unknown;
+}
+
+export abstract class SvcCommand extends Command<SvcContext> {
+  json = Option.Boolean('--json', false, {
+    description: 'Print exactly one JSON object on stdout (prose stays on stderr)',
+  });
+
+  /** The command's work; resolves to the exit code. */
+  protected abstract run(): Promise<number>;
+
+  async execute(): Promise<number> {
+    try {
+      return await this.run();
+    } catch (err) {
+      if (err instanceof UsageError) return this.fail('usage', err.message);
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof Error && err.stack && this.context.env.SERVICE_LOG_LEVEL === 'debug') {
+        this.context.stderr.write(`${err.stack}\n`);
+      }
+      return this.fail(err instanceof Error && err.name === 'MissingModuleError' ? 'unavailable' : 'internal', message);
+    }
+  }
+
+  /** Writes the command's result: `json` under --json, else `text` (a trailing newline is added). */
+  protected emit(json: object, text: string): void {
+    if (this.json) this.context.stdout.write(`${JSON.stringify(json)}\n`);
+    else this.context.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** Writes prose to stderr, whatever the output mode. */
+  protected note(text: string): void {
+    this.context.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /**
+   * Reports a failure and returns exit code 1: the message on stderr (unless `prose` is false
+   * because a log record already said it) and, under --json, `{error: {code, message, ...extra}}`
+   * on stdout.
+   */
+  protected fail(code: string, message: string, extra: Record<string, unknown> = {}, prose = true): number {
+    if (prose) this.note(`svc: ${message}`);
+    if (this.json) {
+      const error: CliErrorBody = { code, message, ...extra };
+      this.context.stdout.write(`${JSON.stringify({ error })}\n`);
+    }
+    return 1;
+  }
+}

@@ -1,0 +1,20 @@
+/** What route bindings need: the domain services, the logger and the serve configuration. */
+import type { Store } from '../domain/store.js';
+import type { RecordReader } from '../domain/records-read.js';
+import type { RecordWriter } from '../domain/records-write.js';
+import type { AuthService } from '../domain/auth-service.js';
+import type { CollectionsService } from '../domain/collections-service.js';
+import type { Logger } from '../log/logger.js';
+import type { ServeConfig } from '../config/config.js';
+
+export interface ApiContext {
+  store: Store;
+  reads: RecordReader;
+  writes: RecordWriter;
+  auth: AuthService;
+  collections: CollectionsService;
+  logger: Logger;
+  config: ServeConfig;
+  /** bytes; published as limits.maxUploadSize and enforced on request bodies */
+  maxBodyBytes: number;
+}

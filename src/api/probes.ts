@@ -1,0 +1,37 @@
+/**
+ * Probes (spec 1-core-api.md, "Probes and discovery"): GET /api/health (liveness, no database
+ * access) and GET /api/meta (public discovery; never config values, paths, hosts or secrets).
+ */
+import type { Route } from '../http/types.js';
+import { json } from '../http/types.js';
+import type { ApiContext } from './context.js';
+import { versionInfo } from '../meta/version-info.js';
+
+export function probeRoutes(ctx: ApiContext): Route[] {
+  const v = versionInfo();
+  const health = JSON.stringify({ status: 'ok', backend: 'libsql', svc: v.svc, commit: v.commit, components: v.components });
+  const meta = JSON.stringify({
+    svc: v.svc,
+    commit: v.commit,
+    api: 1,
+    capabilities: {
+      admin: false,
+      oauth2: false,
+      webauthn: false,
+      realtime: false,
+      files: false,
+      fts: !ctx.config.features.has('fts5-off'),
+      vector: ctx.config.features.has('vector'),
+      serverSql: false,
+      objectStore: false,
+      devMode: false,
+      collectionsFrozen: false,
+    },
+    endpoints: { state: null },
+    limits: { maxUploadSize: ctx.maxBodyBytes, maxPerPage: 500 },
+  });
+  return [
+    { method: 'get', pattern: '/api/health', handler: () => json(200, health) },
+    { method: 'get', pattern: '/api/meta', handler: () => json(200, meta) },
+  ];
+}

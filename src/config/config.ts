@@ -1,0 +1,182 @@
+/**
+ * Configuration of the standalone `svc` (spec 1-core-api.md, "Process logging", "Command line",
+ * "Rate limiting", "OAuth state"; 0-conventions.md, "Serving defaults" and "Build flags").
+ *
+ * Flags win over environment variables; an empty environment variable counts as unset. Every
+ * invalid value throws {@link ConfigError} naming the variable (or flag), the value and what was
+ * expected. Flag keys are the long option names without dashes: `http`, `data-dir`,
+ * `log-format`, `log-level`, `request-log` (false for `--no-request-log`), `insecure-cookies`,
+ * `trust-proxy`, `ignore-lock`, `features`.
+ */
+import path from 'node:path';
+import type { LogFormat, LogLevel } from '../log/logger.js';
+import { ConfigError, type Flags, pick, parseBool, parseChoice, parseHostPort, parseInteger } from './parse.js';
+
+export { ConfigError } from './parse.js';
+export type { Flags } from './parse.js';
+
+/** Feature names `--features` / `SERVICE_FEATURES` accept (0-conventions.md, "Build flags"). */
+export const KNOWN_FEATURES = ['vector', 'resumable-uploads', 'fts5-off'] as const;
+export type FeatureName = (typeof KNOWN_FEATURES)[number];
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8090;
+export const DEFAULT_DATA_DIR = './svc_data';
+
+/** Outbound SMTP, present when SERVICE_SMTP_HOST is set (spec 1-core-api.md, "Auth endpoints"). */
+export interface SmtpConfig {
+  host: string;
+  /** SERVICE_SMTP_PORT; default 465 for `implicit`, 25 for `none`, else 587. */
+  port: number;
+  /** SERVICE_SMTP_TRANSPORT: `none` (plain), `starttls`, `implicit` (TLS from the first byte), `auto`. */
+  transport: 'none' | 'starttls' | 'implicit' | 'auto';
+  username?: string;
+  password?: string;
+  /** SERVICE_SMTP_FROM: default sender address. */
+  from?: string;
+}
+
+export interface LogConfig {
+  format: LogFormat;
+  level: LogLevel;
+  /** Whether one record per request is written. */
+  requestLog: boolean;
+}
+
+export interface ServeConfig {
+  /** Listen host without brackets (`::1` for `[::1]:8090`). */
+  host: string;
+  /** Listen port; 0 picks a free one. */
+  port: number;
+  /** Absolute path of the data directory. */
+  dataDir: string;
+  logFormat: LogFormat;
+  logLevel: LogLevel;
+  requestLog: boolean;
+  /** Auth cookies without the Secure attribute (for plain-HTTP development). */
+  insecureCookies: boolean;
+  /** Honour forwarded-address headers for the client key. */
+  trustProxy: boolean;
+  /** Skip the data-directory process lock. */
+  ignoreLock: boolean;
+  features: Set<FeatureName>;
+  /** Global auth rate limit: `max` attempts per `windowS` seconds; max 0 disables it. */
+  rateLimit: { max: number; windowS: number };
+  /** Server-side OAuth2 state (SERVICE_OAUTH_STATE_SERVER, SERVICE_OAUTH_STATE_TTL seconds). */
+  oauthState: { server: boolean; ttlS: number };
+  smtp?: SmtpConfig;
+  /** SERVICE_SENDMAIL_COMMAND; takes precedence over SMTP. */
+  sendmailCommand?: string;
+}
+
+/**
+ * Validates the log settings every config-loading subcommand shares: SERVICE_LOG_FORMAT /
+ * `--log-format` (text, json), SERVICE_LOG_LEVEL / `--log-level` (debug, info, warn, error, err),
+ * SERVICE_LOG_REQUESTS (boolean) / `--no-request-log`.
+ * @throws ConfigError on an invalid value
+ */
+export function loadLogConfig(flags: Flags, env: NodeJS.ProcessEnv): LogConfig {
+  const fmt = pick(flags, 'log-format', env, 'SERVICE_LOG_FORMAT');
+  const format = fmt ? parseChoice(fmt, ['text', 'json'] as const) : 'text';
+  const lvl = pick(flags, 'log-level', env, 'SERVICE_LOG_LEVEL');
+  let level: LogLevel = 'info';
+  if (lvl) {
+    const word = parseChoice(lvl, ['debug', 'info', 'warn', 'error', 'err'] as const);
+    level = word === 'error' ? 'err' : word;
+  }
+  let requestLog = true;
+  if (flags['request-log'] === false || flags['no-request-log'] === true) requestLog = false;
+  else {
+    const req = pick(flags, null, env, 'SERVICE_LOG_REQUESTS');
+    if (req) requestLog = parseBool(req);
+  }
+  return { format, level, requestLog };
+}
+
+/** The data directory as an absolute path: `--data-dir`, else SERVICE_DATA_DIR, else ./svc_data. */
+export function resolveDataDir(flags: Flags, env: NodeJS.ProcessEnv, cwd: string = process.cwd()): string {
+  const src = pick(flags, 'data-dir', env, 'SERVICE_DATA_DIR');
+  if (src && src.value.trim() === '') throw new ConfigError(src.name, src.value, 'a directory path');
+  return path.resolve(cwd, src ? src.value : DEFAULT_DATA_DIR);
+}
+
+function loadFeatures(flags: Flags, env: NodeJS.ProcessEnv): Set<FeatureName> {
+  const src = pick(flags, 'features', env, 'SERVICE_FEATURES');
+  const out = new Set<FeatureName>();
+  if (!src) return out;
+  for (const raw of src.value.split(',')) {
+    const name = raw.trim().toLowerCase();
+    if (name === '') continue;
+    const known = KNOWN_FEATURES.find((f) => f === name);
+    if (!known) {
+      throw new ConfigError(src.name, src.value, `a comma-separated list of: ${KNOWN_FEATURES.join(', ')}`);
+    }
+    out.add(known);
+  }
+  return out;
+}
+
+function flagOrEnvBool(flags: Flags, flag: string | null, env: NodeJS.ProcessEnv, variable: string | null, dflt: boolean): boolean {
+  const f = flag === null ? undefined : flags[flag];
+  if (typeof f === 'boolean') return f;
+  if (variable === null) return dflt;
+  const src = pick(flags, null, env, variable);
+  return src ? parseBool(src) : dflt;
+}
+
+function loadSmtp(env: NodeJS.ProcessEnv): SmtpConfig | undefined {
+  const host = pick({}, null, env, 'SERVICE_SMTP_HOST');
+  if (!host) return undefined;
+  const tr = pick({}, null, env, 'SERVICE_SMTP_TRANSPORT');
+  const transport = tr ? parseChoice(tr, ['none', 'starttls', 'implicit', 'auto'] as const) : 'auto';
+  const portSrc = pick({}, null, env, 'SERVICE_SMTP_PORT');
+  const port = portSrc
+    ? parseInteger(portSrc, 1, 65535)
+    : transport === 'implicit' ? 465 : transport === 'none' ? 25 : 587;
+  const smtp: SmtpConfig = { host: host.value.trim(), port, transport };
+  const username = env.SERVICE_SMTP_USERNAME;
+  const password = env.SERVICE_SMTP_PASSWORD;
+  const from = env.SERVICE_SMTP_FROM;
+  if (username) smtp.username = username;
+  if (password) smtp.password = password;
+  if (from) smtp.from = from.trim();
+  return smtp;
+}
+
+/**
+ * Loads and validates everything `svc serve` needs.
+ * @throws ConfigError naming the first invalid variable or flag
+ */
+export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConfig {
+  const log = loadLogConfig(flags, env);
+  const http = pick(flags, 'http', env, 'SERVICE_HTTP');
+  const { host, port } = http ? parseHostPort(http) : { host: DEFAULT_HOST, port: DEFAULT_PORT };
+  const maxSrc = pick(flags, null, env, 'SERVICE_RATE_LIMIT_MAX');
+  const winSrc = pick(flags, null, env, 'SERVICE_RATE_LIMIT_WINDOW');
+  const ttlSrc = pick(flags, null, env, 'SERVICE_OAUTH_STATE_TTL');
+  const sendmail = env.SERVICE_SENDMAIL_COMMAND?.trim();
+  const config: ServeConfig = {
+    host,
+    port,
+    dataDir: resolveDataDir(flags, env),
+    logFormat: log.format,
+    logLevel: log.level,
+    requestLog: log.requestLog,
+    insecureCookies: flagOrEnvBool(flags, 'insecure-cookies', env, null, false),
+    trustProxy: flagOrEnvBool(flags, 'trust-proxy', env, 'SERVICE_TRUST_PROXY', false),
+    ignoreLock: flagOrEnvBool(flags, 'ignore-lock', env, null, false),
+    features: loadFeatures(flags, env),
+    rateLimit: {
+      max: maxSrc ? parseInteger(maxSrc, 0) : 10,
+      windowS: winSrc ? parseInteger(winSrc, 1) : 60,
+    },
+    oauthState: {
+      server: flagOrEnvBool(flags, null, env, 'SERVICE_OAUTH_STATE_SERVER', true),
+      ttlS: ttlSrc ? parseInteger(ttlSrc, 1) : 600,
+    },
+  };
+  const smtp = loadSmtp(env);
+  if (smtp) config.smtp = smtp;
+  if (sendmail) config.sendmailCommand = sendmail;
+  return config;
+}

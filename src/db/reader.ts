@@ -1,0 +1,95 @@
+/**
+ * Reads. Cheap reads (by id, indexed pages) run synchronously on the main thread's read
+ * connection: a worker round trip costs more than the read itself. Expensive reads (counts over
+ * large tables, scans, sorts without an index) go to a piscina pool of reader workers.
+ *
+ * `isExpensive(sql)` decides by the query plan: a plan that scans a table without an index, or
+ * builds a temporary b-tree to sort, is expensive. The verdict is cached per SQL text.
+ */
+import Database from 'libsql';
+import { Piscina } from 'piscina';
+import type { SqlValue } from './bind.js';
+import { workerScript } from './worker-url.js';
+
+type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
+
+const STMT_CACHE_MAX = 1000;
+
+export class Reader {
+  readonly db: InstanceType<typeof Database>;
+  private cache = new Map<string, Stmt>();
+  private planCache = new Map<string, boolean>();
+  private pool: Piscina | null = null;
+
+  /** Opens the main-thread read connection (query_only) on an existing database file. */
+  constructor(readonly path: string, poolThreads = 2) {
+    this.db = new Database(path);
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec('PRAGMA query_only = 1');
+    if (poolThreads > 0) {
+      const { file, execArgv } = workerScript('reader');
+      this.pool = new Piscina({ filename: file, minThreads: 1, maxThreads: poolThreads, idleTimeout: 60_000, execArgv });
+    }
+  }
+
+  /** A cached raw statement (rows as arrays, integers as BigInt). */
+  statement(sql: string): Stmt {
+    let s = this.cache.get(sql);
+    if (s === undefined) {
+      s = this.db.prepare(sql);
+      s.raw(true);
+      s.safeIntegers(true);
+      if (this.cache.size >= STMT_CACHE_MAX) this.cache.clear();
+      this.cache.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Drops cached statements (after a schema change). */
+  invalidate(): void {
+    this.cache.clear();
+    this.planCache.clear();
+  }
+
+  /** First row or undefined, on the main thread. */
+  get(sql: string, params: SqlValue[]): unknown[] | undefined {
+    return this.statement(sql).get(params) as unknown[] | undefined;
+  }
+
+  /** All rows, on the main thread. */
+  all(sql: string, params: SqlValue[]): unknown[][] {
+    return this.statement(sql).all(params) as unknown[][];
+  }
+
+  /** True when the plan scans without an index or sorts through a temporary b-tree. */
+  isExpensive(sql: string, params: SqlValue[]): boolean {
+    let v = this.planCache.get(sql);
+    if (v === undefined) {
+      const plan = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][];
+      v = plan.some((row) => {
+        const detail = String(row[row.length - 1]);
+        return (/^SCAN /.test(detail) && !/USING (COVERING )?INDEX/.test(detail) && !/^SCAN CONSTANT/.test(detail)) || detail.includes('TEMP B-TREE');
+      });
+      if (this.planCache.size >= STMT_CACHE_MAX) this.planCache.clear();
+      this.planCache.set(sql, v);
+    }
+    return v;
+  }
+
+  /** All rows, on a reader worker (falls back to the main thread without a pool). */
+  async allOffThread(sql: string, params: SqlValue[]): Promise<unknown[][]> {
+    if (!this.pool) return this.all(sql, params);
+    return (await this.pool.run({ path: this.path, sql, params, mode: 'all' })) as unknown[][];
+  }
+
+  /** All rows, where the plan says they are cheapest to read. */
+  allAuto(sql: string, params: SqlValue[]): unknown[][] | Promise<unknown[][]> {
+    return this.isExpensive(sql, params) ? this.allOffThread(sql, params) : this.all(sql, params);
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.destroy();
+    this.cache.clear();
+    this.db.close();
+  }
+}

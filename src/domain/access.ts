@@ -1,0 +1,67 @@
+/**
+ * Access rules (spec 1-core-api.md, "Access rules"): null and "" are locked, `@public` opens an
+ * operation, anything else is a filter expression compiled once per collection version and bound
+ * per request from the request context. Superusers bypass every rule.
+ */
+import type { Collection, RuleName } from './types.js';
+import type { SqlValue } from '../db/bind.js';
+import { bindParams, compileExpression, type CompiledExpr, type SchemaLookup } from '../rules/compiler.js';
+
+/** The authenticated caller: a record of an auth collection, or a superuser. */
+export interface Principal {
+  superuser: boolean;
+  collection: Collection;
+  /** the whole auth record, hidden columns included, plus collectionId and collectionName */
+  record: Record<string, unknown>;
+}
+
+/** What a rule means for one request: deny outright, allow everything, or a SQL condition. */
+export type RuleCheck = { kind: 'deny' } | { kind: 'all' } | { kind: 'where'; sql: string; params: SqlValue[] };
+
+export const DENY: RuleCheck = { kind: 'deny' };
+export const ALL: RuleCheck = { kind: 'all' };
+
+type Compiled = 'locked' | 'public' | CompiledExpr;
+
+/** Compiled rules per collection version. */
+export class RuleBook {
+  private cache = new Map<string, { version: number; rules: Map<RuleName, Compiled> }>();
+
+  constructor(private schema: SchemaLookup & { version(id: string): number }) {}
+
+  private compiled(c: Collection, rule: RuleName): Compiled {
+    const version = this.schema.version(c.id);
+    let entry = this.cache.get(c.id);
+    if (!entry || entry.version !== version) {
+      entry = { version, rules: new Map() };
+      this.cache.set(c.id, entry);
+    }
+    let out = entry.rules.get(rule);
+    if (out === undefined) {
+      const src = c[rule];
+      if (src === null || src.trim() === '') out = 'locked';
+      else if (src.trim() === '@public') out = 'public';
+      else out = compileExpression(src, c, this.schema, { mode: 'rule', alias: 'r' });
+      entry.rules.set(rule, out);
+    }
+    return out;
+  }
+
+  /**
+   * Resolves `rule` of `c` for a request. `data` is the request body (for @request.data.*),
+   * `method` the HTTP method.
+   */
+  check(c: Collection, rule: RuleName, principal: Principal | null, data: Record<string, unknown> | null, method: string): RuleCheck {
+    if (principal?.superuser) return ALL;
+    const compiled = this.compiled(c, rule);
+    if (compiled === 'locked') return DENY;
+    if (compiled === 'public') return ALL;
+    const params = bindParams(compiled, { auth: principal ? principal.record : null, data, method });
+    return { kind: 'where', sql: compiled.sql, params };
+  }
+
+  /** True when the rule is `@public` (used for startup warnings and fast paths). */
+  isPublic(c: Collection, rule: RuleName): boolean {
+    return this.compiled(c, rule) === 'public';
+  }
+}

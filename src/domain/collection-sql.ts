@@ -1,0 +1,145 @@
+/**
+ * DDL for collections: record tables, indexes and the relation triggers that keep relation
+ * fields consistent when a target record is deleted (cascadeDelete deletes the referencing
+ * record; otherwise the reference is removed). Every schema change becomes one write job, so it
+ * applies in one transaction or not at all.
+ */
+import type { Collection, Field, IndexDef } from './types.js';
+import type { WriteStep } from '../db/write-protocol.js';
+import { columnType } from './fields/index.js';
+import { AUTH_HIDDEN_COLUMNS_SQL } from './auth-fields.js';
+
+/** Quotes an identifier for SQLite (names are validated identifiers already; this is defence). */
+export function q(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
+
+function columnsSql(c: Collection): string {
+  const cols = ['"id" TEXT PRIMARY KEY NOT NULL', '"created" TEXT NOT NULL', '"updated" TEXT NOT NULL'];
+  for (const f of c.fields) cols.push(`${q(f.name)} ${columnType(f)}`);
+  if (c.type === 'auth') cols.push(AUTH_HIDDEN_COLUMNS_SQL);
+  return cols.join(', ');
+}
+
+/** The SQL index name of a user index (collection-scoped, so names never collide across tables). */
+export function indexSqlName(c: Collection, name: string): string {
+  return `idx_${c.id}_${name}`;
+}
+
+function indexSteps(c: Collection): WriteStep[] {
+  const steps: WriteStep[] = [];
+  for (const f of c.fields) {
+    if (!f.options.unique) continue;
+    const collate = f.type === 'email' ? ' COLLATE NOCASE' : '';
+    steps.push({ sql: `CREATE UNIQUE INDEX ${q(`_uq_${c.id}_${f.id}`)} ON ${q(c.name)} (${q(f.name)}${collate})`, params: [] });
+  }
+  for (const ix of c.indexes) steps.push({ sql: createIndexSql(c, ix), params: [] });
+  return steps;
+}
+
+function createIndexSql(c: Collection, ix: IndexDef): string {
+  return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(indexSqlName(c, ix.name))} ON ${q(c.name)} (${ix.fields.map(q).join(', ')})`;
+}
+
+/** Names of the relation triggers the given schema needs. */
+function triggerNames(all: Collection[]): string[] {
+  const out: string[] = [];
+  for (const c of all) for (const f of c.fields) if (f.type === 'relation') out.push(`_rel_${c.id}_${f.id}`);
+  return out;
+}
+
+function triggerSteps(all: Collection[]): WriteStep[] {
+  const byId = new Map(all.map((c) => [c.id, c]));
+  const steps: WriteStep[] = [];
+  for (const c of all) {
+    for (const f of c.fields) {
+      if (f.type !== 'relation') continue;
+      const target = byId.get(String(f.options.collectionId));
+      if (!target) continue;
+      const name = q(`_rel_${c.id}_${f.id}`);
+      const tbl = q(c.name);
+      const col = q(f.name);
+      const has = `EXISTS (SELECT 1 FROM json_each(${tbl}.${col}) WHERE value = OLD."id")`;
+      let body: string;
+      if (!isMulti(f)) {
+        body = f.options.cascadeDelete
+          ? `DELETE FROM ${tbl} WHERE ${col} = OLD."id";`
+          : `UPDATE ${tbl} SET ${col} = NULL WHERE ${col} = OLD."id";`;
+      } else {
+        body = f.options.cascadeDelete
+          ? `DELETE FROM ${tbl} WHERE ${has};`
+          : `UPDATE ${tbl} SET ${col} = (SELECT json_group_array(value) FROM json_each(${tbl}.${col}) WHERE value <> OLD."id") WHERE ${has};`;
+      }
+      steps.push({ sql: `CREATE TRIGGER ${name} AFTER DELETE ON ${q(target.name)} BEGIN ${body} END`, params: [] });
+    }
+  }
+  return steps;
+}
+
+function dropTriggers(all: Collection[]): WriteStep[] {
+  return triggerNames(all).map((n) => ({ sql: `DROP TRIGGER IF EXISTS ${q(n)}`, params: [] }));
+}
+
+function registryRow(c: Collection): unknown[] {
+  return [c.id, c.name, c.type, c.system ? 1 : 0, JSON.stringify(c.fields), JSON.stringify(c.indexes), JSON.stringify(c.options),
+    c.listRule, c.viewRule, c.createRule, c.updateRule, c.deleteRule, c.created, c.updated];
+}
+
+const UPSERT_REGISTRY = `INSERT OR REPLACE INTO "_collections" ("id","name","type","system","fields","indexes","options","listRule","viewRule","createRule","updateRule","deleteRule","created","updated") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`;
+
+/** Steps that create a collection's table, indexes and triggers and register it. */
+export function createSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+  return [
+    ...dropTriggers(before),
+    { sql: `CREATE TABLE ${q(c.name)} (${columnsSql(c)})`, params: [] },
+    ...indexSteps(c),
+    ...triggerSteps(after),
+    { sql: UPSERT_REGISTRY, params: registryRow(c) as never },
+  ];
+}
+
+/**
+ * Steps that migrate `prev` to `next` (same id). Field data is kept by field id (renames keep
+ * data); dropped fields lose theirs. The table is rebuilt when the columns or the name change;
+ * otherwise only indexes that changed are replaced.
+ */
+export function updateSteps(prev: Collection, next: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+  const steps: WriteStep[] = [...dropTriggers(before)];
+  const prevById = new Map(prev.fields.map((f) => [f.id, f]));
+  const sameColumns =
+    prev.name === next.name &&
+    prev.fields.length === next.fields.length &&
+    next.fields.every((f, i) => prev.fields[i].id === f.id && prev.fields[i].name === f.name && columnType(prev.fields[i]) === columnType(f));
+  if (sameColumns) {
+    for (const f of prev.fields) if (f.options.unique) steps.push({ sql: `DROP INDEX IF EXISTS ${q(`_uq_${prev.id}_${f.id}`)}`, params: [] });
+    for (const ix of prev.indexes) steps.push({ sql: `DROP INDEX IF EXISTS ${q(indexSqlName(prev, ix.name))}`, params: [] });
+  } else {
+    const tmp = q(`_tmp_${next.id}`);
+    const keep = next.fields.filter((f) => prevById.has(f.id));
+    const base = ['"id"', '"created"', '"updated"'];
+    if (next.type === 'auth') base.push('"passwordHash"', '"tokenKey"', '"token_epoch"');
+    const dst = [...base, ...keep.map((f) => q(f.name))];
+    const src = [...base, ...keep.map((f) => q(prevById.get(f.id)!.name))];
+    steps.push(
+      { sql: `CREATE TABLE ${tmp} (${columnsSql(next)})`, params: [] },
+      { sql: `INSERT INTO ${tmp} (${dst.join(', ')}) SELECT ${src.join(', ')} FROM ${q(prev.name)}`, params: [] },
+      { sql: `DROP TABLE ${q(prev.name)}`, params: [] },
+      { sql: `ALTER TABLE ${tmp} RENAME TO ${q(next.name)}`, params: [] },
+    );
+  }
+  steps.push(...indexSteps(next), ...triggerSteps(after), { sql: UPSERT_REGISTRY, params: registryRow(next) as never });
+  return steps;
+}
+
+/** Steps that drop a collection's table and registry row. */
+export function deleteSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+  return [
+    ...dropTriggers(before),
+    { sql: `DROP TABLE IF EXISTS ${q(c.name)}`, params: [] },
+    { sql: `DELETE FROM "_collections" WHERE "id" = ?`, params: [c.id] },
+    { sql: `DELETE FROM "_externalAuths" WHERE "collectionId" = ?`, params: [c.id] },
+    ...triggerSteps(after),
+  ];
+}

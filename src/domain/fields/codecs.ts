@@ -1,0 +1,26 @@
+/** The codec of every supported field type (`file` is not supported yet). */
+import type { FieldType } from '../types.js';
+import type { FieldCodec } from './common.js';
+import { editorCodec, emailCodec, textCodec, urlCodec } from './text.js';
+import { numberCodec } from './number.js';
+import { autodateCodec, dateCodec } from './date.js';
+import { relationCodec, selectCodec } from './choice.js';
+import { boolCodec, jsonCodec } from './json.js';
+
+export const CODECS: Partial<Record<FieldType, FieldCodec>> = {
+  text: textCodec,
+  number: numberCodec,
+  bool: boolCodec,
+  email: emailCodec,
+  url: urlCodec,
+  date: dateCodec,
+  autodate: autodateCodec,
+  select: selectCodec,
+  relation: relationCodec,
+  json: jsonCodec,
+  editor: editorCodec,
+};
+
+export function codecFor(type: string): FieldCodec | undefined {
+  return Object.hasOwn(CODECS, type) ? CODECS[type as FieldType] : undefined;
+}

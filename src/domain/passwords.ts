@@ -1,0 +1,51 @@
+/**
+ * Password hashing with argon2id (@node-rs/argon2, whose async API runs on libuv's thread pool),
+ * behind a bound on hashes in flight so a flood of logins cannot queue unbounded work: at most
+ * `MAX_IN_FLIGHT` run at once, at most `MAX_WAITING` wait, and beyond that callers get 503.
+ */
+import { hash, verify, Algorithm } from '@node-rs/argon2';
+import { ApiError } from '../errors/api-error.js';
+
+/** OWASP's argon2id minimum: 19 MiB, 2 passes, 1 lane. */
+const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
+const MAX_IN_FLIGHT = 4;
+const MAX_WAITING = 1024;
+
+let running = 0;
+const waiting: Array<() => void> = [];
+
+async function bounded<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= MAX_IN_FLIGHT) {
+    if (waiting.length >= MAX_WAITING) throw new ApiError(503, 'overloaded', 'The server is busy hashing passwords. Try again shortly.');
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  }
+  running++;
+  try {
+    return await fn();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+/** argon2id PHC string of `password`. */
+export function hashPassword(password: string): Promise<string> {
+  return bounded(() => hash(password, PARAMS));
+}
+
+/** A fixed hash verified against when no account matches, so both paths cost the same. */
+let dummyHash: Promise<string> | null = null;
+
+/**
+ * True when `password` matches `phc`. With `phc` null (no such account or no password) a dummy
+ * hash is verified anyway and the answer is false, keeping timing equal.
+ */
+export async function verifyPassword(phc: string | null, password: string): Promise<boolean> {
+  if (!phc) {
+    dummyHash ??= hash('svc-dummy-password-for-equal-timing', PARAMS);
+    const d = await dummyHash;
+    await bounded(() => verify(d, password).catch(() => false));
+    return false;
+  }
+  return bounded(() => verify(phc, password).catch(() => false));
+}

@@ -1,0 +1,86 @@
+/**
+ * Per-collection record codec, built once per collection version: the SELECT column list, the
+ * row → JSON object mapping, and fast-json-stringify serializers for one record and for a list
+ * page. The serializer schema is also the allowlist: hidden columns are never selected and never
+ * in the schema, so they cannot reach a response.
+ */
+import fastJson from 'fast-json-stringify';
+import type { Collection, Field } from './types.js';
+import { decodeValue, jsonSchemaFor } from './fields/index.js';
+import { q } from './collection-sql.js';
+
+export interface RecordCodec {
+  collection: Collection;
+  /** `r."id", r."created", …` for SELECT lists aliased as r */
+  columns: string;
+  /** number of selected columns */
+  width: number;
+  fromRow(row: unknown[]): Record<string, unknown>;
+  stringify(record: Record<string, unknown>): string;
+  stringifyList(page: ListPage): string;
+}
+
+export interface ListPage {
+  page: number;
+  perPage: number;
+  totalItems?: number;
+  totalPages?: number;
+  items: Record<string, unknown>[];
+  nextCursor?: string | null;
+  prevCursor?: string | null;
+  hasNext?: boolean;
+  hasPrev?: boolean;
+}
+
+const isFixed = (f: Field) => f.type === 'number' && f.options.mode === 'fixed';
+
+export function buildCodec(c: Collection): RecordCodec {
+  const fields = c.fields;
+  const cols = ['r."id"', 'r."created"', 'r."updated"', ...fields.map((f) => `r.${q(f.name)}`)];
+  const properties: Record<string, unknown> = {
+    collectionId: { type: 'string' },
+    collectionName: { type: 'string' },
+    id: { type: 'string' },
+    created: { type: 'string' },
+    updated: { type: 'string' },
+  };
+  for (const f of fields) properties[f.name] = jsonSchemaFor(f);
+  properties.expand = { type: 'object', additionalProperties: true };
+  const recordSchema = { type: 'object', properties };
+  const listSchema = {
+    type: 'object',
+    properties: {
+      page: { type: 'integer' },
+      perPage: { type: 'integer' },
+      totalItems: { type: 'integer' },
+      totalPages: { type: 'integer' },
+      nextCursor: { type: ['string', 'null'] },
+      prevCursor: { type: ['string', 'null'] },
+      hasNext: { type: 'boolean' },
+      hasPrev: { type: 'boolean' },
+      items: { type: 'array', items: recordSchema },
+    },
+  };
+  const stringify = fastJson(recordSchema as never) as (o: unknown) => string;
+  const stringifyList = fastJson(listSchema as never) as (o: unknown) => string;
+  const fixed = fields.map(isFixed);
+  const cid = c.id;
+  const cname = c.name;
+
+  return {
+    collection: c,
+    columns: cols.join(', '),
+    width: cols.length,
+    fromRow(row) {
+      const out: Record<string, unknown> = { collectionId: cid, collectionName: cname, id: row[0], created: row[1], updated: row[2] };
+      for (let i = 0; i < fields.length; i++) {
+        let v = row[i + 3];
+        if (typeof v === 'bigint' && !fixed[i]) v = Number(v);
+        out[fields[i].name] = decodeValue(fields[i], v as never);
+      }
+      return out;
+    },
+    stringify,
+    stringifyList,
+  };
+}

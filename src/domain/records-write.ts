@@ -1,0 +1,250 @@
+/**
+ * Record writes: create, update (including the self-service password change) and delete, each
+ * as one write job on the writer thread (spec 1-core-api.md, "Records", "Password change").
+ *
+ * Rules are enforced inside the job: a create inserts then requires the new row to satisfy the
+ * create rule (403 otherwise, rolled back); update and delete carry the rule in their WHERE and
+ * require a changed row (404 otherwise). Relation targets are checked in the same job. Integrity
+ * conflicts answer 409.
+ */
+import { ApiError, type FieldError } from '../errors/api-error.js';
+import type { Collection, Field } from './types.js';
+import type { Principal } from './access.js';
+import type { Store } from './store.js';
+import type { WriteStep } from '../db/write-protocol.js';
+import { WriteError } from '../db/writer-client.js';
+import { bindValue, type SqlValue } from '../db/bind.js';
+import { encodeValue, nowDate } from './fields/index.js';
+import { q } from './collection-sql.js';
+import { ID_PATTERN, newId, randomToken } from './ids.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { AUTH_WRITE_STRIPPED } from './auth-fields.js';
+
+type Body = Record<string, unknown>;
+type Errors = Record<string, FieldError>;
+
+const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
+
+export interface WriteResult {
+  /** the stored row as selected by the codec's columns */
+  row: unknown[];
+  /** true when an auth record's password (and token key) changed */
+  passwordChanged: boolean;
+}
+
+export class RecordWriter {
+  constructor(private store: Store) {}
+
+  /** Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts. */
+  async create(c: Collection, principal: Principal | null, body: unknown): Promise<WriteResult> {
+    if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+    const check = this.store.rules.check(c, 'createRule', principal, body, 'POST');
+    if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
+    const superuser = !!principal?.superuser;
+    const errors: Errors = {};
+    const cols: string[] = [];
+    const vals: SqlValue[] = [];
+    const set = (name: string, v: SqlValue) => {
+      cols.push(q(name));
+      vals.push(v);
+    };
+
+    let id = newId();
+    if (body.id !== undefined && body.id !== '') {
+      if (typeof body.id === 'string' && ID_PATTERN.test(body.id)) id = body.id;
+      else errors.id = { code: 'validation_pattern', message: 'Must be 15 lowercase letters or digits.' };
+    }
+    const now = nowDate();
+    set('id', id);
+    set('created', now);
+    set('updated', now);
+
+    for (const f of c.fields) {
+      if (f.type === 'autodate') {
+        set(f.name, f.options.onCreate === false ? null : now);
+        continue;
+      }
+      let input = body[f.name];
+      if (c.type === 'auth' && f.name === 'verified' && !superuser) input = false; // forced false on signup
+      const res = encodeValue(f, input, 'create');
+      if ('error' in res) errors[f.name] = res.error;
+      else set(f.name, res.value);
+    }
+
+    if (c.type === 'auth') {
+      const pw = this.checkNewPassword(c, body, errors);
+      set('tokenKey', randomToken(24));
+      set('token_epoch', 0);
+      if (pw !== null && !Object.keys(errors).length) set('passwordHash', await hashPassword(pw));
+    }
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+
+    const codec = this.store.codec(c);
+    const steps: WriteStep[] = [...this.relationGuards(c, body)];
+    steps.push({ sql: `INSERT INTO ${q(c.name)} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, params: vals });
+    if (check.kind === 'where') {
+      steps.push({
+        sql: `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ? AND (${check.sql})`,
+        params: [id, ...check.params],
+        expect: 'row',
+        fail: { status: 403, code: 'forbidden', message: 'You are not allowed to create this record.' },
+      });
+    }
+    steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
+    const results = await this.run(steps);
+    this.store.touched(c.id);
+    return { row: results[results.length - 1].rows![0], passwordChanged: false };
+  }
+
+  /** Updates a record; 404 when absent or the update rule fails. */
+  async update(c: Collection, id: string, principal: Principal | null, body: unknown): Promise<WriteResult> {
+    if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+    const check = this.store.rules.check(c, 'updateRule', principal, body, 'PATCH');
+    if (check.kind === 'deny') throw ApiError.notFound();
+    const superuser = !!principal?.superuser;
+    const errors: Errors = {};
+    const sets: string[] = [];
+    const vals: SqlValue[] = [];
+    const set = (name: string, v: SqlValue) => {
+      sets.push(`${q(name)} = ?`);
+      vals.push(v);
+    };
+    const now = nowDate();
+
+    for (const f of c.fields) {
+      if (f.type === 'autodate') {
+        if (f.options.onUpdate) set(f.name, now);
+        continue;
+      }
+      if (!(f.name in body)) continue;
+      if (c.type === 'auth' && !superuser && (f.name === 'verified' || f.name === 'email')) {
+        errors[f.name] = { code: 'validation_value', message: `Only superusers can change "${f.name}".` };
+        continue;
+      }
+      const res = encodeValue(f, body[f.name], 'update');
+      if ('error' in res) errors[f.name] = res.error;
+      else set(f.name, res.value);
+    }
+
+    let passwordChanged = false;
+    if (c.type === 'auth' && 'password' in body) {
+      await this.passwordChange(c, id, principal, body, errors);
+      const pw = this.checkNewPassword(c, body, errors);
+      if (pw !== null && !Object.keys(errors).length) {
+        set('passwordHash', await hashPassword(pw));
+        set('tokenKey', randomToken(24));
+        passwordChanged = true;
+      }
+    }
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    set('updated', now);
+
+    const codec = this.store.codec(c);
+    const steps: WriteStep[] = [...this.relationGuards(c, body)];
+    const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
+    steps.push({
+      sql: `UPDATE ${q(c.name)} AS r SET ${sets.join(', ')} WHERE r."id" = ?${rule}`,
+      params: [...vals, id, ...(check.kind === 'where' ? check.params : [])],
+      expect: 'change',
+      fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
+    });
+    steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
+    const results = await this.run(steps);
+    this.store.touched(c.id);
+    return { row: results[results.length - 1].rows![0], passwordChanged };
+  }
+
+  /** Deletes a record (relation triggers cascade or unset references); 404 when absent or denied. */
+  async delete(c: Collection, id: string, principal: Principal | null): Promise<void> {
+    const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
+    if (check.kind === 'deny') throw ApiError.notFound();
+    const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
+    const steps: WriteStep[] = [
+      {
+        sql: `DELETE FROM ${q(c.name)} AS r WHERE r."id" = ?${rule}`,
+        params: [id, ...(check.kind === 'where' ? check.params : [])],
+        expect: 'change',
+        fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
+      },
+    ];
+    if (c.type === 'auth') steps.push({ sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" = ?', params: [c.id, id] });
+    await this.run(steps);
+    this.store.touched(c.id);
+    for (const other of this.store.registry.all()) {
+      if (other.fields.some((f) => f.type === 'relation' && f.options.collectionId === c.id)) this.store.touched(other.id);
+    }
+  }
+
+  /** Validates `password` / `passwordConfirm` of a write; returns the password or null when absent. */
+  private checkNewPassword(c: Collection, body: Body, errors: Errors): string | null {
+    const pw = body.password;
+    const min = c.options.auth?.minPasswordLength ?? 8;
+    if (pw === undefined || pw === null || pw === '') {
+      errors.password ??= { code: 'validation_required', message: 'Missing required value.' };
+      return null;
+    }
+    if (typeof pw !== 'string') {
+      errors.password = { code: 'validation_type', message: 'Must be a string.' };
+      return null;
+    }
+    if ([...pw].length < min) errors.password = { code: 'validation_min', message: `Must be at least ${min} characters.` };
+    else if (pw.length > 256) errors.password = { code: 'validation_max', message: 'Must be at most 256 characters.' };
+    if ('passwordConfirm' in body && body.passwordConfirm !== pw) errors.passwordConfirm = { code: 'validation_value', message: "Values don't match." };
+    return pw;
+  }
+
+  /**
+   * The self-service password change: non-superusers must send the right `oldPassword`; a wrong
+   * or missing one, an unknown record and a passwordless record all answer the same 400.
+   */
+  private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, _errors: Errors): Promise<void> {
+    if (principal?.superuser) return;
+    const row = this.store.reader.get(`SELECT "passwordHash" FROM ${q(c.name)} WHERE "id" = ?`, [id]);
+    const phc = row && typeof row[0] === 'string' && row[0] ? row[0] : null;
+    const old = typeof body.oldPassword === 'string' ? body.oldPassword : '';
+    const ok = await verifyPassword(phc, old);
+    if (!ok || !phc) throw ApiError.invalidCredentials();
+  }
+
+  /** Guards that every relation id in `body` exists in its target collection. */
+  private relationGuards(c: Collection, body: Body): WriteStep[] {
+    const steps: WriteStep[] = [];
+    for (const f of c.fields) {
+      if (f.type !== 'relation' || !(f.name in body)) continue;
+      const v = body[f.name];
+      const ids = [...new Set((Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string' && x !== ''))];
+      if (!ids.length) continue;
+      const target = this.store.registry.byId(String(f.options.collectionId));
+      if (!target) continue;
+      steps.push({
+        sql: `SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target.name)} WHERE "id" IN (${ids.map(() => '?').join(',')})) = ?`,
+        params: [...ids, ids.length],
+        expect: 'row',
+        fail: { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { [f.name]: { code: 'validation_not_found', message: isMulti(f) ? 'One or more related records do not exist.' : 'The related record does not exist.' } } },
+      });
+    }
+    return steps;
+  }
+
+  private async run(steps: WriteStep[]) {
+    for (const s of steps) s.params = s.params.map(bindValue);
+    try {
+      return await this.store.writer.write(steps);
+    } catch (err) {
+      if (err instanceof WriteError && err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
+        const m = /constraint failed: \S+?\.(\w+)/.exec(err.message);
+        throw ApiError.conflict(m ? `The value of "${m[1]}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
+      }
+      throw err;
+    }
+  }
+}
+
+/** Keys of a write body a client may never set directly on auth records (stripped, not rejected). */
+export function stripServerManaged(c: Collection, body: unknown): unknown {
+  if (c.type !== 'auth' || !isObject(body)) return body;
+  const out: Body = {};
+  for (const [k, v] of Object.entries(body)) if (!AUTH_WRITE_STRIPPED.has(k)) out[k] = v;
+  return out;
+}

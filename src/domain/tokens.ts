@@ -1,0 +1,86 @@
+/**
+ * Auth tokens: HS256 JWTs (jose) whose signing key is derived from the server's token secret and
+ * the record's token key, so rotating a record's token key (password change, reset) ends every
+ * token issued before it, and bumping its token epoch ends every session (logout everywhere).
+ *
+ * Claims: `id` (record id), `collectionId`, `type: "auth"`, `ep` (token epoch at issue),
+ * `csrf` (the CSRF value the `svc_csrf` cookie carries), `iat`, `exp`.
+ *
+ * Verification is cached per token string (bounded), so a repeat request costs one point read of
+ * the auth record and string comparisons instead of an HMAC through WebCrypto.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { SignJWT, jwtVerify, decodeJwt } from 'jose';
+import { randomToken } from './ids.js';
+
+export const TOKEN_TTL_S = 7 * 24 * 3600;
+const CACHE_MAX = 10_000;
+
+export interface TokenClaims {
+  id: string;
+  collectionId: string;
+  type: 'auth';
+  ep: number;
+  csrf: string;
+  exp: number;
+}
+
+export class TokenService {
+  private verified = new Map<string, { claims: TokenClaims; tokenKey: string }>();
+
+  constructor(private secret: Buffer) {}
+
+  private key(tokenKey: string): Uint8Array {
+    return createHmac('sha256', this.secret).update(tokenKey).digest();
+  }
+
+  /** Issues a token for a record with the given token key and epoch. */
+  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number): Promise<{ token: string; csrf: string }> {
+    const csrf = randomToken(18);
+    const token = await new SignJWT({ id: recordId, collectionId, type: 'auth', ep: epoch, csrf })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + TOKEN_TTL_S)
+      .sign(this.key(tokenKey));
+    return { token, csrf };
+  }
+
+  /** Unverified claims (to find the record whose token key verifies the token); null if malformed. */
+  peek(token: string): TokenClaims | null {
+    try {
+      const c = decodeJwt(token) as Partial<TokenClaims>;
+      if (typeof c.id !== 'string' || typeof c.collectionId !== 'string' || c.type !== 'auth' || typeof c.exp !== 'number') return null;
+      return { id: c.id, collectionId: c.collectionId, type: 'auth', ep: Number(c.ep ?? 0), csrf: String(c.csrf ?? ''), exp: c.exp };
+    } catch {
+      return null;
+    }
+  }
+
+  /** Cached verification result, or undefined when the token must be verified in full. */
+  cached(token: string, tokenKey: string): TokenClaims | undefined {
+    const hit = this.verified.get(token);
+    if (!hit || hit.tokenKey !== tokenKey || hit.claims.exp * 1000 <= Date.now()) return undefined;
+    return hit.claims;
+  }
+
+  /** Full verification against the record's token key; null when invalid or expired. */
+  async verify(token: string, tokenKey: string): Promise<TokenClaims | null> {
+    try {
+      const { payload } = await jwtVerify(token, this.key(tokenKey), { algorithms: ['HS256'] });
+      const claims = this.peek(token);
+      if (!claims || payload.exp === undefined) return null;
+      if (this.verified.size >= CACHE_MAX) this.verified.clear();
+      this.verified.set(token, { claims, tokenKey });
+      return claims;
+    } catch {
+      return null;
+    }
+  }
+}
+
+/** Constant-time string equality. */
+export function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

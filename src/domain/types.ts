@@ -1,0 +1,117 @@
+/**
+ * The schema model shared by the collections service, the field codecs, the rule compiler and
+ * the record queries (spec 1-core-api.md, "Collection", "Field", "Record").
+ */
+
+/** Field types of the catalog (0-conventions.md). `file` arrives with the files issue. */
+export type FieldType =
+  | 'text'
+  | 'number'
+  | 'bool'
+  | 'email'
+  | 'url'
+  | 'date'
+  | 'autodate'
+  | 'select'
+  | 'relation'
+  | 'json'
+  | 'editor'
+  | 'file';
+
+/**
+ * One field of a collection. Type-specific options live in `options`; the common ones are
+ * `required`, `unique`, `encrypted`, `hidden`, `searchable`.
+ *
+ * Known options by type:
+ * - text / editor: `min`, `max` (length in characters), `pattern` (regex source, text only)
+ * - number: `min`, `max`, `mode` (`"fixed"` for exact decimals), `scale` (1..8 with fixed mode)
+ * - select: `values` (string[]), `maxSelect` (default 1; >1 stores an array)
+ * - relation: `collectionId`, `cascadeDelete`, `minSelect`, `maxSelect` (default 1; >1 stores an array)
+ * - autodate: `onCreate` (default true), `onUpdate` (default false)
+ * - date: `min`, `max` (date strings)
+ */
+export interface Field {
+  /** stable id; survives renames */
+  id: string;
+  name: string;
+  type: FieldType;
+  /** true for the built-in fields of auth collections (email, verified, …) */
+  system?: boolean;
+  options: FieldOptions;
+}
+
+export interface FieldOptions {
+  required?: boolean;
+  unique?: boolean;
+  encrypted?: boolean;
+  hidden?: boolean;
+  searchable?: boolean;
+  min?: number | string | null;
+  max?: number | string | null;
+  pattern?: string | null;
+  mode?: 'fixed' | null;
+  scale?: number | null;
+  values?: string[];
+  maxSelect?: number | null;
+  minSelect?: number | null;
+  collectionId?: string;
+  cascadeDelete?: boolean;
+  onCreate?: boolean;
+  onUpdate?: boolean;
+  [key: string]: unknown;
+}
+
+export type CollectionType = 'base' | 'auth';
+
+export interface AuthOptions {
+  identityFields: string[];
+  minPasswordLength: number;
+  two_factor?: 'disabled' | 'optional' | 'required';
+  require_verified?: boolean;
+  session?: { store: 'epoch' | 'table' };
+  methods?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface CollectionOptions {
+  ttl_field?: string | null;
+  auth?: AuthOptions;
+  [key: string]: unknown;
+}
+
+/** A named index: `{name, fields: [col, …], unique}`. */
+export interface IndexDef {
+  name: string;
+  fields: string[];
+  unique?: boolean;
+}
+
+export type RuleName = 'listRule' | 'viewRule' | 'createRule' | 'updateRule' | 'deleteRule';
+export const RULE_NAMES: readonly RuleName[] = ['listRule', 'viewRule', 'createRule', 'updateRule', 'deleteRule'];
+
+/** A collection as stored in `_collections` and returned by the API (with `schema` = fields). */
+export interface Collection {
+  id: string;
+  name: string;
+  type: CollectionType;
+  system: boolean;
+  fields: Field[];
+  indexes: IndexDef[];
+  options: CollectionOptions;
+  listRule: string | null;
+  viewRule: string | null;
+  createRule: string | null;
+  updateRule: string | null;
+  deleteRule: string | null;
+  created: string;
+  updated: string;
+}
+
+/** Columns every record table has besides its fields. */
+export const BASE_COLUMNS = ['id', 'created', 'updated'] as const;
+
+/**
+ * Columns of auth collections that are never serialized and never usable in client filters or
+ * sorts (operator-authored rules may use them).
+ */
+export const HIDDEN_AUTH_COLUMNS = ['passwordHash', 'tokenKey', 'token_epoch'] as const;

@@ -1,0 +1,61 @@
+/**
+ * The plain request snapshot and reply the rest of the app sees; only src/http imports uWS.
+ */
+
+/** Headers copied out of uWS before any await (uWS's request object dies with the handler). */
+export interface RequestHeaders {
+  authorization: string;
+  contentType: string;
+  cookie: string;
+  csrf: string;
+  userAgent: string;
+  forwardedFor: string;
+  realIp: string;
+  origin: string;
+  accept: string;
+  range: string;
+  ifNoneMatch: string;
+}
+
+export interface Req {
+  /** upper-case method */
+  method: string;
+  /** path without the query string, as received (percent-encoded) */
+  path: string;
+  /** raw query string without '?' */
+  query: string;
+  headers: RequestHeaders;
+  /** decoded route parameters in pattern order */
+  params: string[];
+  remoteAddress: string;
+  /** request body (only for methods with a body) */
+  body: Buffer | null;
+}
+
+export interface Reply {
+  status: number;
+  /** response body; empty string for none */
+  body: string | Buffer;
+  /** defaults to application/json when body is non-empty */
+  contentType?: string;
+  headers?: Array<[string, string]>;
+}
+
+export type Handler = (req: Req) => Reply | Promise<Reply>;
+
+export type Method = 'get' | 'post' | 'patch' | 'put' | 'del' | 'options' | 'any';
+
+export interface Route {
+  method: Method;
+  pattern: string;
+  handler: Handler;
+}
+
+/** A JSON reply (body already serialized). */
+export function json(status: number, body: string, headers?: Array<[string, string]>): Reply {
+  return { status, body, headers };
+}
+
+export function noContent(headers?: Array<[string, string]>): Reply {
+  return { status: 204, body: '', headers };
+}

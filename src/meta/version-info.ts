@@ -1,0 +1,132 @@
+/**
+ * Version report shared by `svc version`, `/api/health` and `/api/meta` (spec 1-core-api.md,
+ * "Command line" and "Versioning"; 0-conventions.md, "Names and commands").
+ *
+ * The product version comes from package.json; the commit and build time are baked in by
+ * scripts/build-info.mjs, which writes dist/build-info.json after `tsc`. When running from source
+ * (tsx) there is no such file and they read "unknown" / "dev".
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+export interface VersionInfo {
+  /** Product version (package.json `version`). */
+  svc: string;
+  /** Short git commit of the build, or "unknown". */
+  commit: string;
+  /** Build time `YYYY-MM-DDTHH:MM:SSZ`, or "dev" when running from source. */
+  build: string;
+  /** `${process.platform}-${process.arch}`, e.g. linux-x64. */
+  target: string;
+  /** Node.js version without the leading v. */
+  node: string;
+  /** Database, HTTP library and native dependency versions, in a fixed order. */
+  components: Record<string, string>;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+function readJson(file: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The nearest package.json above this file whose name is "svc" (src/meta or dist/src/meta). */
+function ownPackage(): Record<string, unknown> | undefined {
+  for (let dir = here; ; dir = path.dirname(dir)) {
+    const pkg = readJson(path.join(dir, 'package.json'));
+    if (pkg && pkg.name === 'svc') return pkg;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
+ * The installed version of a dependency. Looks in the node_modules folders Node would search
+ * (via createRequire) rather than require('<pkg>/package.json'), which a package's `exports`
+ * map may forbid.
+ */
+export function packageVersion(name: string): string {
+  for (const dir of require.resolve.paths(name) ?? []) {
+    const pkg = readJson(path.join(dir, name, 'package.json'));
+    if (pkg && typeof pkg.version === 'string') return pkg.version;
+  }
+  return 'unknown';
+}
+
+let sqliteVersion: string | undefined;
+
+/** SQLite version of the bundled libsql, from an in-memory database; computed once. */
+function sqlite(): string {
+  if (sqliteVersion === undefined) {
+    try {
+      const Database = require('libsql') as new (file: string) => {
+        prepare(sql: string): { get(): unknown };
+        close(): void;
+      };
+      const db = new Database(':memory:');
+      try {
+        const row = db.prepare('SELECT sqlite_version() AS v').get() as { v?: unknown } | undefined;
+        sqliteVersion = typeof row?.v === 'string' ? row.v : 'unknown';
+      } finally {
+        db.close();
+      }
+    } catch {
+      sqliteVersion = 'unknown';
+    }
+  }
+  return sqliteVersion;
+}
+
+/** uWebSockets.js release the wrapper package tracks (its major.minor), with the package version. */
+function uwsVersion(): string {
+  const pkg = packageVersion('@trufflesuite/uws-js-unofficial');
+  if (pkg === 'unknown') return pkg;
+  const m = /^(\d+)\.(\d+)/.exec(pkg);
+  return m ? `${m[1]}.${m[2]} (@trufflesuite/uws-js-unofficial ${pkg})` : pkg;
+}
+
+let head: Omit<VersionInfo, 'components'> | undefined;
+let components: Record<string, string> | undefined;
+
+function readHead(): Omit<VersionInfo, 'components'> {
+  const pkg = ownPackage();
+  // dist/src/meta/version-info.js → dist/build-info.json; from source the file is absent.
+  const build = readJson(path.resolve(here, '../../build-info.json'));
+  return {
+    svc: typeof pkg?.version === 'string' ? pkg.version : 'unknown',
+    commit: typeof build?.commit === 'string' ? build.commit : 'unknown',
+    build: typeof build?.build === 'string' ? build.build : 'dev',
+    target: `${process.platform}-${process.arch}`,
+    node: process.versions.node,
+  };
+}
+
+/** Versions without `components`: loads no native module, cheap enough for any caller. */
+export function productVersion(): Omit<VersionInfo, 'components'> {
+  head ??= readHead();
+  return { ...head };
+}
+
+/**
+ * The full version report, keys in the order svc, commit, build, target, node, components.
+ * The first call loads libsql to ask SQLite its version; later calls reuse the result.
+ */
+export function versionInfo(): VersionInfo {
+  components ??= {
+    libsql: packageVersion('libsql'),
+    sqlite: sqlite(),
+    'uWebSockets.js': uwsVersion(),
+    '@node-rs/argon2': packageVersion('@node-rs/argon2'),
+    '@node-rs/xxhash': packageVersion('@node-rs/xxhash'),
+    jose: packageVersion('jose'),
+    'fast-json-stringify': packageVersion('fast-json-stringify'),
+    piscina: packageVersion('piscina'),
+  };
+  return { ...productVersion(), components: { ...components } };
+}

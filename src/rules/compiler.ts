@@ -1,0 +1,247 @@
+/**
+ * Compiles filter expressions and access rules (spec 1-core-api.md, "Filter grammar", "Access
+ * rules") and `sort` parameters ("List query parameters") to SQLite.
+ *
+ * Every literal and every `@request.*` value becomes a `?` parameter; the only identifiers that
+ * reach the SQL are names found in the schema, double-quoted. Compilation happens once per
+ * (expression, schema); `bindParams` then produces the parameter array for one request.
+ *
+ * Semantics, for a path P that yields a set of values (it crosses a relation or ends on a
+ * multi-valued select/relation/file field) and a scalar path alike:
+ * - `=`, `<`, `<=`, `>`, `>=`, `~`, `in`: true when ANY value of P satisfies the comparison;
+ * - `!=`, `!~`: true when NO value of P is equal / like (so a NULL or empty P counts as different);
+ * - `P = null`: P holds no non-null value; `P != null`: it holds one.
+ * `x in (…, null)` means `x in (…) || x = null`. A NULL compared with `=`, `<`, `~`, … is false,
+ * so an absent `@request.data.x` never makes `field = @request.data.x` true (fails closed).
+ * The compiled SQL is always a self-contained boolean term (safe to AND with other clauses).
+ */
+import { ApiError } from '../errors/api-error.js';
+import { bindValue, type SqlValue } from '../db/bind.js';
+import type { Collection } from '../domain/types.js';
+import { parseFilter, type CompareExpr, type Expr, type InExpr, type Literal, type Operand } from './parser.js';
+import { PathResolver, quoteIdent, resolveColumn, type ResolvedPath, type SchemaLookup } from './paths.js';
+import { likeValue, readPath, scaleDecimal, scaleValue, wrapLikeSql } from './values.js';
+
+export type { SchemaLookup } from './paths.js';
+
+/** One `?` of a compiled expression: a fixed value, or a request value resolved by bindParams. */
+export type ParamSlot =
+  | { kind: 'value'; value: SqlValue }
+  | { kind: 'auth'; path: string; like?: boolean; scale?: number } // @request.auth.<field>
+  | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
+  | { kind: 'method'; like?: boolean }
+  | { kind: 'account'; field: 'id' | 'role'; like?: boolean };
+
+/** A boolean SQL term plus its parameter slots, in `?` order. */
+export interface CompiledExpr {
+  sql: string;
+  params: ParamSlot[];
+}
+
+/** `mode: 'filter'` for client input (hidden fields refused), `'rule'` for access rules; `alias` names the record table. */
+export interface CompileOptions {
+  mode: 'filter' | 'rule';
+  alias: string;
+}
+
+/** What `@request.*` macros read: the authenticated record (or null), the request body, the HTTP method. */
+export interface RequestContext {
+  auth: Record<string, unknown> | null;
+  data: Record<string, unknown> | null;
+  method: string;
+}
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const LIKE_ESCAPE = ` ESCAPE '\\'`;
+const MAX_SORT_FIELDS = 16;
+
+interface Frag {
+  sql: string;
+  params: ParamSlot[];
+}
+
+/**
+ * Parses (cached) and compiles `src` into a boolean SQL term over the record table aliased
+ * `opts.alias`, e.g. `r."title" = ?`.
+ * @throws ApiError 400 `bad_request` for syntax errors, unknown fields or paths, hidden fields in
+ *   `filter` mode, encrypted fields in either mode, and fixed-point literals too precise to compare.
+ */
+export function compileExpression(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions): CompiledExpr {
+  if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
+  const ast = parseFilter(src);
+  return new ExprCompiler(new PathResolver(collection, schema, opts.mode, opts.alias)).expr(ast);
+}
+
+/**
+ * Resolves every slot of `expr` for one request. `@request.auth.*` is `''` when anonymous and
+ * null for a field the auth record lacks; `@request.data.*` is null when absent;
+ * `@request.account.*` is always `''` (no tenancy resolver yet). Objects/arrays bind as JSON text.
+ */
+export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
+  return expr.params.map((slot) => {
+    let value: SqlValue;
+    switch (slot.kind) {
+      case 'value':
+        return slot.value;
+      case 'auth':
+        value = ctx.auth === null ? '' : bindValue(readPath(ctx.auth, slot.path));
+        break;
+      case 'data':
+        value = ctx.data === null ? null : bindValue(readPath(ctx.data, slot.path));
+        break;
+      case 'method':
+        value = ctx.method;
+        break;
+      case 'account':
+        value = '';
+        break;
+    }
+    if (slot.like) return likeValue(value);
+    if ((slot.kind === 'auth' || slot.kind === 'data') && slot.scale !== undefined) return scaleValue(value, slot.scale);
+    return value;
+  });
+}
+
+/**
+ * Compiles a `sort` parameter (`-created,title`, `+` optional, `-` descending) to an ORDER BY
+ * body such as `r."created" DESC, r."title" ASC`. Accepts the collection's own columns (not
+ * hidden or encrypted ones), `@random` and `@rowid`; empty segments are ignored.
+ * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields or more than 16 fields.
+ */
+export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string): string {
+  void schema; // sorts are over the collection's own columns; kept for signature symmetry
+  if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
+  const fail = (why: string): never => {
+    throw ApiError.badRequest(`Invalid sort: ${why}.`);
+  };
+  if (src.length > 8192) fail('the sort parameter is too long');
+  const terms: string[] = [];
+  for (const raw of src.split(',')) {
+    let name = raw.trim();
+    if (name === '') continue;
+    if (terms.length === MAX_SORT_FIELDS) fail(`at most ${MAX_SORT_FIELDS} sort fields are allowed`);
+    let dir = 'ASC';
+    if (name[0] === '-' || name[0] === '+') {
+      dir = name[0] === '-' ? 'DESC' : 'ASC';
+      name = name.slice(1).trim();
+    }
+    if (name === '@random') terms.push(`RANDOM() ${dir}`);
+    else if (name === '@rowid') terms.push(`${alias}.rowid ${dir}`);
+    else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
+    else {
+      resolveColumn(collection, name, 'filter', name, 'Invalid sort');
+      terms.push(`${alias}.${quoteIdent(name)} ${dir}`);
+    }
+  }
+  return terms.join(', ');
+}
+
+interface Side extends Frag {
+  sources: string[];
+  conds: string[];
+}
+
+const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
+
+class ExprCompiler {
+  constructor(private readonly paths: PathResolver) {}
+
+  expr(e: Expr): Frag {
+    if (e.type === 'compare') return this.compare(e);
+    if (e.type === 'in') return this.inList(e);
+    const parts = e.terms.map((t) => this.expr(t));
+    return {
+      sql: `(${parts.map((p) => p.sql).join(e.type === 'and' ? ' AND ' : ' OR ')})`,
+      params: parts.flatMap((p) => p.params),
+    };
+  }
+
+  private compare(e: CompareExpr): Frag {
+    let { left, right } = e;
+    const op = e.op;
+    if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
+    const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
+    const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
+    const like = op === '~' || op === '!~';
+    const L = this.side(left, pl, like ? undefined : pr?.scale, false);
+    const R = this.side(right, pr, like ? undefined : pl?.scale, like);
+    const sources = [...L.sources, ...R.sources];
+    const conds = [...L.conds, ...R.conds];
+
+    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L, sources, conds, op === '=');
+    const params = [...L.params, ...R.params];
+    const negative = op === '!=' || op === '!~';
+    let pred: string;
+    if (like) pred = `${L.sql} LIKE ${R.sql}${LIKE_ESCAPE}`;
+    else if (op === '!=') pred = `${L.sql} IS ${R.sql}`;
+    else pred = `${L.sql} ${op} ${R.sql}`;
+
+    if (sources.length > 0) {
+      const sql = exists(sources, conds, pred);
+      return { sql: negative ? `NOT ${sql}` : sql, params };
+    }
+    if (op === '!=') return { sql: `${L.sql} IS NOT ${R.sql}`, params };
+    if (op === '!~') return { sql: `NOT COALESCE(${pred}, 0)`, params };
+    return { sql: pred, params };
+  }
+
+  /** `x = null` (isNull) / `x != null` under the set semantics described at the top. */
+  private nullTest(L: Frag, sources: string[], conds: string[], isNull: boolean): Frag {
+    if (sources.length === 0) return { sql: `${L.sql} ${isNull ? 'IS NULL' : 'IS NOT NULL'}`, params: L.params };
+    const any = exists(sources, conds, `${L.sql} IS NOT NULL`);
+    return { sql: isNull ? `NOT ${any}` : any, params: L.params };
+  }
+
+  private inList(e: InExpr): Frag {
+    // The account list is always empty until a tenancy resolver exists, so `x in
+    // @request.account.ids` can never hold: rules that rely on it fail closed.
+    if (e.accountIds || e.items.length === 0) return { sql: '0', params: [] };
+    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
+    const L = this.side(e.left, path, undefined, false);
+    const members = e.items.filter((item) => item.value !== null);
+    const parts: Frag[] = [];
+    if (members.length > 0) {
+      const pred = `${L.sql} IN (${members.map(() => '?').join(', ')})`;
+      const params = [...L.params, ...members.map((m) => literalSlot(m, path?.scale, false))];
+      parts.push({ sql: L.sources.length > 0 ? exists(L.sources, L.conds, pred) : pred, params });
+    }
+    if (members.length < e.items.length) parts.push(this.nullTest(L, L.sources, L.conds, true));
+    if (parts.length === 1) return parts[0];
+    return { sql: `(${parts[0].sql} OR ${parts[1].sql})`, params: [...parts[0].params, ...parts[1].params] };
+  }
+
+  /** SQL for one operand; `scale` comes from a fixed-point field on the other side. */
+  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean): Side {
+    if (path) return { sql: like ? wrapLikeSql(path.value) : path.value, params: [], sources: path.sources, conds: path.conds };
+    if (o.type === 'literal') return { sql: '?', params: [literalSlot(o, scale, like)], sources: [], conds: [] };
+    if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
+    const opt = { ...(like ? { like: true } : {}) };
+    let slot: ParamSlot;
+    if (o.macro === 'auth' || o.macro === 'data') {
+      slot = { kind: o.macro, path: o.path, ...opt, ...(scale !== undefined && !like ? { scale } : {}) };
+    } else if (o.macro === 'method') slot = { kind: 'method', ...opt };
+    else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
+    return { sql: '?', params: [slot], sources: [], conds: [] };
+  }
+}
+
+function exists(sources: string[], conds: string[], pred: string): string {
+  return `EXISTS (SELECT 1 FROM ${sources.join(', ')} WHERE ${[...conds, `(${pred})`].join(' AND ')})`;
+}
+
+/** The bound value of a literal: LIKE-wrapped, fixed-point scaled, or as written. */
+function literalSlot(lit: Literal, scale: number | undefined, like: boolean): ParamSlot {
+  const v = lit.value;
+  if (like) return { kind: 'value', value: likeValue(bindValue(v)) };
+  if (scale !== undefined && (typeof v === 'number' || typeof v === 'string')) {
+    const scaled = scaleDecimal(typeof v === 'number' ? lit.raw : v, scale);
+    if (scaled === undefined) {
+      const shown = typeof v === 'number' ? lit.raw : JSON.stringify(v.slice(0, 64));
+      throw ApiError.badRequest(
+        `Invalid filter: ${shown} at position ${lit.pos} is not a decimal with at most ${scale} decimal places, as the fixed-point field it is compared with requires.`,
+      );
+    }
+    return { kind: 'value', value: scaled };
+  }
+  return { kind: 'value', value: bindValue(v) };
+}

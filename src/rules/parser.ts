@@ -1,0 +1,228 @@
+/**
+ * Recursive-descent parser for the filter grammar (spec 1-core-api.md, "Filter grammar"),
+ * shared by the list `filter` parameter, access rules and realtime subscription filters.
+ *
+ *   expr    := and ( "||" and )*
+ *   and     := primary ( "&&" primary )*
+ *   primary := "(" expr ")" | operand OP operand | operand "in" list
+ *   list    := "(" [ literal ( "," literal )* ] ")" | @request.account.ids
+ *   operand := path | macro | string | number | true | false | null
+ *
+ * `@public` is not part of the grammar; callers recognise it before parsing. Hostile input is
+ * bounded: at most MAX_SOURCE_LENGTH characters, MAX_DEPTH nested parentheses and MAX_TERMS
+ * comparisons plus list items. Parsed trees are cached by source text and shared, so callers
+ * must treat them as read-only.
+ */
+import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
+
+export const MAX_DEPTH = 64;
+export const MAX_TERMS = 1000;
+const CACHE_SIZE = 1000;
+
+export type CompareOp = '=' | '!=' | '>' | '>=' | '<' | '<=' | '~' | '!~';
+
+export interface Literal {
+  type: 'literal';
+  value: string | number | boolean | null;
+  /** Source text of a number literal (kept for exact fixed-point scaling); '' otherwise. */
+  raw: string;
+  pos: number;
+}
+export interface FieldOperand {
+  type: 'field';
+  /** Dot-separated segments, e.g. ['author', 'name']. */
+  path: string[];
+  pos: number;
+}
+export interface MacroOperand {
+  type: 'macro';
+  macro: 'auth' | 'data' | 'method' | 'account.id' | 'account.role';
+  /** Dotted path after `@request.auth.` / `@request.data.`; '' for the other macros. */
+  path: string;
+  pos: number;
+}
+export type Operand = Literal | FieldOperand | MacroOperand;
+
+export interface CompareExpr {
+  type: 'compare';
+  op: CompareOp;
+  left: Operand;
+  right: Operand;
+  pos: number;
+}
+export interface InExpr {
+  type: 'in';
+  left: Operand;
+  /** Literal members; empty when `accountIds` is set. */
+  items: Literal[];
+  /** True for `x in @request.account.ids`. */
+  accountIds: boolean;
+  pos: number;
+}
+export interface LogicalExpr {
+  type: 'and' | 'or';
+  /** Two or more sub-expressions (chains are flattened). */
+  terms: Expr[];
+}
+export type Expr = CompareExpr | InExpr | LogicalExpr;
+
+const cache = new Map<string, Expr>();
+
+/**
+ * Parses a filter or rule expression, memoised in a bounded least-recently-used cache.
+ * @throws ApiError 400 `bad_request` (`Invalid filter: …`) naming the offending token/position.
+ */
+export function parseFilter(src: string): Expr {
+  const hit = cache.get(src);
+  if (hit !== undefined) {
+    cache.delete(src);
+    cache.set(src, hit);
+    return hit;
+  }
+  const expr = new Parser(tokenize(src)).parseAll();
+  cache.set(src, expr);
+  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  return expr;
+}
+
+function describe(tok: Token): string {
+  if (tok.kind === 'eof') return `unexpected end of expression at position ${tok.pos}`;
+  const text = tok.kind === 'string' ? JSON.stringify(tok.text) : tok.kind === 'macro' ? `@${tok.text}` : tok.text;
+  return `unexpected token ${quoteSnippet(text)} at position ${tok.pos}`;
+}
+
+class Parser {
+  private i = 0;
+  private depth = 0;
+  private terms = 0;
+  constructor(private readonly tokens: Token[]) {}
+
+  parseAll(): Expr {
+    if (this.peek().kind === 'eof') throw filterError('empty expression');
+    const expr = this.parseOr();
+    if (this.peek().kind !== 'eof') throw filterError(describe(this.peek()));
+    return expr;
+  }
+
+  private peek(): Token {
+    return this.tokens[this.i];
+  }
+  private next(): Token {
+    const tok = this.tokens[this.i];
+    if (tok.kind !== 'eof') this.i++;
+    return tok;
+  }
+  private countTerm(pos: number): void {
+    if (++this.terms > MAX_TERMS) throw filterError(`too many terms (more than ${MAX_TERMS}) at position ${pos}`);
+  }
+
+  private parseOr(): Expr {
+    const terms = [this.parseAnd()];
+    while (this.peek().kind === 'or') {
+      this.next();
+      terms.push(this.parseAnd());
+    }
+    return terms.length === 1 ? terms[0] : { type: 'or', terms };
+  }
+
+  private parseAnd(): Expr {
+    const terms = [this.parsePrimary()];
+    while (this.peek().kind === 'and') {
+      this.next();
+      terms.push(this.parsePrimary());
+    }
+    return terms.length === 1 ? terms[0] : { type: 'and', terms };
+  }
+
+  private parsePrimary(): Expr {
+    const tok = this.peek();
+    if (tok.kind === 'lparen') {
+      this.next();
+      if (++this.depth > MAX_DEPTH) {
+        throw filterError(`expression is nested too deeply (more than ${MAX_DEPTH} levels) at position ${tok.pos}`);
+      }
+      const inner = this.parseOr();
+      const close = this.next();
+      if (close.kind !== 'rparen') throw filterError(`${describe(close)}; expected ")" to close "(" at position ${tok.pos}`);
+      this.depth--;
+      return inner;
+    }
+    const left = this.parseOperand();
+    const op = this.next();
+    if (op.kind === 'in') return this.parseIn(left, op.pos);
+    if (op.kind !== 'op') throw filterError(`${describe(op)}; expected a comparison operator`);
+    this.countTerm(op.pos);
+    return { type: 'compare', op: op.text as CompareOp, left, right: this.parseOperand(), pos: op.pos };
+  }
+
+  private parseIn(left: Operand, pos: number): InExpr {
+    this.countTerm(pos);
+    const open = this.next();
+    if (open.kind === 'macro' && open.text === 'request.account.ids') {
+      return { type: 'in', left, items: [], accountIds: true, pos };
+    }
+    if (open.kind !== 'lparen') throw filterError(`${describe(open)}; expected "(" or @request.account.ids after "in"`);
+    const items: Literal[] = [];
+    if (this.peek().kind === 'rparen') {
+      this.next();
+      return { type: 'in', left, items, accountIds: false, pos };
+    }
+    for (;;) {
+      const item = this.parseOperand();
+      if (item.type !== 'literal') {
+        throw filterError(`the list after "in" may only hold literals (position ${item.pos})`);
+      }
+      this.countTerm(item.pos);
+      items.push(item);
+      const sep = this.next();
+      if (sep.kind === 'rparen') return { type: 'in', left, items, accountIds: false, pos };
+      if (sep.kind !== 'comma') throw filterError(`${describe(sep)}; expected "," or ")" in the "in" list`);
+    }
+  }
+
+  private parseOperand(): Operand {
+    const tok = this.next();
+    const pos = tok.pos;
+    switch (tok.kind) {
+      case 'string':
+        return { type: 'literal', value: tok.text, raw: '', pos };
+      case 'number': {
+        const value = Number(tok.text);
+        if (!Number.isFinite(value)) throw filterError(`number out of range at position ${pos}`);
+        return { type: 'literal', value, raw: tok.text, pos };
+      }
+      case 'true':
+      case 'false':
+        return { type: 'literal', value: tok.kind === 'true', raw: '', pos };
+      case 'null':
+        return { type: 'literal', value: null, raw: '', pos };
+      case 'path': {
+        const path = tok.text.split('.');
+        if (path[0] === 'in') throw filterError(`"in" is reserved and cannot be a field name (position ${pos})`);
+        return { type: 'field', path, pos };
+      }
+      case 'macro':
+        return parseMacro(tok);
+      case 'in':
+        throw filterError(`"in" is reserved and cannot be a field name (position ${pos})`);
+      default:
+        throw filterError(describe(tok));
+    }
+  }
+}
+
+function parseMacro(tok: Token): MacroOperand {
+  const { text, pos } = tok;
+  const make = (macro: MacroOperand['macro'], path = ''): MacroOperand => ({ type: 'macro', macro, path, pos });
+  if (text === 'request.method') return make('method');
+  if (text === 'request.account.id') return make('account.id');
+  if (text === 'request.account.role') return make('account.role');
+  if (text === 'request.account.ids') {
+    throw filterError(`@request.account.ids is a list and may only follow "in" (position ${pos})`);
+  }
+  for (const source of ['auth', 'data'] as const) {
+    const prefix = `request.${source}.`;
+    if (text.startsWith(prefix)) return make(source, text.slice(prefix.length));
+  }
+  throw filterError(`unknown macro ${quoteSnippet('@' + text)} at position ${pos}`);
+}

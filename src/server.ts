@@ -1,0 +1,126 @@
+/**
+ * `svc serve`: opens the data directory's database (writer thread + main-thread reader + reader
+ * pool), loads the schema, binds the routes and listens. `stop()` stops accepting, finishes
+ * in-flight requests, commits every queued write and closes the database, so no acknowledged
+ * write is lost.
+ */
+import { mkdirSync } from 'node:fs';
+import { databasePath } from './domain/data-paths.js';
+import type { ServeConfig } from './config/config.js';
+import type { Logger } from './log/logger.js';
+import { WriterClient } from './db/writer-client.js';
+import { Reader } from './db/reader.js';
+import { bootstrapSteps } from './db/bootstrap.js';
+import { bindValue } from './db/bind.js';
+import { CollectionRegistry } from './domain/collection-registry.js';
+import { Store } from './domain/store.js';
+import { RecordReader } from './domain/records-read.js';
+import { RecordWriter } from './domain/records-write.js';
+import { AuthService, loadTokenSecret } from './domain/auth-service.js';
+import { CollectionsService } from './domain/collections-service.js';
+import { RULE_NAMES } from './domain/types.js';
+import { HttpServer, errorReply } from './http/server.js';
+import type { Route } from './http/types.js';
+import { ApiError } from './errors/api-error.js';
+import type { ApiContext } from './api/context.js';
+import { probeRoutes } from './api/probes.js';
+import { collectionRoutes } from './api/collections.js';
+import { recordRoutes } from './api/records.js';
+import { authRoutes } from './api/auth.js';
+
+/** Request body limit (bytes); published as limits.maxUploadSize. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export interface RunningServer {
+  /** `host:port` actually bound */
+  address: string;
+  stop(): Promise<void>;
+}
+
+
+export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const dbPath = databasePath(config.dataDir);
+  const secret = loadTokenSecret(config.dataDir);
+  const writer = await WriterClient.start(dbPath);
+  await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
+  const reader = new Reader(dbPath, 2);
+  const registry = new CollectionRegistry();
+  registry.load(reader);
+
+  const store = new Store(registry, reader, writer);
+  const ctx: ApiContext = {
+    store,
+    reads: new RecordReader(store),
+    writes: new RecordWriter(store),
+    auth: new AuthService(store, secret, { insecureCookies: config.insecureCookies }),
+    collections: new CollectionsService(store),
+    logger,
+    config,
+    maxBodyBytes: MAX_BODY_BYTES,
+  };
+
+  warnPublicRules(store, logger);
+  const su = reader.get('SELECT COUNT(*) FROM "_superusers"', []);
+  if (Number(su?.[0] ?? 0) === 0) {
+    logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
+  }
+
+  const routes: Route[] = [
+    ...probeRoutes(ctx),
+    ...collectionRoutes(ctx),
+    ...recordRoutes(ctx),
+    ...authRoutes(ctx),
+    {
+      method: 'options', pattern: '/*', handler: () => ({
+        status: 204, body: '', headers: [
+          ['Access-Control-Allow-Methods', 'GET, HEAD, POST, PATCH, PUT, DELETE, OPTIONS'],
+          ['Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept-Language, X-CSRF-Token'],
+          ['Access-Control-Max-Age', '86400'],
+        ],
+      }),
+    },
+    { method: 'any', pattern: '/*', handler: () => errorReply(ApiError.notFound()) },
+  ];
+
+  const http = new HttpServer({
+    host: config.host,
+    port: config.port,
+    maxBodyBytes: MAX_BODY_BYTES,
+    logger,
+    routes,
+    onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
+  });
+  let port: number;
+  try {
+    port = await http.listen();
+  } catch (err) {
+    await writer.close();
+    await reader.close();
+    throw err;
+  }
+  const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
+
+  let stopping: Promise<void> | null = null;
+  return {
+    address,
+    stop() {
+      stopping ??= (async () => {
+        logger.info('shutting down: finishing in-flight requests');
+        await http.drain();
+        await writer.close();
+        await reader.close();
+        logger.info('stopped; all acknowledged writes are committed');
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Startup warns once per `@public` rule (spec: the only way to open an operation). */
+function warnPublicRules(store: Store, logger: Logger): void {
+  for (const c of store.registry.all()) {
+    for (const r of RULE_NAMES) if (c[r]?.trim() === '@public') logger.warn(`collection "${c.name}" ${r} is @public: anyone can perform this operation`);
+  }
+}

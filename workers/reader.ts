@@ -1,0 +1,38 @@
+/**
+ * A piscina reader worker: runs expensive read-only queries (counts over large tables, scans,
+ * sorts without an index) off the main thread, on its own read-only connection.
+ *
+ * Task: { path, sql, params, mode: 'all' | 'get' } → raw rows (arrays), integers as BigInt.
+ */
+import Database from 'libsql';
+import type { SqlValue } from '../src/db/bind.js';
+
+type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
+
+let db: InstanceType<typeof Database> | null = null;
+let dbPath = '';
+const cache = new Map<string, Stmt>();
+
+function open(path: string): InstanceType<typeof Database> {
+  if (db && dbPath === path) return db;
+  db?.close();
+  cache.clear();
+  db = new Database(path);
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA query_only = 1');
+  dbPath = path;
+  return db;
+}
+
+export default function read(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
+  const conn = open(task.path);
+  let stmt = cache.get(task.sql);
+  if (stmt === undefined) {
+    stmt = conn.prepare(task.sql);
+    stmt.raw(true);
+    stmt.safeIntegers(true);
+    if (cache.size > 300) cache.clear();
+    cache.set(task.sql, stmt);
+  }
+  return task.mode === 'get' ? stmt.get(task.params) ?? null : stmt.all(task.params);
+}

@@ -1,0 +1,129 @@
+/**
+ * The writer thread: owns the only write connection to the database and commits queued jobs in
+ * groups (group commit). Every message that arrived while a group was being applied becomes the
+ * next group: one BEGIN IMMEDIATE … COMMIT (one fsync) serves many requests, and each job runs in
+ * its own SAVEPOINT so a failing job rolls back alone.
+ *
+ * workerData: { path: string, busyTimeoutMs: number }
+ * Messages in: WriteJob | { close: true }. Messages out: WriterReady, WriteOutcome, { closed: true }.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'libsql';
+import type { WriteJob, WriteOutcome, StepResult } from '../src/db/write-protocol.js';
+
+type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
+
+const MAX_GROUP = 2000;
+const STMT_CACHE_MAX = 500;
+
+const port = parentPort!;
+let db: InstanceType<typeof Database>;
+const stmtCache = new Map<string, Stmt>();
+let queue: WriteJob[] = [];
+let scheduled = false;
+let closing = false;
+
+function prepare(sql: string): Stmt {
+  let s = stmtCache.get(sql);
+  if (s === undefined) {
+    s = db.prepare(sql);
+    if (stmtCache.size >= STMT_CACHE_MAX) stmtCache.clear();
+    stmtCache.set(sql, s);
+  }
+  return s;
+}
+
+/** Runs one job's steps; returns its outcome. Throws only for savepoint-level failures. */
+function runJob(job: WriteJob): WriteOutcome {
+  const results: StepResult[] = [];
+  for (let i = 0; i < job.steps.length; i++) {
+    const step = job.steps[i];
+    let result: StepResult;
+    try {
+      const stmt = prepare(step.sql);
+      if (stmt.reader) {
+        stmt.raw(true);
+        stmt.safeIntegers(true);
+        const rows = stmt.all(step.params) as unknown[][];
+        result = { changes: 0, rows };
+        if (step.returnRows) result.columns = stmt.columns().map((c: { name: string }) => c.name);
+        if (step.expect === 'row' && rows.length === 0) return guardFail(job, i);
+      } else {
+        const info = stmt.run(step.params);
+        result = { changes: info.changes };
+        if (step.expect === 'change' && info.changes === 0) return guardFail(job, i);
+        if (step.expect === 'row') return guardFail(job, i);
+      }
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      return { id: job.id, ok: false, kind: 'sqlite', step: i, sqliteCode: e.code ?? 'SQLITE_ERROR', message: e.message ?? String(err) };
+    }
+    if (!step.returnRows) { delete result.rows; }
+    results.push(result);
+  }
+  return { id: job.id, ok: true, results };
+}
+
+function guardFail(job: WriteJob, i: number): WriteOutcome {
+  const f = job.steps[i].fail ?? { status: 404, code: 'not_found', message: 'The requested resource was not found.' };
+  return { id: job.id, ok: false, kind: 'guard', step: i, status: f.status, code: f.code, message: f.message, data: f.data };
+}
+
+function flush(): void {
+  scheduled = false;
+  while (queue.length > 0) {
+    const group = queue.length > MAX_GROUP ? queue.splice(0, MAX_GROUP) : queue;
+    if (group === queue) queue = [];
+    const outcomes: WriteOutcome[] = [];
+    try {
+      prepare('BEGIN IMMEDIATE').run([]);
+      for (const job of group) {
+        prepare('SAVEPOINT job').run([]);
+        const out = runJob(job);
+        if (!out.ok) prepare('ROLLBACK TO job').run([]);
+        prepare('RELEASE job').run([]);
+        outcomes.push(out);
+      }
+      prepare('COMMIT').run([]);
+    } catch (err) {
+      // The group itself failed (busy database, disk full, I/O error): nothing of it is durable.
+      try { db.exec('ROLLBACK'); } catch { /* no transaction open */ }
+      const message = (err as Error).message ?? String(err);
+      const code = (err as { code?: string }).code ?? 'SQLITE_ERROR';
+      outcomes.length = 0;
+      for (const job of group) outcomes.push({ id: job.id, ok: false, kind: 'sqlite', step: -1, sqliteCode: code, message });
+    }
+    port.postMessage(outcomes);
+  }
+  if (closing) close();
+}
+
+function close(): void {
+  try { db.close(); } catch { /* already closed */ }
+  port.postMessage({ closed: true });
+}
+
+try {
+  const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
+  db = new Database(path);
+  db.exec(`PRAGMA busy_timeout = ${Number(busyTimeoutMs) | 0}`);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = FULL');
+  db.exec('PRAGMA recursive_triggers = ON');
+  port.postMessage({ ready: true });
+} catch (err) {
+  port.postMessage({ ready: false, message: (err as Error).message });
+}
+
+port.on('message', (msg: WriteJob | { close: true }) => {
+  if ('close' in msg) {
+    closing = true;
+    if (!scheduled) flush();
+    return;
+  }
+  queue.push(msg);
+  if (!scheduled) {
+    scheduled = true;
+    setImmediate(flush);
+  }
+});
