@@ -19,6 +19,7 @@ import { RecordWriter } from './domain/records-write.js';
 import { AuthService, loadTokenSecret } from './domain/auth-service.js';
 import { CollectionsService } from './domain/collections-service.js';
 import { RULE_NAMES } from './domain/types.js';
+import { startTtlCollector } from './domain/ttl-gc.js';
 import { HttpServer, errorReply } from './http/server.js';
 import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
@@ -99,6 +100,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     await reader.close();
     throw err;
   }
+  const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined);
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
 
@@ -108,6 +110,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     stop() {
       stopping ??= (async () => {
         logger.info('shutting down: finishing in-flight requests');
+        stopTtl();
         await http.drain();
         await writer.close();
         await reader.close();

@@ -91,7 +91,7 @@ test('superuser: an invalid SERVICE_LOG_* value is reported before the domain is
   assert.equal(calls.length, before);
 });
 
-test('serve: starts with the loaded config, logs the address, stops once on SIGTERM, releases the lock', async () => {
+test('serve: starts with the loaded config and logger, stops once on SIGTERM, releases the lock', async () => {
   const dir = tempDir();
   let seen: ServeConfig | undefined;
   let stops = 0;
@@ -101,6 +101,7 @@ test('serve: starts with the loaded config, logs the address, stops once on SIGT
     async startServer(config, logger) {
       seen = config;
       logger.request('GET', '/x', 200, 1);
+      logger.info('serving on http://127.0.0.1:4321');
       setImmediate(listening);
       return { address: '127.0.0.1:4321', async stop() { stops++; } };
     },
@@ -121,7 +122,7 @@ test('serve: starts with the loaded config, logs the address, stops once on SIGT
   assert.equal(seen?.requestLog, false);
   assert.deepEqual([...(seen?.features ?? [])], ['vector']);
   const records = r.stderr.trim().split('\n').map((l) => JSON.parse(l));
-  assert.ok(records.some((x) => x.msg === 'listening on 127.0.0.1:4321'));
+  assert.ok(records.some((x) => x.msg === 'serving on http://127.0.0.1:4321'), 'the server logs through our logger');
   assert.ok(!records.some((x) => x.scope === 'http'), 'request records are off');
   assert.equal(process.listenerCount('SIGTERM'), 0);
 });

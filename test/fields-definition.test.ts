@@ -1,7 +1,7 @@
 // Field definition validation: normalizeFieldDefinition (spec 1-core-api.md "Field", 0-conventions.md codes).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizeFieldDefinition, RESERVED_FIELD_NAMES } from '../src/domain/fields/index.js';
+import { normalizeFieldDefinition, RESERVED_FIELD_NAMES, AUTH_RESERVED_FIELD_NAMES } from '../src/domain/fields/index.js';
 import type { Field } from '../src/domain/types.js';
 
 function def(input: unknown, ids = new Set<string>()): Field {
@@ -57,7 +57,9 @@ test('names: invalid and reserved', () => {
   assert.ok(def({ name: '_x9', type: 'text' }));
   for (const name of RESERVED_FIELD_NAMES) assert.deepEqual(errs({ name, type: 'text' }), { name: 'validation_reserved_name' });
   assert.deepEqual(errs({ name: 'ID', type: 'text' }), { name: 'validation_reserved_name' });
-  assert.equal(RESERVED_FIELD_NAMES.length, 16);
+  assert.equal(RESERVED_FIELD_NAMES.length, 10);
+  // Auth-only names (email, verified, …) are legal in base collections; collection-input rejects them in auth ones.
+  for (const name of AUTH_RESERVED_FIELD_NAMES) assert.ok(def({ name, type: 'text' }), name);
 });
 
 test('types: unknown, missing, file not supported, non-object field', () => {

@@ -115,7 +115,6 @@ export class ServeCommand extends SvcCommand {
         logger.error(message);
         return this.fail('start_failed', message, {}, false);
       }
-      logger.info(`listening on ${server.address}`);
       if (this.json) this.emit({ address: server.address, pid: process.pid, data_dir: config.dataDir }, '');
       if (signalled === undefined) await woken;
       try {
@@ -124,8 +123,7 @@ export class ServeCommand extends SvcCommand {
         logger.error(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
         return 1;
       }
-      logger.info('stopped');
-      return 0;
+      return 0; // the server logs its own lifecycle (serving on …, stopped)
     } finally {
       for (const s of SIGNALS) process.removeListener(s, onSignal);
     }

@@ -9,6 +9,7 @@ import { ApiError, type FieldError } from '../errors/api-error.js';
 import type { AuthOptions, Collection, Field, IndexDef, RuleName } from './types.js';
 import { RULE_NAMES } from './types.js';
 import { normalizeFieldDefinition } from './fields/index.js';
+import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
 import { authSystemFields } from './auth-fields.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from './ids.js';
@@ -88,6 +89,10 @@ function buildFields(body: Record<string, unknown>, existing: Collection | undef
       return;
     }
     const f = res.field;
+    if (type === 'auth' && AUTH_RESERVED_FIELD_NAMES.some((n) => n.toLowerCase() === f.name.toLowerCase())) {
+      errors[`fields.${i}.name`] = { code: 'validation_reserved_name', message: `"${f.name}" is reserved in auth collections.` };
+      return;
+    }
     const prev = prevById.get(f.id);
     if (prev && prev.type !== f.type) errors[`fields.${i}.type`] = { code: 'validation_type', message: `The type of the existing field "${prev.name}" cannot change.` };
     if (names.has(f.name.toLowerCase())) errors[`fields.${i}.name`] = { code: 'validation_duplicate_name', message: 'Duplicate field name.' };

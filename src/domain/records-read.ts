@@ -68,6 +68,7 @@ const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1)
 export class RecordReader {
   private filterCache = new Map<string, CompiledExpr>();
   private countCache = new Map<string, { gen: number; count: number }>();
+  private viewSqlCache = new WeakMap<object, Map<string, string>>();
 
   constructor(private store: Store) {}
 
@@ -77,20 +78,11 @@ export class RecordReader {
     if (ttl) where.add(`r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?`, [nowDate()]);
   }
 
-  /** One record by id under the view rule, or 404. */
-  view(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Record<string, unknown> | Promise<Record<string, unknown>> {
-    const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
-    if (check.kind === 'deny') throw ApiError.notFound();
-    const codec = this.store.codec(c);
-    const where = new Where();
-    where.add('r."id" = ?', [id]);
-    where.addRule(check);
-    this.addTtl(where, c);
-    const row = this.store.reader.get(`SELECT ${codec.columns} FROM ${q(c.name)} r${where.sql()} LIMIT 1`, where.params);
-    if (!row) throw ApiError.notFound();
-    const rec = codec.fromRow(row);
-    hidePrivate(c, rec, principal);
-    return this.finish(c, [rec], principal, shape).then((r) => r[0]);
+  /** One record by id under the view rule (with expand and projection), or 404. */
+  async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
+    const rec = this.viewSync(c, id, principal, { expand: null, projection: null })!;
+    const [out] = await this.finish(c, [rec], principal, shape);
+    return out;
   }
 
   /** Applies expand and projection to a set of records of `c`. */
@@ -105,11 +97,19 @@ export class RecordReader {
     const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
     if (check.kind === 'deny') throw ApiError.notFound();
     const codec = this.store.codec(c);
-    const where = new Where();
-    where.add('r."id" = ?', [id]);
-    where.addRule(check);
-    this.addTtl(where, c);
-    const row = this.store.reader.get(`SELECT ${codec.columns} FROM ${q(c.name)} r${where.sql()} LIMIT 1`, where.params);
+    const ruleSql = check.kind === 'where' ? check.sql : '';
+    let perCodec = this.viewSqlCache.get(codec);
+    if (!perCodec) this.viewSqlCache.set(codec, (perCodec = new Map()));
+    let sql = perCodec.get(ruleSql);
+    if (sql === undefined) {
+      const ttl = c.options.ttl_field;
+      sql = `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?${ruleSql ? ` AND (${ruleSql})` : ''}${ttl ? ` AND (r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?)` : ''} LIMIT 1`;
+      perCodec.set(ruleSql, sql);
+    }
+    const params: SqlValue[] = [id];
+    if (check.kind === 'where') for (const p of check.params) params.push(p);
+    if (c.options.ttl_field) params.push(nowDate());
+    const row = this.store.reader.get(sql, params);
     if (!row) throw ApiError.notFound();
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);

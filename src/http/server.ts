@@ -94,15 +94,7 @@ export class HttpServer {
     const path = ureq.getUrl();
     const state = { aborted: false, done: false };
     this.inFlight++;
-    const req: Req = {
-      method,
-      path,
-      query: ureq.getQuery() ?? '',
-      headers: readHeaders(ureq),
-      params: [],
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-      body: null,
-    };
+    const req = new Snapshot(method, path, ureq.getQuery() ?? '', readHeaders(ureq), res.getRemoteAddressAsText().slice(0));
     const finish = (reply: Reply) => this.finish(res, req, reply, state, start);
     try {
       for (let i = 0; i < paramCount; i++) req.params.push(decodeURIComponent(ureq.getParameter(i)));
@@ -185,6 +177,20 @@ export class HttpServer {
       this.idleWaiters = [];
       for (const w of waiters) w();
     }
+  }
+}
+
+/** The request snapshot; the remote address is copied now and decoded only when asked for. */
+class Snapshot implements Req {
+  params: string[] = [];
+  body: Buffer | null = null;
+  private addr: ArrayBuffer | string;
+  constructor(readonly method: string, readonly path: string, readonly query: string, readonly headers: RequestHeaders, addr: ArrayBuffer) {
+    this.addr = addr;
+  }
+  get remoteAddress(): string {
+    if (typeof this.addr !== 'string') this.addr = Buffer.from(this.addr).toString();
+    return this.addr;
   }
 }
 

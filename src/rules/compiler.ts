@@ -13,13 +13,15 @@
  * - `P = null`: P holds no non-null value; `P != null`: it holds one.
  * `x in (…, null)` means `x in (…) || x = null`. A NULL compared with `=`, `<`, `~`, … is false,
  * so an absent `@request.data.x` never makes `field = @request.data.x` true (fails closed).
- * The compiled SQL is always a self-contained boolean term (safe to AND with other clauses).
+ * The compiled SQL is always a self-contained boolean term (safe to AND with other clauses);
+ * AND/OR operands may be reordered and grouped to stay within SQLite's parser limits (sql-shape.ts).
  */
 import { ApiError } from '../errors/api-error.js';
 import { bindValue, type SqlValue } from '../db/bind.js';
 import type { Collection } from '../domain/types.js';
 import { parseFilter, type CompareExpr, type Expr, type InExpr, type Literal, type Operand } from './parser.js';
 import { PathResolver, quoteIdent, resolveColumn, type ResolvedPath, type SchemaLookup } from './paths.js';
+import { checkShape, joinShaped, leafShape, type Shaped } from './sql-shape.js';
 import { likeValue, readPath, scaleDecimal, scaleValue, wrapLikeSql } from './values.js';
 
 export type { SchemaLookup } from './paths.js';
@@ -64,12 +66,14 @@ interface Frag {
  * Parses (cached) and compiles `src` into a boolean SQL term over the record table aliased
  * `opts.alias`, e.g. `r."title" = ?`.
  * @throws ApiError 400 `bad_request` for syntax errors, unknown fields or paths, hidden fields in
- *   `filter` mode, encrypted fields in either mode, and fixed-point literals too precise to compare.
+ *   `filter` mode, encrypted fields in either mode, fixed-point literals too precise to compare,
+ *   and expressions too complex for SQLite's parser.
  */
 export function compileExpression(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions): CompiledExpr {
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
   const ast = parseFilter(src);
-  return new ExprCompiler(new PathResolver(collection, schema, opts.mode, opts.alias)).expr(ast);
+  const shaped = checkShape(new ExprCompiler(new PathResolver(collection, schema, opts.mode, opts.alias)).expr(ast));
+  return { sql: shaped.sql, params: shaped.params };
 }
 
 /**
@@ -146,14 +150,19 @@ const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value =
 class ExprCompiler {
   constructor(private readonly paths: PathResolver) {}
 
-  expr(e: Expr): Frag {
-    if (e.type === 'compare') return this.compare(e);
-    if (e.type === 'in') return this.inList(e);
-    const parts = e.terms.map((t) => this.expr(t));
-    return {
-      sql: `(${parts.map((p) => p.sql).join(e.type === 'and' ? ' AND ' : ' OR ')})`,
-      params: parts.flatMap((p) => p.params),
+  expr(e: Expr): Shaped<ParamSlot> {
+    if (e.type === 'compare' || e.type === 'in') {
+      const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
+      return leafShape(frag.sql, frag.params);
+    }
+    // `a || (b || c)` is one OR of three terms: fewer parentheses for SQLite to parse.
+    const flat: Expr[] = [];
+    const collect = (t: Expr): void => {
+      if (t.type === e.type) t.terms.forEach(collect);
+      else flat.push(t);
     };
+    collect(e);
+    return joinShaped(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t)));
   }
 
   private compare(e: CompareExpr): Frag {
@@ -215,11 +224,10 @@ class ExprCompiler {
     if (path) return { sql: like ? wrapLikeSql(path.value) : path.value, params: [], sources: path.sources, conds: path.conds };
     if (o.type === 'literal') return { sql: '?', params: [literalSlot(o, scale, like)], sources: [], conds: [] };
     if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
-    const opt = { ...(like ? { like: true } : {}) };
+    const opt = like ? { like: true } : {};
     let slot: ParamSlot;
-    if (o.macro === 'auth' || o.macro === 'data') {
-      slot = { kind: o.macro, path: o.path, ...opt, ...(scale !== undefined && !like ? { scale } : {}) };
-    } else if (o.macro === 'method') slot = { kind: 'method', ...opt };
+    if (o.macro === 'auth' || o.macro === 'data') slot = { kind: o.macro, path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    else if (o.macro === 'method') slot = { kind: 'method', ...opt };
     else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
     return { sql: '?', params: [slot], sources: [], conds: [] };
   }

@@ -59,11 +59,17 @@ export interface InExpr {
   accountIds: boolean;
   pos: number;
 }
-export interface LogicalExpr {
-  type: 'and' | 'or';
-  /** Two or more sub-expressions (chains are flattened). */
+/** Two or more sub-expressions joined by `&&` (chains are flattened). */
+export interface AndExpr {
+  type: 'and';
   terms: Expr[];
 }
+/** Two or more sub-expressions joined by `||` (chains are flattened). */
+export interface OrExpr {
+  type: 'or';
+  terms: Expr[];
+}
+export type LogicalExpr = AndExpr | OrExpr;
 export type Expr = CompareExpr | InExpr | LogicalExpr;
 
 const cache = new Map<string, Expr>();

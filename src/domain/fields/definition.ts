@@ -13,9 +13,13 @@ const FIELD_ID_RE = /^[a-z0-9_]{1,30}$/;
 
 /** Names client fields may not take (compared case-insensitively: SQLite columns are). */
 export const RESERVED_FIELD_NAMES: readonly string[] = [
-  'id', 'created', 'updated', 'expand', 'collectionId', 'collectionName', 'password',
-  'passwordConfirm', 'oldPassword', 'passwordHash', 'tokenKey', 'token_epoch', 'email',
-  'emailVisibility', 'verified', 'externalAuths',
+  'id', 'created', 'updated', 'expand', 'collectionId', 'collectionName', 'passwordHash',
+  'tokenKey', 'token_epoch', 'externalAuths',
+];
+
+/** Names reserved only in auth collections, where they are system fields or write-only inputs. */
+export const AUTH_RESERVED_FIELD_NAMES: readonly string[] = [
+  'email', 'emailVisibility', 'verified', 'password', 'passwordConfirm', 'oldPassword',
 ];
 const RESERVED = new Set(RESERVED_FIELD_NAMES.map((n) => n.toLowerCase()));
 

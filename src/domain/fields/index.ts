@@ -16,7 +16,7 @@ import { fail } from './common.js';
 import { autodateStamps } from './date.js';
 
 export type { EncodeMode, EncodeResult } from './common.js';
-export { normalizeFieldDefinition, generateFieldId, RESERVED_FIELD_NAMES, FIELD_NAME_RE } from './definition.js';
+export { normalizeFieldDefinition, generateFieldId, RESERVED_FIELD_NAMES, AUTH_RESERVED_FIELD_NAMES, FIELD_NAME_RE } from './definition.js';
 export { nowDate, normalizeDate, formatDate } from './date.js';
 export { parseFixed, formatFixed, storedToBigInt, INT64_MIN, INT64_MAX } from './fixed.js';
 export { isMultiple, RECORD_ID_RE } from './choice.js';
