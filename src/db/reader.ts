@@ -20,12 +20,21 @@ export class Reader {
   private cache = new Map<string, Stmt>();
   private planCache = new Map<string, boolean>();
   private pool: Piscina | null = null;
+  /**
+   * A connection used only for EXPLAIN QUERY PLAN. Running EXPLAIN QUERY PLAN and then the same
+   * query on one libsql connection leaves that connection reading a stale snapshot (measured with
+   * libsql 0.5.29: later commits stay invisible to it), so plans never touch the read connection.
+   */
+  private planner: InstanceType<typeof Database>;
 
   /** Opens the main-thread read connection (query_only) on an existing database file. */
   constructor(readonly path: string, poolThreads = 2) {
     this.db = new Database(path);
     this.db.exec('PRAGMA busy_timeout = 5000');
     this.db.exec('PRAGMA query_only = 1');
+    this.planner = new Database(path);
+    this.planner.exec('PRAGMA busy_timeout = 5000');
+    this.planner.exec('PRAGMA query_only = 1');
     if (poolThreads > 0) {
       const { file, execArgv } = workerScript('reader');
       this.pool = new Piscina({ filename: file, minThreads: 1, maxThreads: poolThreads, idleTimeout: 60_000, execArgv });
@@ -65,7 +74,7 @@ export class Reader {
   isExpensive(sql: string, params: SqlValue[]): boolean {
     let v = this.planCache.get(sql);
     if (v === undefined) {
-      const plan = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][];
+      const plan = this.planner.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][];
       v = plan.some((row) => {
         const detail = String(row[row.length - 1]);
         return (/^SCAN /.test(detail) && !/USING (COVERING )?INDEX/.test(detail) && !/^SCAN CONSTANT/.test(detail)) || detail.includes('TEMP B-TREE');
@@ -90,6 +99,7 @@ export class Reader {
   async close(): Promise<void> {
     await this.pool?.destroy();
     this.cache.clear();
+    this.planner.close();
     this.db.close();
   }
 }

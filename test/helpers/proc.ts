@@ -163,3 +163,24 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** ts format of every log record: `YYYY-MM-DDTHH:MM:SSZ`. */
 export const TS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+
+/** Runs `svc <args>` to completion without blocking the event loop (so several can run at once). */
+export function runCliAsync(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawnSvc(args, env);
+    const timer = setTimeout(() => p.proc.kill('SIGKILL'), timeoutMs);
+    void p.exited.then(({ code }) => {
+      clearTimeout(timer);
+      resolve({ status: code, stdout: p.stdout(), stderr: p.stderr() });
+    });
+  });
+}
+
+/** Parses stdout that must hold exactly one JSON object on one line. */
+export function oneJsonObject(stdout: string): any {
+  const lines = stdout.split('\n').filter((l) => l.length > 0);
+  if (lines.length !== 1) throw new Error(`expected exactly one line on stdout, got ${lines.length}: ${JSON.stringify(stdout)}`);
+  const v = JSON.parse(lines[0]);
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`expected a JSON object, got ${lines[0]}`);
+  return v;
+}

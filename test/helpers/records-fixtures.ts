@@ -83,6 +83,11 @@ export async function runScenarios(t: TestContext, srv: Svc, scenarios: Scenario
       const r = await srv.api(s.method, s.url, { body: s.body, raw: s.raw, token: s.token ?? null, headers: s.headers });
       const ctx = `${s.method} ${s.url} → ${r.status} ${r.text.slice(0, 600)}`;
       assert.equal(r.status, s.status, `status: ${ctx}`);
+      if (r.status >= 400 && r.body !== null) {
+        // spec "Errors": keys in this fixed order
+        assert.deepEqual(Object.keys(r.body), ['status', 'code', 'message', 'data'], `error envelope keys: ${ctx}`);
+        assert.equal(r.body.status, r.status, `envelope status: ${ctx}`);
+      }
       if (s.expect !== undefined) {
         try {
           matches(r.body, s.expect);
