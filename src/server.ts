@@ -14,7 +14,8 @@ import { bootstrapSteps } from './db/bootstrap.js';
 import { bindValue } from './db/bind.js';
 import { CollectionRegistry } from './domain/collection-registry.js';
 import { Store } from './domain/store.js';
-import { RecordReader } from './domain/records-read.js';
+import { RecordReader, listConfigFrom } from './domain/records-read.js';
+import { prepareFullText } from './domain/search.js';
 import { RecordWriter } from './domain/records-write.js';
 import { AuthService, loadTokenSecret } from './domain/auth-service.js';
 import { CollectionsService } from './domain/collections-service.js';
@@ -28,6 +29,12 @@ import { probeRoutes } from './api/probes.js';
 import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
 import { authRoutes } from './api/auth.js';
+import { fileRoutes } from './api/files.js';
+import { FileStorage, storageRoot } from './domain/files.js';
+import { RecordFiles } from './domain/record-files.js';
+import { FileTokens } from './domain/file-tokens.js';
+import { installFieldCipher, loadEncryptionKey } from './domain/encryption.js';
+import { authSessionRoutes } from './api/auth-sessions.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -43,19 +50,30 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   mkdirSync(config.dataDir, { recursive: true });
   const dbPath = databasePath(config.dataDir);
   const secret = loadTokenSecret(config.dataDir);
+  installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
   const writer = await WriterClient.start(dbPath);
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
   const reader = new Reader(dbPath, 2);
+  writer.onCommit = () => reader.endSnapshot();
   const registry = new CollectionRegistry();
   registry.load(reader);
 
   const store = new Store(registry, reader, writer);
+  try {
+    // fts5-off refuses a schema with searchable fields; otherwise missing indexes are (re)built
+    for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
+  } catch (err) {
+    await writer.close();
+    await reader.close();
+    throw err;
+  }
+  const files = new RecordFiles(new FileStorage(storageRoot(config.dataDir)), store);
   const ctx: ApiContext = {
     store,
-    reads: new RecordReader(store),
-    writes: new RecordWriter(store),
-    auth: new AuthService(store, secret, { insecureCookies: config.insecureCookies }),
-    collections: new CollectionsService(store),
+    reads: new RecordReader(store, listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store)),
+    writes: new RecordWriter(store, files),
+    auth: new AuthService(store, secret, config, logger),
+    collections: new CollectionsService(store, files),
     logger,
     config,
     maxBodyBytes: MAX_BODY_BYTES,
@@ -72,6 +90,8 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
     ...authRoutes(ctx),
+    ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
+    ...authSessionRoutes(ctx),
     {
       method: 'options', pattern: '/*', handler: () => ({
         status: 204, body: '', headers: [
@@ -100,7 +120,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     await reader.close();
     throw err;
   }
-  const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined);
+  const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c));
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
 
@@ -112,6 +132,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
         logger.info('shutting down: finishing in-flight requests');
         stopTtl();
         await http.drain();
+        await ctx.auth.close(); // queued auth mail still needs the writer
         await writer.close();
         await reader.close();
         logger.info('stopped; all acknowledged writes are committed');

@@ -376,3 +376,28 @@ test('cascadeDelete: deleting a country deletes cascading cities; a non-cascadin
   assert.equal(l.body.country, null, `reference cleared: ${l.text}`);
   assert.equal(l.body.name, 'Colosseum');
 });
+
+test('relation minSelect/maxSelect: too few or too many ids → 400 validation_relation (create and update); empty allowed unless required', async (t) => {
+  await srv.createCollection({
+    name: 'trips', type: 'base', ...PUBLIC,
+    fields: [{ name: 'stops', type: 'relation', options: { collectionId: countries.id, minSelect: 2, maxSelect: 3 } }],
+  });
+  const es = await seed(srv, 'countries', { name: 'Spain', code: 'ES' });
+  const pt = await seed(srv, 'countries', { name: 'Portugal', code: 'PT' });
+  const P = '/api/collections/trips/records';
+  await runScenarios(t, srv, [
+    { name: 'one id, below minSelect', method: 'POST', url: P, body: { stops: [fr.id] }, status: 400, expect: validation({ stops: 'validation_relation' }) },
+    { name: 'a bare id string counts as one', method: 'POST', url: P, body: { stops: fr.id }, status: 400, expect: validation({ stops: 'validation_relation' }) },
+    { name: 'four ids, above maxSelect', method: 'POST', url: P, body: { stops: [fr.id, de.id, es.id, pt.id] }, status: 400, expect: validation({ stops: 'validation_relation' }) },
+    { name: 'duplicates collapse before counting', method: 'POST', url: P, body: { stops: [fr.id, fr.id] }, status: 400, expect: validation({ stops: 'validation_relation' }) },
+    { name: 'two ids', method: 'POST', url: P, body: { stops: [fr.id, de.id] }, status: 201, expect: { stops: [fr.id, de.id] } },
+    { name: 'empty is allowed (not required)', method: 'POST', url: P, body: { stops: [] }, status: 201, expect: { stops: [] } },
+  ]);
+  const trip = await seed(srv, 'trips', { stops: [fr.id, de.id, es.id] });
+  const u = `${P}/${trip.id}`;
+  assert.equal((await srv.api('PATCH', u, { body: { stops: [fr.id, de.id, es.id, pt.id] } })).body.data?.stops?.code, 'validation_relation');
+  assert.equal((await srv.api('PATCH', u, { body: { stops: [pt.id] } })).body.data?.stops?.code, 'validation_relation');
+  const ok = await srv.api('PATCH', u, { body: { stops: [pt.id, es.id] } });
+  assert.equal(ok.status, 200, ok.text);
+  assert.deepEqual(ok.body.stops, [pt.id, es.id]);
+});

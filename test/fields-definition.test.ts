@@ -62,20 +62,30 @@ test('names: invalid and reserved', () => {
   for (const name of AUTH_RESERVED_FIELD_NAMES) assert.ok(def({ name, type: 'text' }), name);
 });
 
-test('types: unknown, missing, file not supported, non-object field', () => {
+test('types: unknown, missing, non-object field', () => {
   assert.deepEqual(errs({ name: 'a', type: 'blob' }), { type: 'validation_type' });
   assert.deepEqual(errs({ name: 'a' }), { type: 'validation_type' });
-  const r = normalizeFieldDefinition({ name: 'a', type: 'file' }, new Set());
-  assert.ok('errors' in r);
-  assert.equal(r.errors.type.code, 'validation_type');
-  assert.match(r.errors.type.message, /file fields are not supported yet/i);
   assert.deepEqual(errs('text'), { field: 'validation_type' });
   assert.deepEqual(errs(null), { field: 'validation_type' });
   assert.deepEqual(errs({ name: 'a', type: 'text', options: 'x' }), { options: 'validation_type' });
   assert.deepEqual(errs({ name: 'a', type: 'text', required: 'yes' }), { required: 'validation_type' });
-  for (const type of ['text', 'number', 'bool', 'email', 'url', 'date', 'autodate', 'json', 'editor']) {
+  for (const type of ['text', 'number', 'bool', 'email', 'url', 'date', 'autodate', 'json', 'editor', 'file']) {
     assert.equal(def({ name: 'a', type }).type, type);
   }
+});
+
+test('file options: defaults, bounds and MIME type list', () => {
+  const f = def({ name: 'a', type: 'file' });
+  assert.equal(f.options.maxSelect, 1);
+  assert.equal(f.options.maxSize, 5 * 1024 * 1024);
+  assert.deepEqual(f.options.mimeTypes, []);
+  assert.equal(f.options.protected, false);
+  const g = def({ name: 'a', type: 'file', options: { maxSelect: 3, maxSize: 1000, mimeTypes: ['Image/PNG', 'image/*'], protected: true } });
+  assert.deepEqual([g.options.maxSelect, g.options.maxSize, g.options.mimeTypes, g.options.protected], [3, 1000, ['image/png', 'image/*'], true]);
+  assert.deepEqual(errs({ name: 'a', type: 'file', maxSize: -1 }), { maxSize: 'validation_max' });
+  assert.deepEqual(errs({ name: 'a', type: 'file', mimeTypes: 'image/png' }), { mimeTypes: 'validation_value' });
+  assert.deepEqual(errs({ name: 'a', type: 'file', mimeTypes: ['png'] }), { mimeTypes: 'validation_value' });
+  assert.deepEqual(errs({ name: 'a', type: 'file', encrypted: true }), { encrypted: 'validation_encrypted_type' });
 });
 
 test('common options: encrypted / searchable rules', () => {

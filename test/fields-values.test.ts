@@ -213,9 +213,19 @@ test('shouldEncode: update writes only fields present in the body', () => {
   assert.equal(shouldEncode(t, null, 'update'), true);
 });
 
-test('unsupported file type never throws', () => {
-  const f = field('file');
-  const r = encodeValue(f, 'x', 'create');
-  assert.ok('error' in r && r.error.code === 'validation_type');
-  assert.equal(columnType(f), 'TEXT');
+test('file: stored names (single as TEXT, multiple as a JSON array), bad names and too many rejected', () => {
+  const one = field('file');
+  const many = field('file', { maxSelect: 2 });
+  assert.equal(columnType(one), 'TEXT');
+  assert.equal(enc(one, 'a_0123456789.png'), 'a_0123456789.png');
+  assert.equal(enc(one, null), null);
+  assert.equal(enc(many, ['a.png', 'b.png']), '["a.png","b.png"]');
+  assert.equal(enc(many, []), '[]');
+  assert.equal(code(one, ['a.png', 'b.png']), 'validation_max');
+  assert.equal(code(one, '../etc/passwd'), 'validation_value');
+  assert.equal(code(one, 5), 'validation_type');
+  assert.equal(code(field('file', { required: true }), null), 'validation_required');
+  assert.deepEqual(decodeValue(many, '["a.png"]'), ['a.png']);
+  assert.equal(decodeValue(one, '["a.png","b.png"]'), 'b.png');
+  assert.deepEqual(jsonSchemaFor(many), { type: 'array', items: { type: 'string' } });
 });

@@ -3,6 +3,7 @@
  * sorts without an index) off the main thread, on its own read-only connection.
  *
  * Task: { path, sql, params, mode: 'all' | 'get' } → raw rows (arrays), integers as BigInt.
+ * Errors come back as plain Errors carrying the SQLite message and `code`.
  */
 import Database from 'libsql';
 import type { SqlValue } from '../src/db/bind.js';
@@ -34,5 +35,12 @@ export default function read(task: { path: string; sql: string; params: SqlValue
     if (cache.size > 300) cache.clear();
     cache.set(task.sql, stmt);
   }
-  return task.mode === 'get' ? stmt.get(task.params) ?? null : stmt.all(task.params);
+  try {
+    return task.mode === 'get' ? stmt.get(task.params) ?? null : stmt.all(task.params);
+  } catch (err) {
+    // libsql's SqliteError reaches the main thread as a bare {code, rawCode} object; a plain
+    // Error keeps the message (callers map SQLite messages, e.g. vector errors, to 400).
+    const e = err as { message?: string; code?: string };
+    throw Object.assign(new Error(String(e.message ?? err)), { code: e.code });
+  }
 }

@@ -69,29 +69,57 @@ function guardFail(job: WriteJob, i: number): WriteOutcome {
   return { id: job.id, ok: false, kind: 'guard', step: i, status: f.status, code: f.code, message: f.message, data: f.data };
 }
 
+/**
+ * Applies one group in one transaction. Optimistic first: the jobs run without per-job
+ * savepoints (two statements a job, about 10 µs of the writer's time saved per job). If any job
+ * fails, the whole transaction is rolled back and the group runs again with a savepoint per job,
+ * so only the failing jobs roll back; the order is the same, so every job sees what it would have
+ * seen. Returns one outcome per job.
+ */
+function applyGroup(group: WriteJob[]): WriteOutcome[] {
+  const optimistic: WriteOutcome[] = [];
+  prepare('BEGIN IMMEDIATE').run([]);
+  let failed = false;
+  for (const job of group) {
+    const out = runJob(job);
+    if (!out.ok) {
+      failed = true;
+      break;
+    }
+    optimistic.push(out);
+  }
+  if (!failed) {
+    prepare('COMMIT').run([]);
+    return optimistic;
+  }
+  prepare('ROLLBACK').run([]);
+  const outcomes: WriteOutcome[] = [];
+  prepare('BEGIN IMMEDIATE').run([]);
+  for (const job of group) {
+    prepare('SAVEPOINT job').run([]);
+    const out = runJob(job);
+    if (!out.ok) prepare('ROLLBACK TO job').run([]);
+    prepare('RELEASE job').run([]);
+    outcomes.push(out);
+  }
+  prepare('COMMIT').run([]);
+  return outcomes;
+}
+
 function flush(): void {
   scheduled = false;
   while (queue.length > 0) {
     const group = queue.length > MAX_GROUP ? queue.splice(0, MAX_GROUP) : queue;
     if (group === queue) queue = [];
-    const outcomes: WriteOutcome[] = [];
+    let outcomes: WriteOutcome[];
     try {
-      prepare('BEGIN IMMEDIATE').run([]);
-      for (const job of group) {
-        prepare('SAVEPOINT job').run([]);
-        const out = runJob(job);
-        if (!out.ok) prepare('ROLLBACK TO job').run([]);
-        prepare('RELEASE job').run([]);
-        outcomes.push(out);
-      }
-      prepare('COMMIT').run([]);
+      outcomes = applyGroup(group);
     } catch (err) {
       // The group itself failed (busy database, disk full, I/O error): nothing of it is durable.
       try { db.exec('ROLLBACK'); } catch { /* no transaction open */ }
       const message = (err as Error).message ?? String(err);
       const code = (err as { code?: string }).code ?? 'SQLITE_ERROR';
-      outcomes.length = 0;
-      for (const job of group) outcomes.push({ id: job.id, ok: false, kind: 'sqlite', step: -1, sqliteCode: code, message });
+      outcomes = group.map((job) => ({ id: job.id, ok: false, kind: 'sqlite', step: -1, sqliteCode: code, message }) as WriteOutcome);
     }
     port.postMessage(outcomes);
   }

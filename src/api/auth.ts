@@ -1,10 +1,16 @@
-/** Auth endpoints: auth-with-password, auth-refresh, auth-logout (spec 1-core-api.md, "Auth endpoints"). */
-import type { Route } from '../http/types.js';
+/**
+ * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Rate limiting"): auth-with-password,
+ * auth-refresh, auth-logout, request-verification, confirm-verification, request-password-reset,
+ * confirm-password-reset. The per-device session routes are in ./auth-sessions.ts.
+ */
+import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
 import { requireAuthCollection } from './records.js';
 import { hidePrivate } from '../domain/records-read.js';
+import { AccountEmails } from '../domain/account-emails.js';
+import type { AuthPrincipal } from '../domain/auth-service.js';
 import type { Collection } from '../domain/types.js';
 
 export function authRoutes(ctx: ApiContext): Route[] {
@@ -16,28 +22,65 @@ export function authRoutes(ctx: ApiContext): Route[] {
     hidePrivate(c, visible, { superuser: false, collection: c, record });
     return `{"token":${JSON.stringify(token)},"record":${codec.stringify(visible)}}`;
   };
+  const authCollection = (req: Req): Collection => {
+    const c = store.collection(req.params[0]);
+    requireAuthCollection(c);
+    return c;
+  };
+  /** request-*: validate, count, queue; the same work and the same 204 whether or not the address exists. */
+  const requestMail = (scope: string, kind: 'verify' | 'reset') => (req: Req) => {
+    const c = authCollection(req);
+    const b = jsonBody(req);
+    const submitted = typeof b === 'object' && b !== null ? (b as Record<string, unknown>).email : undefined;
+    auth.limits.enforce(scope, c, auth.limits.clientKey(req, submitted));
+    auth.emails.request(kind, c, AccountEmails.requestedEmail(b));
+    return noContent();
+  };
+
   return [
     {
       method: 'post', pattern: '/api/collections/:col/auth-with-password', handler: async (req) => {
-        const c = store.collection(req.params[0]);
-        requireAuthCollection(c);
-        const { record, token, csrf } = await auth.authWithPassword(c, jsonBody(req));
-        return json(200, body(c, token, record), auth.sessionCookies(token, csrf));
+        const c = authCollection(req);
+        const { record, session } = await auth.authWithPassword(c, jsonBody(req), req);
+        return json(200, body(c, session.token, record), session.cookies);
       },
     },
     {
       method: 'post', pattern: '/api/collections/:col/auth-refresh', handler: async (req) => {
-        const c = store.collection(req.params[0]);
-        requireAuthCollection(c);
-        const { record, token, csrf } = await auth.refresh(c, await auth.resolve(req));
-        return json(200, body(c, token, record), auth.sessionCookies(token, csrf));
+        const c = authCollection(req);
+        const { record, session } = await auth.refresh(c, await auth.resolve(req), req);
+        return json(200, body(c, session.token, record), session.cookies);
       },
     },
     {
-      method: 'post', pattern: '/api/collections/:col/auth-logout', handler: (req) => {
-        const c = store.collection(req.params[0]);
-        requireAuthCollection(c);
+      method: 'post', pattern: '/api/collections/:col/auth-logout', handler: async (req) => {
+        const c = authCollection(req);
+        // Table store: the caller's own session row ends too. Logout never fails: a bad or
+        // foreign credential still gets its cookies cleared.
+        let p: AuthPrincipal | null = null;
+        try {
+          p = await auth.resolve(req);
+        } catch {
+          p = null;
+        }
+        if (p?.sid && p.collection.id === c.id) await auth.sessions.revoke(c, String(p.record.id), p.sid).catch(() => {});
         return noContent(auth.clearCookies());
+      },
+    },
+    { method: 'post', pattern: '/api/collections/:col/request-verification', handler: requestMail('request-verification', 'verify') },
+    { method: 'post', pattern: '/api/collections/:col/request-password-reset', handler: requestMail('request-password-reset', 'reset') },
+    {
+      method: 'post', pattern: '/api/collections/:col/confirm-verification', handler: async (req) => {
+        const c = authCollection(req);
+        await auth.emails.confirmVerification(c, jsonBody(req));
+        return noContent();
+      },
+    },
+    {
+      method: 'post', pattern: '/api/collections/:col/confirm-password-reset', handler: async (req) => {
+        const c = authCollection(req);
+        await auth.emails.confirmPasswordReset(c, jsonBody(req));
+        return noContent();
       },
     },
   ];

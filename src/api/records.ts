@@ -3,13 +3,15 @@ import { ApiError } from '../errors/api-error.js';
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import { jsonBody, query } from './request.js';
+import { query } from './request.js';
+import { recordWriteBody } from './multipart.js';
 import type { Principal } from '../domain/access.js';
 import type { Collection } from '../domain/types.js';
 import { hidePrivate, readShape, type ReadShape } from '../domain/records-read.js';
 import { stripServerManaged } from '../domain/records-write.js';
 
 const BASE = '/api/collections/:col/records';
+const NO_SHAPE: ReadShape = { expand: null, projection: null };
 
 export function recordRoutes(ctx: ApiContext): Route[] {
   const { store, reads, writes, auth } = ctx;
@@ -25,13 +27,23 @@ export function recordRoutes(ctx: ApiContext): Route[] {
 
   const view = (req: Req): Reply | Promise<Reply> => {
     const c = store.collection(req.params[0]);
-    const shape = readShape(query(req));
     const principal = auth.resolve(req);
     const codec = store.codec(c);
-    if (!(principal instanceof Promise) && !shape.expand) {
-      const rec = reads.viewSync(c, req.params[1], principal, shape)!;
-      return json(200, codec.stringify(rec));
+    if (!(principal instanceof Promise)) {
+      // Answers that do not depend on the caller come from the record cache (see record-cache.ts).
+      const cacheable = req.query === '' && c.type === 'base' && !c.options.ttl_field && store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all';
+      if (cacheable) {
+        const version = store.registry.version(c.id);
+        const hit = store.recordCache.get(c.id, req.params[1], version);
+        if (hit !== undefined) return json(200, hit);
+        const body = codec.stringify(reads.viewSync(c, req.params[1], principal, NO_SHAPE)!);
+        store.recordCache.set(c.id, req.params[1], version, body);
+        return json(200, body);
+      }
+      const shape = readShape(query(req));
+      if (!shape.expand) return json(200, codec.stringify(reads.viewSync(c, req.params[1], principal, shape)!));
     }
+    const shape = readShape(query(req));
     return (async () => {
       const p = await principal;
       const rec = await reads.view(c, req.params[1], p, shape);
@@ -59,8 +71,9 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'post', pattern: BASE, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        const body = stripServerManaged(c, jsonBody(req));
-        const { row } = await writes.create(c, principal, body);
+        const input = await recordWriteBody(req, c); // JSON or multipart with files
+        const body = stripServerManaged(c, input.body);
+        const { row } = await writes.create(c, principal, body, input.uploads);
         return respond(201, c, row, principal, readShape(query(req)));
       },
     },
@@ -68,18 +81,12 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'patch', pattern: `${BASE}/:id`, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        const body = stripServerManaged(c, jsonBody(req));
-        const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body);
-        let headers: Array<[string, string]> | undefined;
-        const owner = principal && !principal.superuser && principal.collection.id === c.id && principal.record.id === req.params[1];
-        if (passwordChanged && owner) {
-          // The owner keeps a session: fresh auth and CSRF cookies under the new token key.
-          const fresh = auth.loadAuthRecord(c, req.params[1]);
-          if (fresh) {
-            const { token, csrf } = await auth.tokens.issue(c.id, req.params[1], String(fresh.tokenKey), Number(fresh.token_epoch));
-            headers = auth.sessionCookies(token, csrf);
-          }
-        }
+        const input = await recordWriteBody(req, c); // JSON or multipart with files
+        const body = stripServerManaged(c, input.body);
+        auth.limitPasswordChange(c, req.params[1], principal, body, req); // scope pwchange; superusers exempt
+        const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body, input.uploads);
+        // Every other session ends; the owner gets fresh auth and CSRF cookies.
+        const headers = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
         return respond(200, c, row, principal, readShape(query(req)), headers);
       },
     },

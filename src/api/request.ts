@@ -7,7 +7,7 @@ export function jsonBody(req: Req): unknown {
   if (!req.body || req.body.length === 0) return {};
   const ct = req.headers.contentType.toLowerCase();
   if (ct && !ct.startsWith('application/json') && !ct.includes('+json')) {
-    if (ct.startsWith('multipart/form-data')) throw ApiError.badRequest('multipart/form-data bodies are not supported yet; send JSON.');
+    if (ct.startsWith('multipart/form-data')) throw ApiError.badRequest('Only record create and update accept multipart/form-data; send JSON.');
     throw new ApiError(400, 'bad_request', `Unsupported Content-Type "${ct.split(';')[0]}": send application/json.`);
   }
   try {

@@ -67,6 +67,62 @@ export interface ServeConfig {
   smtp?: SmtpConfig;
   /** SERVICE_SENDMAIL_COMMAND; takes precedence over SMTP. */
   sendmailCommand?: string;
+  /** List paging (spec 1-core-api.md, "Pagination configuration"); see loadPagination. */
+  pagination: PaginationConfig;
+  /** SERVICE_ENCRYPTION_KEY (32 bytes) for encrypted fields; unset: `<dataDir>/encryption_key`. */
+  encryptionKey?: Buffer;
+}
+
+/**
+ * SERVICE_ENCRYPTION_KEY: 32 bytes as 64 hex digits or as base64 (standard or URL-safe).
+ * The error never echoes the value (it is a secret).
+ * @throws ConfigError naming the variable
+ */
+export function parseEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined {
+  const raw = env.SERVICE_ENCRYPTION_KEY?.trim();
+  if (!raw) return undefined;
+  let key: Buffer | null = null;
+  if (/^[0-9a-fA-F]{64}$/.test(raw)) key = Buffer.from(raw, 'hex');
+  else if (/^[A-Za-z0-9+/_-]{42,43}={0,2}$/.test(raw)) key = Buffer.from(raw.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  if (!key || key.length !== 32) {
+    throw new ConfigError('SERVICE_ENCRYPTION_KEY', `<${raw.length} characters, redacted>`, '32 bytes as 64 hex digits or base64 (e.g. openssl rand -base64 32)');
+  }
+  return key;
+}
+
+/** Which list paging modes are on and how cursor tokens are made. */
+export interface PaginationConfig {
+  /** SERVICE_PAGINATION_OFFSET (default true): `page`/`perPage` paging. */
+  offset: boolean;
+  /** SERVICE_PAGINATION_CURSOR (default true): `cursor`/`limit` keyset paging. */
+  cursor: boolean;
+  /** SERVICE_CURSOR_TOKEN (default stateless). */
+  cursorToken: 'stateless' | 'signed' | 'stateful';
+  /** SERVICE_CURSOR_TTL: seconds a stateful cursor lives (default 600). */
+  cursorTtlS: number;
+}
+
+/**
+ * SERVICE_PAGINATION_OFFSET, SERVICE_PAGINATION_CURSOR (booleans, default true),
+ * SERVICE_CURSOR_TOKEN (stateless | signed | stateful), SERVICE_CURSOR_TTL (seconds, 1..86400).
+ * @throws ConfigError on a bad value, or when both paging modes are off (the spec's build error)
+ */
+export function loadPagination(env: NodeJS.ProcessEnv): PaginationConfig {
+  const off = pick({}, null, env, 'SERVICE_PAGINATION_OFFSET');
+  const cur = pick({}, null, env, 'SERVICE_PAGINATION_CURSOR');
+  const tok = pick({}, null, env, 'SERVICE_CURSOR_TOKEN');
+  const ttl = pick({}, null, env, 'SERVICE_CURSOR_TTL');
+  const offset = off ? parseBool(off) : true;
+  const cursor = cur ? parseBool(cur) : true;
+  if (!offset && !cursor) {
+    throw new ConfigError('SERVICE_PAGINATION_OFFSET and SERVICE_PAGINATION_CURSOR', `${off?.value},${cur?.value}`, 'at least one of them true (both paging modes off leaves lists unusable)');
+  }
+  return {
+    offset,
+    cursor,
+    cursorToken: tok ? parseChoice(tok, ['stateless', 'signed', 'stateful'] as const) : 'stateless',
+    cursorTtlS: ttl ? parseInteger(ttl, 1, 86_400) : 600,
+  };
 }
 
 /**
@@ -174,9 +230,12 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
       server: flagOrEnvBool(flags, null, env, 'SERVICE_OAUTH_STATE_SERVER', true),
       ttlS: ttlSrc ? parseInteger(ttlSrc, 1) : 600,
     },
+    pagination: loadPagination(env),
   };
   const smtp = loadSmtp(env);
   if (smtp) config.smtp = smtp;
   if (sendmail) config.sendmailCommand = sendmail;
+  const encryptionKey = parseEncryptionKey(env);
+  if (encryptionKey) config.encryptionKey = encryptionKey;
   return config;
 }

@@ -1,11 +1,13 @@
 /**
  * The system tables every data directory has, created idempotently at startup (and by the CLI
  * before it touches the database): `_collections` (the schema registry), `_superusers` (the
- * built-in auth collection) and `_externalAuths` (OAuth2 links).
+ * built-in auth collection), `_externalAuths` (OAuth2 links) and `_cursorStates` (stateful cursors).
  */
 import type { WriteStep } from './write-protocol.js';
 import type { Collection } from '../domain/types.js';
 import { authSystemFields } from '../domain/auth-fields.js';
+import { SESSIONS_DDL } from '../domain/sessions.js';
+import { AUTH_TOKENS_DDL } from '../domain/auth-tokens.js';
 
 export const SUPERUSERS_ID = 'pbc_superusers0';
 
@@ -64,5 +66,10 @@ export function bootstrapSteps(): WriteStep[] {
             VALUES (?,?,?,1,?,?,?,?,?)`,
       params: [su.id, su.name, su.type, JSON.stringify(su.fields), '[]', JSON.stringify(su.options), su.created, su.updated],
     },
+    // session rows (table store) and single-use verification / reset tokens
+    ...[...SESSIONS_DDL, ...AUTH_TOKENS_DDL].map((sql) => ({ sql, params: [] })),
+    // stateful list cursors (SERVICE_CURSOR_TOKEN=stateful): payload until `expires` (epoch ms)
+    { sql: `CREATE TABLE IF NOT EXISTS "_cursorStates" ("id" TEXT PRIMARY KEY NOT NULL, "payload" TEXT NOT NULL, "expires" INTEGER NOT NULL)`, params: [] },
+    { sql: `CREATE INDEX IF NOT EXISTS "_cursorStates_expires" ON "_cursorStates" ("expires")`, params: [] },
   ];
 }

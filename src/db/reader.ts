@@ -54,19 +54,46 @@ export class Reader {
     return s;
   }
 
+  /**
+   * Read snapshots. Main-thread reads of one event-loop turn share one read transaction (a point
+   * read costs about half inside an open transaction: 5 µs against 11 µs measured with libsql
+   * 0.5.29). The snapshot ends at the end of the turn (setImmediate) and whenever the writer
+   * reports a commit (`endSnapshot`, called before any write promise resolves), so a request
+   * always sees every write acknowledged before it, and other processes' commits (the CLI) from
+   * the next turn on.
+   */
+  private inSnapshot = false;
+  private readonly endSnapshotSoon = () => this.endSnapshot();
+
+  private beginSnapshot(): void {
+    this.db.exec('BEGIN');
+    this.inSnapshot = true;
+    setImmediate(this.endSnapshotSoon);
+  }
+
+  /** Ends the current read snapshot, if any (cheap when none is open). */
+  endSnapshot(): void {
+    if (!this.inSnapshot) return;
+    this.inSnapshot = false;
+    this.db.exec('COMMIT');
+  }
+
   /** Drops cached statements (after a schema change). */
   invalidate(): void {
+    this.endSnapshot();
     this.cache.clear();
     this.planCache.clear();
   }
 
   /** First row or undefined, on the main thread. */
   get(sql: string, params: SqlValue[]): unknown[] | undefined {
+    if (!this.inSnapshot) this.beginSnapshot();
     return this.statement(sql).get(params) as unknown[] | undefined;
   }
 
   /** All rows, on the main thread. */
   all(sql: string, params: SqlValue[]): unknown[][] {
+    if (!this.inSnapshot) this.beginSnapshot();
     return this.statement(sql).all(params) as unknown[][];
   }
 
@@ -98,6 +125,7 @@ export class Reader {
 
   async close(): Promise<void> {
     await this.pool?.destroy();
+    this.endSnapshot();
     this.cache.clear();
     this.planner.close();
     this.db.close();

@@ -21,11 +21,15 @@ export class WriterClient {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private closed = false;
+  /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
+  onCommit: (() => void) | null = null;
 
   private constructor(worker: Worker) {
     this.worker = worker;
     worker.on('message', (msg: WriteOutcome[] | WriterReady | { closed: true }) => {
-      if (Array.isArray(msg)) for (const out of msg) this.settle(out);
+      if (!Array.isArray(msg)) return;
+      this.onCommit?.();
+      for (const out of msg) this.settle(out);
     });
     worker.on('error', (err) => this.failAll(err));
     worker.on('exit', () => this.failAll(new Error('writer thread exited')));

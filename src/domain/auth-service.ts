@@ -1,7 +1,10 @@
 /**
- * Authentication (spec 1-core-api.md, "Authentication", "Auth endpoints"): resolving the caller
- * from a bearer token or the `svc_auth` cookie (+ CSRF header on unsafe methods), password login,
- * refresh and logout.
+ * Authentication (spec 1-core-api.md, "Authentication", "Auth endpoints", "Rate limiting",
+ * "Password change"): resolving the caller from a bearer token or the `svc_auth` cookie (+ CSRF
+ * header on unsafe methods), issuing sessions (every session-issuing path goes through
+ * {@link AuthService.issueSession}, which enforces `require_verified` and creates the table-store
+ * row), password login, refresh, the session stores, the auth rate limits and the verification
+ * and reset mail.
  */
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +17,14 @@ import { q } from './collection-sql.js';
 import { safeEqual, TokenService, TOKEN_TTL_S, type TokenClaims } from './tokens.js';
 import { verifyPassword } from './passwords.js';
 import type { Req } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import type { SmtpConfig } from '../config/config.js';
+import type { ConnectionOptions } from 'node:tls';
+import { SessionStore, sessionMode } from './sessions.js';
+import { AuthRateLimits, type Budget } from './rate-limit.js';
+import { AccountEmails } from './account-emails.js';
+import { BackgroundQueue } from '../mail/queue.js';
+import { createMailTransport, type MailTransport } from '../mail/transports.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -39,12 +50,55 @@ export function parseCookies(header: string): Map<string, string> {
   return out;
 }
 
+/** What AuthService needs from the serve configuration (ServeConfig satisfies it). */
+export interface AuthServiceOptions {
+  insecureCookies: boolean;
+  /** honour X-Forwarded-For / X-Real-IP for rate-limit keys and session IPs */
+  trustProxy?: boolean;
+  /** global auth budget (SERVICE_RATE_LIMIT_MAX per SERVICE_RATE_LIMIT_WINDOW seconds); max 0 disables it */
+  rateLimit?: { max: number; windowS: number };
+  smtp?: SmtpConfig;
+  sendmailCommand?: string;
+  /** extra TLS options for SMTP (e.g. a private CA); not settable from the environment */
+  smtpTls?: ConnectionOptions;
+}
+
+/** A resolved caller; `sid` is the session row of a table-store token. */
+export interface AuthPrincipal extends Principal {
+  sid?: string;
+}
+
+/** A freshly issued session: the token, its CSRF value and the Set-Cookie headers. */
+export interface IssuedSession {
+  token: string;
+  csrf: string;
+  sid?: string;
+  cookies: Array<[string, string]>;
+}
+
 export class AuthService {
   readonly tokens: TokenService;
+  readonly sessions: SessionStore;
+  readonly limits: AuthRateLimits;
+  readonly emails: AccountEmails;
+  readonly mailQueue: BackgroundQueue;
+  readonly mailTransport: MailTransport;
   private authSelect = new Map<string, string>();
 
-  constructor(private store: Store, secret: Buffer, private opts: { insecureCookies: boolean }) {
+  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
     this.tokens = new TokenService(secret);
+    this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
+    const budget: Budget = { max: opts.rateLimit?.max ?? 10, windowS: opts.rateLimit?.windowS ?? 60 };
+    this.limits = new AuthRateLimits(budget, !!opts.trustProxy);
+    this.mailQueue = new BackgroundQueue(logger, 'mail');
+    this.mailTransport = createMailTransport(opts, logger, opts.smtpTls);
+    this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);
+  }
+
+  /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */
+  async close(): Promise<void> {
+    await this.mailQueue.close();
+    this.mailTransport.close();
   }
 
   /** SELECT of a whole auth record (hidden columns last) by id. */
@@ -72,10 +126,10 @@ export class AuthService {
 
   /**
    * The caller of a request: null when anonymous. A bearer (or raw) token that is invalid,
-   * expired or revoked answers 401. Cookie credentials without a matching X-CSRF-Token on an
-   * unsafe method make the request anonymous.
+   * expired or revoked (token key rotated, epoch bumped, session row gone) answers 401. Cookie
+   * credentials without a matching X-CSRF-Token on an unsafe method make the request anonymous.
    */
-  resolve(req: Req): Principal | null | Promise<Principal | null> {
+  resolve(req: Req): AuthPrincipal | null | Promise<AuthPrincipal | null> {
     let token = req.headers.authorization;
     let viaCookie = false;
     if (token) {
@@ -92,20 +146,46 @@ export class AuthService {
     const rec = this.loadAuthRecord(c, claims.id);
     if (!rec) return invalid(viaCookie);
     const tokenKey = String(rec.tokenKey);
-    const check = (cl: TokenClaims | null | undefined): Principal | null => {
+    const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null => {
       if (!cl || cl.ep !== rec.token_epoch) return invalid(viaCookie);
       if (viaCookie && UNSAFE.has(req.method) && !(req.headers.csrf && safeEqual(req.headers.csrf, cl.csrf))) return null;
-      return { superuser: c.name === '_superusers', collection: c, record: rec };
+      // Table store: the session row must still exist. A token without one is refused there.
+      if (cl.sid ? !this.sessions.check(c, String(rec.id), cl.sid) : sessionMode(c) === 'table') return invalid(viaCookie);
+      const p: AuthPrincipal = { superuser: c.name === '_superusers', collection: c, record: rec };
+      if (cl.sid) p.sid = cl.sid;
+      return p;
     };
     const hit = this.tokens.cached(token, tokenKey);
     if (hit) return check(hit);
     return this.tokens.verify(token, tokenKey).then(check);
   }
 
-  /** POST /auth-with-password: `{identity, password}` → the record and a fresh token. */
-  async authWithPassword(c: Collection, body: unknown): Promise<{ record: Record<string, unknown>; token: string; csrf: string }> {
+  /**
+   * Issues a session for an authenticated record: 403 `email_not_verified` when the collection
+   * requires a verified email and the record is not; a new `_sessions` row in table mode (or the
+   * given `sid` kept, on refresh and password change); a token and its cookies.
+   */
+  async issueSession(c: Collection, rec: Record<string, unknown>, req: Req, keepSid?: string): Promise<IssuedSession> {
+    if (c.options.auth?.require_verified && rec.verified !== true) {
+      throw new ApiError(403, 'email_not_verified', 'The account email must be verified before signing in.');
+    }
+    const id = String(rec.id);
+    let sid = keepSid;
+    if (sid) this.sessions.touch(sid);
+    else if (sessionMode(c) === 'table') sid = await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) });
+    const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid);
+    return { token, csrf, sid, cookies: this.sessionCookies(token, csrf) };
+  }
+
+  /**
+   * POST /auth-with-password: `{identity, password}` → the record and a fresh session. Rate
+   * limited per identity (method `password`); a wrong password and an unknown identity give the
+   * same 400 at the same cost.
+   */
+  async authWithPassword(c: Collection, body: unknown, req: Req): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
     if (c.type !== 'auth') throw ApiError.notFound();
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    this.limits.enforce('auth-with-password', c, this.limits.clientKey(req, b.identity), 'password');
     const errors: Record<string, { code: string; message: string }> = {};
     if (typeof b.identity !== 'string' || b.identity === '') errors.identity = { code: 'validation_required', message: 'Missing required value.' };
     if (typeof b.password !== 'string' || b.password === '') errors.password = { code: 'validation_required', message: 'Missing required value.' };
@@ -117,16 +197,46 @@ export class AuthService {
     const rec = row ? this.loadAuthRecord(c, String(row[0])) : null;
     const ok = await verifyPassword(rec && typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string);
     if (!ok || !rec) throw ApiError.invalidCredentials();
-    const { token, csrf } = await this.tokens.issue(c.id, String(rec.id), String(rec.tokenKey), Number(rec.token_epoch));
-    return { record: rec, token, csrf };
+    return { record: rec, session: await this.issueSession(c, rec, req) };
   }
 
-  /** A fresh token for the caller's own record. */
-  async refresh(c: Collection, principal: Principal | null): Promise<{ record: Record<string, unknown>; token: string; csrf: string }> {
-    if (!principal || principal.collection.id !== c.id) throw ApiError.unauthorized('The token does not belong to this collection.');
-    const rec = principal.record;
-    const { token, csrf } = await this.tokens.issue(c.id, String(rec.id), String(rec.tokenKey), Number(rec.token_epoch));
-    return { record: rec, token, csrf };
+  /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
+  async refresh(c: Collection, principal: AuthPrincipal | null, req: Req): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
+    const p = requireOwnCollection(c, principal);
+    return { record: p.record, session: await this.issueSession(c, p.record, req, p.sid) };
+  }
+
+  /**
+   * Counts a password change (PATCH with `password` on an auth record) against scope `pwchange`;
+   * superusers are exempt. Keyed by the target record (or the forwarded address behind a trusted proxy).
+   */
+  limitPasswordChange(c: Collection, recordId: string, principal: Principal | null, body: unknown, req: Req): void {
+    if (c.type !== 'auth' || principal?.superuser) return;
+    if (typeof body !== 'object' || body === null || !('password' in body)) return;
+    this.limits.enforce('pwchange', c, this.limits.clientKey(req, `${c.id}/${recordId}`));
+  }
+
+  /**
+   * After a committed password change: the record's own owner gets a fresh session (its table-store
+   * row kept) and every other session row ends; the token key was rotated by the update, so every
+   * older token is already void. Returns the owner's Set-Cookie headers, if any.
+   */
+  async afterPasswordChange(c: Collection, recordId: string, principal: AuthPrincipal | null, req: Req): Promise<Array<[string, string]> | undefined> {
+    const owner = !!principal && principal.collection.id === c.id && principal.record.id === recordId;
+    let keep: string | null = null;
+    let cookies: Array<[string, string]> | undefined;
+    const fresh = owner ? this.loadAuthRecord(c, recordId) : null;
+    if (fresh) {
+      try {
+        const s = await this.issueSession(c, fresh, req, principal!.sid);
+        keep = s.sid ?? null;
+        cookies = s.cookies;
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 'email_not_verified')) throw err;
+      }
+    }
+    await this.sessions.endOthers(c, recordId, keep);
+    return cookies;
   }
 
   /** Set-Cookie headers for a new session. */
@@ -146,6 +256,12 @@ export class AuthService {
       ['Set-Cookie', `svc_csrf=; Path=/; Max-Age=0; SameSite=Strict${secure}`],
     ];
   }
+}
+
+/** The caller, who must be authenticated in collection `c` (session routes, refresh); else 401. */
+export function requireOwnCollection(c: Collection, principal: AuthPrincipal | null): AuthPrincipal {
+  if (!principal || principal.collection.id !== c.id) throw ApiError.unauthorized('The token does not belong to this collection.');
+  return principal;
 }
 
 function invalid(viaCookie: boolean): null {

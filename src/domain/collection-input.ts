@@ -13,6 +13,7 @@ import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
 import { authSystemFields } from './auth-fields.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from './ids.js';
+import { rateLimitOptionError } from './rate-limit.js';
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const AUTH_SYSTEM_NAMES = new Set(['email', 'emailVisibility', 'verified']);
@@ -37,7 +38,7 @@ export function buildCollection(body: unknown, existing: Collection | undefined,
   if (typeof name !== 'string' || name === '') errors.name = { code: 'validation_required', message: 'Missing required value.' };
   else if (!NAME_RE.test(name)) errors.name = { code: 'validation_invalid_name', message: 'Must start with a letter or underscore and contain only letters, digits and underscores (at most 63).' };
   else if (name.startsWith('_') || /^sqlite_/i.test(name)) errors.name = { code: 'validation_reserved_name', message: 'Names starting with "_" or "sqlite_" are reserved for system collections.' };
-  else if (/_fts$/i.test(name)) errors.name = { code: 'validation_reserved_suffix', message: 'The "_fts" suffix is reserved for full-text indexes.' };
+  else if (/_fts(_data|_idx|_content|_docsize|_config)?$/i.test(name)) errors.name = { code: 'validation_reserved_suffix', message: 'The "_fts" suffix is reserved for full-text indexes (and "_fts_data", "_fts_idx", "_fts_content", "_fts_docsize", "_fts_config" for their tables).' };
   else if (others.some((c) => c.name.toLowerCase() === name.toLowerCase())) errors.name = { code: 'validation_duplicate_name', message: 'A collection with this name already exists.' };
 
   let type = existing?.type ?? 'base';
@@ -49,7 +50,7 @@ export function buildCollection(body: unknown, existing: Collection | undefined,
 
   const id = existing?.id ?? (typeof body.id === 'string' && /^[a-z0-9_]{1,30}$/.test(body.id) && !others.some((c) => c.id === body.id) ? body.id : newId());
   const fields = buildFields(body, existing, type, id, others, errors);
-  const indexes = buildIndexes(body.indexes ?? existing?.indexes ?? [], fields, errors);
+  const indexes = buildIndexes(body.indexes ?? (existing ? carryIndexes(existing, fields) : []), fields, errors);
   const options = buildOptions(body.options, existing, type, fields, errors);
 
   const rules = {} as Record<RuleName, string | null>;
@@ -93,6 +94,11 @@ function buildFields(body: Record<string, unknown>, existing: Collection | undef
       errors[`fields.${i}.name`] = { code: 'validation_reserved_name', message: `"${f.name}" is reserved in auth collections.` };
       return;
     }
+    // SQLite's row id (which the full-text index is keyed by) and FTS5's hidden `rank` column.
+    if (['rowid', 'oid', '_rowid_'].includes(f.name.toLowerCase()) || (f.options.searchable && f.name.toLowerCase() === 'rank')) {
+      errors[`fields.${i}.name`] = { code: 'validation_reserved_name', message: `"${f.name}" is reserved${f.name.toLowerCase() === 'rank' ? ' for searchable fields' : ''}.` };
+      return;
+    }
     const prev = prevById.get(f.id);
     if (prev && prev.type !== f.type) errors[`fields.${i}.type`] = { code: 'validation_type', message: `The type of the existing field "${prev.name}" cannot change.` };
     if (names.has(f.name.toLowerCase())) errors[`fields.${i}.name`] = { code: 'validation_duplicate_name', message: 'Duplicate field name.' };
@@ -105,6 +111,21 @@ function buildFields(body: Record<string, unknown>, existing: Collection | undef
     names.add(f.name.toLowerCase());
     out.push(f);
   });
+  return out;
+}
+
+/**
+ * The existing indexes when a PATCH leaves `indexes` out: columns follow renamed fields (by field
+ * id), and an index on a dropped field is dropped with it (SQLite cannot keep it).
+ */
+function carryIndexes(existing: Collection, fields: Field[]): IndexDef[] {
+  const idByOldName = new Map(existing.fields.map((f) => [f.name, f.id]));
+  const nameById = new Map(fields.map((f) => [f.id, f.name]));
+  const out: IndexDef[] = [];
+  for (const ix of existing.indexes) {
+    const cols = ix.fields.map((n) => (n === 'id' || n === 'created' || n === 'updated' ? n : nameById.get(idByOldName.get(n) ?? '')));
+    if (cols.every((c): c is string => c !== undefined)) out.push({ ...ix, fields: cols });
+  }
   return out;
 }
 
@@ -185,7 +206,16 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
   }
   if ('methods' in src) {
     if (!isObject(src.methods)) errors['options.auth.methods'] = { code: 'validation_type', message: 'Must be an object.' };
-    else out.methods = src.methods;
+    else {
+      for (const [slug, m] of Object.entries(src.methods)) {
+        if (!isObject(m)) errors[`options.auth.methods.${slug}`] = { code: 'validation_type', message: 'Must be an object.' };
+        else if ('rate_limit' in m) {
+          const bad = rateLimitOptionError(m.rate_limit);
+          if (bad) errors[`options.auth.methods.${slug}.rate_limit`] = { code: 'validation_value', message: bad };
+        }
+      }
+      out.methods = src.methods;
+    }
   }
   return out;
 }

@@ -1,13 +1,14 @@
 /**
- * DDL for collections: record tables, indexes and the relation triggers that keep relation
+ * DDL for collections: record tables, indexes, the relation triggers that keep relation
  * fields consistent when a target record is deleted (cascadeDelete deletes the referencing
- * record; otherwise the reference is removed). Every schema change becomes one write job, so it
+ * record; otherwise the reference is removed), and the full-text index of searchable fields. Every schema change becomes one write job, so it
  * applies in one transaction or not at all.
  */
 import type { Collection, Field, IndexDef } from './types.js';
 import type { WriteStep } from '../db/write-protocol.js';
 import { columnType } from './fields/index.js';
 import { AUTH_HIDDEN_COLUMNS_SQL } from './auth-fields.js';
+import { ApiError } from '../errors/api-error.js';
 
 /** Quotes an identifier for SQLite (names are validated identifiers already; this is defence). */
 export function q(name: string): string {
@@ -82,6 +83,71 @@ function dropTriggers(all: Collection[]): WriteStep[] {
   return triggerNames(all).map((n) => ({ sql: `DROP TRIGGER IF EXISTS ${q(n)}`, params: [] }));
 }
 
+/** The full-text table of a collection (spec 1-core-api.md, "Search": `<col>_fts`). */
+export function ftsTableName(c: Collection): string {
+  return `${c.name}_fts`;
+}
+
+/** The fields of `c` that feed its full-text index, in field order. */
+export function searchableFields(c: Collection): Field[] {
+  return c.fields.filter((f) => f.options.searchable && (f.type === 'text' || f.type === 'editor'));
+}
+
+let fullTextEnabled = true;
+
+/** Turns full-text search off (feature `fts5-off`): searchable fields are then refused. */
+export function setFullTextEnabled(on: boolean): void {
+  fullTextEnabled = on;
+}
+
+/**
+ * The statements that make `c`'s FTS5 external-content index and keep it in sync: the virtual
+ * table over the searchable columns (content = the record table, keyed by rowid; unicode61
+ * tokenizer with diacritics folded), and insert/delete/update triggers. Empty without
+ * searchable fields.
+ */
+export function ftsCreateSql(c: Collection): string[] {
+  const fields = searchableFields(c);
+  if (fields.length === 0) return [];
+  const fts = q(ftsTableName(c));
+  const tbl = q(c.name);
+  const cols = fields.map((f) => q(f.name));
+  const vals = (row: string) => fields.map((f) => `${row}.${q(f.name)}`).join(', ');
+  const add = `INSERT INTO ${fts} (rowid, ${cols.join(', ')}) VALUES (NEW.rowid, ${vals('NEW')});`;
+  const del = `INSERT INTO ${fts} (${fts}, rowid, ${cols.join(', ')}) VALUES ('delete', OLD.rowid, ${vals('OLD')});`;
+  const [ai, ad, au] = ftsTriggerNames(c).map(q);
+  return [
+    `CREATE VIRTUAL TABLE ${fts} USING fts5(${cols.join(', ')}, content='${c.name}', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`,
+    `CREATE TRIGGER ${ai} AFTER INSERT ON ${tbl} BEGIN ${add} END`,
+    `CREATE TRIGGER ${ad} AFTER DELETE ON ${tbl} BEGIN ${del} END`,
+    `CREATE TRIGGER ${au} AFTER UPDATE OF ${cols.join(', ')} ON ${tbl} BEGIN ${del} ${add} END`,
+  ];
+}
+
+/** Names of the three sync triggers (by collection id, so they survive renames). */
+export function ftsTriggerNames(c: Collection): string[] {
+  return ['ai', 'ad', 'au'].map((s) => `_fts_${c.id}_${s}`);
+}
+
+/** Steps creating the index of `c` (none without searchable fields); `rebuild` indexes existing rows. */
+export function ftsCreateSteps(c: Collection, rebuild: boolean): WriteStep[] {
+  const sqls = ftsCreateSql(c);
+  if (sqls.length && !fullTextEnabled) {
+    throw ApiError.badRequest('Full-text search is disabled on this server (feature fts5-off): fields cannot be searchable.');
+  }
+  const steps = sqls.map((sql) => ({ sql, params: [] }));
+  if (rebuild && sqls.length) steps.push({ sql: `INSERT INTO ${q(ftsTableName(c))} (${q(ftsTableName(c))}) VALUES ('rebuild')`, params: [] });
+  return steps;
+}
+
+/** Steps dropping the index and triggers of `c`, if any. */
+export function ftsDropSteps(c: Collection): WriteStep[] {
+  return [
+    ...ftsTriggerNames(c).map((n) => ({ sql: `DROP TRIGGER IF EXISTS ${q(n)}`, params: [] })),
+    { sql: `DROP TABLE IF EXISTS ${q(ftsTableName(c))}`, params: [] },
+  ];
+}
+
 function registryRow(c: Collection): unknown[] {
   return [c.id, c.name, c.type, c.system ? 1 : 0, JSON.stringify(c.fields), JSON.stringify(c.indexes), JSON.stringify(c.options),
     c.listRule, c.viewRule, c.createRule, c.updateRule, c.deleteRule, c.created, c.updated];
@@ -95,6 +161,7 @@ export function createSteps(c: Collection, before: Collection[], after: Collecti
     ...dropTriggers(before),
     { sql: `CREATE TABLE ${q(c.name)} (${columnsSql(c)})`, params: [] },
     ...indexSteps(c),
+    ...ftsCreateSteps(c, false),
     ...triggerSteps(after),
     { sql: UPSERT_REGISTRY, params: registryRow(c) as never },
   ];
@@ -112,6 +179,9 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
     prev.name === next.name &&
     prev.fields.length === next.fields.length &&
     next.fields.every((f, i) => prev.fields[i].id === f.id && prev.fields[i].name === f.name && columnType(prev.fields[i]) === columnType(f));
+  // The full-text index is rebuilt when its columns change or the table is rebuilt (new rowids).
+  const ftsChanged = !sameColumns || ftsCreateSql(prev).join() !== ftsCreateSql(next).join();
+  if (ftsChanged) steps.push(...ftsDropSteps(prev));
   if (sameColumns) {
     for (const f of prev.fields) if (f.options.unique) steps.push({ sql: `DROP INDEX IF EXISTS ${q(`_uq_${prev.id}_${f.id}`)}`, params: [] });
     for (const ix of prev.indexes) steps.push({ sql: `DROP INDEX IF EXISTS ${q(indexSqlName(prev, ix.name))}`, params: [] });
@@ -129,7 +199,7 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
       { sql: `ALTER TABLE ${tmp} RENAME TO ${q(next.name)}`, params: [] },
     );
   }
-  steps.push(...indexSteps(next), ...triggerSteps(after), { sql: UPSERT_REGISTRY, params: registryRow(next) as never });
+  steps.push(...indexSteps(next), ...(ftsChanged ? ftsCreateSteps(next, true) : []), ...triggerSteps(after), { sql: UPSERT_REGISTRY, params: registryRow(next) as never });
   return steps;
 }
 
@@ -137,6 +207,7 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
 export function deleteSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
   return [
     ...dropTriggers(before),
+    ...ftsDropSteps(c),
     { sql: `DROP TABLE IF EXISTS ${q(c.name)}`, params: [] },
     { sql: `DELETE FROM "_collections" WHERE "id" = ?`, params: [c.id] },
     { sql: `DELETE FROM "_externalAuths" WHERE "collectionId" = ?`, params: [c.id] },

@@ -12,11 +12,14 @@ import { createSteps, deleteSteps, updateSteps } from './collection-sql.js';
 import { WriteError } from '../db/writer-client.js';
 import type { WriteStep } from '../db/write-protocol.js';
 import { bindValue } from '../db/bind.js';
+import type { RecordFiles } from './record-files.js';
+import { migrateEncryption } from './encryption-migration.js';
 
 export class CollectionsService {
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(private store: Store) {}
+  /** `files`: deletes a collection's stored files with it, and files of dropped file fields. */
+  constructor(private store: Store, private files?: RecordFiles) {}
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.chain.then(fn, fn);
@@ -43,6 +46,8 @@ export class CollectionsService {
       const after = [...others, next];
       await this.apply(updateSteps(prev, next, before, after));
       this.store.registry.put(next);
+      await migrateEncryption(this.store, prev, next);
+      if (this.files && prev.fields.some((f) => f.type === 'file' && !next.fields.some((n) => n.id === f.id))) await this.files.sweep(next);
       return next;
     });
   }
@@ -60,6 +65,7 @@ export class CollectionsService {
       checkRules(null, after);
       await this.apply(deleteSteps(c, before, after));
       this.store.registry.remove(c.id);
+      await this.files?.storage.removeCollection(c.id);
     });
   }
 

@@ -49,3 +49,22 @@ export async function verifyPassword(phc: string | null, password: string): Prom
   }
   return bounded(() => verify(phc, password).catch(() => false));
 }
+
+/** Longest accepted password (characters); bounds the hashing input. */
+export const MAX_PASSWORD_LENGTH = 256;
+
+/**
+ * Field errors of a new password (`password`, `passwordConfirm`), or an empty object:
+ * required, a string, at least `min` characters (the collection's minPasswordLength), at most
+ * {@link MAX_PASSWORD_LENGTH}, and equal to `passwordConfirm` when that is present.
+ */
+export function newPasswordErrors(body: Record<string, unknown>, min: number): Record<string, { code: string; message: string }> {
+  const errors: Record<string, { code: string; message: string }> = {};
+  const pw = body.password;
+  if (pw === undefined || pw === null || pw === '') errors.password = { code: 'validation_required', message: 'Missing required value.' };
+  else if (typeof pw !== 'string') errors.password = { code: 'validation_type', message: 'Must be a string.' };
+  else if ([...pw].length < min) errors.password = { code: 'validation_min', message: `Must be at least ${min} characters.` };
+  else if (pw.length > MAX_PASSWORD_LENGTH) errors.password = { code: 'validation_max', message: `Must be at most ${MAX_PASSWORD_LENGTH} characters.` };
+  if ('passwordConfirm' in body && body.passwordConfirm !== pw) errors.passwordConfirm = { code: 'validation_value', message: "Values don't match." };
+  return errors;
+}

@@ -8,6 +8,7 @@ import fastJson from 'fast-json-stringify';
 import type { Collection, Field } from './types.js';
 import { decodeValue, jsonSchemaFor } from './fields/index.js';
 import { q } from './collection-sql.js';
+import { decryptStored } from './encryption.js';
 
 export interface RecordCodec {
   collection: Collection;
@@ -64,6 +65,7 @@ export function buildCodec(c: Collection): RecordCodec {
   const stringify = fastJson(recordSchema as never) as (o: unknown) => string;
   const stringifyList = fastJson(listSchema as never) as (o: unknown) => string;
   const fixed = fields.map(isFixed);
+  const encrypted = fields.map((f) => f.options.encrypted === true);
   const cid = c.id;
   const cname = c.name;
 
@@ -75,6 +77,7 @@ export function buildCodec(c: Collection): RecordCodec {
       const out: Record<string, unknown> = { collectionId: cid, collectionName: cname, id: row[0], created: row[1], updated: row[2] };
       for (let i = 0; i < fields.length; i++) {
         let v = row[i + 3];
+        if (encrypted[i]) v = decryptStored(cid, fields[i].id, String(row[0]), v); // ciphertext at rest
         if (typeof v === 'bigint' && !fixed[i]) v = Number(v);
         out[fields[i].name] = decodeValue(fields[i], v as never);
       }

@@ -1,22 +1,26 @@
 /**
- * Record reads: view, list (offset paging, filter, sort, totals), abilities and expand
- * (spec 1-core-api.md, "Records", "List query parameters").
+ * Record reads: view, list, abilities and expand (spec 1-core-api.md, "Records", "List query
+ * parameters"). Lists (offset and cursor paging, search, vector) live in records-list.ts.
  *
  * Cheap reads run on the main thread; a list page whose plan scans or sorts without an index,
- * and every count, go to the reader pool (Reader.allAuto / allOffThread).
+ * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from './types.js';
-import type { Principal, RuleCheck } from './access.js';
+import type { Principal } from './access.js';
 import type { Store } from './store.js';
 import type { SqlValue } from '../db/bind.js';
-import { bindParams, compileExpression, compileSort, type CompiledExpr } from '../rules/compiler.js';
+import type { WriteStep } from '../db/write-protocol.js';
 import { q } from './collection-sql.js';
 import { parseProjection, project, type Projection } from './projection.js';
 import { nowDate } from './fields/index.js';
+import { Where, hidePrivate } from './record-scope.js';
+import { RecordLister, type ListConfig } from './records-list.js';
+import { CursorCodec } from './cursor.js';
 
-export const DEFAULT_PER_PAGE = 30;
-export const MAX_PER_PAGE = 500;
+export { hidePrivate } from './record-scope.js';
+export { DEFAULT_PER_PAGE, MAX_PER_PAGE, parseBool, type ListConfig } from './records-list.js';
+
 const MAX_EXPAND_DEPTH = 6;
 
 /** Options shared by view and list: the expand tree and the projection. */
@@ -47,35 +51,36 @@ export function readShape(qs: URLSearchParams): ReadShape {
   return { expand: parseExpand(qs.get('expand')), projection: parseProjection(qs.get('fields')) };
 }
 
-/** `AND`-joined WHERE parts with their parameters. */
-class Where {
-  parts: string[] = [];
-  params: SqlValue[] = [];
-  add(sql: string, params: SqlValue[]): void {
-    this.parts.push(`(${sql})`);
-    for (const p of params) this.params.push(p);
-  }
-  addRule(check: RuleCheck): void {
-    if (check.kind === 'where') this.add(check.sql, check.params);
-  }
-  sql(): string {
-    return this.parts.length ? ` WHERE ${this.parts.join(' AND ')}` : '';
-  }
-}
-
 const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
 
+/** Offset and cursor paging on, full-text search on, vector off, stateless cursor tokens. */
+export const DEFAULT_LIST_CONFIG: ListConfig = { offset: true, cursor: true, fts: true, vector: false, tokens: new CursorCodec('stateless', null, 600, null) };
+
+/**
+ * The list configuration of a server: paging modes and cursor token kind (ServeConfig.pagination),
+ * feature switches, the token secret (signed tokens) and the store (stateful tokens' table).
+ */
+export function listConfigFrom(
+  p: { offset: boolean; cursor: boolean; cursorToken: 'stateless' | 'signed' | 'stateful'; cursorTtlS: number },
+  features: { fts: boolean; vector: boolean },
+  secret: Buffer,
+  store: Store,
+): ListConfig {
+  const states = { get: (sql: string, params: SqlValue[]) => store.reader.get(sql, params), write: (steps: WriteStep[]) => store.writer.write(steps) };
+  return { offset: p.offset, cursor: p.cursor, ...features, tokens: new CursorCodec(p.cursorToken, secret, p.cursorTtlS, states) };
+}
+
 export class RecordReader {
-  private filterCache = new Map<string, CompiledExpr>();
-  private countCache = new Map<string, { gen: number; count: number }>();
   private viewSqlCache = new WeakMap<object, Map<string, string>>();
+  private lister: RecordLister;
 
-  constructor(private store: Store) {}
+  constructor(private store: Store, listConfig: ListConfig = DEFAULT_LIST_CONFIG) {
+    this.lister = new RecordLister(store, listConfig, (c, recs, principal, qs) => this.finish(c, recs, principal, readShape(qs)));
+  }
 
-  /** The ttl clause: rows whose expiry is set and at or before now are hidden from every read. */
-  private addTtl(where: Where, c: Collection): void {
-    const ttl = c.options.ttl_field;
-    if (ttl) where.add(`r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?`, [nowDate()]);
+  /** One list page as the serialized body (records-list.ts). */
+  list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
+    return this.lister.list(c, principal, qs);
   }
 
   /** One record by id under the view rule (with expand and projection), or 404. */
@@ -116,70 +121,6 @@ export class RecordReader {
     return shape.projection ? project(rec, shape.projection) : rec;
   }
 
-  private compileFilter(c: Collection, src: string): CompiledExpr {
-    const key = `${c.id}:${this.store.registry.version(c.id)}:${src}`;
-    let hit = this.filterCache.get(key);
-    if (!hit) {
-      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r' });
-      if (this.filterCache.size > 2000) this.filterCache.clear();
-      this.filterCache.set(key, hit);
-    }
-    return hit;
-  }
-
-  /** An offset page (spec: page, perPage ≤ 500, totals unless skipTotal). Returns the serialized body. */
-  async list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
-    const check = this.store.rules.check(c, 'listRule', principal, null, 'GET');
-    if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can perform this request.');
-    const codec = this.store.codec(c);
-    const where = new Where();
-    where.addRule(check);
-    const filter = qs.get('filter');
-    if (filter && filter.trim()) {
-      const compiled = this.compileFilter(c, filter);
-      where.add(compiled.sql, bindParams(compiled, { auth: principal?.record ?? null, data: null, method: 'GET' }));
-    }
-    this.addTtl(where, c);
-    const sortSrc = qs.get('sort');
-    const order = sortSrc && sortSrc.trim() ? ` ORDER BY ${compileSort(sortSrc, c, this.store.registry, 'r')}` : '';
-    const page = parsePositiveInt(qs.get('page'), 1, 'page');
-    let perPage = parsePositiveInt(qs.get('perPage'), DEFAULT_PER_PAGE, 'perPage');
-    if (perPage > MAX_PER_PAGE) perPage = MAX_PER_PAGE;
-    const skipTotal = parseBool(qs.get('skipTotal'), false);
-    const offset = (page - 1) * perPage;
-    const from = ` FROM ${q(c.name)} r${where.sql()}`;
-    const itemsSql = `SELECT ${codec.columns}${from}${order} LIMIT ? OFFSET ?`;
-    const itemsParams = [...where.params, perPage, offset];
-    const rowsOrPromise = this.store.reader.allAuto(itemsSql, itemsParams);
-    const countPromise = skipTotal ? null : this.count(c, `SELECT COUNT(*)${from}`, where.params);
-    const rows = await rowsOrPromise;
-    const recs = rows.map((row) => {
-      const rec = codec.fromRow(row);
-      hidePrivate(c, rec, principal);
-      return rec;
-    });
-    const items = await this.finish(c, recs, principal, readShape(qs));
-    if (skipTotal) return codec.stringifyList({ page, perPage, totalItems: -1, totalPages: -1, items });
-    const totalItems = await countPromise!;
-    return codec.stringifyList({ page, perPage, totalItems, totalPages: Math.ceil(totalItems / perPage), items });
-  }
-
-  /** COUNT(*) on the reader pool, cached until the collection's next write. */
-  private async count(c: Collection, sql: string, params: SqlValue[]): Promise<number> {
-    const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
-    const gen = this.store.generation(c.id);
-    const hit = this.countCache.get(key);
-    if (hit && hit.gen === gen) return hit.count;
-    const hasTtl = !!c.options.ttl_field;
-    const rows = await this.store.reader.allOffThread(sql, params);
-    const count = Number(rows[0]?.[0] ?? 0);
-    if (!hasTtl) {
-      if (this.countCache.size > 1000) this.countCache.clear();
-      this.countCache.set(key, { gen: this.store.generation(c.id) === gen ? gen : -1, count });
-    }
-    return count;
-  }
-
   /** `{view, update, delete}` for a record the caller can view (404 otherwise). */
   abilities(c: Collection, id: string, principal: Principal | null): Record<string, boolean> {
     const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
@@ -187,7 +128,7 @@ export class RecordReader {
     const where = new Where();
     where.add('r."id" = ?', [id]);
     where.addRule(view);
-    this.addTtl(where, c);
+    where.addTtl(c);
     const cols: string[] = [];
     const colParams: SqlValue[] = [];
     for (const [name, rule] of [['update', 'updateRule'], ['delete', 'deleteRule']] as const) {
@@ -242,7 +183,7 @@ export class RecordReader {
       const where = new Where();
       where.add(`r."id" IN (${chunk.map(() => '?').join(',')})`, chunk);
       where.addRule(check);
-      this.addTtl(where, c);
+      where.addTtl(c);
       const rows = await this.store.reader.allAuto(`SELECT ${codec.columns} FROM ${q(c.name)} r${where.sql()}`, where.params);
       for (const row of rows) {
         const rec = codec.fromRow(row);
@@ -252,25 +193,4 @@ export class RecordReader {
     }
     return out;
   }
-}
-
-/** Auth records show `email` only to superusers, the owner, or when emailVisibility is on. */
-export function hidePrivate(c: Collection, rec: Record<string, unknown>, principal: Principal | null): void {
-  if (c.type !== 'auth' || rec.emailVisibility === true || principal?.superuser) return;
-  if (principal && principal.collection.id === c.id && principal.record.id === rec.id) return;
-  delete rec.email;
-}
-
-function parsePositiveInt(v: string | null, dflt: number, name: string): number {
-  if (v === null || v === '') return dflt;
-  if (!/^\d{1,9}$/.test(v)) throw ApiError.badRequest(`Invalid ${name}: must be a positive integer.`);
-  const n = Number(v);
-  return n < 1 ? dflt : n;
-}
-
-export function parseBool(v: string | null, dflt: boolean): boolean {
-  if (v === null || v === '') return dflt;
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  throw ApiError.badRequest('Invalid boolean query parameter: use true or false.');
 }

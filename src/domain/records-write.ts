@@ -19,6 +19,8 @@ import { q } from './collection-sql.js';
 import { ID_PATTERN, newId, randomToken } from './ids.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { AUTH_WRITE_STRIPPED } from './auth-fields.js';
+import type { FilePlan, RecordFiles, Uploads } from './record-files.js';
+import { encryptStored } from './encryption.js';
 
 type Body = Record<string, unknown>;
 type Errors = Record<string, FieldError>;
@@ -34,10 +36,14 @@ export interface WriteResult {
 }
 
 export class RecordWriter {
-  constructor(private store: Store) {}
+  /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
+  constructor(private store: Store, private files?: RecordFiles) {}
 
-  /** Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts. */
-  async create(c: Collection, principal: Principal | null, body: unknown): Promise<WriteResult> {
+  /**
+   * Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts.
+   * `uploads`: files of a multipart body by form name (see record-files.ts).
+   */
+  async create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     const check = this.store.rules.check(c, 'createRule', principal, body, 'POST');
     if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
@@ -59,17 +65,18 @@ export class RecordWriter {
     set('id', id);
     set('created', now);
     set('updated', now);
+    const filePlan = this.files?.touches(c, body, uploads) ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
 
     for (const f of c.fields) {
       if (f.type === 'autodate') {
         set(f.name, f.options.onCreate === false ? null : now);
         continue;
       }
-      let input = body[f.name];
+      let input = f.type === 'file' && filePlan ? filePlan.values.get(f.name) : body[f.name];
       if (c.type === 'auth' && f.name === 'verified' && !superuser) input = false; // forced false on signup
       const res = encodeValue(f, input, 'create');
       if ('error' in res) errors[f.name] = res.error;
-      else set(f.name, res.value);
+      else set(f.name, f.options.encrypted ? encryptStored(c.id, f.id, id, res.value) : res.value);
     }
 
     if (c.type === 'auth') {
@@ -92,13 +99,16 @@ export class RecordWriter {
       });
     }
     steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
-    const results = await this.run(steps);
-    this.store.touched(c.id);
+    const results = await this.withFiles(c, id, filePlan, () => this.run(steps));
+    this.store.rowsAdded(c.id);
     return { row: results[results.length - 1].rows![0], passwordChanged: false };
   }
 
-  /** Updates a record; 404 when absent or the update rule fails. */
-  async update(c: Collection, id: string, principal: Principal | null, body: unknown): Promise<WriteResult> {
+  /**
+   * Updates a record; 404 when absent or the update rule fails; 409 when a concurrent update
+   * changed a file field this one changes. `uploads` as for create.
+   */
+  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     const check = this.store.rules.check(c, 'updateRule', principal, body, 'PATCH');
     if (check.kind === 'deny') throw ApiError.notFound();
@@ -111,25 +121,30 @@ export class RecordWriter {
       vals.push(v);
     };
     const now = nowDate();
+    const filePlan = this.files?.touches(c, body, uploads)
+      ? await this.files.plan(c, body, uploads, this.files.currentValues((sql, p) => this.store.reader.get(sql, p), c, id), errors)
+      : null;
 
     for (const f of c.fields) {
       if (f.type === 'autodate') {
         if (f.options.onUpdate) set(f.name, now);
         continue;
       }
-      if (!(f.name in body)) continue;
+      const fromPlan = f.type === 'file' && filePlan !== null;
+      const input = fromPlan ? filePlan.values.get(f.name) : body[f.name];
+      if (fromPlan ? input === undefined : !(f.name in body)) continue;
       if (c.type === 'auth' && !superuser && (f.name === 'verified' || f.name === 'email')) {
         errors[f.name] = { code: 'validation_value', message: `Only superusers can change "${f.name}".` };
         continue;
       }
-      const res = encodeValue(f, body[f.name], 'update');
+      const res = encodeValue(f, input, 'update');
       if ('error' in res) errors[f.name] = res.error;
-      else set(f.name, res.value);
+      else set(f.name, f.options.encrypted ? encryptStored(c.id, f.id, id, res.value) : res.value);
     }
 
     let passwordChanged = false;
     if (c.type === 'auth' && 'password' in body) {
-      await this.passwordChange(c, id, principal, body, errors);
+      await this.passwordChange(c, id, principal, body, check);
       const pw = this.checkNewPassword(c, body, errors);
       if (pw !== null && !Object.keys(errors).length) {
         set('passwordHash', await hashPassword(pw));
@@ -142,6 +157,8 @@ export class RecordWriter {
 
     const codec = this.store.codec(c);
     const steps: WriteStep[] = [...this.relationGuards(c, body)];
+    const fileGuard = filePlan && this.files?.guard(c, id, filePlan);
+    if (fileGuard) steps.push(fileGuard);
     const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
     steps.push({
       sql: `UPDATE ${q(c.name)} AS r SET ${sets.join(', ')} WHERE r."id" = ?${rule}`,
@@ -150,9 +167,28 @@ export class RecordWriter {
       fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
     });
     steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
-    const results = await this.run(steps);
-    this.store.touched(c.id);
+    const results = await this.withFiles(c, id, filePlan, () => this.run(steps));
+    this.store.rowChanged(c.id, id);
     return { row: results[results.length - 1].rows![0], passwordChanged };
+  }
+
+  /**
+   * Runs a write job with its file changes: new files are written first (under a sweep hold);
+   * after the commit the files the record dropped are deleted, after a failure the new ones.
+   */
+  private async withFiles<T>(c: Collection, id: string, plan: FilePlan | null, job: () => Promise<T>): Promise<T> {
+    if (!plan || !this.files) return job();
+    const release = await this.files.writeNew(c, id, plan);
+    try {
+      const out = await job();
+      await this.files.committed(c, id, plan);
+      return out;
+    } catch (err) {
+      await this.files.failed(c, id, plan);
+      throw err;
+    } finally {
+      release();
+    }
   }
 
   /** Deletes a record (relation triggers cascade or unset references); 404 when absent or denied. */
@@ -170,7 +206,8 @@ export class RecordWriter {
     ];
     if (c.type === 'auth') steps.push({ sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" = ?', params: [c.id, id] });
     await this.run(steps);
-    this.store.touched(c.id);
+    this.store.rowChanged(c.id, id);
+    await this.files?.deleted(c, id);
     for (const other of this.store.registry.all()) {
       if (other.fields.some((f) => f.type === 'relation' && f.options.collectionId === c.id)) this.store.touched(other.id);
     }
@@ -195,15 +232,22 @@ export class RecordWriter {
   }
 
   /**
-   * The self-service password change: non-superusers must send the right `oldPassword`; a wrong
-   * or missing one, an unknown record and a passwordless record all answer the same 400.
+   * The self-service password change (spec "Password change"): non-superusers must send the right
+   * `oldPassword`; a wrong or missing one, an unknown record and a passwordless record all answer
+   * the same 400 `Invalid credentials.`. A record the caller may not update answers 404 (the update
+   * rule's denial) without its password being compared, so this is no oracle for another account's
+   * password; a dummy hash is verified instead, keeping the cost the same.
    */
-  private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, _errors: Errors): Promise<void> {
+  private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, check: { kind: string; sql?: string; params?: SqlValue[] }): Promise<void> {
     if (principal?.superuser) return;
-    const row = this.store.reader.get(`SELECT "passwordHash" FROM ${q(c.name)} WHERE "id" = ?`, [id]);
-    const phc = row && typeof row[0] === 'string' && row[0] ? row[0] : null;
+    const where = check.kind === 'where';
+    const allowed = where ? `CASE WHEN (${check.sql}) THEN 1 ELSE 0 END` : '1';
+    const row = this.store.reader.get(`SELECT r."passwordHash", ${allowed} FROM ${q(c.name)} r WHERE r."id" = ?`, [...(where ? check.params! : []), id]);
+    const denied = !!row && Number(row[1]) !== 1;
+    const phc = row && !denied && typeof row[0] === 'string' && row[0] ? row[0] : null;
     const old = typeof body.oldPassword === 'string' ? body.oldPassword : '';
     const ok = await verifyPassword(phc, old);
+    if (denied) throw ApiError.notFound();
     if (!ok || !phc) throw ApiError.invalidCredentials();
   }
 

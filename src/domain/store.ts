@@ -9,9 +9,11 @@ import type { Collection } from './types.js';
 import { RuleBook } from './access.js';
 import { buildCodec, type RecordCodec } from './record-codec.js';
 import { ApiError } from '../errors/api-error.js';
+import { RecordCache } from './record-cache.js';
 
 export class Store {
   readonly rules: RuleBook;
+  readonly recordCache = new RecordCache();
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
   /** bumped on every committed write to a collection (for count caches) */
   private writeGen = new Map<string, number>();
@@ -36,9 +38,21 @@ export class Store {
     return codec;
   }
 
-  /** Records that a collection's rows changed (invalidates cached counts). */
+  /** Records that a collection's rows changed in unknown ways (invalidates counts and cached records). */
   touched(collectionId: string): void {
     this.writeGen.set(collectionId, (this.writeGen.get(collectionId) ?? 0) + 1);
+    this.recordCache.dropCollection(collectionId);
+  }
+
+  /** Records that rows were added to a collection (invalidates counts only). */
+  rowsAdded(collectionId: string): void {
+    this.writeGen.set(collectionId, (this.writeGen.get(collectionId) ?? 0) + 1);
+  }
+
+  /** Records that one row changed or was deleted (invalidates counts and that record's cache entry). */
+  rowChanged(collectionId: string, id: string): void {
+    this.writeGen.set(collectionId, (this.writeGen.get(collectionId) ?? 0) + 1);
+    this.recordCache.drop(collectionId, id);
   }
 
   generation(collectionId: string): number {

@@ -4,7 +4,8 @@
  * token issued before it, and bumping its token epoch ends every session (logout everywhere).
  *
  * Claims: `id` (record id), `collectionId`, `type: "auth"`, `ep` (token epoch at issue),
- * `csrf` (the CSRF value the `svc_csrf` cookie carries), `iat`, `exp`.
+ * `csrf` (the CSRF value the `svc_csrf` cookie carries), `sid` (the `_sessions` row of a
+ * table-store session; absent in epoch mode), `iat`, `exp`.
  *
  * Verification is cached per token string (bounded), so a repeat request costs one point read of
  * the auth record and string comparisons instead of an HMAC through WebCrypto.
@@ -22,6 +23,8 @@ export interface TokenClaims {
   type: 'auth';
   ep: number;
   csrf: string;
+  /** session row id (table session store) */
+  sid?: string;
   exp: number;
 }
 
@@ -34,10 +37,12 @@ export class TokenService {
     return createHmac('sha256', this.secret).update(tokenKey).digest();
   }
 
-  /** Issues a token for a record with the given token key and epoch. */
-  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number): Promise<{ token: string; csrf: string }> {
+  /** Issues a token for a record with the given token key and epoch (and session row id, table store). */
+  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string): Promise<{ token: string; csrf: string }> {
     const csrf = randomToken(18);
-    const token = await new SignJWT({ id: recordId, collectionId, type: 'auth', ep: epoch, csrf })
+    const claims: Record<string, unknown> = { id: recordId, collectionId, type: 'auth', ep: epoch, csrf };
+    if (sid) claims.sid = sid;
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setIssuedAt()
       .setExpirationTime(Math.floor(Date.now() / 1000) + TOKEN_TTL_S)
@@ -50,7 +55,9 @@ export class TokenService {
     try {
       const c = decodeJwt(token) as Partial<TokenClaims>;
       if (typeof c.id !== 'string' || typeof c.collectionId !== 'string' || c.type !== 'auth' || typeof c.exp !== 'number') return null;
-      return { id: c.id, collectionId: c.collectionId, type: 'auth', ep: Number(c.ep ?? 0), csrf: String(c.csrf ?? ''), exp: c.exp };
+      const claims: TokenClaims = { id: c.id, collectionId: c.collectionId, type: 'auth', ep: Number(c.ep ?? 0), csrf: String(c.csrf ?? ''), exp: c.exp };
+      if (typeof c.sid === 'string' && c.sid) claims.sid = c.sid;
+      return claims;
     } catch {
       return null;
     }

@@ -6,13 +6,17 @@
  */
 import type { Store } from './store.js';
 import type { Logger } from '../log/logger.js';
+import type { Collection } from './types.js';
 import { q } from './collection-sql.js';
 import { nowDate } from './fields/index.js';
 
 export const TTL_GC_INTERVAL_MS = 5 * 60 * 1000;
 
+/** Called after expired rows of a collection were deleted (stored files are swept there). */
+export type AfterExpiry = (c: Collection) => Promise<void>;
+
 /** Deletes expired rows of every collection with a ttl_field; returns the number deleted. */
-export async function collectExpired(store: Store): Promise<number> {
+export async function collectExpired(store: Store, after?: AfterExpiry): Promise<number> {
   let total = 0;
   const now = nowDate();
   for (const c of store.registry.all()) {
@@ -22,19 +26,23 @@ export async function collectExpired(store: Store): Promise<number> {
     if (res.changes > 0) {
       total += res.changes;
       store.touched(c.id);
+      for (const other of store.registry.all()) {
+        if (other.fields.some((f) => f.type === 'relation' && f.options.collectionId === c.id)) store.touched(other.id);
+      }
+      await after?.(c);
     }
   }
   return total;
 }
 
 /** Runs the collector now and then every interval; returns a stop function. */
-export function startTtlCollector(store: Store, logger: Logger, intervalMs = TTL_GC_INTERVAL_MS): () => void {
+export function startTtlCollector(store: Store, logger: Logger, intervalMs = TTL_GC_INTERVAL_MS, after?: AfterExpiry): () => void {
   let running = false;
   const run = async () => {
     if (running) return;
     running = true;
     try {
-      const n = await collectExpired(store);
+      const n = await collectExpired(store, after);
       if (n > 0) logger.info(`deleted ${n} expired row(s)`, 'ttl');
     } catch (err) {
       logger.warn(`expired-row collection failed: ${(err as Error).message}`, 'ttl');

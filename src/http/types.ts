@@ -27,7 +27,8 @@ export interface Req {
   headers: RequestHeaders;
   /** decoded route parameters in pattern order */
   params: string[];
-  remoteAddress: string;
+  /** peer address; on GET/HEAD readable only before the handler's first await */
+  readonly remoteAddress: string;
   /** request body (only for methods with a body) */
   body: Buffer | null;
 }
@@ -36,9 +37,20 @@ export interface Reply {
   status: number;
   /** response body; empty string for none */
   body: string | Buffer;
-  /** defaults to application/json when body is non-empty */
+  /** defaults to application/json when body (or stream) is non-empty */
   contentType?: string;
   headers?: Array<[string, string]>;
+  /**
+   * A streamed body of exactly `size` bytes instead of `body` (large file downloads): `open()` is
+   * called only when the body is sent (not for HEAD); chunks go out with backpressure and the
+   * iterator is closed when the client aborts.
+   */
+  stream?: BodyStream;
+}
+
+export interface BodyStream {
+  size: number;
+  open(): AsyncIterable<Buffer>;
 }
 
 export type Handler = (req: Req) => Reply | Promise<Reply>;
@@ -49,6 +61,8 @@ export interface Route {
   method: Method;
   pattern: string;
   handler: Handler;
+  /** copy the Range and If-None-Match headers (file downloads) */
+  fileHeaders?: boolean;
 }
 
 /** A JSON reply (body already serialized). */

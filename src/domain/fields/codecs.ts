@@ -1,4 +1,4 @@
-/** The codec of every supported field type (`file` is not supported yet). */
+/** The codec of every field type. */
 import type { FieldType } from '../types.js';
 import type { FieldCodec } from './common.js';
 import { editorCodec, emailCodec, textCodec, urlCodec } from './text.js';
@@ -6,6 +6,7 @@ import { numberCodec } from './number.js';
 import { autodateCodec, dateCodec } from './date.js';
 import { relationCodec, selectCodec } from './choice.js';
 import { boolCodec, jsonCodec } from './json.js';
+import { fileCodec } from './file.js';
 
 export const CODECS: Partial<Record<FieldType, FieldCodec>> = {
   text: textCodec,
@@ -19,6 +20,7 @@ export const CODECS: Partial<Record<FieldType, FieldCodec>> = {
   relation: relationCodec,
   json: jsonCodec,
   editor: editorCodec,
+  file: fileCodec,
 };
 
 export function codecFor(type: string): FieldCodec | undefined {

@@ -62,7 +62,7 @@ function checkName(name: unknown, errors: DefinitionErrors): string {
  *
  * Errors are keyed by `name`, `type`, `options` or the option name, e.g.
  * `{name: {code: 'validation_reserved_name', …}}`, `{scale: {code: 'validation_invalid_scale', …}}`.
- * Codes: invalid_name, reserved_name, type (unknown type, `file`, non-boolean flag), invalid_scale,
+ * Codes: invalid_name, reserved_name, type (unknown type, non-boolean flag), invalid_scale,
  * encrypted_type, encrypted_unique, searchable_type, searchable_encrypted, select, relation, min,
  * max, pattern, date, value.
  */
@@ -77,9 +77,7 @@ export function normalizeFieldDefinition(
   const type = input.type;
   const codec = typeof type === 'string' ? codecFor(type) : undefined;
   if (codec === undefined) {
-    errors.type = type === 'file'
-      ? fieldError('type', 'File fields are not supported yet.')
-      : fieldError('type', typeof type === 'string' ? `Unknown field type "${type}".` : 'Must be a field type name.');
+    errors.type = fieldError('type', typeof type === 'string' ? `Unknown field type "${type}".` : 'Must be a field type name.');
   }
 
   if (input.options !== undefined && input.options !== null && !isRecord(input.options)) {

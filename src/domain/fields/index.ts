@@ -1,12 +1,12 @@
 /**
  * Field definitions and value codecs (spec 1-core-api.md, "Field", "Record"; error codes from
  * 0-conventions.md). One file per family: text.ts (text, editor, email, url), number.ts +
- * fixed.ts, date.ts (date, autodate), choice.ts (select, relation), json.ts (json, bool);
+ * fixed.ts, date.ts (date, autodate), choice.ts (select, relation), json.ts (json, bool), file.ts;
  * definition.ts validates client field definitions.
  *
  * Storage summary: text/email/url/editor/date/autodate/single select/single relation → TEXT;
  * number → REAL (fixed mode → INTEGER scaled by 10^scale); bool → INTEGER 0/1; multiple
- * select/relation and json → TEXT holding JSON.
+ * select/relation/file and json → TEXT holding JSON; single file → TEXT (the stored name).
  */
 import type { Field } from '../types.js';
 import type { FieldError } from '../../errors/api-error.js';
@@ -23,8 +23,9 @@ export { isMultiple, RECORD_ID_RE } from './choice.js';
 export { isFixed } from './number.js';
 export { isValidEmail } from './text.js';
 export { JSON_MAX_BYTES } from './json.js';
+export { fileNames, isMultiFile, DEFAULT_FILE_MAX_SIZE, STORED_FILE_NAME_RE } from './file.js';
 
-/** SQLite column type for CREATE TABLE: `TEXT`, `REAL` or `INTEGER` (file, unsupported: TEXT). */
+/** SQLite column type for CREATE TABLE: `TEXT`, `REAL` or `INTEGER`. */
 export function columnType(field: Field): string {
   return codecFor(field.type)?.column(field) ?? 'TEXT';
 }

@@ -1,0 +1,170 @@
+/**
+ * Start and drive a real, built `svc` server for benchmarks and end-to-end example tests:
+ * temp data dir, superuser created through the CLI, `serve` on a free port, a tiny JSON client.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { freePort, startProcess, waitForHttp, type ManagedProcess } from './wrk.js';
+
+const execFileP = promisify(execFile);
+
+/** Repository root (two levels above this file). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Path of the built CLI entry point. */
+export const CLI_PATH = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+
+/** True when the server has been built (`npm run build`). */
+export function svcBuilt(): boolean {
+  return existsSync(CLI_PATH);
+}
+
+/** A running svc server with a throw-away data directory. */
+export interface SvcInstance {
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string;
+  port: number;
+  dataDir: string;
+  email: string;
+  password: string;
+  proc: ManagedProcess;
+  /** Stops the server and deletes the data directory (unless it was given). Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startSvc}. */
+export interface StartSvcOptions {
+  email?: string;
+  password?: string;
+  logLevel?: string;
+  /** Copy the server's output to stderr. */
+  echo?: boolean;
+  /** Extra environment for the server. */
+  env?: NodeJS.ProcessEnv;
+  /** Node options placed before the CLI path, e.g. `['--cpu-prof', '--cpu-prof-dir=…']`. */
+  nodeArgs?: string[];
+  /**
+   * Serve an existing data directory (its superuser must already exist) instead of a new temp
+   * one; `stop()` then leaves the directory in place.
+   */
+  dataDir?: string;
+}
+
+/**
+ * Creates a temp data dir, creates a superuser with `svc superuser create`, starts
+ * `svc serve --http=127.0.0.1:<free port>` and waits until `/api/health` answers.
+ * On failure everything started is cleaned up and the error carries the CLI/server output.
+ */
+export async function startSvc(opts: StartSvcOptions = {}): Promise<SvcInstance> {
+  if (!svcBuilt()) throw new Error(`${CLI_PATH} is missing; run \`npm run build\` first`);
+  const email = opts.email ?? 'bench@example.com';
+  const password = opts.password ?? 'bench-password-123';
+  const owned = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-bench-')));
+  const env = { ...process.env, ...opts.env };
+  let proc: ManagedProcess | undefined;
+  const cleanup = async (): Promise<void> => {
+    await proc?.stop();
+    if (owned) await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    if (owned) await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], env);
+    const port = await freePort();
+    proc = startProcess(
+      'svc serve',
+      process.execPath,
+      [...(opts.nodeArgs ?? []), CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`],
+      { cwd: REPO_ROOT, env, echo: opts.echo },
+    );
+    const url = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${url}/api/health`, proc);
+    let stopped = false;
+    return {
+      url,
+      port,
+      dataDir,
+      email,
+      password,
+      proc,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await cleanup();
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** Runs `node dist/cli/main.js <args>`; rejects with its output when it exits non-zero. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  try {
+    const { stdout, stderr } = await execFileP(process.execPath, [CLI_PATH, ...args], {
+      cwd: REPO_ROOT,
+      env,
+      timeout: 60_000,
+    });
+    return stdout + stderr;
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
+    throw new Error(
+      `svc ${args.slice(0, 2).join(' ')} failed (exit ${e.code ?? '?'}): ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`,
+    );
+  }
+}
+
+/** An error answer from the svc REST API, with the parsed error envelope. */
+export class ApiError extends Error {
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`${method} ${path} → ${status} ${typeof body === 'string' ? body : JSON.stringify(body)}`);
+  }
+}
+
+/** Minimal JSON client for the svc REST API (global fetch, keep-alive by default). */
+export class SvcClient {
+  token = '';
+  constructor(readonly baseUrl: string) {}
+
+  /** Sends a request and returns the parsed JSON body; throws {@link ApiError} on status >= 400. */
+  async request<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* keep the text */
+    }
+    if (res.status >= 400) throw new ApiError(method, path, res.status, parsed);
+    return parsed as T;
+  }
+
+  /** Logs in as a superuser and keeps the token for later requests. */
+  async loginSuperuser(email: string, password: string): Promise<void> {
+    const r = await this.request<{ token: string }>('POST', '/api/collections/_superusers/auth-with-password', {
+      identity: email,
+      password,
+    });
+    if (!r?.token) throw new Error(`auth-with-password answered without a token: ${JSON.stringify(r)}`);
+    this.token = r.token;
+  }
+}

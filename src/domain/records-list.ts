@@ -1,0 +1,276 @@
+/**
+ * Record lists (spec 1-core-api.md, "List query parameters", "Search", "Pagination
+ * configuration"): offset pages and cursor (keyset) pages over one scope.
+ *
+ * The scope is the AND of the list rule, the filter, the expiry clause and the full-text match,
+ * so search never widens what a caller may list. Mode: `cursor` or `limit` present (even empty)
+ * selects cursor mode, as does a server with offset paging off. Offset mode orders by the vector
+ * distance, then `sort`, then search relevance. Cursor mode orders by `sort` + `id` and resumes
+ * from the boundary values a token carries (cursor.ts, keyset.ts). Searches and vector queries
+ * run on the reader pool; other pages where the query plan says they are cheapest.
+ */
+import { ApiError } from '../errors/api-error.js';
+import type { SqlValue } from '../db/bind.js';
+import type { Collection } from './types.js';
+import type { Principal } from './access.js';
+import type { Store } from './store.js';
+import type { RecordCodec } from './record-codec.js';
+import { bindParams, compileExpression, compileSort, type CompiledExpr } from '../rules/compiler.js';
+import { q } from './collection-sql.js';
+import { Where, hidePrivate } from './record-scope.js';
+import { searchPlan, type SearchPlan } from './search.js';
+import { parseVector, vectorFailure, type VectorPlan } from './vector.js';
+import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
+import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from './keyset.js';
+
+export const DEFAULT_PER_PAGE = 30;
+export const MAX_PER_PAGE = 500;
+
+/** Paging modes, feature switches and the cursor token codec. */
+export interface ListConfig {
+  offset: boolean;
+  cursor: boolean;
+  /** full-text search available (false with the `fts5-off` feature) */
+  fts: boolean;
+  /** the `vector` feature */
+  vector: boolean;
+  tokens: CursorCodec;
+}
+
+/** Expand and projection for a page of records (RecordReader.finish). */
+export type Finish = (c: Collection, recs: Record<string, unknown>[], principal: Principal | null, qs: URLSearchParams) => Promise<Record<string, unknown>[]>;
+
+/** What every query of one list request shares. */
+interface Scope {
+  c: Collection;
+  codec: RecordCodec;
+  principal: Principal | null;
+  /** ` FROM "<col>" r` plus the full-text join */
+  from: string;
+  where: Where;
+  filterText: string;
+  search: SearchPlan | null;
+  vector: VectorPlan | null;
+}
+
+export class RecordLister {
+  private filterCache = new Map<string, CompiledExpr>();
+  private countCache = new Map<string, { gen: number; count: number }>();
+
+  constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
+
+  /** One page as the serialized list body. @throws ApiError 400/403/410 (see the spec's status table) */
+  async list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
+    const check = this.store.rules.check(c, 'listRule', principal, null, 'GET');
+    if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can perform this request.');
+    const cursorMode = this.cursorMode(qs);
+    const where = new Where();
+    where.addRule(check);
+    const filterText = (qs.get('filter') ?? '').trim();
+    if (filterText) {
+      const compiled = this.compileFilter(c, filterText);
+      where.add(compiled.sql, bindParams(compiled, { auth: principal?.record ?? null, data: null, method: 'GET' }));
+    }
+    where.addTtl(c);
+    const search = searchPlan(c, qs, this.cfg.fts);
+    let from = ` FROM ${q(c.name)} r`;
+    if (search?.match) {
+      from += search.join;
+      where.add(search.where, [search.match]);
+    }
+    const vsrc = (qs.get('vector') ?? '').trim();
+    if (vsrc && !this.cfg.vector) throw ApiError.badRequest('Vector search is not available on this server (feature vector).');
+    const vector = vsrc ? parseVector(vsrc, c) : null;
+    const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector };
+    return cursorMode ? this.cursorPage(scope, qs) : this.offsetPage(scope, qs);
+  }
+
+  /** @throws ApiError 400 for parameters of a paging mode that is switched off */
+  private cursorMode(qs: URLSearchParams): boolean {
+    const wantsCursor = qs.has('cursor') || qs.has('limit');
+    if (wantsCursor && !this.cfg.cursor) throw ApiError.badRequest('Cursor paging is disabled on this server: use page and perPage.');
+    if (!this.cfg.offset && (qs.has('page') || qs.has('perPage'))) throw ApiError.badRequest('Offset paging is disabled on this server: use cursor and limit.');
+    return wantsCursor || !this.cfg.offset;
+  }
+
+  private compileFilter(c: Collection, src: string): CompiledExpr {
+    const key = `${c.id}:${this.store.registry.version(c.id)}:${src}`;
+    let hit = this.filterCache.get(key);
+    if (!hit) {
+      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r' });
+      if (this.filterCache.size > 2000) this.filterCache.clear();
+      this.filterCache.set(key, hit);
+    }
+    return hit;
+  }
+
+  /** Runs a page query: searches and vector queries on the reader pool, others where cheapest. */
+  private async run(s: Scope, sql: string, params: SqlValue[]): Promise<unknown[][]> {
+    const reader = this.store.reader;
+    if (!s.search && !s.vector) return reader.allAuto(sql, params);
+    try {
+      return await reader.allOffThread(sql, params);
+    } catch (err) {
+      const mapped = s.vector && vectorFailure(err, s.vector);
+      throw mapped || err;
+    }
+  }
+
+  private records(s: Scope, rows: unknown[][]): Record<string, unknown>[] {
+    return rows.map((row) => {
+      const rec = s.codec.fromRow(row);
+      hidePrivate(s.c, rec, s.principal);
+      return rec;
+    });
+  }
+
+  private async offsetPage(s: Scope, qs: URLSearchParams): Promise<string> {
+    const page = parsePositiveInt(qs.get('page'), 1, 'page');
+    const perPage = Math.min(parsePositiveInt(qs.get('perPage'), DEFAULT_PER_PAGE, 'perPage'), MAX_PER_PAGE);
+    const skipTotal = parseBool(qs.get('skipTotal'), false);
+    if (s.search && !s.search.match) return s.codec.stringifyList({ page, perPage, totalItems: skipTotal ? -1 : 0, totalPages: skipTotal ? -1 : 0, items: [] });
+    let select = s.codec.columns;
+    const params: SqlValue[] = [];
+    const order: string[] = [];
+    if (s.vector) {
+      select += `, ${s.vector.sql} AS "_vd"`;
+      params.push(s.vector.blob);
+      order.push('"_vd" IS NULL', '"_vd"');
+    }
+    const sortSrc = qs.get('sort');
+    if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r'));
+    if (s.search) order.push('f.rank');
+    if (s.vector) order.push('r."id"');
+    const sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
+    params.push(...s.where.params, perPage, (page - 1) * perPage);
+    const countPromise = skipTotal ? null : this.count(s);
+    const items = await this.finish(s.c, this.records(s, await this.run(s, sql, params)), s.principal, qs);
+    if (!countPromise) return s.codec.stringifyList({ page, perPage, totalItems: -1, totalPages: -1, items });
+    const totalItems = await countPromise;
+    return s.codec.stringifyList({ page, perPage, totalItems, totalPages: Math.ceil(totalItems / perPage), items });
+  }
+
+  private async cursorPage(s: Scope, qs: URLSearchParams): Promise<string> {
+    if (s.vector) throw ApiError.badRequest('Invalid vector: vector search works with offset paging only, not with cursor or limit.');
+    const n = Math.min(parsePositiveInt(qs.get('limit') ?? qs.get('perPage'), DEFAULT_PER_PAGE, 'limit'), MAX_PER_PAGE);
+    const skipTotal = parseBool(qs.get('skipTotal'), true);
+    const keys = cursorSortKeys(qs.get('sort'), s.c, this.store.registry);
+    const binding = bindingHash([s.c.id, sortSignature(keys), s.filterText, s.search?.text ?? '']);
+    const token = qs.get('cursor') ?? '';
+    const state = token === '' ? null : this.cfg.tokens.read(token);
+    if (state && state.binding !== binding) throw ApiError.badRequest('Invalid cursor: it was issued for another collection, sort, filter or search.');
+    const from = state ? await this.boundaryValues(s, keys, state) : null;
+    const none = !!s.search && !s.search.match; // the search reduced to nothing: no rows
+    const countPromise = skipTotal ? null : none ? Promise.resolve(0) : this.count(s);
+    const idAt = keys.findIndex((k) => k.sql === 'r."id"');
+    const boundary = (row: unknown[]): Boundary => {
+      const values = row.slice(s.codec.width, s.codec.width + keys.length) as KeyValue[];
+      return { keys: values, id: String(values[idAt]) };
+    };
+
+    let rows: unknown[][] = [];
+    let hasNext = false;
+    let hasPrev = false;
+    if (!none) {
+      if (state?.dir === 'p') rows = await this.fetch(s, keys, from, true, n + 1);
+      if (state?.dir === 'p' && rows.length > n) {
+        rows = rows.slice(0, n).reverse();
+        hasPrev = true;
+        hasNext = (await this.fetch(s, keys, boundary(rows[n - 1]).keys, false, 1)).length > 0;
+      } else {
+        // forward, the first page, or a walk back that reached the start (refilled from the top)
+        const after = state?.dir === 'n' ? from : null;
+        rows = await this.fetch(s, keys, after, false, n + 1);
+        hasNext = rows.length > n;
+        rows = rows.slice(0, n);
+        if (after) hasPrev = (await this.fetch(s, keys, rows.length ? boundary(rows[0]).keys : after, true, 1)).length > 0;
+      }
+    }
+    const fallback: Boundary | null = from ? { keys: from, id: String(from[idAt]) } : null;
+    const tokens = await this.cfg.tokens.issue(
+      binding,
+      hasNext ? boundary(rows[rows.length - 1]) : null,
+      hasPrev ? (rows.length ? boundary(rows[0]) : fallback) : null,
+    );
+    const items = await this.finish(s.c, this.records(s, rows), s.principal, qs);
+    const totalItems = countPromise ? await countPromise : undefined;
+    return s.codec.stringifyList({
+      page: 0,
+      perPage: n,
+      totalItems,
+      totalPages: totalItems === undefined ? undefined : Math.ceil(totalItems / n),
+      nextCursor: tokens.next,
+      prevCursor: tokens.prev,
+      hasNext,
+      hasPrev,
+      items,
+    });
+  }
+
+  /**
+   * The boundary's sort values: carried in the token, or looked up by record id within the same
+   * scope (rule, filter, search), so a hand-made id cannot position a walk at a hidden record.
+   * @throws ApiError 400 when the values do not fit the sort, or the record is gone or out of scope
+   */
+  private async boundaryValues(s: Scope, keys: SortKey[], state: CursorState): Promise<KeyValue[]> {
+    if (state.keys) {
+      if (state.keys.length !== keys.length) throw ApiError.badRequest('Invalid cursor: it does not match the sort.');
+      return state.keys;
+    }
+    const w = s.where.clone();
+    w.add('r."id" = ?', [state.recordId!]);
+    const [row] = await this.run(s, `SELECT ${keys.map((k) => k.sql).join(', ')}${s.from}${w.sql()} LIMIT 1`, w.params);
+    if (!row) throw ApiError.badRequest('Invalid cursor: the record it continues from no longer exists; start again from the first page.');
+    return row as KeyValue[];
+  }
+
+  /**
+   * Up to `limit` rows in walk order (forward, or backward with every direction flipped),
+   * strictly beyond the boundary `values` when given; each row ends with the sort-key values.
+   */
+  private async fetch(s: Scope, keys: SortKey[], values: KeyValue[] | null, backward: boolean, limit: number): Promise<unknown[][]> {
+    const select = `SELECT ${s.codec.columns}, ${keys.map((k) => k.sql).join(', ')}${s.from}`;
+    const tail = ` ORDER BY ${orderBy(keys, backward)} LIMIT ?`;
+    if (!values) return this.run(s, `${select}${s.where.sql()}${tail}`, [...s.where.params, limit]);
+    const out: unknown[][] = [];
+    for (const seg of segments(keys, values, backward)) {
+      const w = s.where.clone();
+      w.add(seg.sql, seg.params);
+      out.push(...(await this.run(s, `${select}${w.sql()}${tail}`, [...w.params, limit - out.length])));
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** COUNT(*) of the scope on the reader pool, cached until the collection's next write. */
+  private async count(s: Scope): Promise<number> {
+    const sql = `SELECT COUNT(*)${s.from}${s.where.sql()}`;
+    const params = s.where.params;
+    const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
+    const gen = this.store.generation(s.c.id);
+    const hit = this.countCache.get(key);
+    if (hit && hit.gen === gen) return hit.count;
+    const rows = await this.store.reader.allOffThread(sql, params);
+    const count = Number(rows[0]?.[0] ?? 0);
+    if (!s.c.options.ttl_field) {
+      if (this.countCache.size > 1000) this.countCache.clear();
+      this.countCache.set(key, { gen: this.store.generation(s.c.id) === gen ? gen : -1, count });
+    }
+    return count;
+  }
+}
+
+function parsePositiveInt(v: string | null, dflt: number, name: string): number {
+  if (v === null || v === '') return dflt;
+  if (!/^\d{1,9}$/.test(v)) throw ApiError.badRequest(`Invalid ${name}: must be a positive integer.`);
+  const n = Number(v);
+  return n < 1 ? dflt : n;
+}
+
+/** `true`/`1`, `false`/`0`; blank is `dflt`. @throws ApiError 400 otherwise */
+export function parseBool(v: string | null, dflt: boolean): boolean {
+  if (v === null || v === '') return dflt;
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  throw ApiError.badRequest('Invalid boolean query parameter: use true or false.');
+}

@@ -1,0 +1,74 @@
+/**
+ * Helpers for the session, verification and rate-limit e2e suites: the auth-with-password call,
+ * cookie jars, single-use token extraction from mail (log lines or raw messages) and direct
+ * database access for states the API cannot create (a passwordless record, an expired token).
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import Database from 'libsql';
+import type { ApiResponse, Svc } from './server.js';
+import { jsonLogLines } from './server.js';
+import { setCookies } from './proc.js';
+
+/** A verification or reset token as mailed: `<15-char selector>.<43-char base64url verifier>`. */
+export const MAIL_TOKEN_RE = /\b[a-z0-9]{15}\.[A-Za-z0-9_-]{43}\b/;
+
+export const ENVELOPE_KEYS = ['status', 'code', 'message', 'data'];
+
+/** Asserts an error envelope with status and code. */
+export function assertError(r: ApiResponse, status: number, code: string, ctx: string): void {
+  assert.equal(r.status, status, `${ctx}: status (body ${r.text})`);
+  assert.deepEqual(Object.keys(r.body ?? {}), ENVELOPE_KEYS, `${ctx}: envelope keys`);
+  assert.equal(r.body.code, code, `${ctx}: code`);
+}
+
+export function login(srv: Svc, col: string, identity: string, password: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
+  return srv.api('POST', `/api/collections/${col}/auth-with-password`, { body: { identity, password }, headers });
+}
+
+/** `cookie` + `x-csrf-token` headers replaying the cookies a response set. */
+export function cookieHeaders(r: ApiResponse, withCsrf = true): Record<string, string> {
+  const c = setCookies(r.headers);
+  const auth = c.get('svc_auth')?.value;
+  const csrf = c.get('svc_csrf')?.value;
+  assert.ok(auth && csrf, 'response set svc_auth and svc_csrf');
+  const h: Record<string, string> = { cookie: `svc_auth=${auth}; svc_csrf=${csrf}` };
+  if (withCsrf) h['x-csrf-token'] = csrf;
+  return h;
+}
+
+/** Waits for a `mail` log line addressed to `to` written after `mark` and returns its token. */
+export async function tokenFromLog(srv: Svc, to: string, mark: number, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const rec of jsonLogLines(srv.stderr().slice(mark))) {
+      if (rec.scope === 'mail' && typeof rec.msg === 'string' && rec.msg.includes(`to=${to} `)) {
+        const m = MAIL_TOKEN_RE.exec(rec.msg);
+        assert.ok(m, `mail log line carries a token: ${rec.msg}`);
+        return m[0];
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no mail log line for ${to}:\n${srv.stderr().slice(mark)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Runs `fn` on a direct connection to the server's database (busy timeout set). */
+export function withDb<T>(dataDir: string, fn: (db: InstanceType<typeof Database>) => T): T {
+  const db = new Database(join(dataDir, 'data.db'));
+  try {
+    db.exec('PRAGMA busy_timeout = 5000');
+    return fn(db);
+  } finally {
+    db.close();
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Median of numbers. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
