@@ -303,3 +303,34 @@ test('log delivery: reset token in one `mail` info line; short password keeps th
   assertError(await srv.api('GET', `/api/collections/epochers/records/${id}`, { token: s.body.token }), 401, 'unauthorized', 'session before the reset');
   assert.equal((await login('epochers', 'reset@example.com', 'after-reset-9')).status, 200);
 });
+
+test('deleting an auth record removes its session and token rows', async () => {
+  const { default: Database } = await import('libsql');
+  const { join } = await import('node:path');
+  const srv2 = await startSvc();
+  try {
+    await srv2.createCollection({ name: 'members', type: 'auth', createRule: '@public', deleteRule: 'id = @request.auth.id', options: { auth: { session: { store: 'table' } } } });
+    const made = await srv2.api('POST', '/api/collections/members/records', { body: { email: 'gone@example.com', password: 'password123' } });
+    assert.equal(made.status, 201, made.text);
+    const login = await srv2.api('POST', '/api/collections/members/auth-with-password', { body: { identity: 'gone@example.com', password: 'password123' } });
+    assert.equal(login.status, 200, login.text);
+    assert.equal((await srv2.api('POST', '/api/collections/members/request-password-reset', { body: { email: 'gone@example.com' } })).status, 204);
+    const count = (table: string) => {
+      const db = new Database(join(srv2.dataDir, 'data.db'));
+      try {
+        return Number((db.prepare(`SELECT COUNT(*) FROM "${table}" WHERE "recordId" = ?`).raw(true).get([made.body.id]) as unknown[])[0]);
+      } finally {
+        db.close();
+      }
+    };
+    const deadline = Date.now() + 5000;
+    while (count('_authTokens') === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(count('_sessions'), 1);
+    assert.equal(count('_authTokens'), 1);
+    assert.equal((await srv2.api('DELETE', `/api/collections/members/records/${made.body.id}`, { token: login.body.token })).status, 204);
+    assert.equal(count('_sessions'), 0);
+    assert.equal(count('_authTokens'), 0);
+  } finally {
+    await srv2.stop();
+  }
+});

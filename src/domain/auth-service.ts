@@ -139,7 +139,7 @@ export class AuthService {
       viaCookie = token !== '';
     }
     if (!token) return null;
-    const claims = this.tokens.peek(token);
+    const claims = this.tokens.known(token) ?? this.tokens.peek(token);
     if (!claims) return invalid(viaCookie);
     const c = this.store.registry.byId(claims.collectionId);
     if (!c || c.type !== 'auth') return invalid(viaCookie);

@@ -211,6 +211,8 @@ export function deleteSteps(c: Collection, before: Collection[], after: Collecti
     { sql: `DROP TABLE IF EXISTS ${q(c.name)}`, params: [] },
     { sql: `DELETE FROM "_collections" WHERE "id" = ?`, params: [c.id] },
     { sql: `DELETE FROM "_externalAuths" WHERE "collectionId" = ?`, params: [c.id] },
+    { sql: `DELETE FROM "_sessions" WHERE "collectionId" = ?`, params: [c.id] },
+    { sql: `DELETE FROM "_authTokens" WHERE "collectionId" = ?`, params: [c.id] },
     ...triggerSteps(after),
   ];
 }

@@ -204,7 +204,12 @@ export class RecordWriter {
         fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
       },
     ];
-    if (c.type === 'auth') steps.push({ sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" = ?', params: [c.id, id] });
+    if (c.type === 'auth') {
+      // The record's links, sessions and pending verification/reset tokens go with it.
+      for (const table of ['_externalAuths', '_sessions', '_authTokens']) {
+        steps.push({ sql: `DELETE FROM "${table}" WHERE "collectionId" = ? AND "recordId" = ?`, params: [c.id, id] });
+      }
+    }
     await this.run(steps);
     this.store.rowChanged(c.id, id);
     await this.files?.deleted(c, id);

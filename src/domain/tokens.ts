@@ -70,6 +70,14 @@ export class TokenService {
     return hit.claims;
   }
 
+  /**
+   * Claims of a token verified before (not yet checked against the record's current token key:
+   * `cached()` does that), so a repeat request skips decoding the token.
+   */
+  known(token: string): TokenClaims | undefined {
+    return this.verified.get(token)?.claims;
+  }
+
   /** Full verification against the record's token key; null when invalid or expired. */
   async verify(token: string, tokenKey: string): Promise<TokenClaims | null> {
     try {
