@@ -1,6 +1,7 @@
 /**
  * Where list queries run (src/domain/records-list.ts): searches and vector queries always go to
- * the reader pool (never the main thread); other pages let the plan decide (Reader.allAuto).
+ * the reader pool (never the main thread); other pages let the plan decide (Reader.allAuto);
+ * an unfiltered COUNT(*) runs on the main thread.
  * Uses a stand-in store that records which reader entry point each query took.
  */
 import { test } from 'node:test';
@@ -27,6 +28,7 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
     reader: {
       allAuto: (sql: string) => (calls.push(['auto', sql]), []),
       allOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [[0n]] : []),
+      all: (sql: string) => (calls.push(['main', sql]), [[0n]]),
       get: () => undefined,
     },
   } as unknown as Store;
@@ -39,7 +41,11 @@ test('search and vector queries run on the reader pool; plain pages where the pl
     const { list, calls } = lister();
     await list(q);
     assert.ok(calls.length > 0);
-    for (const [where, sql] of calls) assert.equal(where, 'pool', `${q}: ${sql}`);
+    for (const [where, sql] of calls) {
+      // An unfiltered COUNT(*) (a vector query filters nothing) is cheap and stays on the main thread.
+      const unfilteredCount = sql.startsWith('SELECT COUNT(*)') && !/ WHERE | JOIN /.test(sql);
+      assert.equal(where, unfilteredCount ? 'main' : 'pool', `${q}: ${sql}`);
+    }
     if (q.startsWith('search') || q.startsWith('q=')) assert.ok(calls.some(([, sql]) => sql.includes('MATCH ?')), q);
   }
   const { list, calls } = lister();

@@ -14,6 +14,8 @@ import { workerScript } from './worker-url.js';
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
 const STMT_CACHE_MAX = 1000;
+/** Rows a page may visit (offset + limit) before it is read off the main thread. */
+const DEEP_OFFSET = 2000;
 
 export class Reader {
   readonly db: InstanceType<typeof Database>;
@@ -97,14 +99,24 @@ export class Reader {
     return this.statement(sql).all(params) as unknown[][];
   }
 
-  /** True when the plan scans without an index or sorts through a temporary b-tree. */
-  isExpensive(sql: string, params: SqlValue[]): boolean {
+  /**
+   * True when the query is expensive enough for a reader worker (a round trip costs about 34 µs).
+   * Judged by the plan: sorting through a temporary b-tree reads every matching row, and so does
+   * a scan without an index under a WHERE clause (it may walk the table to find a page); a scan
+   * with neither stops after the rows it returns. `visits` is the offset + limit of the page: a
+   * deep offset is expensive whatever the plan.
+   */
+  isExpensive(sql: string, params: SqlValue[], visits = 0): boolean {
+    if (visits > DEEP_OFFSET) return true;
     let v = this.planCache.get(sql);
     if (v === undefined) {
       const plan = this.planner.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][];
+      const filtered = / WHERE /i.test(sql);
       v = plan.some((row) => {
         const detail = String(row[row.length - 1]);
-        return (/^SCAN /.test(detail) && !/USING (COVERING )?INDEX/.test(detail) && !/^SCAN CONSTANT/.test(detail)) || detail.includes('TEMP B-TREE');
+        if (detail.includes('TEMP B-TREE')) return true;
+        const fullScan = /^SCAN /.test(detail) && !/USING (COVERING )?INDEX/.test(detail) && !/^SCAN CONSTANT/.test(detail);
+        return fullScan && filtered;
       });
       if (this.planCache.size >= STMT_CACHE_MAX) this.planCache.clear();
       this.planCache.set(sql, v);
@@ -119,8 +131,8 @@ export class Reader {
   }
 
   /** All rows, where the plan says they are cheapest to read. */
-  allAuto(sql: string, params: SqlValue[]): unknown[][] | Promise<unknown[][]> {
-    return this.isExpensive(sql, params) ? this.allOffThread(sql, params) : this.all(sql, params);
+  allAuto(sql: string, params: SqlValue[], visits = 0): unknown[][] | Promise<unknown[][]> {
+    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params) : this.all(sql, params);
   }
 
   async close(): Promise<void> {

@@ -55,7 +55,7 @@ interface Scope {
 
 export class RecordLister {
   private filterCache = new Map<string, CompiledExpr>();
-  private countCache = new Map<string, { gen: number; count: number }>();
+  private countCache = new Map<string, { gen: string; count: number }>();
 
   constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
 
@@ -105,9 +105,9 @@ export class RecordLister {
   }
 
   /** Runs a page query: searches and vector queries on the reader pool, others where cheapest. */
-  private async run(s: Scope, sql: string, params: SqlValue[]): Promise<unknown[][]> {
+  private async run(s: Scope, sql: string, params: SqlValue[], visits = 0): Promise<unknown[][]> {
     const reader = this.store.reader;
-    if (!s.search && !s.vector) return reader.allAuto(sql, params);
+    if (!s.search && !s.vector) return reader.allAuto(sql, params, visits);
     try {
       return await reader.allOffThread(sql, params);
     } catch (err) {
@@ -141,10 +141,31 @@ export class RecordLister {
     if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r'));
     if (s.search) order.push('f.rank');
     if (s.vector) order.push('r."id"');
-    const sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
+    // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite.
+    const plain = !s.vector && !s.search && !qs.get('expand') && !qs.get('fields') && !order.some((o) => /RANDOM\(\)/i.test(o));
+    const rendered = plain ? s.codec.jsonSql : null;
+    let sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
+    if (rendered && !order.length) sql = `SELECT ${rendered}${s.from}${s.where.sql()} LIMIT ? OFFSET ?`;
+    else if (rendered) {
+      // Late materialization: ORDER BY … LIMIT makes SQLite compute the select list of every
+      // matching row before it sorts, so the page's rowids are chosen first and only those rows
+      // are rendered (the outer sort orders the page's few rows again).
+      const by = `${order.join(', ')}, r.rowid`;
+      sql = `SELECT ${rendered} FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid" ORDER BY ${by}`;
+    }
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
-    const items = await this.finish(s.c, this.records(s, await this.run(s, sql, params)), s.principal, qs);
+    if (rendered) {
+      const rows = await this.run(s, sql, params, page * perPage);
+      let items = '[';
+      for (let i = 0; i < rows.length; i++) items += (i ? ',' : '') + (rows[i][0] as string);
+      items += ']';
+      const head = `{"page":${page},"perPage":${perPage}`;
+      if (!countPromise) return `${head},"totalItems":-1,"totalPages":-1,"items":${items}}`;
+      const totalItems = await countPromise;
+      return `${head},"totalItems":${totalItems},"totalPages":${Math.ceil(totalItems / perPage)},"items":${items}}`;
+    }
+    const items = await this.finish(s.c, this.records(s, await this.run(s, sql, params, page * perPage)), s.principal, qs);
     if (!countPromise) return s.codec.stringifyList({ page, perPage, totalItems: -1, totalPages: -1, items });
     const totalItems = await countPromise;
     return s.codec.stringifyList({ page, perPage, totalItems, totalPages: Math.ceil(totalItems / perPage), items });
@@ -247,14 +268,17 @@ export class RecordLister {
     const sql = `SELECT COUNT(*)${s.from}${s.where.sql()}`;
     const params = s.where.params;
     const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
-    const gen = this.store.generation(s.c.id);
+    const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
+    const gen = this.store.generation(s.c.id, filtered);
     const hit = this.countCache.get(key);
     if (hit && hit.gen === gen) return hit.count;
-    const rows = await this.store.reader.allOffThread(sql, params);
+    // An unfiltered COUNT(*) is cheap for SQLite (it counts b-tree cells of the smallest index);
+    // anything else may walk the table and goes to the reader pool.
+    const rows = filtered ? await this.store.reader.allOffThread(sql, params) : this.store.reader.all(sql, params);
     const count = Number(rows[0]?.[0] ?? 0);
     if (!s.c.options.ttl_field) {
       if (this.countCache.size > 1000) this.countCache.clear();
-      this.countCache.set(key, { gen: this.store.generation(s.c.id) === gen ? gen : -1, count });
+      this.countCache.set(key, { gen: this.store.generation(s.c.id, filtered) === gen ? gen : '', count });
     }
     return count;
   }

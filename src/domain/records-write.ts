@@ -221,7 +221,7 @@ export class RecordWriter {
       }
     }
     await this.run(steps);
-    this.store.rowChanged(c.id, id);
+    this.store.rowDeleted(c.id, id);
     await this.files?.deleted(c, id);
     for (const other of this.store.registry.all()) {
       if (other.fields.some((f) => f.type === 'relation' && f.options.collectionId === c.id)) this.store.touched(other.id);

@@ -17,6 +17,7 @@ export class Store {
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
   /** bumped on every committed write to a collection (for count caches) */
   private writeGen = new Map<string, number>();
+  private valuesGen = new Map<string, number>();
 
   constructor(readonly registry: CollectionRegistry, readonly reader: Reader, readonly writer: WriterClient) {
     this.rules = new RuleBook(registry);
@@ -38,25 +39,43 @@ export class Store {
     return codec;
   }
 
-  /** Records that a collection's rows changed in unknown ways (invalidates counts and cached records). */
+  /*
+   * Two write generations per collection key the count cache: `rows` moves when rows may have been
+   * added or removed, `values` when existing rows changed. A count without a WHERE clause depends
+   * on `rows` alone, so updates (the common concurrent write) keep it cached.
+   */
+  private bump(map: Map<string, number>, collectionId: string): void {
+    map.set(collectionId, (map.get(collectionId) ?? 0) + 1);
+  }
+
+  /** A collection's rows changed in unknown ways (invalidates counts and cached records). */
   touched(collectionId: string): void {
-    this.writeGen.set(collectionId, (this.writeGen.get(collectionId) ?? 0) + 1);
+    this.bump(this.writeGen, collectionId);
+    this.bump(this.valuesGen, collectionId);
     this.recordCache.dropCollection(collectionId);
   }
 
-  /** Records that rows were added to a collection (invalidates counts only). */
+  /** Rows were added to a collection (invalidates counts only). */
   rowsAdded(collectionId: string): void {
-    this.writeGen.set(collectionId, (this.writeGen.get(collectionId) ?? 0) + 1);
+    this.bump(this.writeGen, collectionId);
   }
 
-  /** Records that one row changed or was deleted (invalidates counts and that record's cache entry). */
-  rowChanged(collectionId: string, id: string): void {
-    this.writeGen.set(collectionId, (this.writeGen.get(collectionId) ?? 0) + 1);
+  /** One row was deleted (invalidates counts and that record's cache entry). */
+  rowDeleted(collectionId: string, id: string): void {
+    this.bump(this.writeGen, collectionId);
     this.recordCache.drop(collectionId, id);
   }
 
-  generation(collectionId: string): number {
-    return this.writeGen.get(collectionId) ?? 0;
+  /** One row's values changed (invalidates filtered counts and that record's cache entry). */
+  rowChanged(collectionId: string, id: string): void {
+    this.bump(this.valuesGen, collectionId);
+    this.recordCache.drop(collectionId, id);
+  }
+
+  /** The generation a cached count of the collection is valid for (see `bump`). */
+  generation(collectionId: string, filtered = true): string {
+    const rows = this.writeGen.get(collectionId) ?? 0;
+    return filtered ? `${rows}:${this.valuesGen.get(collectionId) ?? 0}` : `${rows}`;
   }
 
   /** After a schema change: drop cached statements and plans. */
