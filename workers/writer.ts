@@ -5,7 +5,7 @@
  * its own SAVEPOINT so a failing job rolls back alone.
  *
  * workerData: { path: string, busyTimeoutMs: number }
- * Messages in: WriteJob | { close: true }. Messages out: WriterReady, WriteOutcome, { closed: true }.
+ * Messages in: WriteJob[] (the jobs of one main-thread event-loop turn) | { close: true }. Messages out: WriterReady, WriteOutcome, { closed: true }.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'libsql';
@@ -143,13 +143,13 @@ try {
   port.postMessage({ ready: false, message: (err as Error).message });
 }
 
-port.on('message', (msg: WriteJob | { close: true }) => {
-  if ('close' in msg) {
+port.on('message', (msg: WriteJob[] | { close: true }) => {
+  if (!Array.isArray(msg)) {
     closing = true;
     if (!scheduled) flush();
     return;
   }
-  queue.push(msg);
+  for (const job of msg) queue.push(job);
   if (!scheduled) {
     scheduled = true;
     setImmediate(flush);

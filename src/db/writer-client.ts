@@ -21,6 +21,16 @@ export class WriterClient {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private closed = false;
+  /**
+   * Jobs of one event-loop turn travel to the writer in one message: a postMessage has a fixed
+   * cost (about 10 µs measured) that a create would otherwise pay alone.
+   */
+  private outbox: Array<{ id: number; steps: WriteStep[] }> = [];
+  private readonly flushOutbox = () => {
+    const jobs = this.outbox;
+    this.outbox = [];
+    if (jobs.length) this.worker.postMessage(jobs);
+  };
   /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
   onCommit: (() => void) | null = null;
 
@@ -64,7 +74,8 @@ export class WriterClient {
     const id = this.nextId++;
     return new Promise<StepResult[]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, steps });
+      this.outbox.push({ id, steps });
+      if (this.outbox.length === 1) setImmediate(this.flushOutbox);
     });
   }
 
@@ -80,6 +91,7 @@ export class WriterClient {
         }
       };
       this.worker.on('message', onMsg);
+      this.flushOutbox();
       this.worker.postMessage({ close: true });
     });
     await this.worker.terminate();

@@ -113,6 +113,21 @@ export class AuthService {
   }
 
   /** The whole auth record (incl. hidden columns) or null. */
+  /**
+   * The caller's record for `resolve`: served from the store's auth-record cache (invalidated on
+   * every change this process makes to the row; `_superusers` is never cached because the CLI
+   * writes it from another process). Callers must not mutate it.
+   */
+  private callerRecord(c: Collection, id: string): Record<string, unknown> | null {
+    if (c.system) return this.loadAuthRecord(c, id);
+    const version = this.store.registry.version(c.id);
+    const hit = this.store.authRecords.get(c.id, id, version);
+    if (hit) return hit;
+    const rec = this.loadAuthRecord(c, id);
+    if (rec) this.store.authRecords.set(c.id, id, version, rec);
+    return rec;
+  }
+
   loadAuthRecord(c: Collection, id: string): Record<string, unknown> | null {
     const row = this.store.reader.get(this.authSql(c), [id]);
     if (!row) return null;
@@ -143,7 +158,7 @@ export class AuthService {
     if (!claims) return invalid(viaCookie);
     const c = this.store.registry.byId(claims.collectionId);
     if (!c || c.type !== 'auth') return invalid(viaCookie);
-    const rec = this.loadAuthRecord(c, claims.id);
+    const rec = this.callerRecord(c, claims.id);
     if (!rec) return invalid(viaCookie);
     const tokenKey = String(rec.tokenKey);
     const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null => {

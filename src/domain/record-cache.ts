@@ -76,3 +76,43 @@ export class RecordCache {
     this.bytes = 0;
   }
 }
+
+/**
+ * Auth records by id, for resolving the caller of a request without a point read each time.
+ * The same coherence as RecordCache: every change of an auth row made by this process signals the
+ * store (Store.rowChanged / rowDeleted / touched). `_superusers` is never cached: the CLI changes
+ * it from another process (`svc superuser upsert` must end the old tokens at once).
+ */
+export class AuthRecordCache {
+  private entries = new Map<string, { rec: Record<string, unknown>; version: number; gen: number }>();
+  private gens = new Map<string, number>();
+  private static readonly MAX = 20_000;
+
+  private gen(collectionId: string): number {
+    return this.gens.get(collectionId) ?? 0;
+  }
+
+  get(collectionId: string, id: string, version: number): Record<string, unknown> | undefined {
+    const k = `${collectionId}\u0000${id}`;
+    const e = this.entries.get(k);
+    if (e === undefined) return undefined;
+    if (e.version !== version || e.gen !== this.gen(collectionId)) {
+      this.entries.delete(k);
+      return undefined;
+    }
+    return e.rec;
+  }
+
+  set(collectionId: string, id: string, version: number, rec: Record<string, unknown>): void {
+    if (this.entries.size >= AuthRecordCache.MAX) this.entries.clear();
+    this.entries.set(`${collectionId}\u0000${id}`, { rec, version, gen: this.gen(collectionId) });
+  }
+
+  drop(collectionId: string, id: string): void {
+    this.entries.delete(`${collectionId}\u0000${id}`);
+  }
+
+  dropCollection(collectionId: string): void {
+    this.gens.set(collectionId, this.gen(collectionId) + 1);
+  }
+}

@@ -41,6 +41,8 @@ export interface WriteResult {
 
 export class RecordWriter {
   /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
+  private ruleVerdicts = new Map<string, boolean>();
+
   constructor(private store: Store, private files?: RecordFiles) {}
 
   /**
@@ -97,7 +99,7 @@ export class RecordWriter {
       if (!RECORD_REF.test(check.sql)) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here
         // on the read connection, and the writer thread (the throughput limit) does not see it.
-        if (!this.store.reader.get(`SELECT 1 WHERE (${check.sql})`, check.params.map(bindValue))) throw CREATE_DENIED();
+        if (!this.requestRuleHolds(check.sql, check.params.map(bindValue))) throw CREATE_DENIED();
       } else {
         steps.push({
           sql: `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ? AND (${check.sql})`,
@@ -112,6 +114,21 @@ export class RecordWriter {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     return { row: vals.slice(0, 3 + c.fields.length), passwordChanged: false };
+  }
+
+  /**
+   * The verdict of a rule that reads no record: a pure function of its SQL and bound values, so it
+   * is cached by them (bounded) and SQLite is asked once per distinct caller, not once per create.
+   */
+  private requestRuleHolds(sql: string, params: SqlValue[]): boolean {
+    const key = `${sql}\u0000${params.map((p) => `${typeof p}:${String(p)}`).join('\u0001')}`;
+    let v = this.ruleVerdicts.get(key);
+    if (v === undefined) {
+      v = !!this.store.reader.get(`SELECT 1 WHERE (${sql})`, params);
+      if (this.ruleVerdicts.size >= 10_000) this.ruleVerdicts.clear();
+      this.ruleVerdicts.set(key, v);
+    }
+    return v;
   }
 
   /**

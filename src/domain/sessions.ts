@@ -117,6 +117,7 @@ export class SessionStore {
       { sql: `UPDATE ${q(c.name)} SET "token_epoch" = "token_epoch" + 1 WHERE "id" = ?`, params: [recordId] },
       ...SessionStore.wipeSteps(c, recordId, null),
     ]);
+    this.store.rowChanged(c.id, recordId); // the epoch changed: cached copies of the record are stale
   }
 
   /** Deletes the record's session rows except `keepSid` (after a password change). */

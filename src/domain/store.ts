@@ -9,11 +9,12 @@ import type { Collection } from './types.js';
 import { RuleBook } from './access.js';
 import { buildCodec, type RecordCodec } from './record-codec.js';
 import { ApiError } from '../errors/api-error.js';
-import { RecordCache } from './record-cache.js';
+import { AuthRecordCache, RecordCache } from './record-cache.js';
 
 export class Store {
   readonly rules: RuleBook;
   readonly recordCache = new RecordCache();
+  readonly authRecords = new AuthRecordCache();
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
   /** bumped on every committed write to a collection (for count caches) */
   private writeGen = new Map<string, number>();
@@ -53,6 +54,7 @@ export class Store {
     this.bump(this.writeGen, collectionId);
     this.bump(this.valuesGen, collectionId);
     this.recordCache.dropCollection(collectionId);
+    this.authRecords.dropCollection(collectionId);
   }
 
   /** Rows were added to a collection (invalidates counts only). */
@@ -64,12 +66,14 @@ export class Store {
   rowDeleted(collectionId: string, id: string): void {
     this.bump(this.writeGen, collectionId);
     this.recordCache.drop(collectionId, id);
+    this.authRecords.drop(collectionId, id);
   }
 
   /** One row's values changed (invalidates filtered counts and that record's cache entry). */
   rowChanged(collectionId: string, id: string): void {
     this.bump(this.valuesGen, collectionId);
     this.recordCache.drop(collectionId, id);
+    this.authRecords.drop(collectionId, id);
   }
 
   /** The generation a cached count of the collection is valid for (see `bump`). */

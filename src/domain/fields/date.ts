@@ -34,8 +34,16 @@ export function formatDate(ms: number): string | null {
 }
 
 /** Current time in the stored date format. */
+let lastMs = -1;
+let lastText = '';
+
 export function nowDate(): string {
-  return new Date().toISOString().replace('T', ' ');
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastText = new Date(ms).toISOString().replace('T', ' ');
+  }
+  return lastText;
 }
 
 /** Parses an accepted date string (see the module comment) to the stored format; null if invalid. */
