@@ -5,6 +5,7 @@
  * write is lost.
  */
 import { mkdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { databasePath } from './domain/data-paths.js';
 import type { ServeConfig } from './config/config.js';
 import type { Logger } from './log/logger.js';
@@ -53,7 +54,9 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
   const writer = await WriterClient.start(dbPath);
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
-  const reader = new Reader(dbPath, 2);
+  // One reader worker: on a 2-core machine the main thread and one worker already use both cores
+  // for reads, and each worker isolate costs resident memory.
+  const reader = new Reader(dbPath, Math.max(1, Math.min(2, availableParallelism() - 1)));
   writer.onCommit = () => reader.endSnapshot();
   const registry = new CollectionRegistry();
   registry.load(reader);

@@ -11,7 +11,11 @@
  * go under a file field's name (`<field>` replaces, `<field>+` appends); an empty part without a
  * file name (a browser's empty file input) is ignored; a file under any other name is 400.
  */
-import busboy from 'busboy';
+import type busboyType from 'busboy';
+
+/** busboy is loaded on the first multipart body. */
+let busboyModule: Promise<typeof busboyType> | null = null;
+const loadBusboy = () => (busboyModule ??= import('busboy').then((m) => m.default));
 import { ApiError } from '../errors/api-error.js';
 import type { Req } from '../http/types.js';
 import type { Collection, Field } from '../domain/types.js';
@@ -108,11 +112,12 @@ function coerce(f: Field, values: string[]): unknown {
 }
 
 /** Parses a collected multipart body into form values and files by name; 400 when malformed. */
-function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>; files: Map<string, Upload[]> }> {
+async function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>; files: Map<string, Upload[]> }> {
+  const busboy = await loadBusboy();
   const fields = new Map<string, string[]>();
   const files = new Map<string, Upload[]>();
   return new Promise((resolve, reject) => {
-    let bb: busboy.Busboy;
+    let bb: busboyType.Busboy;
     try {
       bb = busboy({ headers: { 'content-type': req.headers.contentType }, defParamCharset: 'utf8', limits: { fieldSize: FIELD_VALUE_MAX, fields: 1000, files: 100, parts: 1100 } });
     } catch {

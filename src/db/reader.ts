@@ -39,7 +39,9 @@ export class Reader {
     this.planner.exec('PRAGMA query_only = 1');
     if (poolThreads > 0) {
       const { file, execArgv } = workerScript('reader');
-      this.pool = new Piscina({ filename: file, minThreads: 1, maxThreads: poolThreads, idleTimeout: 60_000, execArgv });
+      // Worker isolates get a small young generation: their tasks allocate row arrays that die at
+      // once, and the default (16 MiB semi-spaces) mostly adds resident memory.
+      this.pool = new Piscina({ filename: file, minThreads: 1, maxThreads: poolThreads, idleTimeout: 60_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
     }
   }
 

@@ -16,7 +16,8 @@
 import { mkdir, readdir, rm, rmdir, unlink, writeFile, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isUtf8 } from 'node:buffer';
-import { fileTypeFromBuffer } from 'file-type';
+// file-type is loaded on the first upload (it is large and most requests never need it).
+let fileType: Promise<typeof import('file-type')> | null = null;
 import { newId } from './ids.js';
 import { STORED_FILE_NAME_RE } from './fields/index.js';
 
@@ -60,7 +61,7 @@ function looksLikeText(head: Buffer): boolean {
 
 /** The content type of a file from its first bytes (see the module comment) and its name. */
 export async function detectMime(head: Buffer, name: string): Promise<string> {
-  const sniffed = await fileTypeFromBuffer(head.subarray(0, SNIFF_BYTES));
+  const sniffed = await (await (fileType ??= import('file-type'))).fileTypeFromBuffer(head.subarray(0, SNIFF_BYTES));
   if (sniffed) return sniffed.mime;
   if (head.length > 0 && !looksLikeText(head.subarray(0, SNIFF_BYTES))) return 'application/octet-stream';
   return TEXT_TYPES[extensionOf(name)] ?? 'text/plain';

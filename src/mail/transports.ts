@@ -10,7 +10,11 @@
  */
 import { spawn } from 'node:child_process';
 import type { ConnectionOptions } from 'node:tls';
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+
+/** nodemailer is loaded on first use: a server that never sends SMTP mail does not pay its memory. */
+let nodemailer: Promise<typeof import('nodemailer')> | null = null;
+const loadNodemailer = () => (nodemailer ??= import('nodemailer'));
 import type { SmtpConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 
@@ -56,7 +60,7 @@ export class LogTransport implements MailTransport {
 
 /** The message as RFC 5322 bytes (nodemailer composes and encodes the headers). */
 export async function composeMessage(from: string, msg: MailMessage): Promise<Buffer> {
-  const composer = createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const composer = (await loadNodemailer()).createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   const info = await composer.sendMail({ from, to: msg.to, subject: msg.subject, text: msg.text });
   return info.message as Buffer;
 }
@@ -93,7 +97,8 @@ export class CommandTransport implements MailTransport {
 /** SMTP through nodemailer; `tls` adds TLS options (e.g. a private CA). */
 export class SmtpTransport implements MailTransport {
   readonly kind = 'smtp';
-  private transporter;
+  private transporter: Promise<Transporter> | null = null;
+  private options: Record<string, unknown>;
   private from: string;
 
   constructor(smtp: SmtpConfig, tls?: ConnectionOptions) {
@@ -105,7 +110,7 @@ export class SmtpTransport implements MailTransport {
       auto: { secure: smtp.port === 465 },
     }[smtp.transport];
     // Pooled: a burst of mails reuses a few connections instead of one handshake per message.
-    this.transporter = createTransport({
+    this.options = {
       pool: true,
       maxConnections: 2,
       maxMessages: 100,
@@ -117,14 +122,15 @@ export class SmtpTransport implements MailTransport {
       connectionTimeout: 15_000,
       greetingTimeout: 15_000,
       socketTimeout: 30_000,
-    });
+    };
   }
 
   async send(msg: MailMessage): Promise<void> {
-    await this.transporter.sendMail({ from: this.from, to: msg.to, subject: msg.subject, text: msg.text });
+    this.transporter ??= loadNodemailer().then((m) => m.createTransport(this.options as never) as Transporter);
+    await (await this.transporter).sendMail({ from: this.from, to: msg.to, subject: msg.subject, text: msg.text });
   }
 
   close(): void {
-    this.transporter.close();
+    void this.transporter?.then((t) => t.close());
   }
 }
