@@ -84,3 +84,33 @@ test('a schema change (field rename, rule change) is visible at once', async () 
   assert.equal((await srv.api('GET', `/api/collections/notes/records/${n.id}`)).status, 404);
   assert.equal((await srv.api('GET', `/api/collections/notes/records/${n.id}`, { token: srv.suToken })).status, 200);
 });
+
+test('owner rules (`field = @request.auth.id`, both orders) decided from the cache match the rule', async () => {
+  const users = await srv.createCollection({ name: 'members', type: 'auth', createRule: '@public' });
+  const tokens: Record<string, { id: string; token: string }> = {};
+  for (const who of ['ann', 'bob']) {
+    const made = await srv.api('POST', '/api/collections/members/records', { body: { email: `${who}@example.com`, password: 'password123' } });
+    assert.equal(made.status, 201, made.text);
+    const login = await srv.api('POST', '/api/collections/members/auth-with-password', { body: { identity: `${who}@example.com`, password: 'password123' } });
+    tokens[who] = { id: made.body.id, token: login.body.token };
+  }
+  for (const rule of ['owner = @request.auth.id', '@request.auth.id = owner']) {
+    const name = rule.startsWith('owner') ? 'diary_a' : 'diary_b';
+    await srv.createCollection({ name, fields: [{ name: 'text', type: 'text' }, { name: 'owner', type: 'relation', options: { collectionId: users.id, maxSelect: 1 } }], viewRule: rule });
+    const entry = (await srv.api('POST', `/api/collections/${name}/records`, { token: srv.suToken, body: { text: 'dear diary', owner: tokens.ann.id } })).body;
+    const orphan = (await srv.api('POST', `/api/collections/${name}/records`, { token: srv.suToken, body: { text: 'nobody' } })).body;
+    const view = (id: string, token: string | null) => srv.api('GET', `/api/collections/${name}/records/${id}`, { token });
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await view(entry.id, tokens.ann.token)).body.text, 'dear diary', `${rule}: owner reads (${i})`);
+      assert.equal((await view(entry.id, tokens.bob.token)).status, 404, `${rule}: another user gets 404`);
+      assert.equal((await view(entry.id, null)).status, 404, `${rule}: anonymous gets 404`);
+      assert.equal((await view(entry.id, srv.suToken)).status, 200, `${rule}: superuser reads`);
+      assert.equal((await view(orphan.id, null)).status, 404, `${rule}: no owner, anonymous: 404`);
+      assert.equal((await view(orphan.id, tokens.ann.token)).status, 404);
+    }
+    assert.equal((await srv.api('PATCH', `/api/collections/${name}/records/${entry.id}`, { token: srv.suToken, body: { owner: tokens.bob.id } })).status, 200);
+    assert.equal((await view(entry.id, tokens.ann.token)).status, 404, `${rule}: after the owner changed, the old owner gets 404 at once`);
+    assert.equal((await view(entry.id, tokens.bob.token)).body.owner, tokens.bob.id);
+    assert.equal((await view('x'.repeat(15), tokens.bob.token)).status, 404);
+  }
+});

@@ -25,20 +25,32 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     return json(status, codec.stringify(out), headers);
   };
 
+  /** A record's rendered body and stored row from the record cache, read and cached on a miss; 404 when absent. */
+  const cachedRecord = (c: Collection, id: string): { body: string; row?: unknown[] } => {
+    const version = store.registry.version(c.id);
+    const hit = store.recordCache.entry(c.id, id, version);
+    if (hit !== undefined) return hit;
+    const row = reads.rowById(c, id);
+    if (row === undefined) throw ApiError.notFound();
+    const body = store.codec(c).stringify(store.codec(c).fromRow(row));
+    store.recordCache.set(c.id, id, version, body, row);
+    return { body, row };
+  };
+
   const view = (req: Req): Reply | Promise<Reply> => {
     const c = store.collection(req.params[0]);
     const principal = auth.resolve(req);
     const codec = store.codec(c);
     if (!(principal instanceof Promise)) {
-      // Answers that do not depend on the caller come from the record cache (see record-cache.ts).
-      const cacheable = req.query === '' && c.type === 'base' && !c.options.ttl_field && store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all';
-      if (cacheable) {
-        const version = store.registry.version(c.id);
-        const hit = store.recordCache.get(c.id, req.params[1], version);
-        if (hit !== undefined) return json(200, hit);
-        const body = codec.stringify(reads.viewSync(c, req.params[1], principal, NO_SHAPE)!);
-        store.recordCache.set(c.id, req.params[1], version, body);
-        return json(200, body);
+      // The record cache (record-cache.ts) serves plain views of base collections whose view rule
+      // is open to the caller, or is exactly `<field> = @request.auth.id` (RuleBook.ownerColumn).
+      const plain = req.query === '' && c.type === 'base' && !c.options.ttl_field;
+      if (plain && store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all') return json(200, cachedRecord(c, req.params[1]).body);
+      const owner = plain ? store.rules.ownerColumn(c, 'viewRule') : null;
+      if (owner !== null) {
+        const hit = cachedRecord(c, req.params[1]);
+        if (hit.row?.[owner] !== (principal ? String(principal.record.id) : '')) throw ApiError.notFound();
+        return json(200, hit.body);
       }
       const shape = readShape(query(req));
       if (!shape.expand) return json(200, codec.stringify(reads.viewSync(c, req.params[1], principal, shape)!));

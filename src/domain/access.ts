@@ -60,6 +60,28 @@ export class RuleBook {
     return { kind: 'where', sql: compiled.sql, params };
   }
 
+  /**
+   * The owner rule fast path: when `rule` is exactly `<field> = @request.auth.id` (either order)
+   * on a single relation or text field, returns that field's column index in the codec's row
+   * (3 + field position). For such a field (TEXT affinity, BINARY collation) SQLite's verdict is
+   * exactly `stored === callerId` in JavaScript, with the caller id '' when anonymous, so a cached
+   * record can be checked without a query. Null for any other rule.
+   */
+  ownerColumn(c: Collection, rule: RuleName): number | null {
+    const compiled = this.compiled(c, rule);
+    if (typeof compiled === 'string' || compiled.params.length !== 1) return null;
+    const p = compiled.params[0];
+    if (p.kind !== 'auth' || p.path !== 'id' || p.like) return null;
+    const m = /^r\."([A-Za-z_][A-Za-z0-9_]*)" = \?$/.exec(compiled.sql) ?? /^\? = r\."([A-Za-z_][A-Za-z0-9_]*)"$/.exec(compiled.sql);
+    if (!m) return null;
+    const i = c.fields.findIndex((f) => f.name === m[1]);
+    const f = c.fields[i];
+    if (!f || f.options.encrypted) return null;
+    const single = ((f.options.maxSelect as number | undefined) ?? 1) <= 1;
+    if (!((f.type === 'relation' && single) || f.type === 'text')) return null;
+    return 3 + i;
+  }
+
   /** True when the rule is `@public` (used for startup warnings and fast paths). */
   isPublic(c: Collection, rule: RuleName): boolean {
     return this.compiled(c, rule) === 'public';

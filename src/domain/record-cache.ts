@@ -17,6 +17,8 @@ export interface CachedRecord {
   body: string;
   version: number;
   gen: number;
+  /** the stored row (raw values), for rules decided against it (see RuleBook.ownerField) */
+  row?: unknown[];
 }
 
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -37,22 +39,27 @@ export class RecordCache {
 
   /** The cached body, if still valid for this registry version. */
   get(collectionId: string, id: string, version: number): string | undefined {
+    return this.entry(collectionId, id, version)?.body;
+  }
+
+  /** The cached entry (body and stored row), if still valid for this registry version. */
+  entry(collectionId: string, id: string, version: number): CachedRecord | undefined {
     const e = this.entries.get(this.key(collectionId, id));
     if (e === undefined) return undefined;
     if (e.version !== version || e.gen !== this.gen(collectionId)) {
       this.drop(collectionId, id);
       return undefined;
     }
-    return e.body;
+    return e;
   }
 
-  set(collectionId: string, id: string, version: number, body: string): void {
+  set(collectionId: string, id: string, version: number, body: string, row?: unknown[]): void {
     if (body.length > MAX_BODY) return;
     if (this.bytes + body.length > MAX_BYTES) this.clear();
     const k = this.key(collectionId, id);
     const old = this.entries.get(k);
     if (old) this.bytes -= old.body.length;
-    this.entries.set(k, { body, version, gen: this.gen(collectionId) });
+    this.entries.set(k, { body, version, gen: this.gen(collectionId), row });
     this.bytes += body.length;
   }
 

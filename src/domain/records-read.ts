@@ -83,6 +83,12 @@ export class RecordReader {
     return this.lister.list(c, principal, qs);
   }
 
+  /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */
+  rowById(c: Collection, id: string): unknown[] | undefined {
+    const codec = this.store.codec(c);
+    return this.store.reader.get(`SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ? LIMIT 1`, [id]);
+  }
+
   /** One record by id under the view rule (with expand and projection), or 404. */
   async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
     const rec = this.viewSync(c, id, principal, { expand: null, projection: null })!;
