@@ -26,6 +26,7 @@ type Compiled = 'locked' | 'public' | CompiledExpr;
 /** Compiled rules per collection version. */
 export class RuleBook {
   private cache = new Map<string, { version: number; rules: Map<RuleName, Compiled> }>();
+  private owners = new Map<string, number | null>();
 
   constructor(private schema: SchemaLookup & { version(id: string): number }) {}
 
@@ -68,6 +69,17 @@ export class RuleBook {
    * record can be checked without a query. Null for any other rule.
    */
   ownerColumn(c: Collection, rule: RuleName): number | null {
+    const key = `${c.id}:${this.schema.version(c.id)}:${rule}`;
+    let v = this.owners.get(key);
+    if (v === undefined) {
+      v = this.findOwnerColumn(c, rule);
+      if (this.owners.size > 1000) this.owners.clear();
+      this.owners.set(key, v);
+    }
+    return v;
+  }
+
+  private findOwnerColumn(c: Collection, rule: RuleName): number | null {
     const compiled = this.compiled(c, rule);
     if (typeof compiled === 'string' || compiled.params.length !== 1) return null;
     const p = compiled.params[0];
