@@ -11,11 +11,11 @@
  * (full runs profile missed targets by default), --profile (quick runs do not by default). Needs `npm run build` (done by the prebench script) and wrk (ci/install-wrk.sh).
  */
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
-import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { CLI_PATH, REPO_ROOT, SvcClient, runCli, startSvc, svcBuilt, type SvcInstance } from './lib/svc.js';
 import { freePort, runWrk, startProcess, waitForHttp, wrkAvailable, wrkVersion, type ManagedProcess } from './lib/wrk.js';
-import { measureInterleaved, mixedProbe, summarise, wrkProbe, type MeasureSettings, type SeriesResult, type SeriesSpec } from './lib/measure.js';
+import { measureInterleaved, mixedProbe, pairRatios, summarise, wrkProbe, type MeasureSettings, type SeriesResult, type SeriesSpec } from './lib/measure.js';
 import * as seed from './lib/seed.js';
 import * as sc from './lib/scenarios.js';
 import { argon2Probe, commitCheck, deleteProbe, openReadOnly, writeDeleteLists } from './lib/probes.js';
@@ -34,7 +34,7 @@ function opt(name: string, fallback: number): number {
 }
 const settings: MeasureSettings & { connections: number } = {
   warmupS: opt('warmup', QUICK ? 1 : 2),
-  durationS: opt('duration', QUICK ? 2 : 4),
+  durationS: opt('duration', QUICK ? 2 : 3),
   runs: opt('runs', QUICK ? 1 : 3),
   threads: 1,
   connections: opt('connections', 64),
@@ -52,6 +52,13 @@ async function main(): Promise<number> {
   if (!svcBuilt()) return fail(`${CLI_PATH} not found: run \`npm run build\` first`);
   if (!wrkAvailable()) return fail('wrk is not installed: run `bash ci/install-wrk.sh`');
   const loadStart = loadavg();
+  // The server runs from a private copy of dist: other work on the machine may rebuild dist while
+  // the suite runs, and the profiled server must be the measured one.
+  await mkdir(join(REPO_ROOT, 'bench', 'results'), { recursive: true });
+  const distCopy = await mkdtemp(join(REPO_ROOT, 'bench', 'results', 'dist-'));
+  await cp(join(REPO_ROOT, 'dist'), distCopy, { recursive: true });
+  const cliPath = join(distCopy, 'cli', 'main.js');
+  const server = await buildInfo(distCopy);
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   const email = 'bench@example.com';
   const password = 'bench-password-123';
@@ -62,8 +69,8 @@ async function main(): Promise<number> {
   const stopAll = async (): Promise<void> => void (await Promise.allSettled([hello?.stop(), fastify?.stop(), svc?.stop()]));
   process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
   try {
-    await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`]);
-    svc = await startSvc({ dataDir, email, password, env });
+    await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], process.env, cliPath);
+    svc = await startSvc({ dataDir, email, password, env, cliPath });
     const rss = new RssSampler(svc.proc.child.pid!);
     const su = new SvcClient(svc.url);
     await su.loginSuperuser(email, password);
@@ -118,41 +125,44 @@ async function main(): Promise<number> {
       key: s.key, label: s.label, kind: 'svc',
       probe: s.secondary ? mixedProbe(withConns(s.load), s.secondary) : wrkProbe(withConns(s.load)),
     });
+    const settleAll = (): Promise<number> => settle([svc!.proc.child.pid!, hello!.child.pid!, fastify!.child.pid!]);
     const fastifyLoads = new Map(sc.fastifyLoads(ctx).map((f) => [f.key, f]));
     const fastifySpec = (key: string): SeriesSpec => {
       const f = fastifyLoads.get(key)!;
       return { key, label: f.label, kind: 'fastify', probe: wrkProbe(withConns(f.load)) };
     };
 
-    const settleAll = (): Promise<number> => settle([svc!.proc.child.pid!, hello!.child.pid!, fastify!.child.pid!]);
-
-    // ---- the ceiling: sampled once per group so it spans the whole run
+    // ---- the ceiling runs in every group, interleaved with the series (warmed up once)
     const ceilingProbe = wrkProbe({ url: ceilingUrl, connections: conns });
     const ceiling: SeriesResult = { key: 'ceiling', label: 'uWS hello', kind: 'ceiling', warmups: [], samples: [], summary: undefined as never };
     ceiling.warmups.push(await ceilingProbe(settings.warmupS, 'warmup', 0));
-    const sampleCeiling = async (): Promise<void> => {
-      const s = await ceilingProbe(settings.durationS, 'run', ceiling.samples.length + 1);
-      await settleAll();
-      ceiling.samples.push(s);
-      log(`  ceiling sample ${ceiling.samples.length}: ${s.rps.toFixed(0)} req/s`);
-    };
-    await sampleCeiling();
+    await settleAll();
 
     const series: SeriesResult[] = [];
     const scenarios: sc.Scenario[] = [];
-    const measured = new Set<string>();
+    /**
+     * Measures `list` (svc scenarios), their Fastify references (except beside the mixed load)
+     * and `extra` round-robin with one ceiling run per round; records per-round ratios.
+     */
     const group = async (name: string, list: sc.Scenario[], extra: SeriesSpec[] = [], over: Partial<MeasureSettings> = {}): Promise<SeriesResult[]> => {
       log(`${name}`);
       rss.phase(name);
       for (const s of list) await applyRules(s);
-      const refs = [...new Set(list.flatMap((s) => (s.fastify && !measured.has(s.fastify) && !s.secondary ? [s.fastify] : [])))];
-      refs.forEach((k) => measured.add(k));
-      const specs = list.flatMap((s, i) => [scenarioSpec(s), ...(i === 0 ? refs.map(fastifySpec) : [])]).concat(extra);
+      const refs = [...new Set(list.flatMap((s) => (s.fastify && !s.secondary ? [s.fastify] : [])))];
+      const specs = [...list.map(scenarioSpec), ...refs.map(fastifySpec), ...extra, { key: 'ceiling', label: 'ceiling', kind: 'ceiling' as const, probe: ceilingProbe, warmup: false }];
       const g0 = performance.now();
       const out = await measureInterleaved(specs, { ...settings, ...over }, log, settleAll);
+      const ceil = out.pop()!;
+      ceiling.samples.push(...ceil.samples);
+      for (const r of out) {
+        if (r.kind !== 'svc') continue;
+        const sc0 = list.find((s) => s.key === r.key);
+        const f = sc0?.fastify ? out.find((x) => x.kind === 'fastify' && x.key === sc0.fastify) : undefined;
+        r.roundRatios = { ceiling: pairRatios(r, ceil), ...(f ? { fastify: pairRatios(r, f) } : {}) };
+      }
+      for (const r of out) r.group = name;
       series.push(...out);
       scenarios.push(...list);
-      await sampleCeiling();
       timings[name] = (performance.now() - g0) / 1000;
       return out;
     };
@@ -223,20 +233,26 @@ async function main(): Promise<number> {
         cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
         node: process.version, platform: `${process.platform}-${process.arch}`, wrk: wrkVersion(),
       },
-      server: await buildInfo(),
+      server,
       settings: { ...settings, users: USERS, rows: Object.values(SETS).map((s) => s.rows) },
       loadAvg: { start: loadStart, end: loadavg() },
       ceiling, series, seeding,
       scenarios: scenarios.map(({ key, number, label, kind, fastify: f }) => ({ key, number, label, kind, fastify: f })),
       writes: { createAnswered, createCommitted, createInFlightBound, commitCheck: checked, deletePool: deleteStart, deleteToppedUp: toppedUp, deleteExhausted },
-      micro, memory, timings, notes: [],
+      micro, memory, timings,
     };
     const targets = evaluateTargets(base);
 
     // ---- profiles of the scenarios behind missed targets
     await Promise.allSettled([hello.stop(), fastify.stop()]);
     const profiles: RunResult['profiles'] = {};
-    const toProfile = [...new Set(targets.filter((x) => !x.met && x.profile).map((x) => x.profile!))];
+    // One profile per scenario number (list 20 at 10k and at 100k look alike), first missed first.
+    const byNumber = new Map<number, string>();
+    for (const x of targets) {
+      const n = scenarios.find((y) => y.key === x.profile)?.number;
+      if (!x.met && x.profile && n !== undefined && !byNumber.has(n)) byNumber.set(n, x.profile);
+    }
+    const toProfile = [...byNumber.values()];
     g = performance.now();
     if (PROFILE && toProfile.length) {
       await svc.stop();
@@ -245,16 +261,17 @@ async function main(): Promise<number> {
         await rm(dir, { recursive: true, force: true });
         await mkdir(dir, { recursive: true });
         log(`profiling ${key}`);
-        svc = await startSvc({ dataDir, email, password, env, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+        svc = await startSvc({ dataDir, email, password, env, cliPath, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
         const c2 = new SvcClient(svc.url);
         await c2.loginSuperuser(email, password);
         const again = allScenarios({ ...ctx, svcUrl: svc.url }).find((s) => s.key === key)!;
         await applyRules(again, c2);
         const probe = scenarioSpec(again).probe;
-        await probe(settings.warmupS, 'warmup', 0);
+        await probe(Math.min(1, settings.warmupS), 'warmup', 0);
         await probe(settings.durationS, 'run', 1);
+        await settle([svc.proc.child.pid!]); // queued requests finish before SIGTERM (the profile is written on exit)
         await svc.stop();
-        profiles[key] = summariseProfiles(dir, REPO_ROOT);
+        profiles[key] = summariseProfiles(dir, REPO_ROOT, 12, [relative(REPO_ROOT, distCopy), 'dist']);
       }
       timings.profiles = (performance.now() - g) / 1000;
     }
@@ -264,7 +281,6 @@ async function main(): Promise<number> {
     const [mdPath, jsonPath] = QUICK
       ? [join(REPO_ROOT, 'bench', 'results', 'quick.md'), join(REPO_ROOT, 'bench', 'results', 'quick.json')]
       : [join(REPO_ROOT, 'bench', 'RESULTS.md'), join(REPO_ROOT, 'bench', 'RESULTS.json')];
-    await mkdir(join(REPO_ROOT, 'bench', 'results'), { recursive: true });
     await writeFile(mdPath, md);
     await writeFile(jsonPath, JSON.stringify(result, (k, v) => (k === 'raw' ? undefined : v), 2) + '\n');
     console.log(md);
@@ -277,6 +293,7 @@ async function main(): Promise<number> {
   } finally {
     await stopAll();
     await rm(dataDir, { recursive: true, force: true });
+    await rm(distCopy, { recursive: true, force: true });
   }
 }
 
@@ -285,9 +302,9 @@ function allScenarios(ctx: sc.ScenarioContext): sc.Scenario[] {
   return [...sc.getByIdScenarios(ctx), ...sc.listScenarios(ctx), ...sc.ruleListScenarios(ctx), sc.mixedScenario(ctx), ...sc.authScenarios(ctx), ...sc.createScenarios(ctx)];
 }
 
-async function buildInfo(): Promise<{ commit: string; build: string }> {
+async function buildInfo(dist: string): Promise<{ commit: string; build: string }> {
   try {
-    const j = JSON.parse(await readFile(join(REPO_ROOT, 'dist', 'build-info.json'), 'utf8')) as { commit?: string; build?: string };
+    const j = JSON.parse(await readFile(join(dist, 'build-info.json'), 'utf8')) as { commit?: string; build?: string };
     return { commit: j.commit ?? 'unknown', build: j.build ?? 'unknown' };
   } catch {
     return { commit: 'unknown', build: 'unknown' };
@@ -304,4 +321,15 @@ function fail(msg: string): number {
   return 1;
 }
 
-process.exitCode = await main();
+/** `--render=FILE.json`: rewrites the Markdown report of a saved run (next to it, or RESULTS.md). */
+async function render(file: string): Promise<number> {
+  const result = JSON.parse(await readFile(file, 'utf8')) as RunResult;
+  result.targets = evaluateTargets(result);
+  const out = result.mode === 'quick' ? file.replace(/\.json$/, '.md') : join(REPO_ROOT, 'bench', 'RESULTS.md');
+  await writeFile(out, renderMarkdown(result));
+  log(`wrote ${out}`);
+  return 0;
+}
+
+const renderArg = argv.find((a) => a.startsWith('--render='));
+process.exitCode = renderArg ? await render(renderArg.slice('--render='.length)) : await main();

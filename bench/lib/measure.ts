@@ -54,6 +54,13 @@ export interface SeriesResult {
   summary: Summary;
   /** summary of the secondary load of a mixed series */
   secondary?: Summary;
+  /**
+   * Per-round ratios to the references measured in the same rounds (run i of this series over
+   * run i of the reference): `ceiling`, and `fastify` when its Fastify reference ran alongside.
+   */
+  roundRatios?: { ceiling?: number[]; fastify?: number[] };
+  /** the group of the run it was measured in */
+  group?: string;
 }
 
 /** Settings shared by every series of a run. */
@@ -70,6 +77,8 @@ export interface SeriesSpec {
   label: string;
   kind: SeriesResult['kind'];
   probe: Probe;
+  /** false: no warm-up run (a reference already warm) */
+  warmup?: boolean;
 }
 
 /** Converts a wrk result into a sample. */
@@ -99,6 +108,12 @@ export function mixedProbe(primary: Load, secondary: Load, threads = 1): Probe {
     ]);
     return { ...fromWrk(a), secondary: fromWrk(b) };
   };
+}
+
+/** run i of `a` over run i of `b`, for every round both have. */
+export function pairRatios(a: SeriesResult, b: SeriesResult): number[] {
+  const n = Math.min(a.samples.length, b.samples.length);
+  return Array.from({ length: n }, (_, i) => a.samples[i]!.rps / b.samples[i]!.rps);
 }
 
 /** Medians of a list of samples (the secondary load summarised apart). */
@@ -136,6 +151,7 @@ export async function measureInterleaved(
   }));
   if (settings.warmupS > 0) {
     for (let i = 0; i < specs.length; i++) {
+      if (specs[i]!.warmup === false) continue;
       out[i]!.warmups.push(await specs[i]!.probe(settings.warmupS, 'warmup', 0));
       await settle();
     }

@@ -39,8 +39,11 @@ export interface ProfileSummary {
   top: HotFunction[];
 }
 
-/** Reads `file` and returns its top `n` functions by self time ((idle) left out of shares). */
-export function summariseProfile(file: string, repoRoot: string, n = 12): ProfileSummary {
+/**
+ * Reads `file` and returns its top `n` functions by self time ((idle) left out of shares).
+ * `alias` maps a path prefix (relative to `repoRoot`) to another, e.g. a copy of dist back to `dist`.
+ */
+export function summariseProfile(file: string, repoRoot: string, n = 12, alias?: [string, string]): ProfileSummary {
   const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(p.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
@@ -63,7 +66,8 @@ export function summariseProfile(file: string, repoRoot: string, n = 12): Profil
       idleUs += us;
       continue;
     }
-    const url = cf.url.startsWith('file://') ? relative(repoRoot, cf.url.slice(7)) : cf.url;
+    let url = cf.url.startsWith('file://') ? relative(repoRoot, cf.url.slice(7)) : cf.url;
+    if (alias && url.startsWith(alias[0])) url = alias[1] + url.slice(alias[0].length);
     const where = url ? `${url}:${cf.lineNumber + 1}` : '';
     const name = cf.functionName || '(anonymous)';
     const key = `${name}@${where}`;
@@ -77,13 +81,13 @@ export function summariseProfile(file: string, repoRoot: string, n = 12): Profil
   return { file: relative(repoRoot, file), totalMs: totalUs / 1000, busyMs, top };
 }
 
-/** Summaries of every `.cpuprofile` in `dir`, busiest thread first. */
-export function summariseProfiles(dir: string, repoRoot: string, n = 12): ProfileSummary[] {
+/** Summaries of every `.cpuprofile` in `dir`, busiest thread first (see {@link summariseProfile}). */
+export function summariseProfiles(dir: string, repoRoot: string, n = 12, alias?: [string, string]): ProfileSummary[] {
   let files: string[] = [];
   try {
     files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
   } catch {
     return [];
   }
-  return files.map((f) => summariseProfile(join(dir, f), repoRoot, n)).sort((a, b) => b.busyMs - a.busyMs);
+  return files.map((f) => summariseProfile(join(dir, f), repoRoot, n, alias)).sort((a, b) => b.busyMs - a.busyMs);
 }

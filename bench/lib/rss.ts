@@ -5,22 +5,43 @@
  */
 import { readFileSync } from 'node:fs';
 
-/** Reads a `Vm…:   12345 kB` line of /proc/<pid>/status in bytes; NaN when unavailable. */
-export function procStatusBytes(pid: number, key: 'VmHWM' | 'VmRSS'): number {
+type StatusKey = 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile' | 'RssShmem';
+
+/** Reads `Key:   12345 kB` lines of /proc/<pid>/status in bytes; NaN for each one unavailable. */
+export function procStatus<K extends StatusKey>(pid: number, keys: readonly K[]): Record<K, number> {
+  let text = '';
   try {
-    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : NaN;
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
-    return NaN;
+    /* process gone: NaN below */
   }
+  const out = {} as Record<K, number>;
+  for (const k of keys) {
+    const m = new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text);
+    out[k] = m ? Number(m[1]) * 1024 : NaN;
+  }
+  return out;
+}
+
+/** One /proc status key in bytes; NaN when unavailable. */
+export function procStatusBytes(pid: number, key: StatusKey): number {
+  return procStatus(pid, [key])[key];
+}
+
+/** The largest VmRSS sample of a phase and what it was made of (bytes). */
+export interface RssSample {
+  rss: number;
+  anon: number;
+  file: number;
+  shmem: number;
 }
 
 /** Polls VmRSS of one process and remembers the largest value seen per phase label. */
 export class RssSampler {
   private timer: NodeJS.Timeout | undefined;
   private phaseName = 'start';
-  /** largest sampled VmRSS (bytes) per phase */
-  readonly byPhase = new Map<string, number>();
+  /** largest sampled VmRSS per phase, with its breakdown */
+  readonly byPhase = new Map<string, RssSample>();
 
   constructor(readonly pid: number, intervalMs = 200) {
     this.timer = setInterval(() => this.sample(), intervalMs);
@@ -34,22 +55,24 @@ export class RssSampler {
   }
 
   private sample(): void {
-    const v = procStatusBytes(this.pid, 'VmRSS');
-    if (!Number.isFinite(v)) return;
-    if (v > (this.byPhase.get(this.phaseName) ?? 0)) this.byPhase.set(this.phaseName, v);
+    const v = procStatus(this.pid, ['VmRSS', 'RssAnon', 'RssFile', 'RssShmem'] as const);
+    if (!Number.isFinite(v.VmRSS)) return;
+    if (v.VmRSS > (this.byPhase.get(this.phaseName)?.rss ?? 0)) {
+      this.byPhase.set(this.phaseName, { rss: v.VmRSS, anon: v.RssAnon, file: v.RssFile, shmem: v.RssShmem });
+    }
   }
 
   /**
    * Stops polling and returns the kernel's peak (VmHWM), the phase with the largest sample and
    * the largest sample of every phase (bytes, in phase order).
    */
-  stop(): { peakBytes: number; maxSampledBytes: number; maxPhase: string; byPhase: Array<[string, number]> } {
+  stop(): { peakBytes: number; maxSampledBytes: number; maxPhase: string; byPhase: Array<[string, RssSample]> } {
     this.sample();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     let maxPhase = '';
     let maxSampled = 0;
-    for (const [p, v] of this.byPhase) if (v > maxSampled) [maxSampled, maxPhase] = [v, p];
+    for (const [p, v] of this.byPhase) if (v.rss > maxSampled) [maxSampled, maxPhase] = [v.rss, p];
     return { peakBytes: procStatusBytes(this.pid, 'VmHWM'), maxSampledBytes: maxSampled, maxPhase, byPhase: [...this.byPhase] };
   }
 }

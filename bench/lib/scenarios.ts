@@ -107,7 +107,7 @@ export function mixedScenario(ctx: ScenarioContext): Scenario {
     key: `s6-mixed-${size}`, number: 6, label: `list 20 with totals (${size} rows) while 16 connections update posts`, kind: 'read',
     rules: { [info.collection]: 'open' }, load: { url: `${records(ctx, info.collection)}?page=1&perPage=20` },
     secondary: {
-      url: ctx.svcUrl, connections: 16, headers: bearer(ctx), script: wrkScript('update-post.lua'),
+      url: ctx.svcUrl, connections: 16, headers: bearer(ctx), timeoutS: 10, script: wrkScript('update-post.lua'),
       scriptArgs: [`/api/collections/${info.collection}/records/`, `post${set}`, String(info.rows)],
     },
     fastify: `f-list-${size}`,
@@ -119,7 +119,10 @@ export function createScenarios(ctx: ScenarioContext): Scenario[] {
   const mk = (connections: number): Scenario => ({
     key: `s5-create-${connections}`, number: 5, label: `create a post, rule @request.auth.id != '', ${connections} connections`, kind: 'write',
     rules: { [ctx.writeCollection]: 'open' },
-    load: { url: records(ctx, ctx.writeCollection), connections, headers: bearer(ctx), script: wrkScript('create-post.lua'), scriptArgs: [ctx.user.id, `c${connections}`] },
+    load: {
+      url: records(ctx, ctx.writeCollection), connections, headers: bearer(ctx), timeoutS: 10,
+      script: wrkScript('create-post.lua'), scriptArgs: [ctx.user.id, `c${connections}`],
+    },
   });
   return [mk(64), mk(500)];
 }
@@ -146,7 +149,7 @@ export function authScenarios(ctx: ScenarioContext): Scenario[] {
 export function deleteScenario(ctx: ScenarioContext, idsFile: string): Scenario {
   return {
     key: 's8-delete', number: 8, label: 'delete by id, rule author = @request.auth.id', kind: 'write', rules: { [ctx.writeCollection]: 'open' },
-    load: { url: ctx.svcUrl, headers: bearer(ctx), script: wrkScript('delete-ids.lua'), scriptArgs: [`/api/collections/${ctx.writeCollection}/records/`, idsFile] },
+    load: { url: ctx.svcUrl, headers: bearer(ctx), timeoutS: 10, script: wrkScript('delete-ids.lua'), scriptArgs: [`/api/collections/${ctx.writeCollection}/records/`, idsFile] },
   };
 }
 

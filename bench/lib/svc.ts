@@ -48,6 +48,8 @@ export interface StartSvcOptions {
   env?: NodeJS.ProcessEnv;
   /** Node options placed before the CLI path, e.g. `['--cpu-prof', '--cpu-prof-dir=…']`. */
   nodeArgs?: string[];
+  /** The CLI entry to run instead of dist/cli/main.js (e.g. a snapshot of dist). */
+  cliPath?: string;
   /**
    * Serve an existing data directory (its superuser must already exist) instead of a new temp
    * one; `stop()` then leaves the directory in place.
@@ -73,12 +75,12 @@ export async function startSvc(opts: StartSvcOptions = {}): Promise<SvcInstance>
     if (owned) await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    if (owned) await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], env);
+    if (owned) await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], env, opts.cliPath);
     const port = await freePort();
     proc = startProcess(
       'svc serve',
       process.execPath,
-      [...(opts.nodeArgs ?? []), CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`],
+      [...(opts.nodeArgs ?? []), opts.cliPath ?? CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`],
       { cwd: REPO_ROOT, env, echo: opts.echo },
     );
     const url = `http://127.0.0.1:${port}`;
@@ -103,10 +105,10 @@ export async function startSvc(opts: StartSvcOptions = {}): Promise<SvcInstance>
   }
 }
 
-/** Runs `node dist/cli/main.js <args>`; rejects with its output when it exits non-zero. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+/** Runs `node dist/cli/main.js <args>` (or `cliPath`); rejects with its output when it exits non-zero. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.env, cliPath = CLI_PATH): Promise<string> {
   try {
-    const { stdout, stderr } = await execFileP(process.execPath, [CLI_PATH, ...args], {
+    const { stdout, stderr } = await execFileP(process.execPath, [cliPath, ...args], {
       cwd: REPO_ROOT,
       env,
       timeout: 60_000,
