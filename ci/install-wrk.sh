@@ -10,7 +10,7 @@ if command -v wrk >/dev/null 2>&1; then
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "install-wrk: wrk is missing and apt-get is not available; install wrk by hand (https://github.com/wg/wrk)" >&2
+  echo "install-wrk: wrk is missing and apt-get is not available; install wrk by hand" >&2
   exit 1
 fi
 
