@@ -27,8 +27,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import Database from 'libsql';
-import { CLI_PATH, REPO_ROOT, SvcClient, runCli, svcBuilt } from './lib/svc.js';
-import { freePort, median, startProcess, waitForHttp, type ManagedProcess } from './lib/wrk.js';
+import { CLI_PATH, REPO_ROOT, SvcClient, runCli, serveDataDir, svcBuilt, timedGet } from './lib/svc.js';
+import { median, type ManagedProcess } from './lib/wrk.js';
 
 interface City { cityId: number; name: string; country: string; population: number; loc: { coordinates: [number, number] } }
 
@@ -41,26 +41,9 @@ const EDGE = 20; // pages averaged at each end of a walk
 const log = (m: string) => process.stderr.write(`bench: ${m}\n`);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
-async function timed(url: string): Promise<{ ms: number; body: any }> {
-  const t0 = performance.now();
-  const res = await fetch(url);
-  const text = await res.text();
-  const ms = performance.now() - t0;
-  if (res.status !== 200) throw new Error(`${url} → ${res.status} ${text.slice(0, 300)}`);
-  return { ms, body: JSON.parse(text) };
-}
-
-async function startServer(dataDir: string): Promise<{ url: string; proc: ManagedProcess }> {
-  const port = await freePort();
-  const proc = startProcess('svc serve', process.execPath, [CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, '--log-level=warn'], { cwd: REPO_ROOT });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/api/health`, proc);
-  return { url, proc };
-}
-
 /** Creates the collection through the API, then writes every city into the stopped server's file. */
 async function load(dataDir: string, email: string, password: string, cities: City[]): Promise<void> {
-  const { url, proc } = await startServer(dataDir);
+  const { url, proc } = await serveDataDir(dataDir);
   try {
     const client = new SvcClient(url);
     await client.loginSuperuser(email, password);
@@ -93,7 +76,7 @@ async function cursorWalk(base: string, params: string): Promise<number[]> {
   const out: number[] = [];
   let cursor = '';
   for (;;) {
-    const { ms, body } = await timed(`${base}?limit=${PAGE}${params}&cursor=${encodeURIComponent(cursor)}`);
+    const { ms, body } = await timedGet(`${base}?limit=${PAGE}${params}&cursor=${encodeURIComponent(cursor)}`);
     out.push(ms);
     if (!body.nextCursor) return out;
     cursor = body.nextCursor;
@@ -123,18 +106,18 @@ async function main(): Promise<number> {
     await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`]);
     log(`loading ${cities.length} cities`);
     await load(dataDir, email, password, cities);
-    server = await startServer(dataDir);
+    server = await serveDataDir(dataDir);
     const base = `${server.url}/api/collections/cities/records`;
     // warm-up: JIT, statement and plan caches of every query shape measured below
-    for (let i = 0; i < 50; i++) await timed(`${base}?perPage=${PAGE}&skipTotal=true`);
+    for (let i = 0; i < 50; i++) await timedGet(`${base}?perPage=${PAGE}&skipTotal=true`);
     for (const sort of ['', '&sort=-population']) {
       let cursor = '';
-      for (let i = 0; i < 30; i++) cursor = (await timed(`${base}?limit=${PAGE}${sort}&cursor=${encodeURIComponent(cursor)}`)).body.nextCursor;
+      for (let i = 0; i < 30; i++) cursor = (await timedGet(`${base}?limit=${PAGE}${sort}&cursor=${encodeURIComponent(cursor)}`)).body.nextCursor;
     }
-    for (let p = 1; p <= 30; p++) await timed(`${base}?sort=id&page=${p}&perPage=${PAGE}&skipTotal=true`);
+    for (let p = 1; p <= 30; p++) await timedGet(`${base}?sort=id&page=${p}&perPage=${PAGE}&skipTotal=true`);
 
     const plain: number[] = [];
-    for (let i = 0; i < 300; i++) plain.push((await timed(`${base}?perPage=${PAGE}&skipTotal=true`)).ms);
+    for (let i = 0; i < 300; i++) plain.push((await timedGet(`${base}?perPage=${PAGE}&skipTotal=true`)).ms);
     const B = median(plain);
     log(`plain list median ${B.toFixed(2)} ms`);
 
@@ -149,16 +132,16 @@ async function main(): Promise<number> {
     log('cursor walk sorted by -population done');
 
     const offsetPages: number[] = [];
-    for (let p = 1; p <= cursorPages.length; p++) offsetPages.push((await timed(`${base}?sort=id&page=${p}&perPage=${PAGE}&skipTotal=true`)).ms);
+    for (let p = 1; p <= cursorPages.length; p++) offsetPages.push((await timedGet(`${base}?sort=id&page=${p}&perPage=${PAGE}&skipTotal=true`)).ms);
     log('offset walk done');
 
     const searches: Record<string, { medianMs: number; x: number; totalItems: number }> = {};
     for (const term of ['paris', 'san*', 'saint OR sankt', 'new york', 'nova NOT scotia']) {
       const q = `${base}?search=${encodeURIComponent(term)}&perPage=${PAGE}&skipTotal=true`;
-      for (let i = 0; i < 5; i++) await timed(q);
+      for (let i = 0; i < 5; i++) await timedGet(q);
       const ms: number[] = [];
-      for (let i = 0; i < 50; i++) ms.push((await timed(q)).ms);
-      const total = (await timed(`${base}?search=${encodeURIComponent(term)}&perPage=1&skipTotal=false`)).body.totalItems;
+      for (let i = 0; i < 50; i++) ms.push((await timedGet(q)).ms);
+      const total = (await timedGet(`${base}?search=${encodeURIComponent(term)}&perPage=1&skipTotal=false`)).body.totalItems;
       searches[term] = { medianMs: round(median(ms)), x: round(median(ms) / B), totalItems: total };
     }
 

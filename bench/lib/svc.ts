@@ -170,3 +170,25 @@ export class SvcClient {
     this.token = r.token;
   }
 }
+
+/**
+ * Starts `svc serve` on an existing data directory (warn-level logs, `extraArgs` appended) and
+ * waits until /api/health answers. For benchmarks that prepare the database file themselves.
+ */
+export async function serveDataDir(dataDir: string, extraArgs: string[] = []): Promise<{ url: string; proc: ManagedProcess }> {
+  const port = await freePort();
+  const proc = startProcess('svc serve', process.execPath, [CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, '--log-level=warn', ...extraArgs], { cwd: REPO_ROOT });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/api/health`, proc);
+  return { url, proc };
+}
+
+/** One GET, timed from request to the end of the body (ms); throws unless 200. */
+export async function timedGet(url: string): Promise<{ ms: number; body: any }> {
+  const t0 = performance.now();
+  const res = await fetch(url);
+  const text = await res.text();
+  const ms = performance.now() - t0;
+  if (res.status !== 200) throw new Error(`${url} → ${res.status} ${text.slice(0, 300)}`);
+  return { ms, body: JSON.parse(text) };
+}

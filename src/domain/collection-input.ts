@@ -10,6 +10,7 @@ import type { AuthOptions, Collection, Field, IndexDef, RuleName } from './types
 import { RULE_NAMES } from './types.js';
 import { normalizeFieldDefinition } from './fields/index.js';
 import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
+import { VECTOR_COLUMN_PREFIX } from './vector-sql.js';
 import { authSystemFields } from './auth-fields.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from './ids.js';
@@ -97,6 +98,11 @@ function buildFields(body: Record<string, unknown>, existing: Collection | undef
     // SQLite's row id (which the full-text index is keyed by) and FTS5's hidden `rank` column.
     if (['rowid', 'oid', '_rowid_'].includes(f.name.toLowerCase()) || (f.options.searchable && f.name.toLowerCase() === 'rank')) {
       errors[`fields.${i}.name`] = { code: 'validation_reserved_name', message: `"${f.name}" is reserved${f.name.toLowerCase() === 'rank' ? ' for searchable fields' : ''}.` };
+      return;
+    }
+    // the float32 shadow columns of vector fields (vector-sql.ts)
+    if (f.name.toLowerCase().startsWith(VECTOR_COLUMN_PREFIX)) {
+      errors[`fields.${i}.name`] = { code: 'validation_reserved_name', message: `Names starting with "${VECTOR_COLUMN_PREFIX}" are reserved for vector columns.` };
       return;
     }
     const prev = prevById.get(f.id);

@@ -9,6 +9,7 @@ import type { WriteStep } from '../db/write-protocol.js';
 import { columnType } from './fields/index.js';
 import { AUTH_HIDDEN_COLUMNS_SQL } from './auth-fields.js';
 import { ApiError } from '../errors/api-error.js';
+import { vectorColumnsSql, vectorCreateSteps, vectorFields, vectorIndexDropStep, vectorIndexStep, vectorSignature } from './vector-sql.js';
 
 /** Quotes an identifier for SQLite (names are validated identifiers already; this is defence). */
 export function q(name: string): string {
@@ -20,6 +21,7 @@ const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1)
 function columnsSql(c: Collection): string {
   const cols = ['"id" TEXT PRIMARY KEY NOT NULL', '"created" TEXT NOT NULL', '"updated" TEXT NOT NULL'];
   for (const f of c.fields) cols.push(`${q(f.name)} ${columnType(f)}`);
+  cols.push(...vectorColumnsSql(c));
   if (c.type === 'auth') cols.push(AUTH_HIDDEN_COLUMNS_SQL);
   return cols.join(', ');
 }
@@ -162,6 +164,7 @@ export function createSteps(c: Collection, before: Collection[], after: Collecti
     { sql: `CREATE TABLE ${q(c.name)} (${columnsSql(c)})`, params: [] },
     ...indexSteps(c),
     ...ftsCreateSteps(c, false),
+    ...vectorCreateSteps(c, false),
     ...triggerSteps(after),
     { sql: UPSERT_REGISTRY, params: registryRow(c) as never },
   ];
@@ -178,7 +181,8 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
   const sameColumns =
     prev.name === next.name &&
     prev.fields.length === next.fields.length &&
-    next.fields.every((f, i) => prev.fields[i].id === f.id && prev.fields[i].name === f.name && columnType(prev.fields[i]) === columnType(f));
+    next.fields.every((f, i) => prev.fields[i].id === f.id && prev.fields[i].name === f.name && columnType(prev.fields[i]) === columnType(f)) &&
+    vectorSignature(prev) === vectorSignature(next);
   // The full-text index is rebuilt when its columns change or the table is rebuilt (new rowids).
   const ftsChanged = !sameColumns || ftsCreateSql(prev).join() !== ftsCreateSql(next).join();
   if (ftsChanged) steps.push(...ftsDropSteps(prev));
@@ -199,7 +203,19 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
       { sql: `ALTER TABLE ${tmp} RENAME TO ${q(next.name)}`, params: [] },
     );
   }
-  steps.push(...indexSteps(next), ...(ftsChanged ? ftsCreateSteps(next, true) : []), ...triggerSteps(after), { sql: UPSERT_REGISTRY, params: registryRow(next) as never });
+  steps.push(...indexSteps(next), ...(ftsChanged ? ftsCreateSteps(next, true) : []));
+  if (!sameColumns) {
+    // a rebuilt table has new rowids and no triggers: fill the shadow columns and index them again
+    steps.push(...vectorCreateSteps(next, true));
+  } else {
+    // same shadow columns: only a switched vectorIndex changes anything
+    for (const f of vectorFields(next)) {
+      const had = prevById.get(f.id)?.options.vectorIndex === true;
+      if (f.options.vectorIndex && !had) steps.push(vectorIndexStep(next, f));
+      else if (!f.options.vectorIndex && had) steps.push(vectorIndexDropStep(next, f));
+    }
+  }
+  steps.push(...triggerSteps(after), { sql: UPSERT_REGISTRY, params: registryRow(next) as never });
   return steps;
 }
 

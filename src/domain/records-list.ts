@@ -19,7 +19,7 @@ import { bindParams, compileExpression, compileSort, type CompiledExpr } from '.
 import { q } from './collection-sql.js';
 import { Where, hidePrivate } from './record-scope.js';
 import { searchPlan, type SearchPlan } from './search.js';
-import { parseVector, vectorFailure, type VectorPlan } from './vector.js';
+import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './vector.js';
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from './keyset.js';
 
@@ -52,6 +52,11 @@ interface Scope {
   search: SearchPlan | null;
   vector: VectorPlan | null;
 }
+
+/** Deepest offset page end (page × perPage) answered from a vector index; deeper pages scan exactly. */
+export const VECTOR_INDEX_MAX_K = 5000;
+/** Candidates asked of a vector index per row up to the page's end. */
+export const VECTOR_OVERFETCH = 4;
 
 export class RecordLister {
   private filterCache = new Map<string, CompiledExpr>();
@@ -165,10 +170,38 @@ export class RecordLister {
       const totalItems = await countPromise;
       return `${head},"totalItems":${totalItems},"totalPages":${Math.ceil(totalItems / perPage)},"items":${items}}`;
     }
-    const items = await this.finish(s.c, this.records(s, await this.run(s, sql, params, page * perPage)), s.principal, qs);
+    let rows: unknown[][] | null = null;
+    if (s.vector) {
+      const probe = s.vector.malformedProbe;
+      if (probe && this.store.reader.get(probe, [])) throw malformedStored(s.vector);
+      rows = await this.nearestByIndex(s, select, order, page, perPage);
+    }
+    rows ??= await this.run(s, sql, params, page * perPage);
+    const items = await this.finish(s.c, this.records(s, rows), s.principal, qs);
     if (!countPromise) return s.codec.stringifyList({ page, perPage, totalItems: -1, totalPages: -1, items });
     const totalItems = await countPromise;
     return s.codec.stringifyList({ page, perPage, totalItems, totalPages: Math.ceil(totalItems / perPage), items });
+  }
+
+  /**
+   * A vector page from the field's DiskANN index, or null when the index cannot answer it: no
+   * index for this query, a rule, filter, search or expiry narrows the rows (the index knows
+   * nothing of them), or the page lies deeper than VECTOR_INDEX_MAX_K. The index is asked for
+   * VECTOR_OVERFETCH times the rows up to the page's end (at least 40), which are ordered by
+   * their exact distance: libsql's graph loses recall as rows are updated and deleted, and the
+   * wider candidate set wins most of it back (bench/README.md, "Vector search"). When it yields
+   * fewer candidates than asked (a small table, rows without an embedding, or a part of the
+   * graph no longer reachable), the exact scan answers instead.
+   */
+  private async nearestByIndex(s: Scope, select: string, order: string[], page: number, perPage: number): Promise<unknown[][] | null> {
+    const v = s.vector!;
+    const end = page * perPage;
+    if (!v.index || s.where.parts.length || s.search || end > VECTOR_INDEX_MAX_K) return null;
+    const k = Math.max(40, end * VECTOR_OVERFETCH);
+    const sql = `SELECT ${select}, COUNT(*) OVER () AS "_n" FROM vector_top_k('${v.index}', ?, ${k}) v JOIN ${q(s.c.name)} r ON r.rowid = v.id` +
+      ` WHERE "_vd" IS NOT NULL ORDER BY ${order.join(', ')} LIMIT ? OFFSET ?`;
+    const rows = await this.run(s, sql, [v.blob, v.blob, perPage, (page - 1) * perPage]);
+    return rows.length > 0 && Number(rows[0][rows[0].length - 1]) === k ? rows : null;
   }
 
   private async cursorPage(s: Scope, qs: URLSearchParams): Promise<string> {

@@ -58,6 +58,10 @@ export interface FieldOptions {
   cascadeDelete?: boolean;
   onCreate?: boolean;
   onUpdate?: boolean;
+  /** json: embedding length (F32_BLOB shadow column), or null */
+  dimensions?: number | null;
+  /** json: libsql vector index over the shadow column */
+  vectorIndex?: boolean;
   [key: string]: unknown;
 }
 

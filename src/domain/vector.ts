@@ -4,28 +4,38 @@
  * validated on write, and a query validates them).
  *
  * `vector=<field>[:cosine|:l2]:<json array>` orders rows nearest first by libsql's native
- * `vector_distance_cos` / `vector_distance_l2` over `vector32(<stored json>)`; the query vector is
- * bound as a float32 blob. Rows without an embedding (NULL) come last. libsql's vector index
- * (`libsql_vector_idx` + `vector_top_k`) needs an F32_BLOB column, which a json field is not, so
- * the distance is an exact scan (on the reader pool), and rules and filters apply before it.
- * A stored embedding libsql cannot read (not an array of numbers, or of another dimension) makes
- * the query fail inside SQLite; `vectorFailure` turns that into the spec's 400.
+ * `vector_distance_cos` / `vector_distance_l2`; the query vector is bound as a float32 blob. Rows
+ * without an embedding (NULL distance) come last, then ties by id.
+ *
+ * Two storage shapes (vector-sql.ts):
+ * - a json field with `dimensions` N reads its `F32_BLOB(N)` shadow column. The query must have N
+ *   numbers (else 400). A stored value that is not a well-formed embedding has a NULL blob, which
+ *   a probe finds through a partial index (`malformedProbe`) so the query answers 400 until it
+ *   is fixed. With `vectorIndex`, cosine queries that nothing narrows take their candidates from
+ *   the DiskANN index (`vector_top_k`), an approximate search; records-list.ts decides.
+ * - a json field without `dimensions` is scanned exactly through `vector32(<stored json>)`;
+ *   a stored value libsql cannot read makes SQLite fail the query and `vectorFailure` maps that
+ *   to the spec's 400.
+ * Both run on the reader pool; rules and filters apply before the distance.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from './types.js';
 import { q } from './collection-sql.js';
-
-/** libsql's largest vector dimension. */
-export const MAX_DIMENSIONS = 65536;
+import { MAX_VECTOR_DIMENSIONS as MAX_DIMENSIONS } from './fields/json.js';
+import { malformedProbeSql, vectorColumn, vectorIndexName } from './vector-sql.js';
 
 export interface VectorPlan {
   field: Field;
   metric: 'cosine' | 'l2';
   /** number of dimensions of the query vector */
   dims: number;
-  /** distance expression (NULL for rows without an embedding); one `?`: the query blob */
+  /** distance expression over alias `r` (NULL for rows without an embedding); one `?`: the query blob */
   sql: string;
   blob: Buffer;
+  /** the DiskANN index usable for this query (declared on the field, cosine metric), or null */
+  index: string | null;
+  /** SELECT answering a row when the collection holds a malformed stored embedding, or null (json scan) */
+  malformedProbe: string | null;
 }
 
 /**
@@ -65,15 +75,38 @@ export function parseVector(src: string, c: Collection): VectorPlan {
     if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isFinite(Math.fround(v))) bad(`element ${i} is not a finite number`);
     floats[i] = v as number;
   });
-  const col = `r.${q(field!.name)}`;
   const fn = metric === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
+  const blob = Buffer.from(floats.buffer);
+  const declared = field!.options.dimensions;
+  if (typeof declared === 'number' && declared > 0) {
+    if (arr.length !== declared) bad(`the query has ${arr.length} dimensions but "${name}" holds ${declared}`);
+    return {
+      field: field!,
+      metric,
+      dims: arr.length,
+      // libsql's distance functions reject NULL: rows without an embedding get a NULL distance
+      sql: `CASE WHEN r.${q(vectorColumn(field!))} IS NULL THEN NULL ELSE ${fn}(r.${q(vectorColumn(field!))}, ?) END`,
+      blob,
+      index: metric === 'cosine' && field!.options.vectorIndex ? vectorIndexName(c, field!) : null,
+      malformedProbe: malformedProbeSql(c, field!),
+    };
+  }
+  const col = `r.${q(field!.name)}`;
   return {
     field: field!,
     metric,
     dims: arr.length,
     sql: `CASE WHEN ${col} IS NULL THEN NULL ELSE ${fn}(vector32(${col}), ?) END`,
-    blob: Buffer.from(floats.buffer),
+    blob,
+    index: null,
+    malformedProbe: null,
   };
+}
+
+/** The 400 for a collection whose stored embeddings include a malformed one. */
+export function malformedStored(plan: VectorPlan): ApiError {
+  const n = plan.field.options.dimensions as number;
+  return ApiError.badRequest(`A stored "${plan.field.name}" embedding is not an array of ${n} numbers; vector queries on this collection fail until it is fixed.`);
 }
 
 /** The 400 for a vector query SQLite rejected (a malformed or differently-sized stored embedding), or null. */

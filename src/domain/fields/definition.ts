@@ -63,7 +63,7 @@ function checkName(name: unknown, errors: DefinitionErrors): string {
  * Errors are keyed by `name`, `type`, `options` or the option name, e.g.
  * `{name: {code: 'validation_reserved_name', …}}`, `{scale: {code: 'validation_invalid_scale', …}}`.
  * Codes: invalid_name, reserved_name, type (unknown type, non-boolean flag), invalid_scale,
- * encrypted_type, encrypted_unique, searchable_type, searchable_encrypted, select, relation, min,
+ * encrypted_type, encrypted_unique, encrypted_index, searchable_type, searchable_encrypted, select, relation, min,
  * max, pattern, date, value.
  */
 export function normalizeFieldDefinition(
@@ -102,6 +102,8 @@ export function normalizeFieldDefinition(
       errors.encrypted ??= fieldError('encrypted_type', 'Only text, editor and json fields can be encrypted.');
     } else if (options.encrypted && options.unique) {
       errors.encrypted ??= fieldError('encrypted_unique', 'An encrypted field cannot be unique.');
+    } else if (options.encrypted && options.dimensions) {
+      errors.encrypted ??= fieldError('encrypted_index', 'An encrypted field cannot hold a vector (dimensions).');
     }
     if (options.searchable && !SEARCHABLE.has(t)) {
       errors.searchable ??= fieldError('searchable_type', 'Only text and editor fields can be searchable.');

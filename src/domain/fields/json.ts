@@ -6,10 +6,36 @@
  * Required rejects null, `""`, `[]` and `{}`. Encryption (allowed on json) happens after encoding,
  * in the record service; decodeValue expects the decrypted text.
  *
+ * Vector options (spec 1-core-api.md, "Search", vector): `dimensions` (1-65536, default null)
+ * declares the json field an embedding of that many numbers; the record table then keeps a
+ * float32 copy of each well-formed value in an `F32_BLOB(dimensions)` shadow column (see
+ * vector-sql.ts) so nearest-neighbour queries read blobs instead of parsing JSON. `vectorIndex`
+ * (default false; needs `dimensions`) adds libsql's DiskANN index over that column, used by
+ * cosine queries that no rule or filter narrows. Errors: `dimensions` not a whole number →
+ * validation_type, below 1 → validation_min, above 65536 → validation_max; `vectorIndex` without
+ * `dimensions` → validation_value.
+ *
  * bool: JSON true/false only (else `validation_type`); stored INTEGER 0/1; absent or null → false.
  */
 import type { SqlValue } from '../../db/bind.js';
-import { type FieldCodec, REQUIRED_ERROR, decodeString, fail, isRecord, ok } from './common.js';
+import { type DefinitionErrors, type FieldCodec, REQUIRED_ERROR, decodeString, fail, fieldError, isRecord, ok, readBool } from './common.js';
+import type { FieldOptions } from '../types.js';
+
+/** libsql's largest vector dimension. */
+export const MAX_VECTOR_DIMENSIONS = 65536;
+
+function vectorOptions(raw: Record<string, unknown>, out: FieldOptions, errors: DefinitionErrors): void {
+  const d = raw.dimensions;
+  out.dimensions = null;
+  if (d !== undefined && d !== null) {
+    if (typeof d !== 'number' || !Number.isSafeInteger(d)) errors.dimensions = fieldError('type', 'Must be a whole number of dimensions.');
+    else if (d < 1) errors.dimensions = fieldError('min', 'Must be at least 1.');
+    else if (d > MAX_VECTOR_DIMENSIONS) errors.dimensions = fieldError('max', `Must be at most ${MAX_VECTOR_DIMENSIONS}.`);
+    else out.dimensions = d;
+  }
+  out.vectorIndex = readBool(raw, 'vectorIndex', errors);
+  if (out.vectorIndex && d == null) errors.vectorIndex ??= fieldError('value', 'A vector index needs the field\'s dimensions.');
+}
 
 /** Largest serialised json value, in UTF-8 bytes. */
 export const JSON_MAX_BYTES = 1024 * 1024;
@@ -49,7 +75,7 @@ export const jsonCodec: FieldCodec = {
     }
   },
   schema: () => ({}), // any JSON value
-  options: () => {},
+  options: vectorOptions,
 };
 
 export const boolCodec: FieldCodec = {
