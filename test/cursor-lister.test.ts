@@ -25,6 +25,7 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
     registry: { version: () => 1, byId: () => undefined, byName: () => undefined },
     codec: () => buildCodec(c),
     generation: () => 0,
+    writer: { commits: 0 },
     reader: {
       allAuto: (sql: string) => (calls.push(['auto', sql]), []),
       allOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [[0n]] : []),

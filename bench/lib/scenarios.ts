@@ -81,6 +81,13 @@ export function listScenarios(ctx: ScenarioContext): Scenario[] {
         rules: { [info.collection]: 'open' }, load: { url: `${records(ctx, info.collection)}?page=1&perPage=20&skipTotal=1` },
         fastify: `f-list-skip-${size}`,
       },
+      {
+        // every request a distinct query string: what a list costs when the page cache cannot answer
+        key: `s3-list-skip-nocache-${size}`, number: 3, label: `list 20, no rule, skipTotal, page cache bypassed (${size} rows)`, kind: 'read',
+        rules: { [info.collection]: 'open' },
+        load: { url: `${records(ctx, info.collection)}?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') },
+        fastify: `f-list-skip-${size}`,
+      },
     );
   }
   return out;

@@ -17,6 +17,14 @@ const STMT_CACHE_MAX = 1000;
 /** Rows a page may visit (offset + limit) before it is read off the main thread. */
 const DEEP_OFFSET = 2000;
 
+/** A query-only connection for EXPLAIN QUERY PLAN (see Reader.planner). */
+function openPlanner(path: string): InstanceType<typeof Database> {
+  const db = new Database(path);
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA query_only = 1');
+  return db;
+}
+
 export class Reader {
   readonly db: InstanceType<typeof Database>;
   private cache = new Map<string, Stmt>();
@@ -34,9 +42,7 @@ export class Reader {
     this.db = new Database(path);
     this.db.exec('PRAGMA busy_timeout = 5000');
     this.db.exec('PRAGMA query_only = 1');
-    this.planner = new Database(path);
-    this.planner.exec('PRAGMA busy_timeout = 5000');
-    this.planner.exec('PRAGMA query_only = 1');
+    this.planner = openPlanner(path);
     if (poolThreads > 0) {
       const { file, execArgv } = workerScript('reader');
       // Worker isolates get a small young generation: their tasks allocate row arrays that die at
@@ -87,6 +93,10 @@ export class Reader {
     this.endSnapshot();
     this.cache.clear();
     this.planCache.clear();
+    // The planner's statements are never reset explicitly, so it may still hold a read
+    // transaction from before the change and not see a new table ("no such table"): reopen it.
+    this.planner.close();
+    this.planner = openPlanner(this.path);
   }
 
   /** First row or undefined, on the main thread. */

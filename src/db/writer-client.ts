@@ -33,11 +33,14 @@ export class WriterClient {
   };
   /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
   onCommit: (() => void) | null = null;
+  /** Group commits reported so far (caches of rendered reads are valid for one count). */
+  commits = 0;
 
   private constructor(worker: Worker) {
     this.worker = worker;
     worker.on('message', (msg: WriteOutcome[] | WriterReady | { closed: true }) => {
       if (!Array.isArray(msg)) return;
+      this.commits++;
       this.onCommit?.();
       for (const out of msg) this.settle(out);
     });

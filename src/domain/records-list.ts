@@ -19,6 +19,7 @@ import { bindParams, compileExpression, compileSort, type CompiledExpr } from '.
 import { q } from './collection-sql.js';
 import { Where, hidePrivate } from './record-scope.js';
 import { searchPlan, type SearchPlan } from './search.js';
+import { PageCache } from './page-cache.js';
 import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './vector.js';
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from './keyset.js';
@@ -61,6 +62,7 @@ export const VECTOR_OVERFETCH = 4;
 export class RecordLister {
   private filterCache = new Map<string, CompiledExpr>();
   private countCache = new Map<string, { gen: string; count: number }>();
+  private pages = new PageCache();
 
   constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
 
@@ -87,7 +89,16 @@ export class RecordLister {
     if (vsrc && !this.cfg.vector) throw ApiError.badRequest('Vector search is not available on this server (feature vector).');
     const vector = vsrc ? parseVector(vsrc, c) : null;
     const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector };
-    return cursorMode ? this.cursorPage(scope, qs) : this.offsetPage(scope, qs);
+    if (cursorMode) return this.cursorPage(scope, qs);
+    if (c.options.ttl_field || /@random/i.test(qs.get('sort') ?? '')) return this.offsetPage(scope, qs);
+    // rendered pages last until the next commit (page-cache.ts)
+    const commit = this.store.writer.commits;
+    const key = pageKey(c.id, this.store.registry.version(c.id), principal, where, qs);
+    const hit = this.pages.get(key, commit);
+    if (hit !== undefined) return hit;
+    const body = await this.offsetPage(scope, qs);
+    this.pages.set(key, commit, body);
+    return body;
   }
 
   /** @throws ApiError 400 for parameters of a paging mode that is switched off */
@@ -315,6 +326,14 @@ export class RecordLister {
     }
     return count;
   }
+}
+
+/** Everything an offset page depends on besides the database: see page-cache.ts. */
+function pageKey(cid: string, version: number, principal: Principal | null, where: Where, qs: URLSearchParams): string {
+  const who = principal === null ? '' : `${principal.superuser ? 's' : 'u'}${principal.collection.id}/${String(principal.record.id)}`;
+  let params = '';
+  for (const p of where.params) params += `\u0001${typeof p === 'string' ? 's' : typeof p}${p instanceof Uint8Array ? Buffer.from(p).toString('base64') : String(p)}`;
+  return `${cid}\u0000${version}\u0000${who}\u0000${where.sql()}\u0000${params}\u0000${qs.toString()}`;
 }
 
 function parsePositiveInt(v: string | null, dflt: number, name: string): number {

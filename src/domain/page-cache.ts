@@ -1,0 +1,63 @@
+/**
+ * Rendered list pages (spec 1-core-api.md, "List query parameters"), kept until the next commit.
+ *
+ * An offset-mode list body depends only on the database (every table a rule, filter or expand
+ * may read), the collection's schema and rules, the request's query string and, through rules,
+ * `hidePrivate` and expand, on who asks. The cache key holds the collection id and schema
+ * version, the caller's identity, the compiled WHERE clause with its bound values, and the query
+ * string; an entry is valid only while the writer's commit count is unchanged, so any committed
+ * write anywhere ends every cached page. Pages whose content depends on the clock (collections
+ * with `ttl_field`, random sorts) and cursor pages (their tokens) are never cached. Like the
+ * record cache, this assumes this process makes every write to record tables (README).
+ *
+ * Bounded by entries and by bytes of body text; the oldest entries go first.
+ */
+
+/** Entries kept at most. */
+export const PAGE_CACHE_MAX_ENTRIES = 512;
+/** Body characters kept at most (UTF-16 units, about bytes for JSON), 8 MiB. */
+export const PAGE_CACHE_MAX_CHARS = 8 * 1024 * 1024;
+/** Bodies longer than this (characters) are not cached. */
+const MAX_BODY = 256 * 1024;
+
+interface Entry {
+  commit: number;
+  body: string;
+}
+
+export class PageCache {
+  private entries = new Map<string, Entry>();
+  private chars = 0;
+
+  /** The cached body for `key` if it was rendered at commit count `commit`, else undefined. */
+  get(key: string, commit: number): string | undefined {
+    const e = this.entries.get(key);
+    if (e === undefined) return undefined;
+    if (e.commit === commit) return e.body;
+    this.delete(key, e);
+    return undefined;
+  }
+
+  /** Keeps `body` for `key`, rendered from a snapshot no older than commit count `commit`. */
+  set(key: string, commit: number, body: string): void {
+    if (body.length > MAX_BODY) return;
+    const old = this.entries.get(key);
+    if (old) this.delete(key, old);
+    this.entries.set(key, { commit, body });
+    this.chars += body.length + key.length;
+    while (this.entries.size > PAGE_CACHE_MAX_ENTRIES || this.chars > PAGE_CACHE_MAX_CHARS) {
+      const [k, e] = this.entries.entries().next().value as [string, Entry];
+      this.delete(k, e);
+    }
+  }
+
+  /** Number of cached pages. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private delete(key: string, e: Entry): void {
+    this.entries.delete(key);
+    this.chars -= e.body.length + key.length;
+  }
+}
