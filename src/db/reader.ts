@@ -46,8 +46,11 @@ export class Reader {
     if (poolThreads > 0) {
       const { file, execArgv } = workerScript('reader');
       // Worker isolates get a small young generation: their tasks allocate row arrays that die at
-      // once, and the default (16 MiB semi-spaces) mostly adds resident memory.
-      this.pool = new Piscina({ filename: file, minThreads: 1, maxThreads: poolThreads, idleTimeout: 60_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+      // once, and the default (16 MiB semi-spaces) mostly adds resident memory. No thread is kept
+      // while no expensive read comes (minThreads 0): an idle worker holds about 12 MB (isolate,
+      // connection, page cache), and most workloads never send one; the first pays the start
+      // of the worker (tens of ms), later ones find it warm until it idles for a minute.
+      this.pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 60_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
     }
   }
 

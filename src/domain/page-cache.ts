@@ -10,7 +10,12 @@
  * with `ttl_field`, random sorts) and cursor pages (their tokens) are never cached. Like the
  * record cache, this assumes this process makes every write to record tables (README).
  *
- * Bounded by entries and by bytes of body text; the oldest entries go first.
+ * Bounded by entries and by bytes of body text; the oldest entries go first. A page is kept only
+ * when the same key was asked for before at the same commit count (a doorkeeper of recent keys):
+ * a stream of one-off queries (distinct filters, vector points) would otherwise fill the cache
+ * with pages nobody asks for again, and every such page survives long enough to be promoted into
+ * V8's old generation, which then grows (measured: peak RSS 197 MB against 139 MB without the
+ * cache, under 5,000 distinct list queries a second).
  */
 
 /** Entries kept at most. */
@@ -19,6 +24,8 @@ export const PAGE_CACHE_MAX_ENTRIES = 512;
 export const PAGE_CACHE_MAX_CHARS = 8 * 1024 * 1024;
 /** Bodies longer than this (characters) are not cached. */
 const MAX_BODY = 256 * 1024;
+/** Keys remembered by the doorkeeper (forgotten all at once when full). */
+const SEEN_MAX = 4096;
 
 interface Entry {
   commit: number;
@@ -28,6 +35,8 @@ interface Entry {
 export class PageCache {
   private entries = new Map<string, Entry>();
   private chars = 0;
+  /** key → commit count at which it was last asked for without being kept */
+  private seen = new Map<string, number>();
 
   /** The cached body for `key` if it was rendered at commit count `commit`, else undefined. */
   get(key: string, commit: number): string | undefined {
@@ -38,9 +47,18 @@ export class PageCache {
     return undefined;
   }
 
-  /** Keeps `body` for `key`, rendered from a snapshot no older than commit count `commit`. */
+  /**
+   * Offers `body` for `key`, rendered from a snapshot no older than commit count `commit`; kept
+   * when `key` was offered before at the same count (see the doorkeeper above).
+   */
   set(key: string, commit: number, body: string): void {
     if (body.length > MAX_BODY) return;
+    if (this.seen.get(key) !== commit) {
+      if (this.seen.size >= SEEN_MAX) this.seen.clear();
+      this.seen.set(key, commit);
+      return;
+    }
+    this.seen.delete(key);
     const old = this.entries.get(key);
     if (old) this.delete(key, old);
     this.entries.set(key, { commit, body });

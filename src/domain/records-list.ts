@@ -157,25 +157,25 @@ export class RecordLister {
     if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r'));
     if (s.search) order.push('f.rank');
     if (s.vector) order.push('r."id"');
-    // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite.
+    // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite, the whole
+    // page as one string: one row crossing into JavaScript instead of one per record (measured:
+    // about 60 against 120 µs for 20 posts of ~480 characters).
     const plain = !s.vector && !s.search && !qs.get('expand') && !qs.get('fields') && !order.some((o) => /RANDOM\(\)/i.test(o));
     const rendered = plain ? s.codec.jsonSql : null;
     let sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
-    if (rendered && !order.length) sql = `SELECT ${rendered}${s.from}${s.where.sql()} LIMIT ? OFFSET ?`;
+    if (rendered && !order.length) sql = `SELECT group_concat("_j", ',') FROM (SELECT ${rendered} AS "_j"${s.from}${s.where.sql()} LIMIT ? OFFSET ?)`;
     else if (rendered) {
       // Late materialization: ORDER BY … LIMIT makes SQLite compute the select list of every
       // matching row before it sorts, so the page's rowids are chosen first and only those rows
-      // are rendered (the outer sort orders the page's few rows again).
+      // are rendered (the aggregate orders the page's few rows again).
       const by = `${order.join(', ')}, r.rowid`;
-      sql = `SELECT ${rendered} FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid" ORDER BY ${by}`;
+      sql = `SELECT group_concat(${rendered}, ',' ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid"`;
     }
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
     if (rendered) {
       const rows = await this.run(s, sql, params, page * perPage);
-      let items = '[';
-      for (let i = 0; i < rows.length; i++) items += (i ? ',' : '') + (rows[i][0] as string);
-      items += ']';
+      const items = `[${(rows[0]?.[0] as string | null | undefined) ?? ''}]`;
       const head = `{"page":${page},"perPage":${perPage}`;
       if (!countPromise) return `${head},"totalItems":-1,"totalPages":-1,"items":${items}}`;
       const totalItems = await countPromise;
