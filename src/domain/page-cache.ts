@@ -26,6 +26,8 @@ export const PAGE_CACHE_MAX_CHARS = 8 * 1024 * 1024;
 const MAX_BODY = 256 * 1024;
 /** Keys remembered by the doorkeeper (forgotten all at once when full). */
 const SEEN_MAX = 4096;
+/** Longer keys (long filters or embeddings) are neither cached nor remembered: 4096 × 2 KiB bounds the doorkeeper. */
+const MAX_KEY = 2048;
 
 interface Entry {
   commit: number;
@@ -52,7 +54,7 @@ export class PageCache {
    * when `key` was offered before at the same count (see the doorkeeper above).
    */
   set(key: string, commit: number, body: string): void {
-    if (body.length > MAX_BODY) return;
+    if (body.length > MAX_BODY || key.length > MAX_KEY) return;
     if (this.seen.get(key) !== commit) {
       if (this.seen.size >= SEEN_MAX) this.seen.clear();
       this.seen.set(key, commit);
