@@ -31,6 +31,8 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
       allOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [[0n]] : []),
       all: (sql: string) => (calls.push(['main', sql]), [[0n]]),
       get: () => undefined,
+      // plain pages ask the plan before assembling cached renderings; "expensive" sends them on
+      isExpensive: () => true,
     },
   } as unknown as Store;
   const l = new RecordLister(store, { offset: true, cursor: true, fts: true, vector: true, tokens: new CursorCodec('stateless', null, 60, null) }, async (_c, recs) => recs);

@@ -29,6 +29,9 @@ export class RecordCache {
   private gens = new Map<string, number>();
   private bytes = 0;
 
+  /** @param maxBytes body characters kept at most before the cache starts over (default 16 MiB) */
+  constructor(private readonly maxBytes = MAX_BYTES) {}
+
   private key(collectionId: string, id: string): string {
     return `${collectionId}\u0000${id}`;
   }
@@ -55,7 +58,7 @@ export class RecordCache {
 
   set(collectionId: string, id: string, version: number, body: string, row?: unknown[]): void {
     if (body.length > MAX_BODY) return;
-    if (this.bytes + body.length > MAX_BYTES) this.clear();
+    if (this.bytes + body.length > this.maxBytes) this.clear();
     const k = this.key(collectionId, id);
     const old = this.entries.get(k);
     if (old) this.bytes -= old.body.length;

@@ -174,8 +174,11 @@ export class RecordLister {
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
     if (rendered) {
-      const rows = await this.run(s, sql, params, page * perPage);
-      const items = `[${(rows[0]?.[0] as string | null | undefined) ?? ''}]`;
+      let items = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, page, perPage) : null;
+      if (items === null) {
+        const rows = await this.run(s, sql, params, page * perPage);
+        items = `[${(rows[0]?.[0] as string | null | undefined) ?? ''}]`;
+      }
       const head = `{"page":${page},"perPage":${perPage}`;
       if (!countPromise) return `${head},"totalItems":-1,"totalPages":-1,"items":${items}}`;
       const totalItems = await countPromise;
@@ -192,6 +195,57 @@ export class RecordLister {
     if (!countPromise) return s.codec.stringifyList({ page, perPage, totalItems: -1, totalPages: -1, items });
     const totalItems = await countPromise;
     return s.codec.stringifyList({ page, perPage, totalItems, totalPages: Math.ceil(totalItems / perPage), items });
+  }
+
+  /**
+   * The items of a plain page of a base collection (`[...]`), assembled from records rendered
+   * before (Store.listRows), or null when the page's query is expensive (it then runs on the
+   * reader pool as one rendering query). The page's ids come from a cheap main-thread query with
+   * the page's WHERE, ORDER BY and LIMIT; records not in the cache are rendered in one query and
+   * kept. A record's rendering never depends on the caller in a base collection (rules choose
+   * rows, not what a row shows), so every caller shares the entries; every write to a record
+   * drops its entry (Store.rowChanged / rowDeleted / touched). Everything runs synchronously in
+   * one event-loop turn, inside one read snapshot, so the ids, the cache and the rendered rows
+   * agree.
+   */
+  private pageFromRowCache(s: Scope, order: string[], rendered: string, page: number, perPage: number): string | null {
+    const reader = this.store.reader;
+    const by = order.length ? ` ORDER BY ${order.join(', ')}, r.rowid` : '';
+    const sql = `SELECT r."id"${s.from}${s.where.sql()}${by} LIMIT ? OFFSET ?`;
+    const params = [...s.where.params, perPage, (page - 1) * perPage];
+    if (reader.isExpensive(sql, params, page * perPage)) return null;
+    const ids = reader.all(sql, params);
+    const cache = this.store.listRows;
+    const version = this.store.registry.version(s.c.id);
+    const bodies: string[] = new Array<string>(ids.length);
+    const missing: string[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const id = String(ids[i][0]);
+      const body = cache.get(s.c.id, id, version);
+      if (body === undefined) missing.push(id);
+      else bodies[i] = body;
+    }
+    if (missing.length) {
+      // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
+      const rows = reader.all(`SELECT group_concat(r."id" || char(31) || ${rendered}, char(30)) FROM ${q(s.c.name)} r WHERE r."id" IN (${missing.map(() => '?').join(',')})`, missing);
+      const text = rows[0]?.[0] as string | null | undefined;
+      const byId = new Map<string, string>();
+      if (text) {
+        for (const part of text.split('\u001e')) {
+          const cut = part.indexOf('\u001f');
+          byId.set(part.slice(0, cut), part.slice(cut + 1));
+        }
+      }
+      for (let i = 0; i < ids.length; i++) {
+        if (bodies[i] !== undefined) continue;
+        const id = String(ids[i][0]);
+        const body = byId.get(id);
+        if (body === undefined) return null;
+        bodies[i] = body;
+        cache.set(s.c.id, id, version, body);
+      }
+    }
+    return `[${bodies.join(',')}]`;
   }
 
   /**

@@ -14,6 +14,11 @@ import { AuthRecordCache, RecordCache } from './record-cache.js';
 export class Store {
   readonly rules: RuleBook;
   readonly recordCache = new RecordCache();
+  /**
+   * Records as list pages render them (SQL `json_object`, no stored row), so plain pages of base
+   * collections assemble hot rows from memory (records-list.ts); same coherence as recordCache.
+   */
+  readonly listRows = new RecordCache(8 * 1024 * 1024);
   readonly authRecords = new AuthRecordCache();
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
   /** bumped on every committed write to a collection (for count caches) */
@@ -54,6 +59,7 @@ export class Store {
     this.bump(this.writeGen, collectionId);
     this.bump(this.valuesGen, collectionId);
     this.recordCache.dropCollection(collectionId);
+    this.listRows.dropCollection(collectionId);
     this.authRecords.dropCollection(collectionId);
   }
 
@@ -66,6 +72,7 @@ export class Store {
   rowDeleted(collectionId: string, id: string): void {
     this.bump(this.writeGen, collectionId);
     this.recordCache.drop(collectionId, id);
+    this.listRows.drop(collectionId, id);
     this.authRecords.drop(collectionId, id);
   }
 
@@ -73,6 +80,7 @@ export class Store {
   rowChanged(collectionId: string, id: string): void {
     this.bump(this.valuesGen, collectionId);
     this.recordCache.drop(collectionId, id);
+    this.listRows.drop(collectionId, id);
     this.authRecords.drop(collectionId, id);
   }
 
