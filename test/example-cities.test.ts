@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { REPO_ROOT, SvcClient, startSvc, svcBuilt, type SvcInstance } from '../bench/lib/svc.js';
+import { runToEnd } from '../bench/lib/wrk.js';
 
 const LIMIT = 2000;
 
@@ -21,19 +21,7 @@ function runLoader(svc: SvcInstance, extraArgs: string[] = []): Promise<{ code: 
     SVC_PASSWORD: svc.password,
     CITIES_LIMIT: String(LIMIT),
   });
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(REPO_ROOT, 'examples', 'cities', 'load.ts'), ...extraArgs],
-      { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runToEnd(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'examples', 'cities', 'load.ts'), ...extraArgs], { cwd: REPO_ROOT, env });
 }
 
 /** The row counts of the "N rows in X ms" lines the loader prints for its queries. */

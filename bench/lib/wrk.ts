@@ -145,19 +145,25 @@ export async function runWrk(opts: WrkOptions): Promise<WrkResult> {
   args.push(opts.url);
   if (opts.scriptArgs?.length) args.push('--', ...opts.scriptArgs);
 
-  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
-    (resolve, reject) => {
-      const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    },
-  );
+  const { code, stdout, stderr } = await runToEnd('wrk', args);
   if (code !== 0) throw new Error(`wrk exited with ${code}: ${stderr || stdout}`);
   return parseWrkOutput(stdout);
+}
+
+/**
+ * Runs a command to its end with stdin closed; resolves with its exit code (null when killed by
+ * a signal) and its whole stdout and stderr as UTF-8. Rejects when it cannot be started.
+ */
+export function runToEnd(command: string, args: string[], opts: SpawnOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 /** Median of a non-empty list of numbers (mean of the two middle values for even lengths). */

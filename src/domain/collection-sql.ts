@@ -9,12 +9,10 @@ import type { WriteStep } from '../db/write-protocol.js';
 import { columnType } from './fields/index.js';
 import { AUTH_HIDDEN_COLUMNS_SQL } from './auth-fields.js';
 import { ApiError } from '../errors/api-error.js';
+import { q } from '../db/sql-ident.js';
 import { vectorColumnsSql, vectorCreateSteps, vectorFields, vectorIndexDropStep, vectorIndexStep, vectorSignature } from './vector-sql.js';
 
-/** Quotes an identifier for SQLite (names are validated identifiers already; this is defence). */
-export function q(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
+export { q };
 
 const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
 

@@ -162,21 +162,13 @@ export class RecordLister {
     // about 60 against 120 µs for 20 posts of ~480 characters).
     const plain = !s.vector && !s.search && !qs.get('expand') && !qs.get('fields') && !order.some((o) => /RANDOM\(\)/i.test(o));
     const rendered = plain ? s.codec.jsonSql : null;
-    let sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
-    if (rendered && !order.length) sql = `SELECT group_concat("_j", ',') FROM (SELECT ${rendered} AS "_j"${s.from}${s.where.sql()} LIMIT ? OFFSET ?)`;
-    else if (rendered) {
-      // Late materialization: ORDER BY … LIMIT makes SQLite compute the select list of every
-      // matching row before it sorts, so the page's rowids are chosen first and only those rows
-      // are rendered (the aggregate orders the page's few rows again).
-      const by = `${order.join(', ')}, r.rowid`;
-      sql = `SELECT group_concat(${rendered}, ',' ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid"`;
-    }
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
     if (rendered) {
-      let items = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, page, perPage) : null;
+      // (no vector in a plain page, so `params` are the WHERE values, LIMIT and OFFSET)
+      let items = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, params, page * perPage) : null;
       if (items === null) {
-        const rows = await this.run(s, sql, params, page * perPage);
+        const rows = await this.run(s, renderedPageSql(s, order, rendered), params, page * perPage);
         items = `[${(rows[0]?.[0] as string | null | undefined) ?? ''}]`;
       }
       const head = `{"page":${page},"perPage":${perPage}`;
@@ -184,6 +176,7 @@ export class RecordLister {
       const totalItems = await countPromise;
       return `${head},"totalItems":${totalItems},"totalPages":${Math.ceil(totalItems / perPage)},"items":${items}}`;
     }
+    const sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
     let rows: unknown[][] | null = null;
     if (s.vector) {
       const probe = s.vector.malformedProbe;
@@ -208,12 +201,11 @@ export class RecordLister {
    * one event-loop turn, inside one read snapshot, so the ids, the cache and the rendered rows
    * agree.
    */
-  private pageFromRowCache(s: Scope, order: string[], rendered: string, page: number, perPage: number): string | null {
+  private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): string | null {
     const reader = this.store.reader;
     const by = order.length ? ` ORDER BY ${order.join(', ')}, r.rowid` : '';
     const sql = `SELECT r."id"${s.from}${s.where.sql()}${by} LIMIT ? OFFSET ?`;
-    const params = [...s.where.params, perPage, (page - 1) * perPage];
-    if (reader.isExpensive(sql, params, page * perPage)) return null;
+    if (reader.isExpensive(sql, params, visits)) return null;
     const ids = reader.all(sql, params);
     const cache = this.store.listRows;
     const version = this.store.registry.version(s.c.id);
@@ -380,6 +372,19 @@ export class RecordLister {
     }
     return count;
   }
+}
+
+/**
+ * The query rendering a plain page to one JSON string (the items, comma-separated; NULL for no
+ * rows); its `?`s are the WHERE values, LIMIT and OFFSET. With a sort, late materialization:
+ * ORDER BY … LIMIT makes SQLite compute the select list of every matching row before it sorts,
+ * so the page's rowids are chosen first and only those rows are rendered (the aggregate orders
+ * the page's few rows again).
+ */
+function renderedPageSql(s: Scope, order: string[], rendered: string): string {
+  if (!order.length) return `SELECT group_concat("_j", ',') FROM (SELECT ${rendered} AS "_j"${s.from}${s.where.sql()} LIMIT ? OFFSET ?)`;
+  const by = `${order.join(', ')}, r.rowid`;
+  return `SELECT group_concat(${rendered}, ',' ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid"`;
 }
 
 /** Everything an offset page depends on besides the database: see page-cache.ts. */

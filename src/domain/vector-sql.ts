@@ -15,15 +15,19 @@
  */
 import type { Collection, Field } from './types.js';
 import type { WriteStep } from '../db/write-protocol.js';
+import { q } from '../db/sql-ident.js';
 
 /** Field names starting with this (any case) are refused: they would collide with shadow columns. */
 export const VECTOR_COLUMN_PREFIX = '_vec_';
 
-const qi = (name: string) => `"${name.replace(/"/g, '""')}"`;
+/** True for a json field that declares `dimensions` (it has a shadow column). */
+export function isVectorField(f: Field): boolean {
+  return f.type === 'json' && typeof f.options.dimensions === 'number' && f.options.dimensions > 0;
+}
 
 /** The json fields of `c` that declare `dimensions`, in field order. */
 export function vectorFields(c: Collection): Field[] {
-  return c.fields.filter((f) => f.type === 'json' && typeof f.options.dimensions === 'number' && f.options.dimensions > 0);
+  return c.fields.filter(isVectorField);
 }
 
 /** The shadow column of a vector field (unquoted). */
@@ -38,7 +42,7 @@ export function vectorIndexName(c: Collection, f: Field): string {
 
 /** `"_vec_<id>" F32_BLOB(N)` column definitions for CREATE TABLE. */
 export function vectorColumnsSql(c: Collection): string[] {
-  return vectorFields(c).map((f) => `${qi(vectorColumn(f))} F32_BLOB(${f.options.dimensions as number})`);
+  return vectorFields(c).map((f) => `${q(vectorColumn(f))} F32_BLOB(${f.options.dimensions as number})`);
 }
 
 /** Identity of the shadow columns: a table whose signature changes is rebuilt. */
@@ -70,18 +74,18 @@ function malformedIndexName(c: Collection, f: Field): string {
  */
 export function vectorCreateSteps(c: Collection, backfill: boolean): WriteStep[] {
   const steps: WriteStep[] = [];
-  const tbl = qi(c.name);
+  const tbl = q(c.name);
   for (const f of vectorFields(c)) {
-    const col = qi(f.name);
-    const vec = qi(vectorColumn(f));
-    const [ai, au] = triggerNames(c, f).map(qi);
+    const col = q(f.name);
+    const vec = q(vectorColumn(f));
+    const [ai, au] = triggerNames(c, f).map(q);
     const set = (row: string) => `UPDATE ${tbl} SET ${vec} = ${toVector(`${row}.${col}`, f)} WHERE rowid = ${row}.rowid;`;
     steps.push(
       { sql: `CREATE TRIGGER ${ai} AFTER INSERT ON ${tbl} WHEN NEW.${col} IS NOT NULL BEGIN ${set('NEW')} END`, params: [] },
       { sql: `CREATE TRIGGER ${au} AFTER UPDATE OF ${col} ON ${tbl} BEGIN ${set('NEW')} END`, params: [] },
     );
     if (backfill) steps.push({ sql: `UPDATE ${tbl} SET ${vec} = ${toVector(col, f)} WHERE ${col} IS NOT NULL`, params: [] });
-    steps.push({ sql: `CREATE INDEX ${qi(malformedIndexName(c, f))} ON ${tbl} ("id") WHERE ${col} IS NOT NULL AND ${vec} IS NULL`, params: [] });
+    steps.push({ sql: `CREATE INDEX ${q(malformedIndexName(c, f))} ON ${tbl} ("id") WHERE ${col} IS NOT NULL AND ${vec} IS NULL`, params: [] });
     if (f.options.vectorIndex) steps.push(vectorIndexStep(c, f));
   }
   return steps;
@@ -90,7 +94,7 @@ export function vectorCreateSteps(c: Collection, backfill: boolean): WriteStep[]
 /** CREATE INDEX for `f`'s DiskANN index (cosine; parameters measured in bench/RESULTS.md). */
 export function vectorIndexStep(c: Collection, f: Field): WriteStep {
   return {
-    sql: `CREATE INDEX ${qi(vectorIndexName(c, f))} ON ${qi(c.name)} (libsql_vector_idx(${qi(vectorColumn(f))}, ${VECTOR_INDEX_PARAMS}))`,
+    sql: `CREATE INDEX ${q(vectorIndexName(c, f))} ON ${q(c.name)} (libsql_vector_idx(${q(vectorColumn(f))}, ${VECTOR_INDEX_PARAMS}))`,
     params: [],
   };
 }
@@ -105,7 +109,7 @@ export const VECTOR_INDEX_PARAMS = `'metric=cosine'`;
 
 /** DROP INDEX for `f`'s DiskANN index. */
 export function vectorIndexDropStep(c: Collection, f: Field): WriteStep {
-  return { sql: `DROP INDEX IF EXISTS ${qi(vectorIndexName(c, f))}`, params: [] };
+  return { sql: `DROP INDEX IF EXISTS ${q(vectorIndexName(c, f))}`, params: [] };
 }
 
 /**
@@ -113,5 +117,5 @@ export function vectorIndexDropStep(c: Collection, f: Field): WriteStep {
  * one): a non-NULL json value whose shadow blob is NULL. Uses the partial index.
  */
 export function malformedProbeSql(c: Collection, f: Field): string {
-  return `SELECT "id" FROM ${qi(c.name)} WHERE ${qi(f.name)} IS NOT NULL AND ${qi(vectorColumn(f))} IS NULL LIMIT 1`;
+  return `SELECT "id" FROM ${q(c.name)} WHERE ${q(f.name)} IS NOT NULL AND ${q(vectorColumn(f))} IS NULL LIMIT 1`;
 }

@@ -21,8 +21,8 @@
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from './types.js';
 import { q } from './collection-sql.js';
-import { MAX_VECTOR_DIMENSIONS as MAX_DIMENSIONS } from './fields/json.js';
-import { malformedProbeSql, vectorColumn, vectorIndexName } from './vector-sql.js';
+import { MAX_VECTOR_DIMENSIONS } from './fields/json.js';
+import { isVectorField, malformedProbeSql, vectorColumn, vectorIndexName } from './vector-sql.js';
 
 export interface VectorPlan {
   field: Field;
@@ -69,37 +69,26 @@ export function parseVector(src: string, c: Collection): VectorPlan {
   }
   if (!Array.isArray(values) || values.length === 0) bad('the embedding must be a non-empty array');
   const arr = values as unknown[];
-  if (arr.length > MAX_DIMENSIONS) bad(`at most ${MAX_DIMENSIONS} dimensions`);
+  if (arr.length > MAX_VECTOR_DIMENSIONS) bad(`at most ${MAX_VECTOR_DIMENSIONS} dimensions`);
   const floats = new Float32Array(arr.length);
   arr.forEach((v, i) => {
     if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isFinite(Math.fround(v))) bad(`element ${i} is not a finite number`);
     floats[i] = v as number;
   });
   const fn = metric === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
-  const blob = Buffer.from(floats.buffer);
-  const declared = field!.options.dimensions;
-  if (typeof declared === 'number' && declared > 0) {
-    if (arr.length !== declared) bad(`the query has ${arr.length} dimensions but "${name}" holds ${declared}`);
-    return {
-      field: field!,
-      metric,
-      dims: arr.length,
-      // libsql's distance functions reject NULL: rows without an embedding get a NULL distance
-      sql: `CASE WHEN r.${q(vectorColumn(field!))} IS NULL THEN NULL ELSE ${fn}(r.${q(vectorColumn(field!))}, ?) END`,
-      blob,
-      index: metric === 'cosine' && field!.options.vectorIndex ? vectorIndexName(c, field!) : null,
-      malformedProbe: malformedProbeSql(c, field!),
-    };
-  }
-  const col = `r.${q(field!.name)}`;
+  const shadow = isVectorField(field!);
+  if (shadow && arr.length !== field!.options.dimensions) bad(`the query has ${arr.length} dimensions but "${name}" holds ${field!.options.dimensions}`);
+  // the float32 shadow column, or the stored JSON converted per row; libsql's distance functions
+  // reject NULL, so rows without an embedding get a NULL distance
+  const stored = shadow ? `r.${q(vectorColumn(field!))}` : `r.${q(field!.name)}`;
   return {
     field: field!,
     metric,
     dims: arr.length,
-    sql: `CASE WHEN ${col} IS NULL THEN NULL ELSE ${fn}(vector32(${col}), ?) END`,
-    blob,
-    index: null,
-    malformedProbe: null,
+    sql: `CASE WHEN ${stored} IS NULL THEN NULL ELSE ${fn}(${shadow ? stored : `vector32(${stored})`}, ?) END`,
+    blob: Buffer.from(floats.buffer),
+    index: shadow && metric === 'cosine' && field!.options.vectorIndex ? vectorIndexName(c, field!) : null,
+    malformedProbe: shadow ? malformedProbeSql(c, field!) : null,
   };
 }
 
