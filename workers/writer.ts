@@ -5,68 +5,101 @@
  * its own SAVEPOINT so a failing job rolls back alone.
  *
  * workerData: { path: string, busyTimeoutMs: number }
- * Messages in: WriteJob[] (the jobs of one main-thread event-loop turn) | { close: true }. Messages out: WriterReady, WriteOutcome, { closed: true }.
+ * Messages in: a flat batch of jobs (the jobs of one main-thread event-loop turn; wire format in
+ * src/db/write-protocol.ts) | { close: true }. Messages out: WriterReady, one flat outcome array a
+ * group, { closed: true }.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'libsql';
-import type { WriteJob, WriteOutcome, StepResult } from '../src/db/write-protocol.js';
+import { OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS } from '../src/db/write-protocol.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
+/** A prepared statement with what is asked of it on every run, asked of libsql once. */
+interface Prepared {
+  stmt: Stmt;
+  /** returns rows (a SELECT, or a write with RETURNING): raw arrays, integers as BigInt */
+  reader: boolean;
+}
 
 const MAX_GROUP = 2000;
 const STMT_CACHE_MAX = 500;
 
 const port = parentPort!;
 let db: InstanceType<typeof Database>;
-const stmtCache = new Map<string, Stmt>();
-let queue: WriteJob[] = [];
+const stmtCache = new Map<string, Prepared>();
+/** The queued jobs, in order: each is its batch and its start offset in it. */
+let queue: Array<{ batch: unknown[]; at: number }> = [];
 let scheduled = false;
 let closing = false;
 
-function prepare(sql: string): Stmt {
-  let s = stmtCache.get(sql);
-  if (s === undefined) {
-    s = db.prepare(sql);
+function prepare(sql: string): Prepared {
+  let p = stmtCache.get(sql);
+  if (p === undefined) {
+    const stmt = db.prepare(sql);
+    const reader = stmt.reader;
+    if (reader) {
+      stmt.raw(true);
+      stmt.safeIntegers(true);
+    }
+    p = { stmt, reader };
     if (stmtCache.size >= STMT_CACHE_MAX) stmtCache.clear();
-    stmtCache.set(sql, s);
+    stmtCache.set(sql, p);
   }
-  return s;
+  return p;
 }
 
-/** Runs one job's steps; returns its outcome. Throws only for savepoint-level failures. */
-function runJob(job: WriteJob): WriteOutcome {
-  const results: StepResult[] = [];
-  for (let i = 0; i < job.steps.length; i++) {
-    const step = job.steps[i];
-    let result: StepResult;
+const NO_PARAMS: unknown[] = [];
+const exec = (sql: string) => prepare(sql).stmt.run(NO_PARAMS);
+
+/**
+ * Runs the job that starts at `at` in `batch`, appending its outcome to `out`. Returns false when
+ * the job failed (a guard or an SQLite error); what it appended is then its failure outcome.
+ */
+function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
+  const id = batch[at] as number;
+  const steps = batch[at + 1] as number;
+  const mark = out.length;
+  out.push(id, OUT_OK);
+  let k = at + 2;
+  for (let i = 0; i < steps; i++) {
+    const flags = batch[k] as number;
+    const sql = batch[k + 1] as string;
+    const n = batch[k + 2] as number;
+    const params = batch.slice(k + 3, k + 3 + n);
+    k += 3 + n;
     try {
-      const stmt = prepare(step.sql);
-      if (stmt.reader) {
-        stmt.raw(true);
-        stmt.safeIntegers(true);
-        const rows = stmt.all(step.params) as unknown[][];
-        result = { changes: 0, rows };
-        if (step.returnRows) result.columns = stmt.columns().map((c: { name: string }) => c.name);
-        if (step.expect === 'row' && rows.length === 0) return guardFail(job, i);
+      const { stmt, reader } = prepare(sql);
+      if (reader) {
+        if (flags & STEP_RETURN_ROWS) {
+          const rows = stmt.all(params) as unknown[][];
+          if (flags & STEP_EXPECT_ROW && rows.length === 0) return fail(out, mark, id, OUT_GUARD, i);
+          out.push(0, rows, stmt.columns().map((c: { name: string }) => c.name));
+        } else {
+          // One native call: a guard only asks whether a row exists.
+          const row = stmt.get(params);
+          if (flags & STEP_EXPECT_ROW && row === undefined) return fail(out, mark, id, OUT_GUARD, i);
+          out.push(0);
+        }
       } else {
-        const info = stmt.run(step.params);
-        result = { changes: info.changes };
-        if (step.expect === 'change' && info.changes === 0) return guardFail(job, i);
-        if (step.expect === 'row') return guardFail(job, i);
+        const info = stmt.run(params);
+        if ((flags & STEP_EXPECT_CHANGE && info.changes === 0) || flags & STEP_EXPECT_ROW) return fail(out, mark, id, OUT_GUARD, i);
+        out.push(info.changes);
+        if (flags & STEP_RETURN_ROWS) out.push(undefined, undefined);
       }
     } catch (err) {
       const e = err as { code?: string; message?: string };
-      return { id: job.id, ok: false, kind: 'sqlite', step: i, sqliteCode: e.code ?? 'SQLITE_ERROR', message: e.message ?? String(err) };
+      return fail(out, mark, id, OUT_SQLITE, i, e.code ?? 'SQLITE_ERROR', e.message ?? String(err));
     }
-    if (!step.returnRows) { delete result.rows; }
-    results.push(result);
   }
-  return { id: job.id, ok: true, results };
+  return true;
 }
 
-function guardFail(job: WriteJob, i: number): WriteOutcome {
-  const f = job.steps[i].fail ?? { status: 404, code: 'not_found', message: 'The requested resource was not found.' };
-  return { id: job.id, ok: false, kind: 'guard', step: i, status: f.status, code: f.code, message: f.message, data: f.data };
+/** Replaces what a job appended from `mark` on with its failure outcome; returns false. */
+function fail(out: unknown[], mark: number, id: number, kind: number, step: number, code?: string, message?: string): false {
+  out.length = mark;
+  out.push(id, kind, step);
+  if (kind === OUT_SQLITE) out.push(code, message);
+  return false;
 }
 
 /**
@@ -74,36 +107,32 @@ function guardFail(job: WriteJob, i: number): WriteOutcome {
  * savepoints (two statements a job, about 10 µs of the writer's time saved per job). If any job
  * fails, the whole transaction is rolled back and the group runs again with a savepoint per job,
  * so only the failing jobs roll back; the order is the same, so every job sees what it would have
- * seen. Returns one outcome per job.
+ * seen. Returns the flat outcomes of the group.
  */
-function applyGroup(group: WriteJob[]): WriteOutcome[] {
-  const optimistic: WriteOutcome[] = [];
-  prepare('BEGIN IMMEDIATE').run([]);
+function applyGroup(group: Array<{ batch: unknown[]; at: number }>): unknown[] {
+  let out: unknown[] = [];
+  exec('BEGIN IMMEDIATE');
   let failed = false;
-  for (const job of group) {
-    const out = runJob(job);
-    if (!out.ok) {
+  for (const { batch, at } of group) {
+    if (!runJob(batch, at, out)) {
       failed = true;
       break;
     }
-    optimistic.push(out);
   }
   if (!failed) {
-    prepare('COMMIT').run([]);
-    return optimistic;
+    exec('COMMIT');
+    return out;
   }
-  prepare('ROLLBACK').run([]);
-  const outcomes: WriteOutcome[] = [];
-  prepare('BEGIN IMMEDIATE').run([]);
-  for (const job of group) {
-    prepare('SAVEPOINT job').run([]);
-    const out = runJob(job);
-    if (!out.ok) prepare('ROLLBACK TO job').run([]);
-    prepare('RELEASE job').run([]);
-    outcomes.push(out);
+  exec('ROLLBACK');
+  out = [];
+  exec('BEGIN IMMEDIATE');
+  for (const { batch, at } of group) {
+    exec('SAVEPOINT job');
+    if (!runJob(batch, at, out)) exec('ROLLBACK TO job');
+    exec('RELEASE job');
   }
-  prepare('COMMIT').run([]);
-  return outcomes;
+  exec('COMMIT');
+  return out;
 }
 
 function flush(): void {
@@ -111,7 +140,7 @@ function flush(): void {
   while (queue.length > 0) {
     const group = queue.length > MAX_GROUP ? queue.splice(0, MAX_GROUP) : queue;
     if (group === queue) queue = [];
-    let outcomes: WriteOutcome[];
+    let outcomes: unknown[];
     try {
       outcomes = applyGroup(group);
     } catch (err) {
@@ -119,7 +148,8 @@ function flush(): void {
       try { db.exec('ROLLBACK'); } catch { /* no transaction open */ }
       const message = (err as Error).message ?? String(err);
       const code = (err as { code?: string }).code ?? 'SQLITE_ERROR';
-      outcomes = group.map((job) => ({ id: job.id, ok: false, kind: 'sqlite', step: -1, sqliteCode: code, message }) as WriteOutcome);
+      outcomes = [];
+      for (const { batch, at } of group) outcomes.push(batch[at], OUT_SQLITE, -1, code, message);
     }
     port.postMessage(outcomes);
   }
@@ -143,13 +173,19 @@ try {
   port.postMessage({ ready: false, message: (err as Error).message });
 }
 
-port.on('message', (msg: WriteJob[] | { close: true }) => {
+port.on('message', (msg: unknown[] | { close: true }) => {
   if (!Array.isArray(msg)) {
     closing = true;
     if (!scheduled) flush();
     return;
   }
-  for (const job of msg) queue.push(job);
+  // Index the batch's jobs: the start of each, skipping its steps and their parameters.
+  for (let at = 0; at < msg.length; ) {
+    queue.push({ batch: msg, at });
+    const steps = msg[at + 1] as number;
+    at += 2;
+    for (let i = 0; i < steps; i++) at += 3 + (msg[at + 2] as number);
+  }
   if (!scheduled) {
     scheduled = true;
     setImmediate(flush);

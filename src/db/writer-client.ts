@@ -4,10 +4,10 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../errors/api-error.js';
-import type { StepResult, WriteOutcome, WriteStep, WriterReady } from './write-protocol.js';
+import { OUT_GUARD, OUT_OK, STEP_RETURN_ROWS, encodeJob, stepFlags, type StepResult, type WriteStep, type WriterReady } from './write-protocol.js';
 import { workerScript } from './worker-url.js';
 
-type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void };
+type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };
 
 /** Error of a write that SQLite refused (constraint, schema, I/O). */
 export class WriteError extends Error {
@@ -22,14 +22,17 @@ export class WriterClient {
   private pending = new Map<number, Pending>();
   private closed = false;
   /**
-   * Jobs of one event-loop turn travel to the writer in one message: a postMessage has a fixed
-   * cost (about 10 µs measured) that a create would otherwise pay alone.
+   * Jobs waiting to be sent, as one flat batch (wire format in write-protocol.ts). A postMessage
+   * has a fixed cost (about 5 µs to send, as much to receive, measured) that a create would
+   * otherwise pay alone, so the jobs of one event-loop turn travel together. (Holding jobs back
+   * until the writer answered the previous batch saved a little more, but it would idle the
+   * writer while it waits on the WAL fsync; see workers/writer.ts.)
    */
-  private outbox: Array<{ id: number; steps: WriteStep[] }> = [];
+  private outbox: unknown[] = [];
   private readonly flushOutbox = () => {
-    const jobs = this.outbox;
+    const batch = this.outbox;
     this.outbox = [];
-    if (jobs.length) this.worker.postMessage(jobs);
+    if (batch.length) this.worker.postMessage(batch);
   };
   /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
   onCommit: (() => void) | null = null;
@@ -38,14 +41,17 @@ export class WriterClient {
 
   private constructor(worker: Worker) {
     this.worker = worker;
-    worker.on('message', (msg: WriteOutcome[] | WriterReady | { closed: true }) => {
+    worker.on('message', (msg: unknown[] | WriterReady | { closed: true }) => {
       if (!Array.isArray(msg)) return;
       this.commits++;
       this.onCommit?.();
-      for (const out of msg) this.settle(out);
+      this.settleGroup(msg);
     });
     worker.on('error', (err) => this.failAll(err));
-    worker.on('exit', () => this.failAll(new Error('writer thread exited')));
+    worker.on('exit', () => {
+      this.closed = true; // later writes answer 503 instead of waiting on a thread that is gone
+      this.failAll(new Error('writer thread exited'));
+    });
   }
 
   /** Starts the writer thread on the database file; rejects when it cannot open it. */
@@ -76,9 +82,9 @@ export class WriterClient {
     if (this.closed) return Promise.reject(new ApiError(503, 'overloaded', 'The server is shutting down.'));
     const id = this.nextId++;
     return new Promise<StepResult[]>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.outbox.push({ id, steps });
-      if (this.outbox.length === 1) setImmediate(this.flushOutbox);
+      this.pending.set(id, { resolve, reject, steps });
+      if (this.outbox.length === 0) setImmediate(this.flushOutbox);
+      encodeJob(this.outbox, id, steps);
     });
   }
 
@@ -100,16 +106,47 @@ export class WriterClient {
     await this.worker.terminate();
   }
 
-  private settle(out: WriteOutcome): void {
-    const p = this.pending.get(out.id);
-    if (!p) return;
-    this.pending.delete(out.id);
-    if (out.ok) p.resolve(out.results);
-    else if (out.kind === 'guard') p.reject(new ApiError(out.status, out.code, out.message, out.data ?? {}));
-    else p.reject(new WriteError(out.sqliteCode, out.message, out.step));
+  /** Settles the jobs of one message of outcomes (wire format in write-protocol.ts). */
+  private settleGroup(out: unknown[]): void {
+    let k = 0;
+    while (k < out.length) {
+      const id = out[k] as number;
+      const kind = out[k + 1] as number;
+      k += 2;
+      const p = this.pending.get(id);
+      if (p === undefined) return; // every pending job was failed already (the thread died)
+      if (kind === OUT_OK) {
+        // The step count and which steps return rows are known here, from the job as sent.
+        const steps = p.steps;
+        const results: StepResult[] = [];
+        for (const step of steps) {
+          if (stepFlags(step) & STEP_RETURN_ROWS) {
+            results.push({ changes: out[k] as number, rows: out[k + 1] as unknown[][] | undefined, columns: out[k + 2] as string[] | undefined });
+            k += 3;
+          } else {
+            results.push({ changes: out[k] as number });
+            k += 1;
+          }
+        }
+        this.pending.delete(id);
+        p.resolve(results);
+      } else if (kind === OUT_GUARD) {
+        const step = out[k] as number;
+        k += 1;
+        this.pending.delete(id);
+        const f = p.steps[step]?.fail ?? { status: 404, code: 'not_found', message: 'The requested resource was not found.' };
+        p.reject(new ApiError(f.status, f.code, f.message, f.data ?? {}));
+      } else {
+        const [step, code, message] = [out[k] as number, out[k + 1] as string, out[k + 2] as string];
+        k += 3;
+        this.pending.delete(id);
+        p.reject(new WriteError(code, message, step));
+      }
+    }
   }
 
   private failAll(err: unknown): void {
+    this.outbox = [];
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
   }

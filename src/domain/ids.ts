@@ -1,4 +1,8 @@
-/** Random ids: 15 lowercase alphanumeric characters (≈77 bits), the record id format. */
+/**
+ * Ids: 15 lowercase alphanumeric characters, the record id format. Record ids are time-ordered
+ * ({@link newRecordId}); everything that must not be guessed (session ids, token selectors,
+ * collection ids, file name suffixes) is fully random ({@link newId}, ≈77 bits).
+ */
 import { randomBytes, randomFillSync } from 'node:crypto';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -17,6 +21,7 @@ function nextByte(): number {
   return pool[pos++];
 }
 
+/** A fully random id of `length` characters of [a-z0-9] (≈5.17 bits each). */
 export function newId(length = 15): string {
   let out = '';
   while (out.length < length) {
@@ -24,6 +29,36 @@ export function newId(length = 15): string {
     if (b < 252) out += ALPHABET[b % 36]; // 252 = 7 × 36: rejection keeps the distribution uniform
   }
   return out;
+}
+
+/** Milliseconds since this instant form the time part of record ids (8 base-36 digits last until 2109). */
+const RECORD_ID_EPOCH = Date.UTC(2020, 0, 1);
+let lastMs = -1;
+let lastPrefix = '';
+const suffixesThisMs = new Set<string>();
+
+/**
+ * A new record id: 8 characters of creation time (milliseconds since 2020-01-01 in base 36, so
+ * ids sort by creation under SQLite's binary collation) and 7 random ones (≈36 bits).
+ *
+ * Time order is what keeps creates cheap: a new row's id lands on the last page of the id index
+ * instead of a random one, so a group commit writes one or two index pages instead of one per row
+ * (measured on a 20k-row posts table, 28 rows a commit: writer CPU 34 µs a row against 49–60 µs
+ * with random ids, and 1.5 ms a commit against 2.0–2.8 ms). Ids issued by this process never
+ * repeat: a suffix drawn twice in the same millisecond is drawn again. Ids reveal their creation
+ * time to the millisecond; they are names, not secrets (access is decided by rules).
+ */
+export function newRecordId(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastPrefix = (ms - RECORD_ID_EPOCH).toString(36).padStart(8, '0').slice(-8);
+    suffixesThisMs.clear();
+  }
+  let suffix = newId(7);
+  while (suffixesThisMs.has(suffix)) suffix = newId(7);
+  suffixesThisMs.add(suffix);
+  return lastPrefix + suffix;
 }
 
 /** A random secret of `bytes` bytes as base64url. */

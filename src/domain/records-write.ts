@@ -16,7 +16,7 @@ import { WriteError } from '../db/writer-client.js';
 import { bindValue, type SqlValue } from '../db/bind.js';
 import { encodeValue, nowDate } from './fields/index.js';
 import { q } from './collection-sql.js';
-import { ID_PATTERN, newId, randomToken } from './ids.js';
+import { ID_PATTERN, newRecordId, randomToken } from './ids.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { AUTH_WRITE_STRIPPED } from './auth-fields.js';
 import type { FilePlan, RecordFiles, Uploads } from './record-files.js';
@@ -42,6 +42,7 @@ export interface WriteResult {
 export class RecordWriter {
   /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
   private ruleVerdicts = new Map<string, boolean>();
+  private insertSqls = new Map<string, string>();
 
   constructor(private store: Store, private files?: RecordFiles) {}
 
@@ -58,11 +59,11 @@ export class RecordWriter {
     const cols: string[] = [];
     const vals: SqlValue[] = [];
     const set = (name: string, v: SqlValue) => {
-      cols.push(q(name));
+      cols.push(name);
       vals.push(v);
     };
 
-    let id = newId();
+    let id = newRecordId();
     if (body.id !== undefined && body.id !== '') {
       if (typeof body.id === 'string' && ID_PATTERN.test(body.id)) id = body.id;
       else errors.id = { code: 'validation_pattern', message: 'Must be 15 lowercase letters or digits.' };
@@ -94,7 +95,7 @@ export class RecordWriter {
     if (Object.keys(errors).length) throw ApiError.validation(errors);
 
     const steps: WriteStep[] = [...this.relationGuards(c, body)];
-    steps.push({ sql: `INSERT INTO ${q(c.name)} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, params: vals });
+    steps.push({ sql: this.insertSql(c, cols), params: vals });
     if (check.kind === 'where') {
       if (!RECORD_REF.test(check.sql)) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here
@@ -114,6 +115,22 @@ export class RecordWriter {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     return { row: vals.slice(0, 3 + c.fields.length), passwordChanged: false };
+  }
+
+  /**
+   * The INSERT of a create. Within one schema version of a collection the columns a create sets
+   * are fixed (system columns, every field, auth columns) but for an auth record's optional
+   * password hash, so the column count keys the cached statement text.
+   */
+  private insertSql(c: Collection, cols: string[]): string {
+    const key = `${c.id}\u0000${this.store.registry.version(c.id)}\u0000${cols.length}`;
+    let sql = this.insertSqls.get(key);
+    if (sql === undefined) {
+      sql = `INSERT INTO ${q(c.name)} (${cols.map(q).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
+      if (this.insertSqls.size >= 1000) this.insertSqls.clear();
+      this.insertSqls.set(key, sql);
+    }
+    return sql;
   }
 
   /**
