@@ -3,6 +3,7 @@
  * auth-with-password), delete runs that walk a list of ids, and the check that every answered
  * create is already committed (visible to another connection on the database file).
  */
+import { availableParallelism } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verify } from '@node-rs/argon2';
@@ -28,10 +29,13 @@ function percentile(sorted: number[], p: number): number {
 
 /**
  * Raw `@node-rs/argon2` verify rate of `phc` (a hash the server stored, so the same parameters)
- * with `concurrency` verifications in flight — svc's bound on hashes in flight is 4, and libuv's
- * default thread pool has 4 threads.
+ * with `concurrency` verifications in flight; by default as many as svc runs at once
+ * (src/domain/passwords.ts: one per core, 2 to 4), so both sides use the cores alike.
  */
-export function argon2Probe(phc: string, password: string, concurrency = 4): Probe {
+/** Verifications in flight at once: svc's own bound (src/domain/passwords.ts). */
+export const ARGON2_IN_FLIGHT = Math.max(2, Math.min(4, availableParallelism()));
+
+export function argon2Probe(phc: string, password: string, concurrency = ARGON2_IN_FLIGHT): Probe {
   return async (durationS) => {
     const latencies: number[] = [];
     const t0 = performance.now();

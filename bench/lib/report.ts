@@ -2,6 +2,7 @@
  * Targets and the RESULTS.md rendering of one benchmark run. Every svc figure is a ratio to the
  * bare uWS ceiling measured in the same run; read scenarios also to the Fastify stack.
  */
+import { ARGON2_IN_FLIGHT } from './probes.js';
 import type { MicroResult } from '../micro.js';
 import { pairRatios, type SeriesResult, type Summary } from './measure.js';
 import { median } from './wrk.js';
@@ -193,7 +194,7 @@ export function renderMarkdown(r: RunResult): string {
     if (s.secondary) L.push(seriesRow('↳ the concurrent update load (PATCH, 16 connections)', s.secondary, s.secondary.rps / ceil, '', ''));
   }
   const a2 = seriesOf(r, 'argon2-raw');
-  if (a2) L.push(row(['**reference**: raw @node-rs/argon2 verify, 4 in flight, same hash', f0(a2.summary.rps), f2(a2.summary.p50Ms), f2(a2.summary.p99Ms), '0', '', '', 'in-process, interleaved with 7']));
+  if (a2) L.push(row([`**reference**: raw @node-rs/argon2 verify, ${ARGON2_IN_FLIGHT} in flight (as svc), same hash`, f0(a2.summary.rps), f2(a2.summary.p50Ms), f2(a2.summary.p99Ms), '0', '', '', 'in-process, interleaved with 7']));
   L.push('');
   L.push('Published for context (PocketBase v0.36 on a 2-vCPU ARM server, its own benchmark with a new connection per request; ' +
     '**other hardware, not comparable as ratios**): about 2,600 get-by-id/s, 1,300 list-20/s with skipTotal, 1,400 to 2,000 creates/s, 3,200 auth-refresh/s.', '');

@@ -3,7 +3,7 @@
  * temp data dir, superuser created through the CLI, `serve` on a free port, a tiny JSON client.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -18,6 +18,18 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', 
 
 /** Path of the built CLI entry point. */
 export const CLI_PATH = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+
+/**
+ * The node flags of the `svc` launcher: the arguments after `node` on bin/svc.js's
+ * `#!/usr/bin/env -S node …` line (npm start passes the same; test/launcher.test.ts checks it).
+ * The server is measured started the way users start it.
+ */
+export function launcherNodeArgs(): string[] {
+  const first = readFileSync(join(REPO_ROOT, 'bin', 'svc.js'), 'utf8').split('\n', 1)[0];
+  const m = /^#!\s*\/usr\/bin\/env\s+(?:-S\s+)?node\b(.*)$/.exec(first);
+  if (!m) throw new Error(`bin/svc.js does not start with an env node line: ${first}`);
+  return m[1].trim().split(/\s+/).filter(Boolean);
+}
 
 /** True when the server has been built (`npm run build`). */
 export function svcBuilt(): boolean {
@@ -46,7 +58,7 @@ export interface StartSvcOptions {
   echo?: boolean;
   /** Extra environment for the server. */
   env?: NodeJS.ProcessEnv;
-  /** Node options placed before the CLI path, e.g. `['--cpu-prof', '--cpu-prof-dir=…']`. */
+  /** Node options placed before the CLI path after the launcher's (launcherNodeArgs), e.g. `['--cpu-prof', '--cpu-prof-dir=…']`. */
   nodeArgs?: string[];
   /** The CLI entry to run instead of dist/cli/main.js (e.g. a snapshot of dist). */
   cliPath?: string;
@@ -80,7 +92,7 @@ export async function startSvc(opts: StartSvcOptions = {}): Promise<SvcInstance>
     proc = startProcess(
       'svc serve',
       process.execPath,
-      [...(opts.nodeArgs ?? []), opts.cliPath ?? CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`],
+      [...launcherNodeArgs(), ...(opts.nodeArgs ?? []), opts.cliPath ?? CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`],
       { cwd: REPO_ROOT, env, echo: opts.echo },
     );
     const url = `http://127.0.0.1:${port}`;

@@ -7,10 +7,16 @@ import { hash, verify, Algorithm } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
 import { ApiError } from '../errors/api-error.js';
 
-/** OWASP's argon2id minimum: 19 MiB, 2 passes, 1 lane. */
-const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
-// Each argon2id hash holds 19 MiB while it runs; two at once already keep both cores of the
-// target machine busy, so more in flight would add memory, not throughput.
+/**
+ * argon2id with 12 MiB, 3 passes, 1 lane: one of the configurations the OWASP Password Storage
+ * Cheat Sheet lists as equal in defence to its 19 MiB / 2 passes (they trade memory for passes at
+ * about the same CPU cost). Every hash in flight holds its memory, and two run at once, so this
+ * one keeps 14 MiB less resident at peak than 19 MiB / 2 would for the same verify rate. Stored
+ * hashes carry their own parameters, so hashes made with other settings still verify.
+ */
+const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 12288, timeCost: 3, parallelism: 1 } as const;
+// Two hashes at once already keep both cores of the target machine busy, so more in flight would
+// add memory, not throughput.
 const MAX_IN_FLIGHT = Math.max(2, Math.min(4, availableParallelism()));
 const MAX_WAITING = 1024;
 
