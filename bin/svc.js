@@ -1,13 +1,13 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=100
+#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=50
 // `svc` launcher: runs the compiled CLI when a build exists, else the TypeScript sources via tsx
 // (a fresh checkout works before `npm run build`).
 //
 // The node flags bound the main thread's heap under load (bench/README.md, "Memory"):
 // - the young generation stays at 2 × 4 MB instead of growing to V8's default 2 × 16 MB: about
 //   24 MB less resident, for about 4 µs more scavenging a create;
-// - the old generation may grow to twice what the last full GC left live before the next one,
+// - the old generation may grow to 1.5 times what the last full GC left live before the next one,
 //   instead of up to four times: under 500 connections of creates the old space peaked at 50 MB
-//   with 12 MB live; with this flag at 30 MB, for about 3 µs of full GC a request.
+//   with 12 MB live; with this flag at 26 MB, for about 3 µs of full GC a request.
 // `npm start` passes the same flags; the benchmark starts the server with the flags of this line.
 import { existsSync } from 'node:fs';
 

@@ -15,7 +15,7 @@ const execFileP = promisify(execFile);
 test('the launcher line bounds the heap, and npm start passes the same flags', () => {
   const flags = launcherNodeArgs();
   assert.ok(flags.includes('--max-semi-space-size=4'), `launcher flags: ${flags.join(' ')}`);
-  assert.ok(flags.includes('--heap-growing-percent=100'), `launcher flags: ${flags.join(' ')}`);
+  assert.ok(flags.includes('--heap-growing-percent=50'), `launcher flags: ${flags.join(' ')}`);
   const start = JSON.parse(readFileSync(`${REPO_ROOT}/package.json`, 'utf8')).scripts.start as string;
   assert.equal(start, `node ${flags.join(' ')} dist/cli/main.js serve`);
 });

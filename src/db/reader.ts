@@ -50,7 +50,7 @@ export class Reader {
       // while no expensive read comes (minThreads 0): an idle worker holds about 12 MB (isolate,
       // connection, page cache), and most workloads never send one; the first pays the start
       // of the worker (tens of ms), later ones find it warm until it idles for a minute.
-      this.pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 60_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+      this.pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 60_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     }
   }
 

@@ -57,7 +57,7 @@ export class WriterClient {
   /** Starts the writer thread on the database file; rejects when it cannot open it. */
   static async start(path: string, busyTimeoutMs = 5000): Promise<WriterClient> {
     const { file, execArgv } = workerScript('writer');
-    const worker = new Worker(file, { workerData: { path, busyTimeoutMs }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    const worker = new Worker(file, { workerData: { path, busyTimeoutMs }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     const ready = await new Promise<WriterReady>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
