@@ -3,11 +3,12 @@ import { ApiError } from '../errors/api-error.js';
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import { query } from './request.js';
-import { recordWriteBody } from './multipart.js';
+import { jsonBody, query } from './request.js';
+import { isMultipart, recordWriteBody } from './multipart.js';
 import type { Principal } from '../domain/access.js';
 import type { Collection } from '../domain/types.js';
 import { hidePrivate, readShape, type ReadShape } from '../domain/records-read.js';
+import { project } from '../domain/projection.js';
 import { stripServerManaged } from '../domain/records-write.js';
 
 const BASE = '/api/collections/:col/records';
@@ -17,12 +18,13 @@ export function recordRoutes(ctx: ApiContext): Route[] {
   const { store, reads, writes, auth } = ctx;
 
   /** Serializes one stored row as the response record (private fields hidden, expand, fields). */
-  const respond = async (status: number, c: Collection, row: unknown[], principal: Principal | null, shape: ReadShape, headers?: Array<[string, string]>): Promise<Reply> => {
+  const respond = (status: number, c: Collection, row: unknown[], principal: Principal | null, shape: ReadShape, headers?: Array<[string, string]>): Reply | Promise<Reply> => {
     const codec = store.codec(c);
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);
-    const [out] = await reads.finish(c, [rec], principal, shape);
-    return json(status, codec.stringify(out), headers);
+    // Only expand needs to wait; without it the reply is built at once (no extra async frame).
+    if (!shape.expand) return json(status, codec.stringify(shape.projection ? project(rec, shape.projection) : rec), headers);
+    return reads.finish(c, [rec], principal, shape).then(([out]) => json(status, codec.stringify(out), headers));
   };
 
   /** A record's rendered body and stored row from the record cache, read and cached on a miss; 404 when absent. */
@@ -87,7 +89,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'post', pattern: BASE, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        const input = await recordWriteBody(req, c); // JSON or multipart with files
+        const input = isMultipart(req) ? await recordWriteBody(req, c) : { body: jsonBody(req), uploads: null }; // JSON or multipart with files
         const body = stripServerManaged(c, input.body);
         const { row } = await writes.create(c, principal, body, input.uploads);
         return respond(201, c, row, principal, readShape(query(req)));

@@ -43,6 +43,7 @@ export class RecordWriter {
   /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
   private ruleVerdicts = new Map<string, boolean>();
   private insertSqls = new Map<string, string>();
+  private guards = new Map<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>();
 
   constructor(private store: Store, private files?: RecordFiles) {}
 
@@ -220,15 +221,21 @@ export class RecordWriter {
    * Runs a write job with its file changes: new files are written first (under a sweep hold);
    * after the commit the files the record dropped are deleted, after a failure the new ones.
    */
-  private async withFiles<T>(c: Collection, id: string, plan: FilePlan | null, job: () => Promise<T>): Promise<T> {
+  private withFiles<T>(c: Collection, id: string, plan: FilePlan | null, job: () => Promise<T>): Promise<T> {
+    // Without files the job's own promise is returned: no extra async frame a write.
     if (!plan || !this.files) return job();
-    const release = await this.files.writeNew(c, id, plan);
+    return this.withFileChanges(c, id, plan, job);
+  }
+
+  private async withFileChanges<T>(c: Collection, id: string, plan: FilePlan, job: () => Promise<T>): Promise<T> {
+    const files = this.files!;
+    const release = await files.writeNew(c, id, plan);
     try {
       const out = await job();
-      await this.files.committed(c, id, plan);
+      await files.committed(c, id, plan);
       return out;
     } catch (err) {
-      await this.files.failed(c, id, plan);
+      await files.failed(c, id, plan);
       throw err;
     } finally {
       release();
@@ -310,28 +317,40 @@ export class RecordWriter {
       if (!ids.length) continue;
       const target = this.store.registry.byId(String(f.options.collectionId));
       if (!target) continue;
-      steps.push({
-        sql: `SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target.name)} WHERE "id" IN (${ids.map(() => '?').join(',')})) = ?`,
-        params: [...ids, ids.length],
-        expect: 'row',
-        fail: { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { [f.name]: { code: 'validation_not_found', message: isMulti(f) ? 'One or more related records do not exist.' : 'The related record does not exist.' } } },
-      });
+      const guard = this.relationGuard(target.name, f, ids.length);
+      steps.push({ sql: guard.sql, params: [...ids, ids.length], expect: 'row', fail: guard.fail });
     }
     return steps;
   }
 
-  private async run(steps: WriteStep[]) {
-    for (const s of steps) s.params = s.params.map(bindValue);
-    try {
-      return await this.store.writer.write(steps);
-    } catch (err) {
-      if (err instanceof WriteError && err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
-        const m = /constraint failed: \S+?\.(\w+)/.exec(err.message);
-        throw ApiError.conflict(m ? `The value of "${m[1]}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
-      }
-      throw err;
+  /** The statement and failure of a relation guard, built once per target, field and id count. */
+  private relationGuard(target: string, f: Field, count: number): { sql: string; fail: NonNullable<WriteStep['fail']> } {
+    const key = `${target}\u0000${f.name}\u0000${isMulti(f) ? 'n' : '1'}\u0000${count}`;
+    let g = this.guards.get(key);
+    if (g === undefined) {
+      g = {
+        sql: `SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target)} WHERE "id" IN (${Array.from({ length: count }, () => '?').join(',')})) = ?`,
+        fail: { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { [f.name]: { code: 'validation_not_found', message: isMulti(f) ? 'One or more related records do not exist.' : 'The related record does not exist.' } } },
+      };
+      if (this.guards.size >= 1000) this.guards.clear();
+      this.guards.set(key, g);
     }
+    return g;
   }
+
+  private run(steps: WriteStep[]) {
+    for (const s of steps) s.params = s.params.map(bindValue);
+    return this.store.writer.write(steps).catch(conflictError);
+  }
+}
+
+/** A constraint failure of a write job as 409 (which field, when SQLite names it); other errors as they are. */
+function conflictError(err: unknown): never {
+  if (err instanceof WriteError && err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
+    const m = /constraint failed: \S+?\.(\w+)/.exec(err.message);
+    throw ApiError.conflict(m ? `The value of "${m[1]}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
+  }
+  throw err;
 }
 
 /** Keys of a write body a client may never set directly on auth records (stripped, not rejected). */
