@@ -313,7 +313,8 @@ export class RecordWriter {
     for (const f of c.fields) {
       if (f.type !== 'relation' || !(f.name in body)) continue;
       const v = body[f.name];
-      const ids = [...new Set((Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string' && x !== ''))];
+      // A single id (the common case) needs no de-duplication.
+      const ids = typeof v === 'string' ? (v === '' ? [] : [v]) : [...new Set((Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string' && x !== ''))];
       if (!ids.length) continue;
       const target = this.store.registry.byId(String(f.options.collectionId));
       if (!target) continue;

@@ -196,11 +196,13 @@ export class HttpServer {
       for (const [k, v] of CORS) res.writeHeader(k, v);
       if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
       if (this.draining) res.writeHeader('Connection', 'close');
-      const length = reply.stream ? reply.stream.size : reply.body.length === 0 ? 0 : Buffer.byteLength(reply.body);
-      if (length > 0) res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
+      // A string body is non-empty exactly when its UTF-8 length is; the byte count itself is
+      // needed only for HEAD (uWS measures what it sends).
+      const nonEmpty = reply.stream ? reply.stream.size > 0 : reply.body.length > 0;
+      if (nonEmpty) res.writeHeader('Content-Type', reply.contentType ?? 'application/json');
       // HEAD reports the length of the body it leaves out (a header, because endWithoutBody(length)
       // leaves the response unfinished in uWS 20.30 and uWS then aborts the process).
-      if (req.method === 'HEAD' && length > 0 && reply.status !== 304) res.writeHeader('Content-Length', String(length));
+      if (req.method === 'HEAD' && nonEmpty && reply.status !== 304) res.writeHeader('Content-Length', String(reply.stream ? reply.stream.size : Buffer.byteLength(reply.body)));
       if (bodiless) res.endWithoutBody();
       else if (!stream) res.end(reply.body);
     });
@@ -320,7 +322,8 @@ function readHeaders(r: UWS.HttpRequest, body: boolean, file: boolean): RequestH
   };
   if (body) {
     h.contentType = r.getHeader('content-type');
-    h.csrf = r.getHeader('x-csrf-token');
+    // The CSRF token only matters next to a cookie credential (auth-service.ts).
+    if (h.cookie) h.csrf = r.getHeader('x-csrf-token');
     h.userAgent = r.getHeader('user-agent');
     h.forwardedFor = r.getHeader('x-forwarded-for');
     h.realIp = r.getHeader('x-real-ip');
