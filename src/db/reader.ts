@@ -49,8 +49,9 @@ export class Reader {
       // once, and the default (16 MiB semi-spaces) mostly adds resident memory. No thread is kept
       // while no expensive read comes (minThreads 0): an idle worker holds about 12 MB (isolate,
       // connection, page cache), and most workloads never send one; the first pays the start
-      // of the worker (tens of ms), later ones find it warm until it idles for a minute.
-      this.pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 60_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+      // of the worker (tens of ms), later ones find it warm until it idles for 20 seconds (a
+      // burst of heavy reads keeps it; a quiet spell gives its memory back).
+      this.pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 20_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     }
   }
 
