@@ -25,8 +25,8 @@ export class WriterClient {
    * Jobs waiting to be sent, as one flat batch (wire format in write-protocol.ts). A postMessage
    * has a fixed cost (about 5 µs to send, as much to receive, measured) that a create would
    * otherwise pay alone, so the jobs of one event-loop turn travel together. (Holding jobs back
-   * until the writer answered the previous batch saved a little more, but it would idle the
-   * writer while it waits on the WAL fsync; see workers/writer.ts.)
+   * until the writer answered the previous batch, one message a group, measured no faster: the
+   * writer then waits on the main thread between groups. bench/README.md, "Create".)
    */
   private outbox: unknown[] = [];
   private readonly flushOutbox = () => {
