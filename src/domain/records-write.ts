@@ -339,8 +339,12 @@ export class RecordWriter {
     return g;
   }
 
+  /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
   private run(steps: WriteStep[]) {
-    for (const s of steps) s.params = s.params.map(bindValue);
+    for (const s of steps) {
+      const p = s.params;
+      for (let i = 0; i < p.length; i++) p[i] = bindValue(p[i]);
+    }
     return this.store.writer.write(steps).catch(conflictError);
   }
 }
