@@ -92,6 +92,9 @@ test('the collector deletes expired rows on its interval and at startup', async 
   const deadline = Date.now() + 5000;
   while (rowsInDb(srv.dataDir, 'notes').includes(id) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
   assert.ok(!rowsInDb(srv.dataDir, 'notes').includes(id), 'expired row deleted by the periodic collector');
+  // The delete is visible to another connection at COMMIT; the server logs it once the writer's
+  // answer reaches the main thread, a moment later.
+  while (!/deleted \d+ expired row/.test(srv.stderr()) && Date.now() < deadline + 2000) await new Promise((res) => setTimeout(res, 50));
   assert.match(srv.stderr(), /deleted \d+ expired row/);
 });
 
