@@ -157,6 +157,10 @@ test('SERVICE_ENCRYPTION_KEY is used instead of a key file; a different key cann
     const r = await s.api('GET', `/api/collections/vault/records/${id}`);
     assert.equal(r.status, 200);
     assert.equal(r.body.pin, null, 'another key reads null, never ciphertext');
+    // The warning is written before the reply, but the server's stderr reaches this process on
+    // its own stream: give it a moment.
+    const until = Date.now() + 2000;
+    while (!/cannot decrypt/.test(s.stderr()) && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
     assert.match(s.stderr(), /cannot decrypt/);
   } finally {
     await s.stop();
