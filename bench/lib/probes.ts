@@ -3,7 +3,7 @@
  * auth-with-password), delete runs that walk a list of ids, and the check that every answered
  * create is already committed (visible to another connection on the database file).
  */
-import { availableParallelism } from 'node:os';
+import { MAX_IN_FLIGHT } from '../../src/domain/passwords.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verify } from '@node-rs/argon2';
@@ -32,8 +32,8 @@ function percentile(sorted: number[], p: number): number {
  * with `concurrency` verifications in flight; by default as many as svc runs at once
  * (src/domain/passwords.ts: one per core, 2 to 4), so both sides use the cores alike.
  */
-/** Verifications in flight at once: svc's own bound (src/domain/passwords.ts). */
-export const ARGON2_IN_FLIGHT = Math.max(2, Math.min(4, availableParallelism()));
+/** Verifications in flight at once: svc's own bound. */
+export const ARGON2_IN_FLIGHT = MAX_IN_FLIGHT;
 
 export function argon2Probe(phc: string, password: string, concurrency = ARGON2_IN_FLIGHT): Probe {
   return async (durationS) => {

@@ -36,6 +36,31 @@ export function svcBuilt(): boolean {
   return existsSync(CLI_PATH);
 }
 
+/** The superuser every benchmark data directory gets unless told otherwise. */
+export const BENCH_EMAIL = 'bench@example.com';
+export const BENCH_PASSWORD = 'bench-password-123';
+
+/**
+ * A new temp data directory (`svc-bench-<tag>…`) with a superuser made by `svc superuser create`
+ * (`cliPath`: another CLI entry, e.g. a snapshot of dist). The directory is removed again when the
+ * CLI fails, and the error carries its output.
+ */
+export async function newDataDir(tag = '', email = BENCH_EMAIL, password = BENCH_PASSWORD, env: NodeJS.ProcessEnv = process.env, cliPath?: string): Promise<string> {
+  const dataDir = await mkdtemp(join(tmpdir(), `svc-bench-${tag}`));
+  try {
+    await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], env, cliPath);
+  } catch (err) {
+    await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return dataDir;
+}
+
+/** The node arguments of `svc serve` on a port and data directory, started as the launcher starts it. */
+function serveArgs(port: number, dataDir: string, opts: { nodeArgs?: string[]; cliPath?: string; logLevel?: string; extra?: string[] } = {}): string[] {
+  return [...launcherNodeArgs(), ...(opts.nodeArgs ?? []), opts.cliPath ?? CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`, ...(opts.extra ?? [])];
+}
+
 /** A running svc server with a throw-away data directory. */
 export interface SvcInstance {
   /** Base URL, e.g. http://127.0.0.1:41234 */
@@ -76,25 +101,19 @@ export interface StartSvcOptions {
  */
 export async function startSvc(opts: StartSvcOptions = {}): Promise<SvcInstance> {
   if (!svcBuilt()) throw new Error(`${CLI_PATH} is missing; run \`npm run build\` first`);
-  const email = opts.email ?? 'bench@example.com';
-  const password = opts.password ?? 'bench-password-123';
+  const email = opts.email ?? BENCH_EMAIL;
+  const password = opts.password ?? BENCH_PASSWORD;
   const owned = opts.dataDir === undefined;
-  const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-bench-')));
   const env = { ...process.env, ...opts.env };
+  const dataDir = opts.dataDir ?? (await newDataDir('', email, password, env, opts.cliPath));
   let proc: ManagedProcess | undefined;
   const cleanup = async (): Promise<void> => {
     await proc?.stop();
     if (owned) await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    if (owned) await runCli(['superuser', 'create', `--email=${email}`, `--password=${password}`, `--data-dir=${dataDir}`], env, opts.cliPath);
     const port = await freePort();
-    proc = startProcess(
-      'svc serve',
-      process.execPath,
-      [...launcherNodeArgs(), ...(opts.nodeArgs ?? []), opts.cliPath ?? CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, `--log-level=${opts.logLevel ?? 'warn'}`],
-      { cwd: REPO_ROOT, env, echo: opts.echo },
-    );
+    proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, opts), { cwd: REPO_ROOT, env, echo: opts.echo });
     const url = `http://127.0.0.1:${port}`;
     await waitForHttp(`${url}/api/health`, proc);
     let stopped = false;
@@ -189,7 +208,7 @@ export class SvcClient {
  */
 export async function serveDataDir(dataDir: string, extraArgs: string[] = []): Promise<{ url: string; proc: ManagedProcess }> {
   const port = await freePort();
-  const proc = startProcess('svc serve', process.execPath, [CLI_PATH, 'serve', `--http=127.0.0.1:${port}`, `--data-dir=${dataDir}`, '--log-level=warn', ...extraArgs], { cwd: REPO_ROOT });
+  const proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, { extra: extraArgs }), { cwd: REPO_ROOT });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/api/health`, proc);
   return { url, proc };

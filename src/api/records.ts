@@ -7,8 +7,7 @@ import { jsonBody, query } from './request.js';
 import { isMultipart, recordWriteBody } from './multipart.js';
 import type { Principal } from '../domain/access.js';
 import type { Collection } from '../domain/types.js';
-import { hidePrivate, readShape, type ReadShape } from '../domain/records-read.js';
-import { project } from '../domain/projection.js';
+import { hidePrivate, projected, readShape, type ReadShape } from '../domain/records-read.js';
 import { stripServerManaged } from '../domain/records-write.js';
 
 const BASE = '/api/collections/:col/records';
@@ -23,7 +22,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);
     // Only expand needs to wait; without it the reply is built at once (no extra async frame).
-    if (!shape.expand) return json(status, codec.stringify(shape.projection ? project(rec, shape.projection) : rec), headers);
+    if (!shape.expand) return json(status, codec.stringify(projected(rec, shape)), headers);
     return reads.finish(c, [rec], principal, shape).then(([out]) => json(status, codec.stringify(out), headers));
   };
 

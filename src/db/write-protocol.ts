@@ -51,7 +51,7 @@ export const OUT_GUARD = 1;
 export const OUT_SQLITE = 2;
 
 /** The wire flags of a step. */
-export function stepFlags(step: WriteStep): number {
+function stepFlags(step: WriteStep): number {
   return (step.expect === 'row' ? STEP_EXPECT_ROW : step.expect === 'change' ? STEP_EXPECT_CHANGE : 0) | (step.returnRows ? STEP_RETURN_ROWS : 0);
 }
 

@@ -4,7 +4,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../errors/api-error.js';
-import { OUT_GUARD, OUT_OK, STEP_RETURN_ROWS, encodeJob, stepFlags, type StepResult, type WriteStep, type WriterReady } from './write-protocol.js';
+import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from './write-protocol.js';
 import { workerScript } from './worker-url.js';
 
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };
@@ -120,7 +120,7 @@ export class WriterClient {
         const steps = p.steps;
         const results: StepResult[] = [];
         for (const step of steps) {
-          if (stepFlags(step) & STEP_RETURN_ROWS) {
+          if (step.returnRows) {
             results.push({ changes: out[k] as number, rows: out[k + 1] as unknown[][] | undefined, columns: out[k + 2] as string[] | undefined });
             k += 3;
           } else {

@@ -51,6 +51,11 @@ export function readShape(qs: URLSearchParams): ReadShape {
   return { expand: parseExpand(qs.get('expand')), projection: parseProjection(qs.get('fields')) };
 }
 
+/** `rec` under the shape's projection (`fields`), or `rec` itself when there is none; expand is the caller's. */
+export function projected(rec: Record<string, unknown>, shape: ReadShape): Record<string, unknown> {
+  return shape.projection ? project(rec, shape.projection) : rec;
+}
+
 const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
 
 /** Offset and cursor paging on, full-text search on, vector off, stateless cursor tokens. */
@@ -99,7 +104,7 @@ export class RecordReader {
   /** Applies expand and projection to a set of records of `c`. */
   async finish(c: Collection, recs: Record<string, unknown>[], principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>[]> {
     if (shape.expand && recs.length) await this.expand(c, recs, shape.expand, principal, 0);
-    return shape.projection ? recs.map((r) => project(r, shape.projection!)) : recs;
+    return shape.projection ? recs.map((r) => projected(r, shape)) : recs;
   }
 
   /** Synchronous view for the fast path (no expand): returns null when expand is requested. */
@@ -124,7 +129,7 @@ export class RecordReader {
     if (!row) throw ApiError.notFound();
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);
-    return shape.projection ? project(rec, shape.projection) : rec;
+    return projected(rec, shape);
   }
 
   /** `{view, update, delete}` for a record the caller can view (404 otherwise). */
