@@ -102,6 +102,27 @@ test('record lifecycle: create 201, view, partial PATCH, delete 204, then 404 ev
   assertError(await srv.api('GET', `/api/collections/things/records/${id}`, { token: su }), 404, 'not_found');
 });
 
+test('create reply honours ?fields and ?expand; a create rule on request data alone is decided per caller', async () => {
+  const f = await srv.api('POST', '/api/collections/cities/records?fields=id,name', { body: { name: 'Lyon', country: fr.id } });
+  assert.equal(f.status, 201, f.text);
+  assert.deepEqual(Object.keys(f.body).sort(), ['id', 'name']);
+  const stored = await srv.api('GET', `/api/collections/cities/records/${f.body.id}`);
+  assert.equal(stored.body.country, fr.id, 'the projection shapes the reply, not what is stored');
+
+  const e = await srv.api('POST', '/api/collections/cities/records?expand=country', { body: { name: 'Bonn', country: de.id } });
+  assert.equal(e.status, 201, e.text);
+  assert.equal(e.body.expand?.country?.name, 'Germany');
+
+  await srv.createCollection({ name: 'notes_gated', type: 'base', fields: [{ name: 'text', type: 'text' }], createRule: "@request.auth.id != ''", viewRule: '@public' });
+  assertError(await srv.api('POST', '/api/collections/notes_gated/records', { body: { text: 'anon' } }), 403, 'forbidden');
+  const ok = await srv.api('POST', '/api/collections/notes_gated/records', { token: alice.token, body: { text: 'signed in' } });
+  assert.equal(ok.status, 201, ok.text);
+  // the verdict is cached per caller: an anonymous create after a signed-in one is still refused
+  assertError(await srv.api('POST', '/api/collections/notes_gated/records', { body: { text: 'anon again' } }), 403, 'forbidden');
+  const list = await srv.api('GET', `/api/collections/notes_gated/records`, { token: su });
+  assert.deepEqual(list.body.items.map((r: any) => r.text), ['signed in'], 'refused creates wrote nothing');
+});
+
 test('record ids: a valid client id is honoured, a duplicate is 409, an invalid one is 400 data.id', async (t) => {
   const r = await srv.api('POST', '/api/collections/things/records', { body: { id: 'abcdefghij12345', name: 'mine' } });
   assert.equal(r.status, 201, r.text);

@@ -51,6 +51,14 @@ test('text: min / max count code points, pattern', () => {
   assert.equal(code(p, 'Abc'), 'validation_pattern');
   assert.equal(code(p, 'abc1'), 'validation_pattern');
   assert.equal(enc(field('text', { pattern: 'b' }), 'abc'), 'abc'); // unanchored
+  // bounds near the UTF-16 length still count code points (the count is skipped only when it cannot matter)
+  assert.equal(code(field('text', { min: 3 }), '😀😀'), 'validation_min'); // 4 units, 2 code points
+  assert.equal(enc(field('text', { min: 2 }), '😀😀'), '😀😀');
+  assert.equal(enc(field('text', { max: 4 }), '😀😀😀'), '😀😀😀'); // 6 units, 3 code points
+  assert.equal(code(field('text', { max: 2 }), '😀😀😀'), 'validation_max');
+  assert.equal(enc(field('text', { max: 480 }), 'x'.repeat(480)), 'x'.repeat(480));
+  assert.equal(code(field('text', { max: 480 }), 'x'.repeat(481)), 'validation_max');
+  assert.equal(code(field('text', { min: 241 }), 'x'.repeat(240)), 'validation_min');
   const one = encodeValue(field('text', { min: 1, max: 1 }), 'ab', 'create');
   assert.ok('error' in one && one.error.message === 'Must be at most 1 character.');
 });

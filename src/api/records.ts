@@ -85,13 +85,21 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       },
     },
     {
-      method: 'post', pattern: BASE, handler: async (req) => {
+      method: 'post', pattern: BASE, handler: (req) => {
         const c = store.collection(req.params[0]);
-        const principal = await auth.resolve(req);
-        const input = isMultipart(req) ? await recordWriteBody(req, c) : { body: jsonBody(req), uploads: null }; // JSON or multipart with files
-        const body = stripServerManaged(c, input.body);
-        const { row } = await writes.create(c, principal, body, input.uploads);
-        return respond(201, c, row, principal, readShape(query(req)));
+        const principal = auth.resolve(req);
+        // The reply's shape (`fields`, `expand`); no query string (the common create) parses nothing.
+        const shape = req.query === '' ? NO_SHAPE : readShape(query(req));
+        if (principal instanceof Promise || isMultipart(req)) {
+          return (async () => {
+            const p = await principal;
+            const input = await recordWriteBody(req, c); // JSON or multipart with files
+            const { row } = await writes.create(c, p, stripServerManaged(c, input.body), input.uploads);
+            return respond(201, c, row, p, shape);
+          })();
+        }
+        // A JSON body from a resolved caller: no async frame (the hot path of scenario 5).
+        return writes.create(c, principal, stripServerManaged(c, jsonBody(req))).then(({ row }) => respond(201, c, row, principal, shape));
       },
     },
     {

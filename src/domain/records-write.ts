@@ -30,7 +30,23 @@ const RECORD_REF = /\br\./;
 const CREATE_DENIED = () => new ApiError(403, 'forbidden', 'You are not allowed to create this record.');
 
 const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** True when `o` has an own enumerable key (no key array built). */
+function hasKeys(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
+}
 const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
+
+/** A validated create before its write job (see RecordWriter.prepareCreate). */
+interface CreateDraft {
+  id: string;
+  check: ReturnType<Store['rules']['check']>;
+  /** columns and values in INSERT order */
+  cols: string[];
+  vals: SqlValue[];
+  /** the new password to hash (auth records), or null */
+  password: string | null;
+}
 
 export interface WriteResult {
   /** the stored row as selected by the codec's columns */
@@ -50,58 +66,83 @@ export class RecordWriter {
   /**
    * Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts.
    * `uploads`: files of a multipart body by form name (see record-files.ts).
+   *
+   * A record of a base collection without file changes (the hot path) is validated synchronously
+   * and becomes one write job at once: no async frame holds the request's state while it waits
+   * for the group commit. Auth records (password hashing) and file changes take the async path.
    */
-  async create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
-    if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
+    try {
+      if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+      if (c.type !== 'auth' && !this.files?.touches(c, body, uploads)) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.createAsync(c, principal, body, uploads);
+  }
+
+  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null): Promise<WriteResult> {
+    const errors: Errors = {};
+    const filePlan = this.files?.touches(c, body, uploads) ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
+    const draft = this.prepareCreate(c, principal, body, filePlan, errors);
+    if (draft.password !== null) {
+      draft.cols.push('passwordHash');
+      draft.vals.push(await hashPassword(draft.password));
+    }
+    return this.insert(c, draft, body, filePlan);
+  }
+
+  /**
+   * The validated row of a create, without the password hash (hashing is async): 403 on a denied
+   * create rule, 400 with every field error (those already in `errors` included).
+   */
+  private prepareCreate(c: Collection, principal: Principal | null, body: Body, filePlan: FilePlan | null, errors: Errors): CreateDraft {
     const check = this.store.rules.check(c, 'createRule', principal, body, 'POST');
     if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
     const superuser = !!principal?.superuser;
-    const errors: Errors = {};
-    const cols: string[] = [];
-    const vals: SqlValue[] = [];
-    const set = (name: string, v: SqlValue) => {
-      cols.push(name);
-      vals.push(v);
-    };
-
     let id = newRecordId();
     if (body.id !== undefined && body.id !== '') {
       if (typeof body.id === 'string' && ID_PATTERN.test(body.id)) id = body.id;
       else errors.id = { code: 'validation_pattern', message: 'Must be 15 lowercase letters or digits.' };
     }
     const now = nowDate();
-    set('id', id);
-    set('created', now);
-    set('updated', now);
-    const filePlan = this.files?.touches(c, body, uploads) ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
-
+    const cols: string[] = ['id', 'created', 'updated'];
+    const vals: SqlValue[] = [id, now, now];
     for (const f of c.fields) {
       if (f.type === 'autodate') {
-        set(f.name, f.options.onCreate === false ? null : now);
+        cols.push(f.name);
+        vals.push(f.options.onCreate === false ? null : now);
         continue;
       }
       let input = f.type === 'file' && filePlan ? filePlan.values.get(f.name) : body[f.name];
       if (c.type === 'auth' && f.name === 'verified' && !superuser) input = false; // forced false on signup
       const res = encodeValue(f, input, 'create');
       if ('error' in res) errors[f.name] = res.error;
-      else set(f.name, f.options.encrypted ? encryptStored(c.id, f.id, id, res.value) : res.value);
+      else {
+        cols.push(f.name);
+        vals.push(f.options.encrypted ? encryptStored(c.id, f.id, id, res.value) : res.value);
+      }
     }
-
+    let password: string | null = null;
     if (c.type === 'auth') {
-      const pw = this.checkNewPassword(c, body, errors);
-      set('tokenKey', randomToken(24));
-      set('token_epoch', 0);
-      if (pw !== null && !Object.keys(errors).length) set('passwordHash', await hashPassword(pw));
+      password = this.checkNewPassword(c, body, errors);
+      cols.push('tokenKey', 'token_epoch');
+      vals.push(randomToken(24), 0);
     }
-    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    if (hasKeys(errors)) throw ApiError.validation(errors);
+    return { id, check, cols, vals, password };
+  }
 
-    const steps: WriteStep[] = [...this.relationGuards(c, body)];
+  /** Queues the INSERT of a prepared create with its relation and create-rule guards. */
+  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null): Promise<WriteResult> {
+    const { id, check, cols, vals } = draft;
+    const steps: WriteStep[] = this.relationGuards(c, body);
     steps.push({ sql: this.insertSql(c, cols), params: vals });
     if (check.kind === 'where') {
       if (!RECORD_REF.test(check.sql)) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here
         // on the read connection, and the writer thread (the throughput limit) does not see it.
-        if (!this.requestRuleHolds(check.sql, check.params.map(bindValue))) throw CREATE_DENIED();
+        if (!this.requestRuleHolds(check.sql, check.params)) throw CREATE_DENIED();
       } else {
         steps.push({
           sql: `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ? AND (${check.sql})`,
@@ -111,11 +152,13 @@ export class RecordWriter {
         });
       }
     }
-    await this.withFiles(c, id, filePlan, () => this.run(steps));
-    this.store.rowsAdded(c.id);
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
-    return { row: vals.slice(0, 3 + c.fields.length), passwordChanged: false };
+    const row = vals.slice(0, 3 + c.fields.length);
+    return this.withFiles(c, id, filePlan, () => this.queue(steps)).then(() => {
+      this.store.rowsAdded(c.id);
+      return { row, passwordChanged: false };
+    }, conflictError);
   }
 
   /**
@@ -138,8 +181,14 @@ export class RecordWriter {
    * The verdict of a rule that reads no record: a pure function of its SQL and bound values, so it
    * is cached by them (bounded) and SQLite is asked once per distinct caller, not once per create.
    */
-  private requestRuleHolds(sql: string, params: SqlValue[]): boolean {
-    const key = `${sql}\u0000${params.map((p) => `${typeof p}:${String(p)}`).join('\u0001')}`;
+  private requestRuleHolds(sql: string, raw: SqlValue[]): boolean {
+    let key = sql;
+    const params: SqlValue[] = [];
+    for (const r of raw) {
+      const p = bindValue(r);
+      params.push(p);
+      key += `\u0000${typeof p}:${String(p)}`;
+    }
     let v = this.ruleVerdicts.get(key);
     if (v === undefined) {
       v = !!this.store.reader.get(`SELECT 1 WHERE (${sql})`, params);
@@ -339,13 +388,18 @@ export class RecordWriter {
     return g;
   }
 
-  /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
+  /** Queues `steps`; constraint failures answer 409 (see conflictError). */
   private run(steps: WriteStep[]) {
+    return this.queue(steps).catch(conflictError);
+  }
+
+  /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
+  private queue(steps: WriteStep[]) {
     for (const s of steps) {
       const p = s.params;
       for (let i = 0; i < p.length; i++) p[i] = bindValue(p[i]);
     }
-    return this.store.writer.write(steps).catch(conflictError);
+    return this.store.writer.write(steps);
   }
 }
 

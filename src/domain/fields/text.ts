@@ -64,10 +64,14 @@ function encodeLengthChecked(field: Field, input: unknown): EncodeResult {
   if (typeof input !== 'string') return fail('type', 'Must be a string.');
   if (input === '') return emptyValue(field, '');
   const { min, max, pattern } = field.options;
-  const len = codePointLength(input);
-  if (typeof min === 'number' && len < min) return fail('min', `Must be at least ${plural(min, 'character')}.`);
-  if (typeof max === 'number' && max > 0 && len > max) {
-    return fail('max', `Must be at most ${plural(max, 'character')}.`);
+  // A string has between length/2 and length code points, so the count is needed only when a bound
+  // falls inside that range (long texts are the common input; counting walks every character).
+  const hasMin = typeof min === 'number' && min * 2 > input.length;
+  const hasMax = typeof max === 'number' && max > 0 && max < input.length;
+  if (hasMin || hasMax) {
+    const len = codePointLength(input);
+    if (hasMin && len < min) return fail('min', `Must be at least ${plural(min, 'character')}.`);
+    if (hasMax && len > max) return fail('max', `Must be at most ${plural(max, 'character')}.`);
   }
   if (field.type === 'text' && typeof pattern === 'string' && pattern !== '') {
     const re = compilePattern(pattern);
