@@ -4,7 +4,7 @@ import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody, query } from './request.js';
-import { isMultipart, recordWriteBody } from './multipart.js';
+import { isMultipart, recordWriteBody, type WriteBody } from './multipart.js';
 import type { Principal } from '../domain/access.js';
 import type { Collection } from '../domain/types.js';
 import { hidePrivate, projected, readShape, type ReadShape } from '../domain/records-read.js';
@@ -90,16 +90,12 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const principal = auth.resolve(req);
         // The reply's shape (`fields`, `expand`); no query string (the common create) parses nothing.
         const shape = req.query === '' ? NO_SHAPE : readShape(query(req));
-        if (principal instanceof Promise || isMultipart(req)) {
-          return (async () => {
-            const p = await principal;
-            const input = await recordWriteBody(req, c); // JSON or multipart with files
-            const { row } = await writes.create(c, p, stripServerManaged(c, input.body), input.uploads);
-            return respond(201, c, row, p, shape);
-          })();
-        }
-        // A JSON body from a resolved caller: no async frame (the hot path of scenario 5).
-        return writes.create(c, principal, stripServerManaged(c, jsonBody(req))).then(({ row }) => respond(201, c, row, principal, shape));
+        const create = (p: Principal | null, input: WriteBody) =>
+          writes.create(c, p, stripServerManaged(c, input.body), input.uploads).then(({ row }) => respond(201, c, row, p, shape));
+        // A JSON body from a resolved caller goes straight to the write (the hot path of scenario
+        // 5); a pending token check or a multipart body is awaited first.
+        if (principal instanceof Promise || isMultipart(req)) return (async () => create(await principal, await recordWriteBody(req, c)))();
+        return create(principal, { body: jsonBody(req), uploads: null });
       },
     },
     {

@@ -15,9 +15,10 @@ import { ApiError } from '../errors/api-error.js';
  * hashes carry their own parameters, so hashes made with other settings still verify.
  */
 const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 12288, timeCost: 3, parallelism: 1 } as const;
-// Two hashes at once already keep both cores of the target machine busy, so more in flight would
-// add memory, not throughput.
-/** Hashes run at once: one per core, at least 2, at most 4 (the benchmark's raw reference uses it too). */
+/**
+ * Hashes run at once: one per core, at least 2, at most 4 (the benchmark's raw reference uses it
+ * too). Two already keep both cores of the target machine busy; more would add memory, not speed.
+ */
 export const MAX_IN_FLIGHT = Math.max(2, Math.min(4, availableParallelism()));
 const MAX_WAITING = 1024;
 

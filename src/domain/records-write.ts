@@ -9,7 +9,7 @@
  */
 import { ApiError, type FieldError } from '../errors/api-error.js';
 import type { Collection, Field } from './types.js';
-import type { Principal } from './access.js';
+import type { Principal, RuleCheck } from './access.js';
 import type { Store } from './store.js';
 import type { WriteStep } from '../db/write-protocol.js';
 import { WriteError } from '../db/writer-client.js';
@@ -40,7 +40,7 @@ const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1)
 /** A validated create before its write job (see RecordWriter.prepareCreate). */
 interface CreateDraft {
   id: string;
-  check: ReturnType<Store['rules']['check']>;
+  check: RuleCheck;
   /** columns and values in INSERT order */
   cols: string[];
   vals: SqlValue[];
@@ -72,18 +72,21 @@ export class RecordWriter {
    * for the group commit. Auth records (password hashing) and file changes take the async path.
    */
   create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
+    let touchesFiles: boolean;
     try {
       if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
-      if (c.type !== 'auth' && !this.files?.touches(c, body, uploads)) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null);
+      touchesFiles = !!this.files?.touches(c, body, uploads);
+      if (c.type !== 'auth' && !touchesFiles) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null);
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.createAsync(c, principal, body, uploads);
+    return this.createAsync(c, principal, body, uploads, touchesFiles);
   }
 
-  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null): Promise<WriteResult> {
+  /** The create of an auth record (password hash) or of one with file changes (`touchesFiles`). */
+  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean): Promise<WriteResult> {
     const errors: Errors = {};
-    const filePlan = this.files?.touches(c, body, uploads) ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
+    const filePlan = touchesFiles && this.files ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
     const draft = this.prepareCreate(c, principal, body, filePlan, errors);
     if (draft.password !== null) {
       draft.cols.push('passwordHash');
