@@ -38,8 +38,18 @@ export class TokenService {
 
   constructor(private secret: Buffer) {}
 
-  private key(tokenKey: string): Uint8Array {
-    return createHmac('sha256', this.secret).update(tokenKey).digest();
+  /** Signing keys by token key (bounded like the verified-token cache; cleared when full). */
+  private keys = new Map<string, Buffer>();
+
+  /** The HS256 key of a record: HMAC-SHA256(server token secret, record token key), 32 bytes. */
+  private key(tokenKey: string): Buffer {
+    let k = this.keys.get(tokenKey);
+    if (k === undefined) {
+      k = createHmac('sha256', this.secret).update(tokenKey).digest();
+      if (this.keys.size >= CACHE_MAX) this.keys.clear();
+      this.keys.set(tokenKey, k);
+    }
+    return k;
   }
 
   /**
