@@ -28,21 +28,21 @@ test('drop ends one record, dropCollection every record of one collection', () =
 });
 
 test('the size bound: the cache starts over rather than outgrow it, and counts what drops give back', () => {
-  const c = new RecordCache<Buffer>(100);
-  c.set('x', 'a', 1, Buffer.alloc(40));
-  c.set('x', 'b', 1, Buffer.alloc(40));
+  const c = new RecordCache(100);
+  c.set('x', 'a', 1, 'x'.repeat(40));
+  c.set('x', 'b', 1, 'x'.repeat(40));
   assert.ok(c.get('x', 'a', 1) && c.get('x', 'b', 1));
-  c.set('x', 'c', 1, Buffer.alloc(40)); // 120 > 100: starts over, then keeps c
+  c.set('x', 'c', 1, 'x'.repeat(40)); // 120 > 100: starts over, then keeps c
   assert.equal(c.get('x', 'a', 1), undefined);
   assert.equal(c.get('x', 'c', 1)?.length, 40);
   c.drop('x', 'c');
-  c.set('y', 'd', 1, Buffer.alloc(60));
-  c.set('y', 'e', 1, Buffer.alloc(40)); // 100: fits only because the drop gave its 40 back
+  c.set('y', 'd', 1, 'x'.repeat(60));
+  c.set('y', 'e', 1, 'x'.repeat(40)); // 100: fits only because the drop gave its 40 back
   assert.ok(c.get('y', 'd', 1) && c.get('y', 'e', 1));
   c.dropCollection('y');
-  c.set('z', 'f', 1, Buffer.alloc(100)); // fits only because dropCollection gave 100 back
+  c.set('z', 'f', 1, 'x'.repeat(100)); // fits only because dropCollection gave 100 back
   assert.equal(c.get('z', 'f', 1)?.length, 100);
-  c.set('z', 'f', 1, Buffer.alloc(90)); // a replaced entry counts once
-  c.set('z', 'g', 1, Buffer.alloc(10));
+  c.set('z', 'f', 1, 'x'.repeat(90)); // a replaced entry counts once
+  c.set('z', 'g', 1, 'x'.repeat(10));
   assert.ok(c.get('z', 'f', 1) && c.get('z', 'g', 1));
 });

@@ -20,7 +20,7 @@
 
 /** Entries kept at most. */
 export const PAGE_CACHE_MAX_ENTRIES = 512;
-/** Body characters (or bytes, for a byte body) kept at most, 8 MiB. */
+/** Body characters kept at most (UTF-16 units, about bytes for JSON), 8 MiB. */
 export const PAGE_CACHE_MAX_CHARS = 8 * 1024 * 1024;
 /** Bodies longer than this (characters) are not cached. */
 const MAX_BODY = 256 * 1024;
@@ -29,12 +29,9 @@ const SEEN_MAX = 4096;
 /** Longer keys (long filters or embeddings) are neither cached nor remembered: 4096 × 2 KiB bounds the doorkeeper. */
 const MAX_KEY = 2048;
 
-/** A rendered page: JSON text, or its UTF-8 bytes (pages assembled from cached records). */
-export type PageBody = string | Buffer;
-
 interface Entry {
   commit: number;
-  body: PageBody;
+  body: string;
 }
 
 export class PageCache {
@@ -44,7 +41,7 @@ export class PageCache {
   private seen = new Map<string, number>();
 
   /** The cached body for `key` if it was rendered at commit count `commit`, else undefined. */
-  get(key: string, commit: number): PageBody | undefined {
+  get(key: string, commit: number): string | undefined {
     const e = this.entries.get(key);
     if (e === undefined) return undefined;
     if (e.commit === commit) return e.body;
@@ -56,7 +53,7 @@ export class PageCache {
    * Offers `body` for `key`, rendered from a snapshot no older than commit count `commit`; kept
    * when `key` was offered before at the same count (see the doorkeeper above).
    */
-  set(key: string, commit: number, body: PageBody): void {
+  set(key: string, commit: number, body: string): void {
     if (body.length > MAX_BODY || key.length > MAX_KEY) return;
     if (this.seen.get(key) !== commit) {
       if (this.seen.size >= SEEN_MAX) this.seen.clear();

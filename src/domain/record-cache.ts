@@ -13,9 +13,8 @@
  * Writes by other processes to record tables are not seen until those entries change here; the
  * `svc` CLI only writes `_superusers` (an auth collection, never cached).
  */
-export interface CachedRecord<Body extends string | Buffer = string> {
-  /** the rendered record: JSON text, or its UTF-8 bytes */
-  body: Body;
+export interface CachedRecord {
+  body: string;
   version: number;
   /** the stored row (raw values), for rules decided against it (see RuleBook.ownerField) */
   row?: unknown[];
@@ -25,8 +24,8 @@ const MAX_BYTES = 16 * 1024 * 1024;
 const MAX_BODY = 64 * 1024;
 
 /** One collection's entries, keyed by record id, with the body characters they hold. */
-interface Bucket<Body extends string | Buffer> {
-  entries: Map<string, CachedRecord<Body>>;
+interface Bucket {
+  entries: Map<string, CachedRecord>;
   bytes: number;
 }
 
@@ -35,20 +34,20 @@ interface Bucket<Body extends string | Buffer> {
  * ids, and a lookup by a fresh `collection + id` string paid for building and hashing that string
  * each time (about 4 µs a page of 20 in list profiles).
  */
-export class RecordCache<Body extends string | Buffer = string> {
-  private buckets = new Map<string, Bucket<Body>>();
+export class RecordCache {
+  private buckets = new Map<string, Bucket>();
   private bytes = 0;
 
-  /** @param maxBytes body characters (bytes, for byte bodies) kept at most before the cache starts over (default 16 MiB) */
+  /** @param maxBytes body characters kept at most before the cache starts over (default 16 MiB) */
   constructor(private readonly maxBytes = MAX_BYTES) {}
 
   /** The cached body, if still valid for this registry version. */
-  get(collectionId: string, id: string, version: number): Body | undefined {
+  get(collectionId: string, id: string, version: number): string | undefined {
     return this.entry(collectionId, id, version)?.body;
   }
 
   /** The cached entry (body and stored row), if still valid for this registry version. */
-  entry(collectionId: string, id: string, version: number): CachedRecord<Body> | undefined {
+  entry(collectionId: string, id: string, version: number): CachedRecord | undefined {
     const bucket = this.buckets.get(collectionId);
     if (bucket === undefined) return undefined;
     const e = bucket.entries.get(id);
@@ -60,7 +59,7 @@ export class RecordCache<Body extends string | Buffer = string> {
     return e;
   }
 
-  set(collectionId: string, id: string, version: number, body: Body, row?: unknown[]): void {
+  set(collectionId: string, id: string, version: number, body: string, row?: unknown[]): void {
     if (body.length > MAX_BODY) return;
     if (this.bytes + body.length > this.maxBytes) this.clear();
     let bucket = this.buckets.get(collectionId);

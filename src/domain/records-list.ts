@@ -19,7 +19,7 @@ import { bindParams, compileExpression, compileSort, type CompiledExpr } from '.
 import { q } from './collection-sql.js';
 import { Where, hidePrivate } from './record-scope.js';
 import { searchPlan, type SearchPlan } from './search.js';
-import { PageCache, type PageBody } from './page-cache.js';
+import { PageCache } from './page-cache.js';
 import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './vector.js';
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from './keyset.js';
@@ -66,11 +66,8 @@ export class RecordLister {
 
   constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
 
-  /**
-   * One page as the serialized list body: JSON text, or its UTF-8 bytes when the page was
-   * assembled from cached records. @throws ApiError 400/403/410 (see the spec's status table)
-   */
-  async list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<PageBody> {
+  /** One page as the serialized list body. @throws ApiError 400/403/410 (see the spec's status table) */
+  async list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
     const check = this.store.rules.check(c, 'listRule', principal, null, 'GET');
     if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can perform this request.');
     const cursorMode = this.cursorMode(qs);
@@ -143,7 +140,7 @@ export class RecordLister {
     });
   }
 
-  private async offsetPage(s: Scope, qs: URLSearchParams): Promise<PageBody> {
+  private async offsetPage(s: Scope, qs: URLSearchParams): Promise<string> {
     const page = parsePositiveInt(qs.get('page'), 1, 'page');
     const perPage = Math.min(parsePositiveInt(qs.get('perPage'), DEFAULT_PER_PAGE, 'perPage'), MAX_PER_PAGE);
     const skipTotal = parseBool(qs.get('skipTotal'), false);
@@ -169,19 +166,15 @@ export class RecordLister {
     const countPromise = skipTotal ? null : this.count(s);
     if (rendered) {
       // (no vector in a plain page, so `params` are the WHERE values, LIMIT and OFFSET)
-      const cached = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, params, page * perPage) : null;
-      let items = '';
-      if (cached === null) {
+      let items = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, params, page * perPage) : null;
+      if (items === null) {
         const rows = await this.run(s, renderedPageSql(s, order, rendered), params, page * perPage);
         items = (rows[0]?.[0] as string | null | undefined) ?? '';
       }
-      let head = `{"page":${page},"perPage":${perPage}`;
-      if (!countPromise) head += ',"totalItems":-1,"totalPages":-1,"items":[';
-      else {
-        const totalItems = await countPromise;
-        head += `,"totalItems":${totalItems},"totalPages":${Math.ceil(totalItems / perPage)},"items":[`;
-      }
-      return cached === null ? `${head}${items}]}` : joinBytes(head, cached, ']}');
+      const head = `{"page":${page},"perPage":${perPage}`;
+      if (!countPromise) return `${head},"totalItems":-1,"totalPages":-1,"items":[${items}]}`;
+      const totalItems = await countPromise;
+      return `${head},"totalItems":${totalItems},"totalPages":${Math.ceil(totalItems / perPage)},"items":[${items}]}`;
     }
     const sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
     let rows: unknown[][] | null = null;
@@ -198,18 +191,17 @@ export class RecordLister {
   }
 
   /**
-   * The items of a plain page of a base collection (each record's JSON as UTF-8 bytes, in page
-   * order), taken from records rendered before (Store.listRows), or null when the page's query is
-   * expensive (it then runs on the
-   * reader pool as one rendering query). The page's ids come from a cheap main-thread query with
-   * the page's WHERE, ORDER BY and LIMIT; records not in the cache are rendered in one query and
-   * kept. A record's rendering never depends on the caller in a base collection (rules choose
-   * rows, not what a row shows), so every caller shares the entries; every write to a record
-   * drops its entry (Store.rowChanged / rowDeleted / touched). Everything runs synchronously in
-   * one event-loop turn, inside one read snapshot, so the ids, the cache and the rendered rows
-   * agree.
+   * The items of a plain page of a base collection (the records' JSON, comma-separated, in page
+   * order), assembled from records rendered before (Store.listRows), or null when the page's
+   * query is expensive (it then runs on the reader pool as one rendering query). The page's ids
+   * come from a cheap main-thread query with the page's WHERE, ORDER BY and LIMIT; records not in
+   * the cache are rendered in one query and kept. A record's rendering never depends on the
+   * caller in a base collection (rules choose rows, not what a row shows), so every caller shares
+   * the entries; every write to a record drops its entry (Store.rowChanged / rowDeleted /
+   * touched). Everything runs synchronously in one event-loop turn, inside one read snapshot, so
+   * the ids, the cache and the rendered rows agree.
    */
-  private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): Buffer[] | null {
+  private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): string | null {
     const reader = this.store.reader;
     const by = order.length ? `${order.join(', ')}, r.rowid` : '';
     const sql = `SELECT r."id"${s.from}${s.where.sql()}${by ? ` ORDER BY ${by}` : ''} LIMIT ? OFFSET ?`;
@@ -221,7 +213,7 @@ export class RecordLister {
     const ids = text ? text.split('\u001f') : [];
     const cache = this.store.listRows;
     const version = this.store.registry.version(s.c.id);
-    const bodies: Buffer[] = new Array<Buffer>(ids.length);
+    const bodies: string[] = new Array<string>(ids.length);
     const missing: string[] = [];
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
@@ -243,13 +235,13 @@ export class RecordLister {
       for (let i = 0; i < ids.length; i++) {
         if (bodies[i] !== undefined) continue;
         const id = ids[i];
-        const text = byId.get(id);
-        if (text === undefined) return null;
-        bodies[i] = Buffer.from(text);
-        cache.set(s.c.id, id, version, bodies[i]);
+        const body = byId.get(id);
+        if (body === undefined) return null;
+        bodies[i] = body;
+        cache.set(s.c.id, id, version, body);
       }
     }
-    return bodies;
+    return bodies.join(',');
   }
 
   /**
@@ -409,23 +401,6 @@ function pageIdsSql(s: Scope, by: string): string {
   const page = `${s.from}${s.where.sql()}${by ? ` ORDER BY ${by}` : ''} LIMIT ? OFFSET ?`;
   if (!by) return `SELECT group_concat("_id", char(31)) FROM (SELECT r."id" AS "_id"${page})`;
   return `SELECT group_concat(r."id", char(31) ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${page}) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid"`;
-}
-
-/**
- * `head`, the `parts` separated by commas, then `tail`, as one UTF-8 buffer (one copy of each
- * part; a page joined as a string was flattened and transcoded again by the HTTP layer).
- */
-function joinBytes(head: string, parts: Buffer[], tail: string): Buffer {
-  let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(0, parts.length - 1);
-  for (const p of parts) size += p.length;
-  const out = Buffer.allocUnsafe(size);
-  let at = out.write(head, 0);
-  for (let i = 0; i < parts.length; i++) {
-    if (i > 0) out[at++] = 0x2c; // ,
-    at += parts[i].copy(out, at);
-  }
-  out.write(tail, at);
-  return out;
 }
 
 /** Everything an offset page depends on besides the database: see page-cache.ts. */

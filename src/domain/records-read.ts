@@ -15,7 +15,6 @@ import { q } from './collection-sql.js';
 import { parseProjection, project, type Projection } from './projection.js';
 import { nowDate } from './fields/index.js';
 import { Where, hidePrivate } from './record-scope.js';
-import type { PageBody } from './page-cache.js';
 import { RecordLister, type ListConfig } from './records-list.js';
 import { CursorCodec } from './cursor.js';
 
@@ -84,8 +83,8 @@ export class RecordReader {
     this.lister = new RecordLister(store, listConfig, (c, recs, principal, qs) => this.finish(c, recs, principal, readShape(qs)));
   }
 
-  /** One list page as the serialized body, text or UTF-8 bytes (records-list.ts). */
-  list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<PageBody> {
+  /** One list page as the serialized body (records-list.ts). */
+  list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
     return this.lister.list(c, principal, qs);
   }
 

@@ -15,11 +15,10 @@ export class Store {
   readonly rules: RuleBook;
   readonly recordCache = new RecordCache();
   /**
-   * Records as list pages render them (SQL `json_object`, as UTF-8 bytes, no stored row), so plain
-   * pages of base collections assemble hot rows from memory (records-list.ts); same coherence as
-   * recordCache.
+   * Records as list pages render them (SQL `json_object`, no stored row), so plain pages of base
+   * collections assemble hot rows from memory (records-list.ts); same coherence as recordCache.
    */
-  readonly listRows = new RecordCache<Buffer>(8 * 1024 * 1024);
+  readonly listRows = new RecordCache(8 * 1024 * 1024);
   readonly authRecords = new AuthRecordCache();
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
   /** bumped on every committed write to a collection (for count caches) */

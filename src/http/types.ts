@@ -65,8 +65,8 @@ export interface Route {
   fileHeaders?: boolean;
 }
 
-/** A JSON reply (body already serialized: text, or its UTF-8 bytes). */
-export function json(status: number, body: string | Buffer, headers?: Array<[string, string]>): Reply {
+/** A JSON reply (body already serialized). */
+export function json(status: number, body: string, headers?: Array<[string, string]>): Reply {
   return { status, body, headers };
 }
 
