@@ -30,7 +30,7 @@ function percentile(sorted: number[], p: number): number {
 /**
  * Raw `@node-rs/argon2` verify rate of `phc` (a hash the server stored, so the same parameters)
  * with `concurrency` verifications in flight; by default as many as svc runs at once
- * (src/domain/passwords.ts: one per core, 2 to 4), so both sides use the cores alike.
+ * (src/domain/passwords.ts: one more than the cores, 3 to 4), so both sides use the cores alike.
  */
 /** Verifications in flight at once: svc's own bound. */
 export const ARGON2_IN_FLIGHT = MAX_IN_FLIGHT;

@@ -22,7 +22,7 @@ const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 7168, timeCost: 5, p
  * file I/O shares, has 4 threads; the benchmark's raw reference uses the same bound). With one a
  * core, a core sits idle each time a hash finishes until the main thread has answered that login
  * and started the next hash; the extra hash fills that gap (two cores: svc at 0.82 of the raw
- * verify rate with two in flight, 0.91 with three; bench/README.md, "Memory").
+ * verify rate with two in flight, 0.91 with three; bench/README.md, "Password sign-in").
  */
 export const MAX_IN_FLIGHT = Math.max(3, Math.min(4, availableParallelism() + 1));
 const MAX_WAITING = 1024;
