@@ -99,6 +99,12 @@ export class RecordCache {
   }
 }
 
+/**
+ * Auth records by id, for resolving the caller of a request without a point read each time.
+ * The same coherence as RecordCache: every change of an auth row made by this process signals the
+ * store (Store.rowChanged / rowDeleted / touched). `_superusers` is never cached: the CLI changes
+ * it from another process (`svc superuser upsert` must end the old tokens at once).
+ */
 export class AuthRecordCache {
   private entries = new Map<string, { rec: Record<string, unknown>; version: number; gen: number }>();
   private gens = new Map<string, number>();
