@@ -203,7 +203,7 @@ export class RecordLister {
    */
   private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): string | null {
     const reader = this.store.reader;
-    const by = order.length ? `${order.join(', ')}, r.rowid` : '';
+    const by = order.length ? pageOrderBy(order) : '';
     const sql = `SELECT r."id"${s.from}${s.where.sql()}${by ? ` ORDER BY ${by}` : ''} LIMIT ? OFFSET ?`;
     if (reader.isExpensive(sql, params, visits)) return null;
     // The page's ids as one string (US-separated): one row crossing into JavaScript instead of
@@ -387,8 +387,19 @@ export class RecordLister {
  */
 function renderedPageSql(s: Scope, order: string[], rendered: string): string {
   if (!order.length) return `SELECT group_concat("_j", ',') FROM (SELECT ${rendered} AS "_j"${s.from}${s.where.sql()} LIMIT ? OFFSET ?)`;
-  const by = `${order.join(', ')}, r.rowid`;
+  const by = pageOrderBy(order);
   return `SELECT group_concat(${rendered}, ',' ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid"`;
+}
+
+/**
+ * The ORDER BY list of an offset page: the sort, then the rowid as the tiebreak that makes the
+ * order total (pages never overlap), in the direction of the sort's last term, so a sort on one
+ * indexed column walks that index (its entries are ordered by column, then rowid) either way
+ * instead of sorting every row again for a tiebreak in the other direction.
+ */
+function pageOrderBy(order: string[]): string {
+  const by = order.join(', ');
+  return `${by}, r.rowid${/ DESC$/i.test(by) ? ' DESC' : ''}`;
 }
 
 /**
