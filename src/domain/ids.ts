@@ -13,11 +13,16 @@ export const ID_PATTERN = /^[a-z0-9]{15}$/;
 const pool = Buffer.alloc(8192);
 let pos = pool.length;
 
-function nextByte(): number {
-  if (pos >= pool.length) {
+/** Makes `n` (≤ the pool's size) unused bytes available from `pos` on, refilling the pool when short. */
+function reserve(n: number): void {
+  if (pos + n > pool.length) {
     randomFillSync(pool);
     pos = 0;
   }
+}
+
+function nextByte(): number {
+  reserve(1);
   return pool[pos++];
 }
 
@@ -69,10 +74,7 @@ export function newRecordId(): string {
  */
 export function randomToken(bytes = 32): string {
   if (bytes > pool.length) return randomBytes(bytes).toString('base64url');
-  if (pos + bytes > pool.length) {
-    randomFillSync(pool);
-    pos = 0;
-  }
+  reserve(bytes);
   const out = pool.toString('base64url', pos, pos + bytes);
   pool.fill(0, pos, pos + bytes);
   pos += bytes;
