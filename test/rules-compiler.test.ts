@@ -27,7 +27,9 @@ const posts = coll('c_posts', 'posts', [
 ]);
 const all = [teams, users, tags, posts];
 const schema: SchemaLookup = { byId: (id) => all.find((c) => c.id === id), byName: (n) => all.find((c) => c.name === n) };
-const FILTER: CompileOptions = { mode: 'filter', alias: 'r' };
+// superuser filters: the SQL shapes below carry no view rules of relation targets and no email masking
+const FILTER: CompileOptions = { mode: 'filter', alias: 'r', superuser: true };
+const GUARDED: CompileOptions = { mode: 'filter', alias: 'r' };
 const RULE: CompileOptions = { mode: 'rule', alias: 'r' };
 
 const c = (src: string, opts = FILTER) => compileExpression(src, posts, schema, opts);
@@ -65,16 +67,16 @@ test('null, in lists and the account list', () => {
 });
 
 test('relation paths, multi-valued fields and json paths', () => {
-  assert.equal(c('author.name = "bo"').sql, 'EXISTS (SELECT 1 FROM "users" r1 WHERE r1."id" = r."author" AND (r1."name" = ?))');
+  assert.equal(c('author.name = "bo"').sql, 'EXISTS (SELECT 1 FROM "users" r_1 WHERE r_1."id" = r."author" AND (r_1."name" = ?))');
   assert.equal(c('author.team.name != "x"').sql,
-    'NOT EXISTS (SELECT 1 FROM "users" r1, "teams" r2 WHERE r1."id" = r."author" AND r2."id" = r1."team" AND (r2."name" IS ?))');
-  assert.match(c('tags.name = "t"').sql, /^EXISTS \(SELECT 1 FROM json_each\(CASE WHEN json_valid\(r."tags"\) .* END\) r2, "tags" r1 WHERE r1."id" = r2.value AND \(r1."name" = \?\)\)$/);
-  assert.match(c('labels = "a"').sql, /^EXISTS \(SELECT 1 FROM json_each\(.*r."labels".*\) r1 WHERE \(r1.value = \?\)\)$/);
-  assert.match(c('labels = null').sql, /^NOT EXISTS \(.* WHERE \(r1.value IS NOT NULL\)\)$/);
-  assert.match(c('author.name = null').sql, /^NOT EXISTS \(SELECT 1 FROM "users" r1 .*r1."name" IS NOT NULL/);
+    'NOT EXISTS (SELECT 1 FROM "users" r_1, "teams" r_2 WHERE r_1."id" = r."author" AND r_2."id" = r_1."team" AND (r_2."name" IS ?))');
+  assert.match(c('tags.name = "t"').sql, /^EXISTS \(SELECT 1 FROM json_each\(CASE WHEN json_valid\(r."tags"\) .* END\) r_2, "tags" r_1 WHERE r_1."id" = r_2.value AND \(r_1."name" = \?\)\)$/);
+  assert.match(c('labels = "a"').sql, /^EXISTS \(SELECT 1 FROM json_each\(.*r."labels".*\) r_1 WHERE \(r_1.value = \?\)\)$/);
+  assert.match(c('labels = null').sql, /^NOT EXISTS \(.* WHERE \(r_1.value IS NOT NULL\)\)$/);
+  assert.match(c('author.name = null').sql, /^NOT EXISTS \(SELECT 1 FROM "users" r_1 .*r_1."name" IS NOT NULL/);
   assert.equal(c('meta.a.b_2 > 1').sql, `json_extract(CASE WHEN json_valid(r."meta") THEN r."meta" END, '$.a.b_2') > ?`);
-  assert.match(c('author.name = parent.title').sql, /FROM "users" r1, "posts" r2 WHERE .*\(r1."name" = r2."title"\)/);
-  assert.ok(c('parent.parent.parent.parent.parent.parent.title = "x"').sql.includes('r6'));
+  assert.match(c('author.name = parent.title').sql, /FROM "users" r_1, "posts" r_2 WHERE .*\(r_1."name" = r_2."title"\)/);
+  assert.ok(c('parent.parent.parent.parent.parent.parent.title = "x"').sql.includes("r_6"));
   assert400(() => c('parent.parent.parent.parent.parent.parent.parent.title = "x"'), /crosses more than 6 relations/);
   assert400(() => c('title.x = 1'), /^Invalid filter: field "title" has no sub-fields\.$/);
   assert400(() => c('ghost.x = 1'), /cannot resolve the relation "ghost"/);
@@ -96,13 +98,55 @@ test('hidden fields: rejected in filters, allowed in rules; encrypted: rejected 
 
 test('macros bind per request: anonymous, authenticated, like and JSON values', () => {
   const rule = c('author = @request.auth.id && title ~ @request.data.q && @request.method = "GET" && @request.account.id = "" && @request.account.role != "x" && meta = @request.auth.prefs && views = @request.auth.missing', RULE);
-  assert.deepEqual(rule.params.slice(0, 2), [{ kind: 'auth', path: 'id' }, { kind: 'data', path: 'q', like: true }]);
+  assert.deepEqual(rule.params.slice(0, 2), [{ kind: 'auth', path: 'id', of: 'c_users' }, { kind: 'data', path: 'q', like: true }]);
   assert.deepEqual(bindParams(rule, { auth: null, data: null, method: 'GET' }), ['', null, 'GET', 'GET', '', '', '', 'x', '', '']);
   const authed = { id: 'u1', collectionId: 'c_users', collectionName: 'users', prefs: { a: [1] } };
   assert.deepEqual(bindParams(rule, { auth: authed, data: { q: '5_%' }, method: 'POST' }), ['u1', '5_%', 'POST', 'GET', '', '', '', 'x', '{"a":[1]}', null]);
   assert.deepEqual(bindParams(rule, { auth: authed, data: { q: 'a_b' }, method: 'GET' })[1], '%a\\_b%');
+  // one auth identity, one collection: a caller of another collection is no `author`
+  const foreign = { id: 'u1', collectionId: 'c_members', collectionName: 'members', prefs: null };
+  assert.equal(bindParams(rule, { auth: foreign, data: { q: 'x' }, method: 'GET' })[0], '#');
   const proto = c('@request.data.__proto__ = "x" || @request.data.a.toString = "x" || @request.data.a.b = 1', RULE);
   assert.deepEqual(bindParams(proto, { auth: null, data: { a: { b: true } }, method: 'GET' }), [null, 'x', null, 'x', 1, 1]);
+});
+
+test('guarded filters (callers who are not superusers): target view rules and expiry at every hop, private emails masked', () => {
+  const viewRuled = coll('c_vr', 'vr', [f('secret', 'text'), f('owner', 'relation', { collectionId: 'c_users' })]);
+  viewRuled.viewRule = 'owner = @request.auth.id';
+  const open = coll('c_open', 'open', [f('name', 'text'), f('exp', 'date')]);
+  open.viewRule = '@public';
+  open.options = { ttl_field: 'exp' };
+  const root = coll('c_root', 'root', [f('vr', 'relation', { collectionId: 'c_vr' }), f('op', 'relation', { collectionId: 'c_open' }), f('author', 'relation', { collectionId: 'c_users' })]);
+  const list = [...all, viewRuled, open, root];
+  const sch: SchemaLookup = { byId: (id) => list.find((x) => x.id === id), byName: (n) => list.find((x) => x.name === n) };
+  const g = (src: string) => compileExpression(src, root, sch, GUARDED);
+  const vr = g("vr.secret = 'x'");
+  assert.equal(vr.sql, 'EXISTS (SELECT 1 FROM "vr" r_1 WHERE r_1."id" = r."vr" AND (r_1."owner" = ?) AND (r_1."secret" = ?))');
+  assert.deepEqual(bindParams(vr, { auth: { id: 'u1', collectionId: 'c_users' }, data: null, method: 'GET' }), ['u1', 'x']);
+  assert.deepEqual(bindParams(vr, { auth: null, data: null, method: 'GET' }), ['', 'x']);
+  // a locked target (users has no view rule here) matches nothing; superusers' filters skip rules
+  assert.match(g("author.name = 'x'").sql, / AND 0 AND /);
+  assert.doesNotMatch(compileExpression("author.name = 'x'", root, sch, FILTER).sql, / AND 0 /);
+  // the expiry clause joins every hop, superusers included, rules too
+  for (const opts of [GUARDED, FILTER, RULE]) {
+    const e = compileExpression("op.name = 'x'", root, sch, opts);
+    assert.match(e.sql, /\(r_1\."exp" IS NULL OR r_1\."exp" > \?\)/);
+    assert.deepEqual(e.params[0], { kind: 'now' });
+    assert.match(String(bindParams(e, { auth: null, data: null, method: 'GET' })[0]), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$/);
+  }
+  // private emails read as NULL unless visible or the caller's own, on the root and through hops
+  const em = compileExpression("email = 'a@b'", users, sch, GUARDED);
+  assert.equal(em.sql, '(CASE WHEN r."emailVisibility" <> 0 OR (r."id" = ? AND ? = ?) THEN r."email" END) = ?');
+  assert.deepEqual(bindParams(em, { auth: { id: 'u1', collectionId: 'c_users' }, data: null, method: 'GET' }), ['u1', 'c_users', 'c_users', 'a@b']);
+  assert.match(compileExpression("email ~ 'a'", users, sch, FILTER).sql, /^r\."email" LIKE/);
+  // on the right of ~ the masked value stands three times, with its parameters
+  const right = compileExpression('name ~ email', users, sch, GUARDED);
+  assert.equal(right.params.length, 9);
+  // secrets of the caller are refused in client filters, allowed in rules
+  assert400(() => g("@request.auth.passwordHash = 'x'"), /@request\.auth\.passwordHash is hidden/);
+  assert400(() => g('@request.auth.tokenKey.x = 1'), /@request\.auth\.tokenKey is hidden/);
+  assert.deepEqual(compileExpression("@request.auth.tokenKey = 'x'", root, sch, RULE).authPaths, ['tokenKey']);
+  assert.deepEqual(g("@request.auth.nick = 'x' && @request.auth.id != ''").authPaths, ['nick', 'id']);
 });
 
 test('fixed-point fields compare against exactly scaled literals and macros', () => {
@@ -119,6 +163,8 @@ test('fixed-point fields compare against exactly scaled literals and macros', ()
 
 test('sort', () => {
   const s = (src: string) => compileSort(src, posts, schema, 'r');
+  assert.equal(compileSort('-email,name', users, schema, 'r'), '(CASE WHEN r."emailVisibility" <> 0 THEN r."email" END) DESC, r."name" ASC');
+  assert.equal(compileSort('-email', users, schema, 'r', true), 'r."email" DESC');
   assert.equal(s('-created,title, +views ,,@random,-@rowid'), 'r."created" DESC, r."title" ASC, r."views" ASC, RANDOM() ASC, r.rowid DESC');
   assert.equal(s(''), '');
   assert.equal(s(' , '), '');
@@ -154,6 +200,6 @@ test('injection attempts end up as bound parameters or are rejected', () => {
   }
   const odd = coll('c_odd', 'we"ird', [f('t', 'text')]);
   assert.equal(compileExpression('p.t = 1', coll('c_x', 'x', [f('p', 'relation', { collectionId: 'c_odd' })]), { byId: () => odd, byName: () => odd }, FILTER).sql,
-    'EXISTS (SELECT 1 FROM "we""ird" r1 WHERE r1."id" = r."p" AND (r1."t" = ?))');
+    'EXISTS (SELECT 1 FROM "we""ird" r_1 WHERE r_1."id" = r."p" AND (r_1."t" = ?))');
   assert.throws(() => c('title = 1', { mode: 'filter', alias: 'r; DROP' }), /invalid alias/);
 });

@@ -5,7 +5,7 @@ import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody, query } from './request.js';
 import { isMultipart, recordWriteBody, type WriteBody } from './multipart.js';
-import type { Principal } from '../domain/access.js';
+import { ownerMatches, type Principal } from '../domain/access.js';
 import type { Collection } from '../domain/types.js';
 import { hidePrivate, projected, readShape, type ReadShape } from '../domain/records-read.js';
 import { stripServerManaged } from '../domain/records-write.js';
@@ -52,7 +52,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const owner = principal?.superuser ? null : store.rules.ownerColumn(c, 'viewRule');
         if (owner !== null) {
           const hit = cachedRecord(c, req.params[1]);
-          if (hit.row?.[owner] !== (principal ? String(principal.record.id) : '')) throw ApiError.notFound();
+          if (!ownerMatches(owner, hit.row?.[owner.index], principal)) throw ApiError.notFound();
           return json(200, hit.body);
         }
         if (store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all') return json(200, cachedRecord(c, req.params[1]).body);

@@ -23,15 +23,30 @@ export const ALL: RuleCheck = { kind: 'all' };
 
 type Compiled = 'locked' | 'public' | CompiledExpr;
 
+/** An owner rule's column in the codec's row and the collection its ids belong to (null: any). */
+export interface OwnerColumn {
+  index: number;
+  of: string | null;
+}
+
+/** Whether the stored owner value `stored` names `principal` (see RuleBook.ownerColumn). */
+export function ownerMatches(owner: OwnerColumn, stored: unknown, principal: Principal | null): boolean {
+  if (principal === null) return stored === '';
+  if (owner.of !== null && principal.collection.id !== owner.of) return false;
+  return stored === String(principal.record.id);
+}
+
 /** Compiled rules per collection version. */
 export class RuleBook {
   private cache = new Map<string, { version: number; rules: Map<RuleName, Compiled> }>();
-  private owners = new Map<string, number | null>();
+  private owners = new Map<string, OwnerColumn | null>();
 
-  constructor(private schema: SchemaLookup & { version(id: string): number }) {}
+  constructor(private schema: SchemaLookup & { schemaGeneration(): number }) {}
 
   private compiled(c: Collection, rule: RuleName): Compiled {
-    const version = this.schema.version(c.id);
+    // Rules crossing relations read other collections' schema (fields, expiry), so the whole
+    // schema's generation keys them.
+    const version = this.schema.schemaGeneration();
     let entry = this.cache.get(c.id);
     if (!entry || entry.version !== version) {
       entry = { version, rules: new Map() };
@@ -64,12 +79,14 @@ export class RuleBook {
   /**
    * The owner rule fast path: when `rule` is exactly `<field> = @request.auth.id` (either order)
    * on a single relation or text field, returns that field's column index in the codec's row
-   * (3 + field position). For such a field (TEXT affinity, BINARY collation) SQLite's verdict is
-   * exactly `stored === callerId` in JavaScript, with the caller id '' when anonymous, so a cached
-   * record can be checked without a query. Null for any other rule.
+   * (3 + field position) and, for a relation, its target collection (`of`). For such a field
+   * (TEXT affinity, BINARY collation) SQLite's verdict is exactly `stored === callerId` in
+   * JavaScript, with the caller id '' when anonymous and no id at all for a caller of another
+   * collection than `of` (see ownerMatches), so a cached record can be checked without a query.
+   * Null for any other rule.
    */
-  ownerColumn(c: Collection, rule: RuleName): number | null {
-    const key = `${c.id}:${this.schema.version(c.id)}:${rule}`;
+  ownerColumn(c: Collection, rule: RuleName): OwnerColumn | null {
+    const key = `${c.id}:${this.schema.schemaGeneration()}:${rule}`;
     let v = this.owners.get(key);
     if (v === undefined) {
       v = this.findOwnerColumn(c, rule);
@@ -79,11 +96,12 @@ export class RuleBook {
     return v;
   }
 
-  private findOwnerColumn(c: Collection, rule: RuleName): number | null {
+  private findOwnerColumn(c: Collection, rule: RuleName): OwnerColumn | null {
     const compiled = this.compiled(c, rule);
     if (typeof compiled === 'string' || compiled.params.length !== 1) return null;
     const p = compiled.params[0];
     if (p.kind !== 'auth' || p.path !== 'id' || p.like) return null;
+    const of = p.of ?? null;
     const m = /^r\."([A-Za-z_][A-Za-z0-9_]*)" = \?$/.exec(compiled.sql) ?? /^\? = r\."([A-Za-z_][A-Za-z0-9_]*)"$/.exec(compiled.sql);
     if (!m) return null;
     const i = c.fields.findIndex((f) => f.name === m[1]);
@@ -91,7 +109,7 @@ export class RuleBook {
     if (!f || f.options.encrypted) return null;
     const single = ((f.options.maxSelect as number | undefined) ?? 1) <= 1;
     if (!((f.type === 'relation' && single) || f.type === 'text')) return null;
-    return 3 + i;
+    return { index: 3 + i, of };
   }
 
   /** True when the rule is `@public` (used for startup warnings and fast paths). */

@@ -198,7 +198,8 @@ export class AuthService {
    * same 400 at the same cost.
    */
   async authWithPassword(c: Collection, body: unknown, req: Req): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
-    if (c.type !== 'auth') throw ApiError.notFound();
+    // A method that is off answers 404 (spec, status table: "disabled method").
+    if (c.type !== 'auth' || passwordMethodOff(c)) throw ApiError.notFound();
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     this.limits.enforce('auth-with-password', c, this.limits.clientKey(req, b.identity), 'password');
     const errors: Record<string, { code: string; message: string }> = {};
@@ -283,4 +284,10 @@ function invalid(viaCookie: boolean): null {
   // A stale cookie is simply no credential; an explicit bad token is an error wherever it is sent.
   if (viaCookie) return null;
   throw ApiError.unauthorized('The authorization token is invalid or expired.');
+}
+
+/** `options.auth.methods.password.enabled: false` turns password sign-in off for the collection. */
+export function passwordMethodOff(c: Collection): boolean {
+  const m = c.options.auth?.methods?.password;
+  return typeof m === 'object' && m !== null && (m as { enabled?: unknown }).enabled === false;
 }

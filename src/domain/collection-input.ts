@@ -183,6 +183,12 @@ function buildOptions(input: unknown, existing: Collection | undefined, type: 'b
   return out;
 }
 
+/**
+ * Sign-in methods this server implements (`options.auth.methods.<slug>`); enabling any other is
+ * refused rather than stored and silently ignored. `password` is on unless `enabled: false`.
+ */
+const AVAILABLE_METHODS = new Set(['password']);
+
 function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | undefined, fields: Field[], errors: Errors): AuthOptions {
   const base: AuthOptions = prev ?? { identityFields: ['email'], minPasswordLength: 8, two_factor: 'disabled', require_verified: false, session: { store: 'epoch' }, methods: {} };
   const out: AuthOptions = { ...base };
@@ -199,8 +205,11 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
   }
   if ('two_factor' in src) {
     if (!['disabled', 'optional', 'required'].includes(src.two_factor as string)) errors['options.auth.two_factor'] = { code: 'validation_value', message: 'Must be disabled, optional or required.' };
+    // Refused until second factors exist: stored and ignored, the policy would promise what no login enforces.
+    else if (src.two_factor !== 'disabled') errors['options.auth.two_factor'] = { code: 'validation_value', message: `Two-factor authentication is not available on this server yet; "${String(src.two_factor)}" cannot be enforced. Use "disabled".` };
     else out.two_factor = src.two_factor as AuthOptions['two_factor'];
   }
+  if ('oauth2' in src) errors['options.auth.oauth2'] = { code: 'validation_value', message: 'OAuth2 sign-in is not available on this server yet.' };
   if ('require_verified' in src) {
     if (typeof src.require_verified !== 'boolean') errors['options.auth.require_verified'] = { code: 'validation_type', message: 'Must be a boolean.' };
     else out.require_verified = src.require_verified;
@@ -215,7 +224,10 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
     else {
       for (const [slug, m] of Object.entries(src.methods)) {
         if (!isObject(m)) errors[`options.auth.methods.${slug}`] = { code: 'validation_type', message: 'Must be an object.' };
-        else if ('rate_limit' in m) {
+        else if ('enabled' in m && typeof m.enabled !== 'boolean') errors[`options.auth.methods.${slug}.enabled`] = { code: 'validation_type', message: 'Must be a boolean.' };
+        else if (!AVAILABLE_METHODS.has(slug) && (m.enabled === true || (slug === 'oauth2' && 'providers' in m))) {
+          errors[`options.auth.methods.${slug}`] = { code: 'validation_value', message: `The sign-in method "${slug}" is not available on this server yet.` };
+        } else if ('rate_limit' in m) {
           const bad = rateLimitOptionError(m.rate_limit);
           if (bad) errors[`options.auth.methods.${slug}.rate_limit`] = { code: 'validation_value', message: bad };
         }

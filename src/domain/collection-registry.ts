@@ -26,6 +26,14 @@ export class CollectionRegistry {
   all(): Collection[] {
     return [...this.byIdMap.values()];
   }
+  /**
+   * Bumped on every schema change of any collection: caches of what depends on more than one
+   * collection (filters and rules crossing relations, whose hops read the targets' rules and
+   * expiry fields) key on it.
+   */
+  schemaGeneration(): number {
+    return this.generation;
+  }
   /** Bumped on every change; per-collection caches key on `${id}:${version(id)}`. */
   version(id: string): number {
     return this.versions.get(id) ?? 0;

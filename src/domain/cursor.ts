@@ -110,9 +110,13 @@ export class CursorCodec {
     if (kind === 'stateful' && !states) throw new Error('stateful cursor tokens need the state store');
   }
 
-  /** Tokens for the next and previous pages (null where there is none). */
-  async issue(binding: string, next: Boundary | null, prev: Boundary | null): Promise<{ next: string | null; prev: string | null }> {
-    if (this.kind !== 'stateful') return { next: next && this.encode(binding, 'n', next), prev: prev && this.encode(binding, 'p', prev) };
+  /**
+   * Tokens for the next and previous pages (null where there is none). `byId`: the sort reads a
+   * private column, so a stateless or signed token carries the boundary's record id, never its
+   * values (readable base64), and the reader looks them up again within the caller's scope.
+   */
+  async issue(binding: string, next: Boundary | null, prev: Boundary | null, byId = false): Promise<{ next: string | null; prev: string | null }> {
+    if (this.kind !== 'stateful') return { next: next && this.encode(binding, 'n', next, byId), prev: prev && this.encode(binding, 'p', prev, byId) };
     if (!next && !prev) return { next: null, prev: null };
     const id = randomBytes(16).toString('base64url');
     const payload = JSON.stringify({ n: next && toWire(binding, 'n', next, false), p: prev && toWire(binding, 'p', prev, false) });
@@ -124,7 +128,8 @@ export class CursorCodec {
     return { next: next && `${id}n`, prev: prev && `${id}p` };
   }
 
-  private encode(binding: string, dir: 'n' | 'p', b: Boundary): string {
+  private encode(binding: string, dir: 'n' | 'p', b: Boundary, byId: boolean): string {
+    if (byId) return this.wrap(JSON.stringify(toWire(binding, dir, b, true)));
     let token = this.wrap(JSON.stringify(toWire(binding, dir, b, false)));
     if (token.length > MAX_CURSOR_LENGTH) token = this.wrap(JSON.stringify(toWire(binding, dir, b, true)));
     return token;

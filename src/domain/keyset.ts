@@ -16,7 +16,7 @@
 import { ApiError } from '../errors/api-error.js';
 import type { SqlValue } from '../db/bind.js';
 import type { Collection } from './types.js';
-import { compileSort, type SchemaLookup } from '../rules/compiler.js';
+import { compileSort, isPrivateEmail, type SchemaLookup } from '../rules/compiler.js';
 import type { KeyValue } from './cursor.js';
 
 /** One ORDER BY key: its SQL (`r."name"`), its direction, and whether it can hold NULL. */
@@ -26,6 +26,8 @@ export interface SortKey {
   notNull: boolean;
   /** the sort term as written, normalized (`-name`) */
   term: string;
+  /** the key reads a private column (an auth collection's email): tokens never carry its values */
+  private?: boolean;
 }
 
 /** A WHERE fragment with its parameters. */
@@ -41,7 +43,7 @@ const NOT_NULL_COLUMNS = new Set(['r."id"', 'r."created"', 'r."updated"', 'r.row
  * unless the sort already names it.
  * @throws ApiError 400 for an invalid sort, and for `@random` (no stable order to resume)
  */
-export function cursorSortKeys(src: string | null, c: Collection, schema: SchemaLookup): SortKey[] {
+export function cursorSortKeys(src: string | null, c: Collection, schema: SchemaLookup, superuser = false): SortKey[] {
   const keys: SortKey[] = [];
   if (src && src.length > 8192) throw ApiError.badRequest('Invalid sort: the sort parameter is too long.');
   for (const raw of (src ?? '').split(',')) {
@@ -49,10 +51,12 @@ export function cursorSortKeys(src: string | null, c: Collection, schema: Schema
     if (seg === '') continue;
     if (keys.length === 16) throw ApiError.badRequest('Invalid sort: at most 16 sort fields are allowed.');
     if (seg.replace(/^[-+]\s*/, '') === '@random') throw ApiError.badRequest('Invalid sort: @random cannot be used with cursor paging.');
-    const sql = compileSort(seg, c, schema, 'r');
+    const sql = compileSort(seg, c, schema, 'r', superuser);
     const desc = sql.endsWith(' DESC');
     const col = sql.slice(0, sql.lastIndexOf(' '));
-    keys.push({ sql: col, desc, notNull: NOT_NULL_COLUMNS.has(col), term: `${desc ? '-' : ''}${col}` });
+    const key: SortKey = { sql: col, desc, notNull: NOT_NULL_COLUMNS.has(col), term: `${desc ? '-' : ''}${col}` };
+    if (isPrivateEmail(c, seg.replace(/^[-+]\s*/, ''))) key.private = true;
+    keys.push(key);
   }
   if (!keys.some((k) => k.sql === 'r."id"')) keys.push({ sql: 'r."id"', desc: false, notNull: true, term: 'r."id"' });
   return keys;

@@ -17,6 +17,11 @@ export interface RecordCodec {
   /** number of selected columns */
   width: number;
   fromRow(row: unknown[]): Record<string, unknown>;
+  /**
+   * The record as a response shows it, for records serialized outside this codec (expanded
+   * records under another record's `expand`): `fromRow` without the hidden fields.
+   */
+  visibleFromRow(row: unknown[]): Record<string, unknown>;
   stringify(record: Record<string, unknown>): string;
   stringifyList(page: ListPage): string;
   /**
@@ -76,6 +81,7 @@ export function buildCodec(c: Collection): RecordCodec {
   const encrypted = fields.map((f) => f.options.encrypted === true);
   const cid = c.id;
   const cname = c.name;
+  const hiddenNames = fields.filter((f) => f.options.hidden).map((f) => f.name);
 
   return {
     collection: c,
@@ -89,6 +95,11 @@ export function buildCodec(c: Collection): RecordCodec {
         if (typeof v === 'bigint' && !fixed[i]) v = Number(v);
         out[fields[i].name] = decodeValue(fields[i], v as never);
       }
+      return out;
+    },
+    visibleFromRow(row) {
+      const out = this.fromRow(row);
+      for (const name of hiddenNames) delete out[name];
       return out;
     },
     stringify,

@@ -75,7 +75,7 @@ export class RecordLister {
     where.addRule(check);
     const filterText = (qs.get('filter') ?? '').trim();
     if (filterText) {
-      const compiled = this.compileFilter(c, filterText);
+      const compiled = this.compileFilter(c, filterText, principal);
       where.add(compiled.sql, bindParams(compiled, { auth: principal?.record ?? null, data: null, method: 'GET' }));
     }
     where.addTtl(c);
@@ -109,13 +109,28 @@ export class RecordLister {
     return wantsCursor || !this.cfg.offset;
   }
 
-  private compileFilter(c: Collection, src: string): CompiledExpr {
-    const key = `${c.id}:${this.store.registry.version(c.id)}:${src}`;
+  /**
+   * The client filter compiled for this caller's kind (superusers' filters skip the relation
+   * targets' view rules and email masking, paths.ts), cached per schema generation.
+   * @throws ApiError 400 for a malformed filter, and for `@request.auth.<f>` naming a hidden
+   *   field of the caller's own collection (the hidden system columns fail at compile time)
+   */
+  private compileFilter(c: Collection, src: string, principal: Principal | null): CompiledExpr {
+    const superuser = !!principal?.superuser;
+    const key = `${superuser ? 's' : 'u'}:${this.store.registry.schemaGeneration()}:${c.id}:${src}`;
     let hit = this.filterCache.get(key);
     if (!hit) {
-      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r' });
+      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r', superuser });
       if (this.filterCache.size > 2000) this.filterCache.clear();
       this.filterCache.set(key, hit);
+    }
+    if (principal && !superuser && hit.authPaths.length) {
+      for (const path of hit.authPaths) {
+        const head = path.split('.')[0];
+        if (principal.collection.fields.some((f) => f.name === head && f.options.hidden)) {
+          throw ApiError.badRequest(`Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);
+        }
+      }
     }
     return hit;
   }
@@ -154,7 +169,7 @@ export class RecordLister {
       order.push('"_vd" IS NULL', '"_vd"');
     }
     const sortSrc = qs.get('sort');
-    if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r'));
+    if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r', !!s.principal?.superuser));
     if (s.search) order.push('f.rank');
     if (s.vector) order.push('r."id"');
     // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite, the whole
@@ -267,7 +282,7 @@ export class RecordLister {
     if (s.vector) throw ApiError.badRequest('Invalid vector: vector search works with offset paging only, not with cursor or limit.');
     const n = Math.min(parsePositiveInt(qs.get('limit') ?? qs.get('perPage'), DEFAULT_PER_PAGE, 'limit'), MAX_PER_PAGE);
     const skipTotal = parseBool(qs.get('skipTotal'), true);
-    const keys = cursorSortKeys(qs.get('sort'), s.c, this.store.registry);
+    const keys = cursorSortKeys(qs.get('sort'), s.c, this.store.registry, !!s.principal?.superuser);
     const binding = bindingHash([s.c.id, sortSignature(keys), s.filterText, s.search?.text ?? '']);
     const token = qs.get('cursor') ?? '';
     const state = token === '' ? null : this.cfg.tokens.read(token);
@@ -304,6 +319,7 @@ export class RecordLister {
       binding,
       hasNext ? boundary(rows[rows.length - 1]) : null,
       hasPrev ? (rows.length ? boundary(rows[0]) : fallback) : null,
+      keys.some((k) => k.private),
     );
     const items = await this.finish(s.c, this.records(s, rows), s.principal, qs);
     const totalItems = countPromise ? await countPromise : undefined;

@@ -101,8 +101,12 @@ export class RecordReader {
     return out;
   }
 
-  /** Applies expand and projection to a set of records of `c`. */
+  /**
+   * Applies expand and projection to a set of records of `c`.
+   * @throws ApiError 400 when the expand names a hidden relation field and the caller is not a superuser
+   */
   async finish(c: Collection, recs: Record<string, unknown>[], principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>[]> {
+    if (shape.expand && !principal?.superuser) this.checkExpand(c, shape.expand, '', 0);
     if (shape.expand && recs.length) await this.expand(c, recs, shape.expand, principal, 0);
     return shape.projection ? recs.map((r) => projected(r, shape)) : recs;
   }
@@ -156,7 +160,24 @@ export class RecordReader {
     return { view: true, update: Number(row[0]) === 1, delete: Number(row[1]) === 1 };
   }
 
-  /** Fills `expand.<field>` on each record, applying the target collection's view rule. */
+  /**
+   * Refuses an expand through a hidden relation field at any depth (as a client filter refuses
+   * hidden fields); names that are not relation fields are ignored, as expand ignores them.
+   */
+  private checkExpand(c: Collection, tree: ExpandTree, prefix: string, depth: number): void {
+    for (const [name, sub] of tree) {
+      const field = c.fields.find((f) => f.name === name && f.type === 'relation');
+      if (!field) continue;
+      if (field.options.hidden) throw ApiError.badRequest(`Invalid expand: field ${JSON.stringify(prefix + name)} is hidden and cannot be used here.`);
+      const target = this.store.registry.byId(String(field.options.collectionId));
+      if (target && sub.size && depth + 1 < MAX_EXPAND_DEPTH) this.checkExpand(target, sub, `${prefix}${name}.`, depth + 1);
+    }
+  }
+
+  /**
+   * Fills `expand.<field>` on each record, applying the target collection's view rule, expiry
+   * and visibility (no hidden field, email only where visible to the caller).
+   */
   private async expand(c: Collection, recs: Record<string, unknown>[], tree: ExpandTree, principal: Principal | null, depth: number): Promise<void> {
     for (const [name, sub] of tree) {
       const field = c.fields.find((f) => f.name === name && f.type === 'relation');
@@ -197,7 +218,7 @@ export class RecordReader {
       where.addTtl(c);
       const rows = await this.store.reader.allAuto(`SELECT ${codec.columns} FROM ${q(c.name)} r${where.sql()}`, where.params);
       for (const row of rows) {
-        const rec = codec.fromRow(row);
+        const rec = codec.visibleFromRow(row);
         hidePrivate(c, rec, principal);
         out.set(rec.id as string, rec);
       }

@@ -46,6 +46,8 @@ interface CreateDraft {
   vals: SqlValue[];
   /** the new password to hash (auth records), or null */
   password: string | null;
+  /** the client chose the id (an auth record's id must then be new to every auth collection) */
+  chosenId: boolean;
 }
 
 export interface WriteResult {
@@ -104,9 +106,12 @@ export class RecordWriter {
     if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
     const superuser = !!principal?.superuser;
     let id = newRecordId();
+    let chosenId = false;
     if (body.id !== undefined && body.id !== '') {
-      if (typeof body.id === 'string' && ID_PATTERN.test(body.id)) id = body.id;
-      else errors.id = { code: 'validation_pattern', message: 'Must be 15 lowercase letters or digits.' };
+      if (typeof body.id === 'string' && ID_PATTERN.test(body.id)) {
+        id = body.id;
+        chosenId = true;
+      } else errors.id = { code: 'validation_pattern', message: 'Must be 15 lowercase letters or digits.' };
     }
     const now = nowDate();
     const cols: string[] = ['id', 'created', 'updated'];
@@ -133,13 +138,17 @@ export class RecordWriter {
       vals.push(randomToken(24), 0);
     }
     if (hasKeys(errors)) throw ApiError.validation(errors);
-    return { id, check, cols, vals, password };
+    return { id, check, cols, vals, password, chosenId };
   }
 
   /** Queues the INSERT of a prepared create with its relation and create-rule guards. */
   private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null): Promise<WriteResult> {
     const { id, check, cols, vals } = draft;
     const steps: WriteStep[] = this.relationGuards(c, body);
+    if (draft.chosenId && c.type === 'auth') {
+      const guard = this.identityGuard(c, id);
+      if (guard) steps.push(guard);
+    }
     steps.push({ sql: this.insertSql(c, cols), params: vals });
     if (check.kind === 'where') {
       if (!RECORD_REF.test(check.sql)) {
@@ -162,6 +171,23 @@ export class RecordWriter {
       this.store.rowsAdded(c.id);
       return { row, passwordChanged: false };
     }, conflictError);
+  }
+
+  /**
+   * One auth identity, one collection: a client-chosen id of an auth record must not exist in any
+   * other auth collection (rules compare `@request.auth.id` with relation values, which name a
+   * record by id alone). Checked inside the write job, so two concurrent creates cannot both pass;
+   * refused as 409, like an id taken in the same collection.
+   */
+  private identityGuard(c: Collection, id: string): WriteStep | null {
+    const others = this.store.registry.all().filter((o) => o.type === 'auth' && o.id !== c.id);
+    if (!others.length) return null;
+    return {
+      sql: `SELECT 1 WHERE ${others.map((o) => `NOT EXISTS (SELECT 1 FROM ${q(o.name)} WHERE "id" = ?)`).join(' AND ')}`,
+      params: others.map(() => id),
+      expect: 'row',
+      fail: { status: 409, code: 'conflict', message: 'The value of "id" conflicts with an existing record.' },
+    };
   }
 
   /**

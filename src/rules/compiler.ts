@@ -20,7 +20,9 @@ import { ApiError } from '../errors/api-error.js';
 import { bindValue, type SqlValue } from '../db/bind.js';
 import type { Collection } from '../domain/types.js';
 import { parseFilter, type CompareExpr, type Expr, type InExpr, type Literal, type Operand } from './parser.js';
-import { PathResolver, quoteIdent, resolveColumn, type ResolvedPath, type SchemaLookup } from './paths.js';
+import { PathResolver, quoteIdent, resolveColumn, type HopRule, type ResolvedPath, type SchemaLookup } from './paths.js';
+import { HIDDEN_AUTH_COLUMNS } from '../domain/types.js';
+import { nowDate } from '../domain/fields/index.js';
 import { checkShape, joinShaped, leafShape, type Shaped } from './sql-shape.js';
 import { likeValue, readPath, scaleDecimal, scaleValue, wrapLikeSql } from './values.js';
 
@@ -29,21 +31,32 @@ export type { SchemaLookup } from './paths.js';
 /** One `?` of a compiled expression: a fixed value, or a request value resolved by bindParams. */
 export type ParamSlot =
   | { kind: 'value'; value: SqlValue }
-  | { kind: 'auth'; path: string; like?: boolean; scale?: number } // @request.auth.<field>
+  /** @request.auth.<field>; `of`: an `id` compared with record ids of that collection (see bindParams) */
+  | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string }
   | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
   | { kind: 'method'; like?: boolean }
-  | { kind: 'account'; field: 'id' | 'role'; like?: boolean };
+  | { kind: 'account'; field: 'id' | 'role'; like?: boolean }
+  /** the current time as a date string (expiry clauses of relation hops) */
+  | { kind: 'now' };
 
-/** A boolean SQL term plus its parameter slots, in `?` order. */
+/** A boolean SQL term plus its parameter slots, in `?` order, and facts about what it reads. */
 export interface CompiledExpr {
   sql: string;
   params: ParamSlot[];
+  /** the `@request.auth.*` paths it reads (`id`, `collectionName`, `profile.x`, …) */
+  authPaths: string[];
 }
 
-/** `mode: 'filter'` for client input (hidden fields refused), `'rule'` for access rules; `alias` names the record table. */
+/**
+ * `mode: 'filter'` for client input (hidden fields and hidden `@request.auth.*` columns refused),
+ * `'rule'` for access rules; `alias` names the record table. `superuser` (filters only): the
+ * caller is a superuser, so relation hops skip the targets' view rules and emails are not masked;
+ * a filter compiled without it is safe for any caller.
+ */
 export interface CompileOptions {
   mode: 'filter' | 'rule';
   alias: string;
+  superuser?: boolean;
 }
 
 /** What `@request.*` macros read: the authenticated record (or null), the request body, the HTTP method. */
@@ -72,13 +85,32 @@ interface Frag {
 export function compileExpression(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions): CompiledExpr {
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
   const ast = parseFilter(src);
-  const shaped = checkShape(new ExprCompiler(new PathResolver(collection, schema, opts.mode, opts.alias)).expr(ast));
-  return { sql: shaped.sql, params: shaped.params };
+  const guarded = opts.mode === 'filter' && !opts.superuser;
+  const compiler = new ExprCompiler(new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null), opts.mode);
+  const shaped = checkShape(compiler.expr(ast));
+  return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths] };
+}
+
+/** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
+function hopViewRule(schema: SchemaLookup): HopRule {
+  return (target, alias) => {
+    const src = target.viewRule;
+    if (src === null || src.trim() === '') return 'locked';
+    if (src.trim() === '@public') return null;
+    return compileExpression(src, target, schema, { mode: 'rule', alias });
+  };
 }
 
 /**
+ * What `@request.auth.id` binds to where it is compared with record ids of a collection the
+ * caller does not belong to: a string no record id can equal (ids are `[a-z0-9]`).
+ */
+const FOREIGN_ID = '#';
+
+/**
  * Resolves every slot of `expr` for one request. `@request.auth.*` is `''` when anonymous and
- * null for a field the auth record lacks; `@request.data.*` is null when absent;
+ * null for a field the auth record lacks, and `@request.auth.id` compared with ids of another
+ * collection than the caller's matches none; `@request.data.*` is null when absent;
  * `@request.account.*` is always `''` (no tenancy resolver yet). Objects/arrays bind as JSON text.
  */
 export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
@@ -88,7 +120,10 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
       case 'value':
         return slot.value;
       case 'auth':
-        value = ctx.auth === null ? '' : bindValue(readPath(ctx.auth, slot.path));
+        if (ctx.auth === null) value = '';
+        // One auth identity, one collection: a caller of another collection is no record's id here.
+        else if (slot.of !== undefined && ctx.auth.collectionId !== slot.of) value = FOREIGN_ID;
+        else value = bindValue(readPath(ctx.auth, slot.path));
         break;
       case 'data':
         value = ctx.data === null ? null : bindValue(readPath(ctx.data, slot.path));
@@ -99,6 +134,8 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
       case 'account':
         value = '';
         break;
+      case 'now':
+        return nowDate();
     }
     if (slot.like) return likeValue(value);
     if ((slot.kind === 'auth' || slot.kind === 'data') && slot.scale !== undefined) return scaleValue(value, slot.scale);
@@ -109,10 +146,12 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
 /**
  * Compiles a `sort` parameter (`-created,title`, `+` optional, `-` descending) to an ORDER BY
  * body such as `r."created" DESC, r."title" ASC`. Accepts the collection's own columns (not
- * hidden or encrypted ones), `@random` and `@rowid`; empty segments are ignored.
+ * hidden or encrypted ones), `@random` and `@rowid`; empty segments are ignored. For a caller
+ * who is not a superuser (`superuser` false) an auth collection's `email` sorts as NULL where it
+ * is private (`emailVisibility` off), so the order reveals nothing of hidden addresses.
  * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields or more than 16 fields.
  */
-export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string): string {
+export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
   void schema; // sorts are over the collection's own columns; kept for signature symmetry
   if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
   const fail = (why: string): never => {
@@ -134,21 +173,34 @@ export function compileSort(src: string, collection: Collection, schema: SchemaL
     else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
     else {
       resolveColumn(collection, name, 'filter', name, 'Invalid sort');
-      terms.push(`${alias}.${quoteIdent(name)} ${dir}`);
+      if (!superuser && isPrivateEmail(collection, name)) terms.push(`(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${alias}."email" END) ${dir}`);
+      else terms.push(`${alias}.${quoteIdent(name)} ${dir}`);
     }
   }
   return terms.join(', ');
 }
 
+/** Whether column `name` of `c` holds addresses that are private unless `emailVisibility` is on. */
+export function isPrivateEmail(c: Collection, name: string): boolean {
+  return c.type === 'auth' && name === 'email';
+}
+
 interface Side extends Frag {
   sources: string[];
   conds: string[];
+  condParams: ParamSlot[];
 }
 
 const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
 
 class ExprCompiler {
-  constructor(private readonly paths: PathResolver) {}
+  /** `@request.auth.*` paths the expression reads (CompiledExpr.authPaths). */
+  readonly authPaths = new Set<string>();
+
+  constructor(
+    private readonly paths: PathResolver,
+    private readonly mode: CompileOptions['mode'],
+  ) {}
 
   expr(e: Expr): Shaped<ParamSlot> {
     if (e.type === 'compare' || e.type === 'in') {
@@ -172,12 +224,13 @@ class ExprCompiler {
     const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
     const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
     const like = op === '~' || op === '!~';
-    const L = this.side(left, pl, like ? undefined : pr?.scale, false);
-    const R = this.side(right, pr, like ? undefined : pl?.scale, like);
+    const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
+    const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
     const sources = [...L.sources, ...R.sources];
     const conds = [...L.conds, ...R.conds];
+    const condParams = [...L.condParams, ...R.condParams];
 
-    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L, sources, conds, op === '=');
+    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L, sources, conds, condParams, op === '=');
     const params = [...L.params, ...R.params];
     const negative = op === '!=' || op === '!~';
     let pred: string;
@@ -187,7 +240,7 @@ class ExprCompiler {
 
     if (sources.length > 0) {
       const sql = exists(sources, conds, pred);
-      return { sql: negative ? `NOT ${sql}` : sql, params };
+      return { sql: negative ? `NOT ${sql}` : sql, params: [...condParams, ...params] };
     }
     if (op === '!=') return { sql: `${L.sql} IS NOT ${R.sql}`, params };
     if (op === '!~') return { sql: `NOT COALESCE(${pred}, 0)`, params };
@@ -195,10 +248,10 @@ class ExprCompiler {
   }
 
   /** `x = null` (isNull) / `x != null` under the set semantics described at the top. */
-  private nullTest(L: Frag, sources: string[], conds: string[], isNull: boolean): Frag {
+  private nullTest(L: Frag, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean): Frag {
     if (sources.length === 0) return { sql: `${L.sql} ${isNull ? 'IS NULL' : 'IS NOT NULL'}`, params: L.params };
     const any = exists(sources, conds, `${L.sql} IS NOT NULL`);
-    return { sql: isNull ? `NOT ${any}` : any, params: L.params };
+    return { sql: isNull ? `NOT ${any}` : any, params: [...condParams, ...L.params] };
   }
 
   private inList(e: InExpr): Frag {
@@ -212,24 +265,41 @@ class ExprCompiler {
     if (members.length > 0) {
       const pred = `${L.sql} IN (${members.map(() => '?').join(', ')})`;
       const params = [...L.params, ...members.map((m) => literalSlot(m, path?.scale, false))];
-      parts.push({ sql: L.sources.length > 0 ? exists(L.sources, L.conds, pred) : pred, params });
+      parts.push(L.sources.length > 0 ? { sql: exists(L.sources, L.conds, pred), params: [...L.condParams, ...params] } : { sql: pred, params });
     }
-    if (members.length < e.items.length) parts.push(this.nullTest(L, L.sources, L.conds, true));
+    if (members.length < e.items.length) parts.push(this.nullTest(L, L.sources, L.conds, L.condParams, true));
     if (parts.length === 1) return parts[0];
     return { sql: `(${parts[0].sql} OR ${parts[1].sql})`, params: [...parts[0].params, ...parts[1].params] };
   }
 
-  /** SQL for one operand; `scale` comes from a fixed-point field on the other side. */
-  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean): Side {
-    if (path) return { sql: like ? wrapLikeSql(path.value) : path.value, params: [], sources: path.sources, conds: path.conds };
-    if (o.type === 'literal') return { sql: '?', params: [literalSlot(o, scale, like)], sources: [], conds: [] };
+  /**
+   * SQL for one operand; `scale` comes from a fixed-point field on the other side, `other` is the
+   * other side's path (an `@request.auth.id` compared with record ids is qualified by their collection).
+   */
+  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side {
+    if (path) {
+      const vp = path.valueParams;
+      // wrapLikeSql repeats its operand three times
+      const params = like && vp.length ? [...vp, ...vp, ...vp] : vp;
+      return { sql: like ? wrapLikeSql(path.value) : path.value, params, sources: path.sources, conds: path.conds, condParams: path.condParams };
+    }
+    const plain = { sources: [], conds: [], condParams: [] };
+    if (o.type === 'literal') return { sql: '?', params: [literalSlot(o, scale, like)], ...plain };
     if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
     const opt = like ? { like: true } : {};
     let slot: ParamSlot;
-    if (o.macro === 'auth' || o.macro === 'data') slot = { kind: o.macro, path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    if (o.macro === 'auth') {
+      const head = o.path.split('.')[0];
+      if (this.mode === 'filter' && (HIDDEN_AUTH_COLUMNS as readonly string[]).includes(head)) {
+        throw ApiError.badRequest(`Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);
+      }
+      this.authPaths.add(o.path);
+      const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
+      slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
+    } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
     else if (o.macro === 'method') slot = { kind: 'method', ...opt };
     else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
-    return { sql: '?', params: [slot], sources: [], conds: [] };
+    return { sql: '?', params: [slot], ...plain };
   }
 }
 
