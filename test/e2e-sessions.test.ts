@@ -143,9 +143,14 @@ test('session routes and refresh need the caller\'s own collection (401); a toke
   ];
   for (const [m, p, t] of cases) assertError(await srv.api(m, p, { token: t }), 401, 'unauthorized', `${m} ${p} with ${t === srv.suToken ? 'superuser' : t ? 'epochers' : 'no'} token`);
 
-  // A record with the same id in another collection: swapping the collection claim breaks the signature.
-  const twin = await srv.api('POST', '/api/collections/devices/records', { token: srv.suToken, body: { id: eid, email: 'twin@example.com', password: PW, passwordConfirm: PW } });
+  // A record with the same id in another collection: the API refuses the id (one auth identity,
+  // one collection), so the twin is made in the database, as an older data directory may hold one.
+  // Swapping the collection claim breaks the signature.
+  const refused = await srv.api('POST', '/api/collections/devices/records', { token: srv.suToken, body: { id: eid, email: 'twin@example.com', password: PW, passwordConfirm: PW } });
+  assertError(refused, 409, 'conflict', 'an id taken in another auth collection');
+  const twin = await srv.api('POST', '/api/collections/devices/records', { token: srv.suToken, body: { email: 'twin@example.com', password: PW, passwordConfirm: PW } });
   assert.equal(twin.status, 201, twin.text);
+  withDb(srv.dataDir, (db) => db.prepare('UPDATE devices SET id = ? WHERE id = ?').run(eid, twin.body.id));
   const [h, p, s] = (e.body.token as string).split('.');
   const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
   const swapped = `${h}.${Buffer.from(JSON.stringify({ ...claims, collectionId: (await srv.api('GET', '/api/collections/devices', { token: srv.suToken })).body.id })).toString('base64url')}.${s}`;

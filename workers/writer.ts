@@ -4,14 +4,21 @@
  * next group: one BEGIN IMMEDIATE … COMMIT (one fsync) serves many requests, and each job runs in
  * its own SAVEPOINT so a failing job rolls back alone.
  *
+ * The change feed starts here: TEMP triggers on every record table (this connection only) note
+ * each inserted, updated and deleted row in `temp._changes`, so cascades and other trigger side
+ * effects are seen too; a job rolled back to its savepoint takes its notes with it. Before each
+ * COMMIT the group's notes are read, merged per record and sent with the group's outcomes.
+ *
  * workerData: { path: string, busyTimeoutMs: number }
  * Messages in: a flat batch of jobs (the jobs of one main-thread event-loop turn; wire format in
  * src/db/write-protocol.ts) | { close: true }. Messages out: WriterReady, one flat outcome array a
- * group, { closed: true }.
+ * group (ending with the group's changes), { closed: true }.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'libsql';
-import { OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS } from '../src/db/write-protocol.js';
+import {
+  CHANGE_CREATE, CHANGE_DELETE, CHANGE_UPDATE, MAX_CHANGES_LISTED, OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS,
+} from '../src/db/write-protocol.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 /** A prepared statement with what is asked of it on every run, asked of libsql once. */
@@ -51,6 +58,67 @@ function prepare(sql: string): Prepared {
 const NO_PARAMS: unknown[] = [];
 const exec = (sql: string) => prepare(sql).stmt.run(NO_PARAMS);
 
+/** The main schema's version the change triggers were made for (-1: make them again). */
+let triggersFor = -1;
+
+/** A statement that changes the schema: the change triggers may need making again after it. */
+const isDdl = (sql: string): boolean => {
+  const c = sql.charCodeAt(0);
+  return (c === 67 || c === 65 || c === 68) && /^(CREATE|ALTER|DROP)\b/i.test(sql); // C, A, D
+};
+
+/**
+ * Makes the change triggers match the record tables named in `_collections`, when the main
+ * schema changed since they were made. Runs inside or outside a transaction; TEMP schema changes
+ * roll back with it, so after a rollback `triggersFor` is reset and this is called again.
+ */
+function syncChangeTriggers(): void {
+  const version = Number((prepare('PRAGMA schema_version').stmt.get(NO_PARAMS) as unknown[])[0]);
+  if (version === triggersFor) return;
+  const old = db.prepare(`SELECT name FROM temp.sqlite_master WHERE type = 'trigger' AND name LIKE '\\_cf\\_%' ESCAPE '\\'`).raw(true).all() as unknown[][];
+  for (const [name] of old) db.exec(`DROP TRIGGER temp."${String(name).replace(/"/g, '""')}"`);
+  const hasCollections = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_collections'`).raw(true).get();
+  const tables = hasCollections
+    ? (db.prepare(`SELECT c."id", c."name" FROM "_collections" c JOIN sqlite_master m ON m.type = 'table' AND m.name = c."name"`).raw(true).all() as unknown[][])
+    : [];
+  for (const [id, name] of tables) {
+    const cid = `'${String(id).replace(/'/g, "''")}'`;
+    const tbl = `main."${String(name).replace(/"/g, '""')}"`;
+    const trig = (suffix: string) => `"_cf_${String(id).replace(/"/g, '""')}_${suffix}"`;
+    db.exec(`CREATE TEMP TRIGGER ${trig('i')} AFTER INSERT ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, NEW."id", ${CHANGE_CREATE}); END`);
+    db.exec(`CREATE TEMP TRIGGER ${trig('u')} AFTER UPDATE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, NEW."id", ${CHANGE_UPDATE}); END`);
+    db.exec(`CREATE TEMP TRIGGER ${trig('d')} AFTER DELETE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, OLD."id", ${CHANGE_DELETE}); END`);
+  }
+  triggersFor = version;
+}
+
+/**
+ * The group's changes, read and cleared inside its transaction: `[flat, truncated]` where `flat`
+ * repeats collectionId, recordId, op (one entry per record, ops merged: a create then updates
+ * is a create, anything then a delete is a delete, a delete then a create is an update), and
+ * `truncated` lists collections whose changes were too many to list (MAX_CHANGES_LISTED).
+ */
+function takeChanges(): [unknown[] | null, string[] | null] {
+  const rows = prepare('SELECT "c", "id", "op" FROM temp."_changes"').stmt.all(NO_PARAMS) as unknown[][];
+  if (rows.length === 0) return [null, null];
+  exec('DELETE FROM temp."_changes"');
+  if (rows.length > MAX_CHANGES_LISTED * 2) return [null, [...new Set(rows.map((r) => String(r[0])))]];
+  if (rows.length === 1) return [[rows[0][0], rows[0][1], Number(rows[0][2])], null];
+  const merged = new Map<string, [unknown, unknown, number]>();
+  for (const [c, id, opRaw] of rows) {
+    const op = Number(opRaw);
+    const key = `${String(c)}\u0000${String(id)}`;
+    const prev = merged.get(key);
+    if (prev === undefined) merged.set(key, [c, id, op]);
+    else if (op === CHANGE_DELETE) prev[2] = CHANGE_DELETE;
+    else if (prev[2] === CHANGE_DELETE) prev[2] = CHANGE_UPDATE; // deleted, then inserted again
+  }
+  if (merged.size > MAX_CHANGES_LISTED) return [null, [...new Set(rows.map((r) => String(r[0])))]];
+  const flat: unknown[] = [];
+  for (const e of merged.values()) flat.push(e[0], e[1], e[2]);
+  return [flat, null];
+}
+
 /**
  * Runs the job that starts at `at` in `batch`, appending its outcome to `out`. Returns false when
  * the job failed (a guard or an SQLite error); what it appended is then its failure outcome.
@@ -60,6 +128,8 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
   const steps = batch[at + 1] as number;
   const mark = out.length;
   out.push(id, OUT_OK);
+  let ddlPending = false;
+  let hadDdl = false;
   let k = at + 2;
   for (let i = 0; i < steps; i++) {
     const flags = batch[k] as number;
@@ -68,6 +138,12 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
     const params = batch.slice(k + 3, k + 3 + n);
     k += 3 + n;
     try {
+      // A record table created or renamed earlier in this job gets its change triggers before
+      // the job writes to it (DDL steps come in runs: sync once after each run).
+      const ddl = isDdl(sql);
+      if (ddlPending && !ddl) syncChangeTriggers();
+      ddlPending = ddl;
+      hadDdl ||= ddl;
       const { stmt, reader } = prepare(sql);
       if (reader) {
         if (flags & STEP_RETURN_ROWS) {
@@ -90,6 +166,11 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
       const e = err as { code?: string; message?: string };
       return fail(out, mark, id, OUT_SQLITE, i, e.code ?? 'SQLITE_ERROR', e.message ?? String(err));
     }
+  }
+  if (hadDdl) {
+    // the job may have registered the new tables in `_collections` after creating them
+    triggersFor = -1;
+    syncChangeTriggers();
   }
   return true;
 }
@@ -119,20 +200,34 @@ function applyGroup(group: Array<{ batch: unknown[]; at: number }>): unknown[] {
       break;
     }
   }
-  if (!failed) {
-    exec('COMMIT');
-    return out;
-  }
+  if (!failed) return commit(out);
   exec('ROLLBACK');
+  rolledBack();
   out = [];
   exec('BEGIN IMMEDIATE');
   for (const { batch, at } of group) {
     exec('SAVEPOINT job');
-    if (!runJob(batch, at, out)) exec('ROLLBACK TO job');
+    if (!runJob(batch, at, out)) {
+      exec('ROLLBACK TO job');
+      rolledBack();
+    }
     exec('RELEASE job');
   }
+  return commit(out);
+}
+
+/** Appends the group's changes to its outcomes and commits. */
+function commit(out: unknown[]): unknown[] {
+  const [changes, truncated] = takeChanges();
   exec('COMMIT');
+  out.push(changes, truncated);
   return out;
+}
+
+/** After a rollback: TEMP triggers made since may be gone; make them again if so. */
+function rolledBack(): void {
+  triggersFor = -1;
+  syncChangeTriggers();
 }
 
 function flush(): void {
@@ -146,10 +241,12 @@ function flush(): void {
     } catch (err) {
       // The group itself failed (busy database, disk full, I/O error): nothing of it is durable.
       try { db.exec('ROLLBACK'); } catch { /* no transaction open */ }
+      try { rolledBack(); } catch { /* reported with the next group */ }
       const message = (err as Error).message ?? String(err);
       const code = (err as { code?: string }).code ?? 'SQLITE_ERROR';
       outcomes = [];
       for (const { batch, at } of group) outcomes.push(batch[at], OUT_SQLITE, -1, code, message);
+      outcomes.push(null, null);
     }
     port.postMessage(outcomes);
   }
@@ -168,6 +265,9 @@ try {
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = FULL');
   db.exec('PRAGMA recursive_triggers = ON');
+  db.exec('PRAGMA temp_store = MEMORY');
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS "_changes" ("c" TEXT NOT NULL, "id" TEXT, "op" INTEGER NOT NULL)');
+  syncChangeTriggers();
   port.postMessage({ ready: true });
 } catch (err) {
   port.postMessage({ ready: false, message: (err as Error).message });

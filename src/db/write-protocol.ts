@@ -38,7 +38,17 @@ export interface StepResult {
  *   jobId, OUT_OK,     then per step: changes, and for a STEP_RETURN_ROWS step also rows, columns
  *   jobId, OUT_GUARD,  failing step index
  *   jobId, OUT_SQLITE, failing step index (-1: the group failed), SQLite error code, message
+ * then, once at the end of the group's array, its changes (see workers/writer.ts takeChanges):
+ *   flat changes (collectionId, recordId, CHANGE_* op, repeated) or null,
+ *   truncated collection ids (too many changes to list) or null
  */
+
+/** Change ops on the wire (the change feed, src/db/change-feed.ts). */
+export const CHANGE_CREATE = 1;
+export const CHANGE_UPDATE = 2;
+export const CHANGE_DELETE = 3;
+/** Most records listed in one group's changes; past it the group names the collections only. */
+export const MAX_CHANGES_LISTED = 20_000;
 
 /** Step flags on the wire. */
 export const STEP_EXPECT_ROW = 1;

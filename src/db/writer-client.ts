@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { ApiError } from '../errors/api-error.js';
 import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from './write-protocol.js';
 import { workerScript } from './worker-url.js';
+import { ChangeFeed, decodeChanges } from './change-feed.js';
 
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };
 
@@ -36,6 +37,8 @@ export class WriterClient {
   };
   /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
   onCommit: (() => void) | null = null;
+  /** The committed changes, delivered after onCommit and before the jobs of the commit settle. */
+  readonly changes = new ChangeFeed();
   /** Group commits reported so far (caches of rendered reads are valid for one count). */
   commits = 0;
 
@@ -45,7 +48,9 @@ export class WriterClient {
       if (!Array.isArray(msg)) return;
       this.commits++;
       this.onCommit?.();
-      this.settleGroup(msg);
+      const n = msg.length;
+      if (msg[n - 2] !== null || msg[n - 1] !== null) this.changes.emit(decodeChanges(this.commits, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
+      this.settleGroup(msg, n - 2);
     });
     worker.on('error', (err) => this.failAll(err));
     worker.on('exit', () => {
@@ -107,9 +112,9 @@ export class WriterClient {
   }
 
   /** Settles the jobs of one message of outcomes (wire format in write-protocol.ts). */
-  private settleGroup(out: unknown[]): void {
+  private settleGroup(out: unknown[], end: number): void {
     let k = 0;
-    while (k < out.length) {
+    while (k < end) {
       const id = out[k] as number;
       const kind = out[k + 1] as number;
       k += 2;

@@ -75,7 +75,6 @@ export class AccountEmails {
         params: [nowDate(), found.recordId, found.email], expect: 'change', fail: BAD_TOKEN,
       },
     ]);
-    this.store.touched(c.id);
   }
 
   /**
@@ -100,7 +99,6 @@ export class AccountEmails {
       ...AuthTokens.dropAllSteps('reset', c, found.recordId),
       ...SessionStore.wipeSteps(c, found.recordId, null),
     ]);
-    this.store.touched(c.id);
   }
 
   private async run(steps: WriteStep[]) {

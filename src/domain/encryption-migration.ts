@@ -52,6 +52,5 @@ export async function migrateEncryption(store: Store, prev: Collection, next: Co
     }
     await flush();
   }
-  if (changed) store.touched(next.id);
   return changed;
 }

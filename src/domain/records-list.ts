@@ -377,7 +377,9 @@ export class RecordLister {
     const params = s.where.params;
     const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
     const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
-    const gen = this.store.generation(s.c.id, filtered);
+    // A relation path reads other collections too: such a count lasts one commit.
+    const crosses = filtered && sql.includes('EXISTS (');
+    const gen = this.store.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
     const hit = this.countCache.get(key);
     if (hit && hit.gen === gen) return hit.count;
     // An unfiltered COUNT(*) is cheap for SQLite (it counts b-tree cells of the smallest index);
@@ -386,7 +388,8 @@ export class RecordLister {
     const count = Number(rows[0]?.[0] ?? 0);
     if (!s.c.options.ttl_field) {
       if (this.countCache.size > 1000) this.countCache.clear();
-      this.countCache.set(key, { gen: this.store.generation(s.c.id, filtered) === gen ? gen : '', count });
+      const now = this.store.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
+      this.countCache.set(key, { gen: now === gen ? gen : '', count });
     }
     return count;
   }

@@ -167,10 +167,7 @@ export class RecordWriter {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     const row = vals.slice(0, 3 + c.fields.length);
-    return this.withFiles(c, id, filePlan, () => this.queue(steps)).then(() => {
-      this.store.rowsAdded(c.id);
-      return { row, passwordChanged: false };
-    }, conflictError);
+    return this.withFiles(c, id, filePlan, () => this.queue(steps)).then(() => ({ row, passwordChanged: false }), conflictError);
   }
 
   /**
@@ -291,7 +288,6 @@ export class RecordWriter {
     });
     steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
     const results = await this.withFiles(c, id, filePlan, () => this.run(steps));
-    this.store.rowChanged(c.id, id);
     return { row: results[results.length - 1].rows![0], passwordChanged };
   }
 
@@ -339,12 +335,8 @@ export class RecordWriter {
         steps.push({ sql: `DELETE FROM "${table}" WHERE "collectionId" = ? AND "recordId" = ?`, params: [c.id, id] });
       }
     }
-    await this.run(steps);
-    this.store.rowDeleted(c.id, id);
+    await this.run(steps); // caches drop the record and what cascaded from it through the change feed
     await this.files?.deleted(c, id);
-    for (const other of this.store.registry.all()) {
-      if (other.fields.some((f) => f.type === 'relation' && f.options.collectionId === c.id)) this.store.touched(other.id);
-    }
   }
 
   /** Validates `password` / `passwordConfirm` of a write; returns the password or null when absent. */

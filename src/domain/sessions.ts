@@ -116,8 +116,7 @@ export class SessionStore {
     await this.write([
       { sql: `UPDATE ${q(c.name)} SET "token_epoch" = "token_epoch" + 1 WHERE "id" = ?`, params: [recordId] },
       ...SessionStore.wipeSteps(c, recordId, null),
-    ]);
-    this.store.rowChanged(c.id, recordId); // the epoch changed: cached copies of the record are stale
+    ]); // the epoch changed: the change feed drops cached copies of the record
   }
 
   /** Deletes the record's session rows except `keepSid` (after a password change). */

@@ -10,6 +10,7 @@ import { RuleBook } from './access.js';
 import { buildCodec, type RecordCodec } from './record-codec.js';
 import { ApiError } from '../errors/api-error.js';
 import { AuthRecordCache, RecordCache } from './record-cache.js';
+import type { ChangeBatch } from '../db/change-feed.js';
 
 export class Store {
   readonly rules: RuleBook;
@@ -27,6 +28,18 @@ export class Store {
 
   constructor(readonly registry: CollectionRegistry, readonly reader: Reader, readonly writer: WriterClient) {
     this.rules = new RuleBook(registry);
+    // Every cache of records and counts invalidates from the change feed, and nowhere else.
+    writer.changes.subscribe((batch) => this.applyChanges(batch));
+  }
+
+  /** Invalidates what one committed transaction made stale (the change feed's listener). */
+  private applyChanges(batch: ChangeBatch): void {
+    for (const ch of batch.changes) {
+      if (ch.op === 'create') this.rowsAdded(ch.collection);
+      else if (ch.op === 'update') this.rowChanged(ch.collection, ch.id);
+      else this.rowDeleted(ch.collection, ch.id);
+    }
+    for (const cid of batch.truncated) this.touched(cid);
   }
 
   /** The collection by id or name, or 404. */
@@ -55,7 +68,7 @@ export class Store {
   }
 
   /** A collection's rows changed in unknown ways (invalidates counts and cached records). */
-  touched(collectionId: string): void {
+  private touched(collectionId: string): void {
     this.bump(this.writeGen, collectionId);
     this.bump(this.valuesGen, collectionId);
     this.recordCache.dropCollection(collectionId);
@@ -64,12 +77,12 @@ export class Store {
   }
 
   /** Rows were added to a collection (invalidates counts only). */
-  rowsAdded(collectionId: string): void {
+  private rowsAdded(collectionId: string): void {
     this.bump(this.writeGen, collectionId);
   }
 
   /** One row was deleted (invalidates counts and that record's cache entry). */
-  rowDeleted(collectionId: string, id: string): void {
+  private rowDeleted(collectionId: string, id: string): void {
     this.bump(this.writeGen, collectionId);
     this.recordCache.drop(collectionId, id);
     this.listRows.drop(collectionId, id);
@@ -77,7 +90,7 @@ export class Store {
   }
 
   /** One row's values changed (invalidates filtered counts and that record's cache entry). */
-  rowChanged(collectionId: string, id: string): void {
+  private rowChanged(collectionId: string, id: string): void {
     this.bump(this.valuesGen, collectionId);
     this.recordCache.drop(collectionId, id);
     this.listRows.drop(collectionId, id);

@@ -24,11 +24,7 @@ export async function collectExpired(store: Store, after?: AfterExpiry): Promise
     if (!ttl) continue;
     const [res] = await store.writer.write([{ sql: `DELETE FROM ${q(c.name)} WHERE ${q(ttl)} IS NOT NULL AND ${q(ttl)} <= ?`, params: [now] }]);
     if (res.changes > 0) {
-      total += res.changes;
-      store.touched(c.id);
-      for (const other of store.registry.all()) {
-        if (other.fields.some((f) => f.type === 'relation' && f.options.collectionId === c.id)) store.touched(other.id);
-      }
+      total += res.changes; // caches drop the rows (and cascades) through the change feed
       await after?.(c);
     }
   }
