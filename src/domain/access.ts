@@ -16,7 +16,8 @@ export interface Principal {
 }
 
 /** What a rule means for one request: deny outright, allow everything, or a SQL condition. */
-export type RuleCheck = { kind: 'deny' } | { kind: 'all' } | { kind: 'where'; sql: string; params: SqlValue[] };
+/** `readsRecord` false: the condition depends on the request alone (no field of the record). */
+export type RuleCheck = { kind: 'deny' } | { kind: 'all' } | { kind: 'where'; sql: string; params: SqlValue[]; readsRecord: boolean };
 
 export const DENY: RuleCheck = { kind: 'deny' };
 export const ALL: RuleCheck = { kind: 'all' };
@@ -73,7 +74,7 @@ export class RuleBook {
     if (compiled === 'locked') return DENY;
     if (compiled === 'public') return ALL;
     const params = bindParams(compiled, { auth: principal ? principal.record : null, data, method });
-    return { kind: 'where', sql: compiled.sql, params };
+    return { kind: 'where', sql: compiled.sql, params, readsRecord: compiled.readsRecord };
   }
 
   /**
@@ -98,18 +99,13 @@ export class RuleBook {
 
   private findOwnerColumn(c: Collection, rule: RuleName): OwnerColumn | null {
     const compiled = this.compiled(c, rule);
-    if (typeof compiled === 'string' || compiled.params.length !== 1) return null;
-    const p = compiled.params[0];
-    if (p.kind !== 'auth' || p.path !== 'id' || p.like) return null;
-    const of = p.of ?? null;
-    const m = /^r\."([A-Za-z_][A-Za-z0-9_]*)" = \?$/.exec(compiled.sql) ?? /^\? = r\."([A-Za-z_][A-Za-z0-9_]*)"$/.exec(compiled.sql);
-    if (!m) return null;
-    const i = c.fields.findIndex((f) => f.name === m[1]);
+    if (typeof compiled === 'string' || !compiled.owner) return null;
+    const i = c.fields.findIndex((f) => f.name === compiled.owner!.field);
     const f = c.fields[i];
     if (!f || f.options.encrypted) return null;
     const single = ((f.options.maxSelect as number | undefined) ?? 1) <= 1;
     if (!((f.type === 'relation' && single) || f.type === 'text')) return null;
-    return { index: 3 + i, of };
+    return { index: 3 + i, of: compiled.owner.of };
   }
 
   /** True when the rule is `@public` (used for startup warnings and fast paths). */

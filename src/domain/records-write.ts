@@ -25,8 +25,6 @@ import { encryptStored } from './encryption.js';
 type Body = Record<string, unknown>;
 type Errors = Record<string, FieldError>;
 
-/** A compiled rule that reads the record (the compiler aliases the record table as `r`). */
-const RECORD_REF = /\br\./;
 const CREATE_DENIED = () => new ApiError(403, 'forbidden', 'You are not allowed to create this record.');
 
 const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -151,7 +149,7 @@ export class RecordWriter {
     }
     steps.push({ sql: this.insertSql(c, cols), params: vals });
     if (check.kind === 'where') {
-      if (!RECORD_REF.test(check.sql)) {
+      if (!check.readsRecord) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here
         // on the read connection, and the writer thread (the throughput limit) does not see it.
         if (!this.requestRuleHolds(check.sql, check.params)) throw CREATE_DENIED();

@@ -45,6 +45,13 @@ export interface CompiledExpr {
   params: ParamSlot[];
   /** the `@request.auth.*` paths it reads (`id`, `collectionName`, `profile.x`, …) */
   authPaths: string[];
+  /** whether it reads the record (any field path): false means it depends on the request alone */
+  readsRecord: boolean;
+  /**
+   * The owner shape: the expression is exactly `<field> = @request.auth.id` (either order) on
+   * one of the collection's own fields; `of` is the collection a relation field's ids belong to.
+   */
+  owner: { field: string; of: string | null } | null;
 }
 
 /**
@@ -86,9 +93,21 @@ export function compileExpression(src: string, collection: Collection, schema: S
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
   const ast = parseFilter(src);
   const guarded = opts.mode === 'filter' && !opts.superuser;
-  const compiler = new ExprCompiler(new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null), opts.mode);
+  const paths = new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
+  const compiler = new ExprCompiler(paths, opts.mode);
   const shaped = checkShape(compiler.expr(ast));
-  return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths] };
+  return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, owner: ownerShape(ast, collection) };
+}
+
+/** CompiledExpr.owner: `<field> = @request.auth.id` or `@request.auth.id = <field>`, else null. */
+function ownerShape(ast: Expr, c: Collection): CompiledExpr['owner'] {
+  if (ast.type !== 'compare' || ast.op !== '=') return null;
+  const isAuthId = (o: Operand) => o.type === 'macro' && o.macro === 'auth' && o.path === 'id';
+  const side = isAuthId(ast.right) ? ast.left : isAuthId(ast.left) ? ast.right : null;
+  if (side?.type !== 'field' || side.path.length !== 1) return null;
+  const field = c.fields.find((f) => f.name === side.path[0]);
+  if (!field) return null;
+  return { field: field.name, of: field.type === 'relation' ? (field.options.collectionId ?? null) : null };
 }
 
 /** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */

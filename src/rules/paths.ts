@@ -101,6 +101,8 @@ export function jsonEachSource(col: string, alias: string): string {
 /** Walks field paths of one compiled expression, handing out fresh table aliases. */
 export class PathResolver {
   private counter = 0;
+  /** Whether any path was resolved: the expression reads the record (CompiledExpr.readsRecord). */
+  readsRecord = false;
   /**
    * @param guarded  true for a client filter of a caller who is not a superuser: hops carry the
    *                 target's view rule (`hopRule`) and private emails read as NULL
@@ -162,6 +164,7 @@ export class PathResolver {
    *   fields that have none, and chains longer than MAX_RELATION_DEPTH relations.
    */
   resolve(path: readonly string[]): ResolvedPath {
+    this.readsRecord = true;
     const sources: string[] = [];
     const conds: string[] = [];
     const condParams: ParamSlot[] = [];
