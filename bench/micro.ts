@@ -17,15 +17,15 @@
 import { createHmac } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
-import { CollectionRegistry } from '../src/domain/collection-registry.js';
-import { RuleBook, type Principal } from '../src/domain/access.js';
+import { CollectionRegistry } from '../src/collections/collection-registry.js';
+import { RuleBook, type Principal } from '../src/rules/access.js';
 import { compileExpression } from '../src/rules/compiler.js';
 import { parseFilter } from '../src/rules/parser.js';
-import { buildCodec } from '../src/domain/record-codec.js';
-import { TokenService } from '../src/domain/tokens.js';
-import { normalizeFieldDefinition } from '../src/domain/fields/index.js';
-import { authSystemFields } from '../src/domain/auth-fields.js';
-import type { Collection, Field } from '../src/domain/types.js';
+import { buildCodec } from '../src/records/record-codec.js';
+import { TokenService } from '../src/auth/tokens.js';
+import { normalizeFieldDefinition } from '../src/collections/fields/index.js';
+import { authSystemFields } from '../src/auth/auth-fields.js';
+import type { Collection, Field } from '../src/collections/types.js';
 import { RULES, TAGS, description, postId, userId } from './lib/seed.js';
 
 /** One micro benchmark line. */
@@ -98,9 +98,9 @@ export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
   const signingInput = token.slice(0, token.lastIndexOf('.'));
   const verifiedCache = (tokens as unknown as { verified: Map<string, unknown> }).verified;
 
-  let cursor: typeof import('../src/domain/cursor.js') | null = null;
+  let cursor: typeof import('../src/records/cursor.js') | null = null;
   try {
-    cursor = await import('../src/domain/cursor.js');
+    cursor = await import('../src/records/cursor.js');
   } catch {
     cursor = null; // not written yet: reported as pending
   }
@@ -180,7 +180,7 @@ export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
     const b = stats.get(baseline)!;
     return { name, opsPerSec: a.ops, baseline: baseline.replace(/^baseline: /, ''), baselineOpsPerSec: b.ops, ratio: a.ops / b.ops, rme: a.rme };
   });
-  if (!cursor) out.push({ name: 'cursor encode/decode: pending (src/domain/cursor.ts missing)', opsPerSec: NaN, baseline: '', baselineOpsPerSec: NaN, ratio: NaN, rme: NaN });
+  if (!cursor) out.push({ name: 'cursor encode/decode: pending (src/records/cursor.ts missing)', opsPerSec: NaN, baseline: '', baselineOpsPerSec: NaN, ratio: NaN, rme: NaN });
   return out;
 }
 

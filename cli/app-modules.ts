@@ -17,7 +17,7 @@ export interface SuperuserResult {
   created: boolean;
 }
 
-/** Shape of src/domain/superuser-admin.ts; both functions throw ApiError on invalid input. */
+/** Shape of src/auth/superuser-admin.ts; both functions throw ApiError on invalid input. */
 export interface SuperuserAdmin {
   createSuperuser(dataDir: string, email: string, password: string): Promise<SuperuserResult>;
   upsertSuperuser(dataDir: string, email: string, password: string): Promise<SuperuserResult>;
@@ -36,7 +36,7 @@ export interface ServerModule {
   startServer(config: ServeConfig, logger: Logger): Promise<RunningServer>;
 }
 
-const SUPERUSER_ADMIN_MODULE = '../src/domain/superuser-admin.js';
+const SUPERUSER_ADMIN_MODULE = '../src/auth/superuser-admin.js';
 const SERVER_MODULE = '../src/server.js';
 
 /** Raised when an app module is absent from this build or checkout. */

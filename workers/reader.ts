@@ -6,7 +6,7 @@
  * Errors come back as plain Errors carrying the SQLite message and `code`.
  */
 import Database from 'libsql';
-import type { SqlValue } from '../src/db/bind.js';
+import type { SqlValue } from '../src/store/bind.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 

@@ -11,14 +11,14 @@
  *
  * workerData: { path: string, busyTimeoutMs: number }
  * Messages in: a flat batch of jobs (the jobs of one main-thread event-loop turn; wire format in
- * src/db/write-protocol.ts) | { close: true }. Messages out: WriterReady, one flat outcome array a
+ * src/store/write-job.ts) | { close: true }. Messages out: WriterReady, one flat outcome array a
  * group (ending with the group's changes), { closed: true }.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'libsql';
 import {
   CHANGE_CREATE, CHANGE_DELETE, CHANGE_UPDATE, MAX_CHANGES_LISTED, OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS,
-} from '../src/db/write-protocol.js';
+} from '../src/store/write-job.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 /** A prepared statement with what is asked of it on every run, asked of libsql once. */

@@ -3,7 +3,7 @@
  * auth-with-password), delete runs that walk a list of ids, and the check that every answered
  * create is already committed (visible to another connection on the database file).
  */
-import { MAX_IN_FLIGHT } from '../../src/domain/passwords.js';
+import { MAX_IN_FLIGHT } from '../../src/auth/passwords.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verify } from '@node-rs/argon2';
@@ -30,7 +30,7 @@ function percentile(sorted: number[], p: number): number {
 /**
  * Raw `@node-rs/argon2` verify rate of `phc` (a hash the server stored, so the same parameters)
  * with `concurrency` verifications in flight; by default as many as svc runs at once
- * (src/domain/passwords.ts: one more than the cores, 3 to 4), so both sides use the cores alike.
+ * (src/auth/passwords.ts: one more than the cores, 3 to 4), so both sides use the cores alike.
  */
 /** Verifications in flight at once: svc's own bound. */
 export const ARGON2_IN_FLIGHT = MAX_IN_FLIGHT;

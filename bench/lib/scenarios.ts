@@ -10,7 +10,7 @@ import { REPO_ROOT } from './svc.js';
 import type { Load } from './measure.js';
 import type { RulePreset } from './seed.js';
 import { postId, userEmail, USER_PASSWORD } from './seed.js';
-import { MAX_IN_FLIGHT } from '../../src/domain/passwords.js';
+import { MAX_IN_FLIGHT } from '../../src/auth/passwords.js';
 
 /** Connections of auth-with-password (7): two for every hash svc runs at once (see below). */
 const PASSWORD_CONNECTIONS = 2 * MAX_IN_FLIGHT;

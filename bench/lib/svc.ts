@@ -21,7 +21,7 @@ export const CLI_PATH = join(REPO_ROOT, 'dist', 'cli', 'main.js');
 
 /**
  * The node flags of the `svc` launcher: the arguments after `node` on bin/svc.js's
- * `#!/usr/bin/env -S node …` line (npm start passes the same; test/launcher.test.ts checks it).
+ * `#!/usr/bin/env -S node …` line (npm start passes the same; test/e2e/launcher.test.ts checks it).
  * The server is measured started the way users start it.
  */
 export function launcherNodeArgs(): string[] {

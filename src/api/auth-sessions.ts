@@ -10,14 +10,16 @@ import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { requireAuthCollection } from './records.js';
-import { requireOwnCollection } from '../domain/auth-service.js';
-import { requireTableStore } from '../domain/sessions.js';
-import type { Collection } from '../domain/types.js';
+import { requireOwnCollection } from '../auth/auth-service.js';
+import { requireTableStore } from '../auth/sessions.js';
+import type { Collection } from '../collections/types.js';
+import { clearCookies } from './cookies.js';
 
 const BASE = '/api/collections/:col/auth/sessions';
 
 export function authSessionRoutes(ctx: ApiContext): Route[] {
   const { store, auth } = ctx;
+  const insecure = ctx.config.insecureCookies;
   const authCollection = (req: Req): Collection => {
     const c = store.collection(req.params[0]);
     requireAuthCollection(c);
@@ -38,7 +40,7 @@ export function authSessionRoutes(ctx: ApiContext): Route[] {
         requireTableStore(c);
         const p = requireOwnCollection(c, await auth.resolve(req));
         await auth.sessions.revoke(c, String(p.record.id), req.params[1]);
-        return noContent(p.sid === req.params[1] ? auth.clearCookies() : undefined);
+        return noContent(p.sid === req.params[1] ? clearCookies(insecure) : undefined);
       },
     },
     {
@@ -46,7 +48,7 @@ export function authSessionRoutes(ctx: ApiContext): Route[] {
         const c = authCollection(req);
         const p = requireOwnCollection(c, await auth.resolve(req));
         await auth.sessions.endAll(c, String(p.record.id));
-        return noContent(auth.clearCookies());
+        return noContent(clearCookies(insecure));
       },
     },
   ];

@@ -8,13 +8,15 @@ import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
 import { requireAuthCollection } from './records.js';
-import { hidePrivate } from '../domain/records-read.js';
-import { AccountEmails } from '../domain/account-emails.js';
-import type { AuthPrincipal } from '../domain/auth-service.js';
-import type { Collection } from '../domain/types.js';
+import { hidePrivate } from '../records/records-read.js';
+import { AccountEmails } from '../auth/account-emails.js';
+import type { AuthPrincipal } from '../auth/auth-service.js';
+import type { Collection } from '../collections/types.js';
+import { clearCookies, sessionCookies } from './cookies.js';
 
 export function authRoutes(ctx: ApiContext): Route[] {
   const { store, auth } = ctx;
+  const insecure = ctx.config.insecureCookies;
   const body = (c: Collection, token: string, record: Record<string, unknown>) => {
     const codec = store.codec(c);
     const visible: Record<string, unknown> = {};
@@ -41,15 +43,15 @@ export function authRoutes(ctx: ApiContext): Route[] {
     {
       method: 'post', pattern: '/api/collections/:col/auth-with-password', handler: async (req) => {
         const c = authCollection(req);
-        const { record, session } = await auth.authWithPassword(c, jsonBody(req), req);
-        return json(200, body(c, session.token, record), session.cookies);
+        const { record, session } = await auth.signIn('password', c, jsonBody(req), req);
+        return json(200, body(c, session.token, record), sessionCookies(session, insecure));
       },
     },
     {
       method: 'post', pattern: '/api/collections/:col/auth-refresh', handler: async (req) => {
         const c = authCollection(req);
         const { record, session } = await auth.refresh(c, await auth.resolve(req), req);
-        return json(200, body(c, session.token, record), session.cookies);
+        return json(200, body(c, session.token, record), sessionCookies(session, insecure));
       },
     },
     {
@@ -64,7 +66,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
           p = null;
         }
         if (p?.sid && p.collection.id === c.id) await auth.sessions.revoke(c, String(p.record.id), p.sid).catch(() => {});
-        return noContent(auth.clearCookies());
+        return noContent(clearCookies(insecure));
       },
     },
     { method: 'post', pattern: '/api/collections/:col/request-verification', handler: requestMail('request-verification', 'verify') },

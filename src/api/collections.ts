@@ -4,8 +4,8 @@ import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
-import { collectionToJson } from '../domain/collection-registry.js';
-import type { Principal } from '../domain/access.js';
+import { collectionToJson } from '../collections/collection-registry.js';
+import type { Principal } from '../rules/access.js';
 
 export function collectionRoutes(ctx: ApiContext): Route[] {
   const superuser = async (req: Req): Promise<Principal> => {

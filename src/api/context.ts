@@ -1,9 +1,9 @@
 /** What route bindings need: the domain services, the logger and the serve configuration. */
-import type { Store } from '../domain/store.js';
-import type { RecordReader } from '../domain/records-read.js';
-import type { RecordWriter } from '../domain/records-write.js';
-import type { AuthService } from '../domain/auth-service.js';
-import type { CollectionsService } from '../domain/collections-service.js';
+import type { Store } from '../store/store.js';
+import type { RecordReader } from '../records/records-read.js';
+import type { RecordWriter } from '../records/records-write.js';
+import type { AuthService } from '../auth/auth-service.js';
+import type { CollectionsService } from '../collections/collections-service.js';
 import type { Logger } from '../log/logger.js';
 import type { ServeConfig } from '../config/config.js';
 

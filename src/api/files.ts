@@ -3,7 +3,7 @@
  * "Errors": a 416 has an empty body and a Content-Range header).
  *
  * - `POST /api/files/token` (authenticated) → `{token}`: a file token valid 2 minutes
- *   (src/domain/file-tokens.ts), passed as `?token=` on a file URL.
+ *   (src/files/file-tokens.ts), passed as `?token=` on a file URL.
  * - `GET`/`HEAD /api/files/:collection/:recordId/:filename`: the caller is the file token's
  *   principal when `?token=` is given (an invalid, expired or revoked one answers 401), else the
  *   bearer token or auth cookie. The record must be visible under the collection's view rule and
@@ -26,10 +26,10 @@ import type { Reply, Req, Route } from '../http/types.js';
 import { json } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { query } from './request.js';
-import type { Principal } from '../domain/access.js';
-import { detectMime, type FileStorage } from '../domain/files.js';
-import type { FileTokens } from '../domain/file-tokens.js';
-import { fileNames } from '../domain/fields/index.js';
+import type { Principal } from '../rules/access.js';
+import { detectMime, type FileStorage } from '../files/files.js';
+import type { FileTokens } from '../files/file-tokens.js';
+import { fileNames } from '../collections/fields/index.js';
 
 /** Files up to this size are read whole; larger ones are streamed. */
 export const INLINE_READ_MAX = 256 * 1024;

@@ -18,8 +18,8 @@ let busboyModule: Promise<typeof busboyType> | null = null;
 const loadBusboy = () => (busboyModule ??= import('busboy').then((m) => m.default));
 import { ApiError } from '../errors/api-error.js';
 import type { Req } from '../http/types.js';
-import type { Collection, Field } from '../domain/types.js';
-import type { Upload, Uploads } from '../domain/record-files.js';
+import type { Collection, Field } from '../collections/types.js';
+import type { Upload, Uploads } from '../files/record-files.js';
 import { jsonBody } from './request.js';
 
 /** Largest non-file form value (a json field's text is at most 1 MiB; leave room for spacing). */

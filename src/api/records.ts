@@ -5,10 +5,11 @@ import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody, query } from './request.js';
 import { isMultipart, recordWriteBody, type WriteBody } from './multipart.js';
-import { ownerMatches, type Principal } from '../domain/access.js';
-import type { Collection } from '../domain/types.js';
-import { hidePrivate, projected, readShape, type ReadShape } from '../domain/records-read.js';
-import { stripServerManaged } from '../domain/records-write.js';
+import { ownerMatches, type Principal } from '../rules/access.js';
+import type { Collection } from '../collections/types.js';
+import { hidePrivate, projected, readShape, type ReadShape } from '../records/records-read.js';
+import { stripServerManaged } from '../records/records-write.js';
+import { sessionCookies } from './cookies.js';
 
 const BASE = '/api/collections/:col/records';
 const NO_SHAPE: ReadShape = { expand: null, projection: null };
@@ -107,7 +108,8 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         auth.limitPasswordChange(c, req.params[1], principal, body, req); // scope pwchange; superusers exempt
         const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body, input.uploads);
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
-        const headers = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
+        const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
+        const headers = session ? sessionCookies(session, ctx.config.insecureCookies) : undefined;
         return respond(200, c, row, principal, readShape(query(req)), headers);
       },
     },

@@ -4,7 +4,7 @@
  * Codes are frozen machine identifiers: clients match on them, so a shipped code is never renamed
  * or reused. The ledger is append-only: a code leaves ACTIVE_CODES only by moving its name to
  * RETIRED_CODES, which no later code may take. ACTIVE_CODES stays alphabetical with no duplicates;
- * test/codes-ledger.test.ts checks that and that every code the source emits is listed here.
+ * test/unit/errors/codes-ledger.test.ts checks that and that every code the source emits is listed here.
  * `svc explain-code` prints this registry.
  */
 

@@ -17,12 +17,12 @@
  * AND/OR operands may be reordered and grouped to stay within SQLite's parser limits (sql-shape.ts).
  */
 import { ApiError } from '../errors/api-error.js';
-import { bindValue, type SqlValue } from '../db/bind.js';
-import type { Collection } from '../domain/types.js';
+import { bindValue, type SqlValue } from '../store/bind.js';
+import type { Collection } from '../collections/types.js';
 import { parseFilter, type CompareExpr, type Expr, type InExpr, type Literal, type Operand } from './parser.js';
 import { PathResolver, quoteIdent, resolveColumn, type HopRule, type ResolvedPath, type SchemaLookup } from './paths.js';
-import { HIDDEN_AUTH_COLUMNS } from '../domain/types.js';
-import { nowDate } from '../domain/fields/index.js';
+import { HIDDEN_AUTH_COLUMNS } from '../collections/types.js';
+import { nowDate } from '../collections/fields/index.js';
 import { checkShape, joinShaped, leafShape, type Shaped } from './sql-shape.js';
 import { likeValue, readPath, scaleDecimal, scaleValue, wrapLikeSql } from './values.js';
 

@@ -18,7 +18,7 @@
  *   `emailVisibility` is on or the row is the caller's own, so a private address is no oracle.
  */
 import { ApiError } from '../errors/api-error.js';
-import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../domain/types.js';
+import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../collections/types.js';
 import type { ParamSlot } from './compiler.js';
 
 /** Looks collections up by id (relation targets) and by name. */

@@ -36,7 +36,7 @@ export interface Shaped<P> {
 
 /**
  * Conservative estimates for one comparison's SQL, from its parenthesis nesting and the number of
- * AND-joined conditions (calibrated against libsql 3.45; test/rules-hostile.test.ts checks them).
+ * AND-joined conditions (calibrated against libsql 3.45; test/unit/rules/rules-hostile.test.ts checks them).
  */
 export function leafShape<P>(sql: string, params: P[]): Shaped<P> {
   let depth = 0;

@@ -1,0 +1,134 @@
+/**
+ * Email verification and password reset (spec 1-core-api.md, "Auth endpoints", "States and
+ * transitions"; 0-conventions.md: confirm-password-reset takes `{token, password, passwordConfirm}`).
+ *
+ * request-*: the handler does the same work whatever the address (validate, then push a task onto
+ * the background queue) and answers 204; the task looks the address up, creates a single-use token
+ * and mails it. confirm-*: a valid token is redeemed in the same write job that applies its effect;
+ * a second use, an expired token or one of another kind or collection answers 400. A reset checks
+ * the new password before touching the token, rotates the token key (ending every token issued
+ * before) and wipes the record's session rows.
+ */
+import { ApiError } from '../errors/api-error.js';
+import type { Store } from '../store/store.js';
+import type { Collection } from '../collections/types.js';
+import type { WriteStep } from '../store/write-job.js';
+import { bindValue } from '../store/bind.js';
+import { q } from '../store/sqlite/collection-sql.js';
+import { AuthTokens, type AuthTokenKind } from './auth-tokens.js';
+import { SessionStore } from './sessions.js';
+import { hashPassword, newPasswordErrors } from './passwords.js';
+import { randomToken } from '../records/ids.js';
+import { isValidEmail, nowDate } from '../collections/fields/index.js';
+import type { BackgroundQueue } from '../mail/queue.js';
+import type { MailMessage, MailTransport } from '../mail/transports.js';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const BAD_TOKEN = { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { token: { code: 'validation_value', message: 'Invalid or expired token.' } } };
+
+export class AccountEmails {
+  readonly tokens: AuthTokens;
+
+  constructor(private store: Store, private queue: BackgroundQueue, private transport: MailTransport) {
+    this.tokens = new AuthTokens(store);
+  }
+
+  /**
+   * The `email` of a request-* body, validated identically for every address (400
+   * `validation_failed` when missing or malformed).
+   */
+  static requestedEmail(body: unknown): string {
+    const email = isObject(body) ? body.email : undefined;
+    if (typeof email !== 'string' || email.trim() === '') throw ApiError.validation({ email: { code: 'validation_required', message: 'Missing required value.' } });
+    if (!isValidEmail(email.trim())) throw ApiError.validation({ email: { code: 'validation_invalid_email', message: 'Must be a valid email address.' } });
+    return email.trim();
+  }
+
+  /** Queues the verification or reset mail for `email`; returns at once, whether or not the address exists. */
+  request(kind: AuthTokenKind, c: Collection, email: string): void {
+    this.queue.push(() => this.deliver(kind, c.id, email));
+  }
+
+  /** The background half of request-*: look-up, token, mail. */
+  private async deliver(kind: AuthTokenKind, collectionId: string, email: string): Promise<void> {
+    const c = this.store.registry.byId(collectionId);
+    if (!c || c.type !== 'auth') return;
+    const row = this.store.reader.get(`SELECT "id", "email", "verified" FROM ${q(c.name)} WHERE "email" = ? COLLATE NOCASE LIMIT 1`, [email]);
+    if (!row) return;
+    const [id, to, verified] = [String(row[0]), String(row[1]), Number(row[2])];
+    if (kind === 'verify' && verified === 1) return;
+    if (/[\r\n]/.test(to)) return; // never let a stored value inject headers
+    const token = await this.tokens.issue(kind, c, id, to);
+    await this.transport.send(message(kind, c, to, token));
+  }
+
+  /** POST confirm-verification `{token}`: marks the record verified; 400 for a used, expired or foreign token. */
+  async confirmVerification(c: Collection, body: unknown): Promise<void> {
+    const b = isObject(body) ? body : {};
+    if (typeof b.token !== 'string' || b.token === '') throw ApiError.validation({ token: { code: 'validation_required', message: 'Missing required value.' } });
+    const found = this.tokens.find('verify', c, b.token);
+    if (!found) throw badToken();
+    await this.run([
+      AuthTokens.consumeStep(found, BAD_TOKEN),
+      {
+        sql: `UPDATE ${q(c.name)} SET "verified" = 1, "updated" = ? WHERE "id" = ? AND "email" = ? COLLATE NOCASE`,
+        params: [nowDate(), found.recordId, found.email], expect: 'change', fail: BAD_TOKEN,
+      },
+    ]);
+  }
+
+  /**
+   * POST confirm-password-reset `{token, password, passwordConfirm?}`: the password is validated
+   * first (a short one leaves the token unused); then the token is redeemed, the password set, the
+   * token key rotated and every session row of the record deleted, in one write job.
+   */
+  async confirmPasswordReset(c: Collection, body: unknown): Promise<void> {
+    const b = isObject(body) ? body : {};
+    const errors = newPasswordErrors(b, c.options.auth?.minPasswordLength ?? 8);
+    if (typeof b.token !== 'string' || b.token === '') errors.token = { code: 'validation_required', message: 'Missing required value.' };
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    const found = this.tokens.find('reset', c, b.token);
+    if (!found) throw badToken();
+    const hash = await hashPassword(b.password as string);
+    await this.run([
+      AuthTokens.consumeStep(found, BAD_TOKEN),
+      {
+        sql: `UPDATE ${q(c.name)} SET "passwordHash" = ?, "tokenKey" = ?, "updated" = ? WHERE "id" = ? AND "email" = ? COLLATE NOCASE`,
+        params: [hash, randomToken(24), nowDate(), found.recordId, found.email], expect: 'change', fail: BAD_TOKEN,
+      },
+      ...AuthTokens.dropAllSteps('reset', c, found.recordId),
+      ...SessionStore.wipeSteps(c, found.recordId, null),
+    ]);
+  }
+
+  private async run(steps: WriteStep[]) {
+    for (const s of steps) s.params = s.params.map(bindValue);
+    return this.store.writer.write(steps);
+  }
+}
+
+function badToken(): ApiError {
+  return ApiError.validation(BAD_TOKEN.data);
+}
+
+/** The plain-text mail carrying a token. */
+export function message(kind: AuthTokenKind, c: Collection, to: string, token: string): MailMessage {
+  const action = kind === 'verify' ? 'confirm-verification' : 'confirm-password-reset';
+  const what = kind === 'verify' ? 'confirm your email address' : 'reset your password';
+  return {
+    to,
+    subject: kind === 'verify' ? 'Verify your email' : 'Reset your password',
+    text: [
+      'Hello,',
+      '',
+      `Use this token to ${what}:`,
+      '',
+      token,
+      '',
+      `Link: /_/#/auth/${action}/${encodeURIComponent(c.name)}/${token}`,
+      `API: POST /api/collections/${encodeURIComponent(c.name)}/${action} with {"token": "${token}"${kind === 'reset' ? ', "password": "<new password>"' : ''}}`,
+      '',
+      'If you did not ask for this, ignore this message.',
+    ].join('\n'),
+  };
+}

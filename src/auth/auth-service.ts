@@ -1,0 +1,260 @@
+/**
+ * Authentication (spec 1-core-api.md, "Authentication", "Auth endpoints", "Rate limiting",
+ * "Password change"): resolving the caller from a bearer token or the `svc_auth` cookie (+ CSRF
+ * header on unsafe methods), issuing sessions (every session-issuing path goes through
+ * {@link AuthService.issueSession}, which enforces `require_verified` and creates the table-store
+ * row), password login, refresh, the session stores, the auth rate limits and the verification
+ * and reset mail.
+ */
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '../errors/api-error.js';
+import type { Collection } from '../collections/types.js';
+import type { Principal } from '../rules/access.js';
+import type { Store } from '../store/store.js';
+import { q } from '../store/sqlite/collection-sql.js';
+import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
+import type { ClientInfo } from './client.js';
+import type { AuthMethod } from './methods/method.js';
+import { PasswordMethod } from './methods/password.js';
+import type { Logger } from '../log/logger.js';
+import type { SmtpConfig } from '../config/config.js';
+import type { ConnectionOptions } from 'node:tls';
+import { SessionStore, sessionMode } from './sessions.js';
+import { AuthRateLimits, type Budget } from './rate-limit.js';
+import { AccountEmails } from './account-emails.js';
+import { BackgroundQueue } from '../mail/queue.js';
+import { createMailTransport, type MailTransport } from '../mail/transports.js';
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Reads the persisted token secret, creating it (32 random bytes, mode 0600) on first run. */
+export function loadTokenSecret(dataDir: string): Buffer {
+  const file = join(dataDir, 'token_secret');
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
+  const secret = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  if (secret.length < 32) throw new Error(`the token secret in ${file} is shorter than 32 bytes; delete it to generate a new one (all sessions end)`);
+  return secret;
+}
+
+/** Parses a Cookie header into a map (first occurrence wins). */
+export function parseCookies(header: string): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i < 0) continue;
+    const k = part.slice(0, i).trim();
+    if (!out.has(k)) out.set(k, part.slice(i + 1).trim());
+  }
+  return out;
+}
+
+/** What AuthService needs from the serve configuration (ServeConfig satisfies it). */
+export interface AuthServiceOptions {
+  insecureCookies: boolean;
+  /** honour X-Forwarded-For / X-Real-IP for rate-limit keys and session IPs */
+  trustProxy?: boolean;
+  /** global auth budget (SERVICE_RATE_LIMIT_MAX per SERVICE_RATE_LIMIT_WINDOW seconds); max 0 disables it */
+  rateLimit?: { max: number; windowS: number };
+  smtp?: SmtpConfig;
+  sendmailCommand?: string;
+  /** extra TLS options for SMTP (e.g. a private CA); not settable from the environment */
+  smtpTls?: ConnectionOptions;
+}
+
+/** A resolved caller; `sid` is the session row of a table-store token. */
+export interface AuthPrincipal extends Principal {
+  sid?: string;
+}
+
+/** A freshly issued session: the token and its CSRF value (the route layer sets them as cookies), and its table-store row. */
+export interface IssuedSession {
+  token: string;
+  csrf: string;
+  sid?: string;
+}
+
+export class AuthService {
+  readonly tokens: TokenService;
+  readonly sessions: SessionStore;
+  readonly limits: AuthRateLimits;
+  readonly emails: AccountEmails;
+  readonly mailQueue: BackgroundQueue;
+  readonly mailTransport: MailTransport;
+  /** Sign-in methods by slug (AuthMethod); every one signs in through `signIn`. */
+  readonly methods = new Map<string, AuthMethod>();
+  private authSelect = new Map<string, string>();
+
+  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
+    this.tokens = new TokenService(secret);
+    this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
+    const budget: Budget = { max: opts.rateLimit?.max ?? 10, windowS: opts.rateLimit?.windowS ?? 60 };
+    this.limits = new AuthRateLimits(budget, !!opts.trustProxy);
+    this.mailQueue = new BackgroundQueue(logger, 'mail');
+    this.mailTransport = createMailTransport(opts, logger, opts.smtpTls);
+    this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);
+    const password = new PasswordMethod(store, this.limits, (c, id) => this.loadAuthRecord(c, id));
+    this.methods.set(password.slug, password);
+  }
+
+  /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */
+  async close(): Promise<void> {
+    await this.mailQueue.close();
+    this.mailTransport.close();
+  }
+
+  /** SELECT of a whole auth record (hidden columns last) by id. */
+  private authSql(c: Collection): string {
+    const key = `${c.id}:${this.store.registry.version(c.id)}`;
+    let sql = this.authSelect.get(key);
+    if (!sql) {
+      sql = `SELECT ${this.store.codec(c).columns}, r."passwordHash", r."tokenKey", r."token_epoch" FROM ${q(c.name)} r WHERE r."id" = ?`;
+      this.authSelect.set(key, sql);
+    }
+    return sql;
+  }
+
+  /** The whole auth record (incl. hidden columns) or null. */
+  /**
+   * The caller's record for `resolve`: served from the store's auth-record cache (invalidated on
+   * every change this process makes to the row; `_superusers` is never cached because the CLI
+   * writes it from another process). Callers must not mutate it.
+   */
+  private callerRecord(c: Collection, id: string): Record<string, unknown> | null {
+    if (c.system) return this.loadAuthRecord(c, id);
+    const version = this.store.registry.version(c.id);
+    const hit = this.store.authRecords.get(c.id, id, version);
+    if (hit) return hit;
+    const rec = this.loadAuthRecord(c, id);
+    if (rec) this.store.authRecords.set(c.id, id, version, rec);
+    return rec;
+  }
+
+  loadAuthRecord(c: Collection, id: string): Record<string, unknown> | null {
+    const row = this.store.reader.get(this.authSql(c), [id]);
+    if (!row) return null;
+    const codec = this.store.codec(c);
+    const rec = codec.fromRow(row);
+    rec.passwordHash = row[codec.width];
+    rec.tokenKey = row[codec.width + 1];
+    rec.token_epoch = Number(row[codec.width + 2]);
+    return rec;
+  }
+
+  /**
+   * The caller of a request: null when anonymous. A bearer (or raw) token that is invalid,
+   * expired or revoked (token key rotated, epoch bumped, session row gone) answers 401. Cookie
+   * credentials without a matching X-CSRF-Token on an unsafe method make the request anonymous.
+   */
+  resolve(req: ClientInfo): AuthPrincipal | null | Promise<AuthPrincipal | null> {
+    let token = req.headers.authorization;
+    let viaCookie = false;
+    if (token) {
+      if (token.startsWith('Bearer ') || token.startsWith('bearer ')) token = token.slice(7).trim();
+    } else if (req.headers.cookie) {
+      token = parseCookies(req.headers.cookie).get('svc_auth') ?? '';
+      viaCookie = token !== '';
+    }
+    if (!token) return null;
+    const claims = this.tokens.known(token) ?? this.tokens.peek(token);
+    if (!claims) return invalid(viaCookie);
+    const c = this.store.registry.byId(claims.collectionId);
+    if (!c || c.type !== 'auth') return invalid(viaCookie);
+    const rec = this.callerRecord(c, claims.id);
+    if (!rec) return invalid(viaCookie);
+    const tokenKey = String(rec.tokenKey);
+    const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null => {
+      if (!cl || cl.ep !== rec.token_epoch) return invalid(viaCookie);
+      if (viaCookie && UNSAFE.has(req.method) && !(req.headers.csrf && safeEqual(req.headers.csrf, cl.csrf))) return null;
+      // Table store: the session row must still exist. A token without one is refused there.
+      if (cl.sid ? !this.sessions.check(c, String(rec.id), cl.sid) : sessionMode(c) === 'table') return invalid(viaCookie);
+      const p: AuthPrincipal = { superuser: c.name === '_superusers', collection: c, record: rec };
+      if (cl.sid) p.sid = cl.sid;
+      return p;
+    };
+    const hit = this.tokens.cached(token, tokenKey);
+    if (hit) return check(hit);
+    return this.tokens.verify(token, tokenKey).then(check);
+  }
+
+  /**
+   * Issues a session for an authenticated record: 403 `email_not_verified` when the collection
+   * requires a verified email and the record is not; a new `_sessions` row in table mode (or the
+   * given `sid` kept, on refresh and password change); a token and its CSRF value.
+   */
+  async issueSession(c: Collection, rec: Record<string, unknown>, req: ClientInfo, keepSid?: string): Promise<IssuedSession> {
+    if (c.options.auth?.require_verified && rec.verified !== true) {
+      throw new ApiError(403, 'email_not_verified', 'The account email must be verified before signing in.');
+    }
+    const id = String(rec.id);
+    let sid = keepSid;
+    if (sid) this.sessions.touch(sid);
+    else if (sessionMode(c) === 'table') sid = await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) });
+    const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid);
+    return { token, csrf, sid };
+  }
+
+  /**
+   * Signs in with `method` (the one path every sign-in method takes): 404 when the method is off
+   * for the collection (spec, status table: "disabled method"), then the method's proof, then a
+   * fresh session. @throws ApiError as the method and issueSession do
+   */
+  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
+    const method = this.methods.get(slug);
+    if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
+    const rec = await method.complete(c, body, client);
+    return { record: rec, session: await this.issueSession(c, rec, client) };
+  }
+
+  /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
+  async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
+    const p = requireOwnCollection(c, principal);
+    return { record: p.record, session: await this.issueSession(c, p.record, req, p.sid) };
+  }
+
+  /**
+   * Counts a password change (PATCH with `password` on an auth record) against scope `pwchange`;
+   * superusers are exempt. Keyed by the target record (or the forwarded address behind a trusted proxy).
+   */
+  limitPasswordChange(c: Collection, recordId: string, principal: Principal | null, body: unknown, req: ClientInfo): void {
+    if (c.type !== 'auth' || principal?.superuser) return;
+    if (typeof body !== 'object' || body === null || !('password' in body)) return;
+    this.limits.enforce('pwchange', c, this.limits.clientKey(req, `${c.id}/${recordId}`));
+  }
+
+  /**
+   * After a committed password change: the record's own owner gets a fresh session (its table-store
+   * row kept) and every other session row ends; the token key was rotated by the update, so every
+   * older token is already void. Returns the owner's new session (to set as cookies), if any.
+   */
+  async afterPasswordChange(c: Collection, recordId: string, principal: AuthPrincipal | null, req: ClientInfo): Promise<IssuedSession | undefined> {
+    const owner = !!principal && principal.collection.id === c.id && principal.record.id === recordId;
+    let keep: string | null = null;
+    let session: IssuedSession | undefined;
+    const fresh = owner ? this.loadAuthRecord(c, recordId) : null;
+    if (fresh) {
+      try {
+        session = await this.issueSession(c, fresh, req, principal!.sid);
+        keep = session.sid ?? null;
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 'email_not_verified')) throw err;
+      }
+    }
+    await this.sessions.endOthers(c, recordId, keep);
+    return session;
+  }
+}
+
+/** The caller, who must be authenticated in collection `c` (session routes, refresh); else 401. */
+export function requireOwnCollection(c: Collection, principal: AuthPrincipal | null): AuthPrincipal {
+  if (!principal || principal.collection.id !== c.id) throw ApiError.unauthorized('The token does not belong to this collection.');
+  return principal;
+}
+
+function invalid(viaCookie: boolean): null {
+  // A stale cookie is simply no credential; an explicit bad token is an error wherever it is sent.
+  if (viaCookie) return null;
+  throw ApiError.unauthorized('The authorization token is invalid or expired.');
+}

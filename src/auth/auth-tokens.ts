@@ -1,0 +1,91 @@
+/**
+ * Single-use verification and password-reset tokens (spec 1-core-api.md, "States and
+ * transitions": a redeemed token gives 400 on a second use, regardless of lifetime).
+ *
+ * A token is `<selector>.<verifier>`: the selector (15 characters) is the `_authTokens` row id,
+ * the verifier (32 random bytes, base64url) is stored only as its SHA-256. Lookup is by selector;
+ * the verifier's hash is compared in constant time, so neither the SQL lookup nor the comparison
+ * reveals how much of a guessed token was right. A token is bound to its collection, its kind,
+ * its record and the address it was sent to; redeeming deletes the row in the same write job that
+ * applies the effect, so a race between two redemptions lets exactly one win.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Store } from '../store/store.js';
+import type { Collection } from '../collections/types.js';
+import type { WriteStep } from '../store/write-job.js';
+import { bindValue } from '../store/bind.js';
+import { newId, randomToken } from '../records/ids.js';
+import { nowDate } from '../collections/fields/index.js';
+
+export type AuthTokenKind = 'verify' | 'reset';
+
+/** Lifetimes in seconds (PocketBase's defaults: 3 days to verify, 30 minutes to reset). */
+export const AUTH_TOKEN_TTL_S: Record<AuthTokenKind, number> = { verify: 3 * 24 * 3600, reset: 30 * 60 };
+
+/** `_authTokens` DDL (appended to the bootstrap steps). */
+export const AUTH_TOKENS_DDL = [
+  `CREATE TABLE IF NOT EXISTS "_authTokens" (
+    "id" TEXT PRIMARY KEY NOT NULL, "hash" TEXT NOT NULL, "kind" TEXT NOT NULL, "collectionId" TEXT NOT NULL,
+    "recordId" TEXT NOT NULL, "email" TEXT NOT NULL, "created" TEXT NOT NULL, "expires" INTEGER NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS "_authTokens_record" ON "_authTokens" ("collectionId", "recordId", "kind")`,
+];
+
+/** A token row found valid by {@link AuthTokens.find}. */
+export interface FoundToken {
+  selector: string;
+  recordId: string;
+  email: string;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+export class AuthTokens {
+  constructor(private store: Store) {}
+
+  /**
+   * Creates a token for a record and the address it goes to; drops every expired token.
+   * @returns the plaintext token (only ever sent by mail)
+   */
+  async issue(kind: AuthTokenKind, c: Collection, recordId: string, email: string): Promise<string> {
+    const selector = newId();
+    const verifier = randomToken(32);
+    const now = Date.now();
+    const steps: WriteStep[] = [
+      { sql: 'DELETE FROM "_authTokens" WHERE "expires" <= ?', params: [now] }, // the table stays small: expired rows go
+      {
+        sql: 'INSERT INTO "_authTokens" ("id","hash","kind","collectionId","recordId","email","created","expires") VALUES (?,?,?,?,?,?,?,?)',
+        params: [selector, sha256(verifier).toString('hex'), kind, c.id, recordId, email, nowDate(), now + AUTH_TOKEN_TTL_S[kind] * 1000],
+      },
+    ];
+    for (const s of steps) s.params = s.params.map(bindValue);
+    await this.store.writer.write(steps);
+    return `${selector}.${verifier}`;
+  }
+
+  /**
+   * The unexpired token of `kind` for collection `c`, or null (malformed, unknown, used, expired,
+   * another kind or another collection). Does not consume it: see {@link consumeStep}.
+   */
+  find(kind: AuthTokenKind, c: Collection, token: unknown): FoundToken | null {
+    if (typeof token !== 'string' || token.length > 200) return null;
+    const dot = token.indexOf('.');
+    const selector = dot > 0 ? token.slice(0, dot) : '';
+    const verifier = dot > 0 ? token.slice(dot + 1) : token;
+    const row = this.store.reader.get('SELECT "hash","recordId","email","expires" FROM "_authTokens" WHERE "id" = ? AND "kind" = ? AND "collectionId" = ?', [selector, kind, c.id]);
+    // Hash and compare even without a row, so a miss costs what a hit costs.
+    const stored = Buffer.from(row ? String(row[0]) : '0'.repeat(64), 'hex');
+    const equal = timingSafeEqual(sha256(verifier), stored.length === 32 ? stored : Buffer.alloc(32));
+    if (!row || !equal || Number(row[3]) <= Date.now()) return null;
+    return { selector, recordId: String(row[1]), email: String(row[2]) };
+  }
+
+  /** The write step that redeems a found token; the job fails with `fail` when it was used meanwhile. */
+  static consumeStep(t: FoundToken, fail: NonNullable<WriteStep['fail']>): WriteStep {
+    return { sql: 'DELETE FROM "_authTokens" WHERE "id" = ?', params: [t.selector], expect: 'change', fail };
+  }
+
+  /** Steps deleting every outstanding token of `kind` for a record (after a reset, the others are void). */
+  static dropAllSteps(kind: AuthTokenKind, c: Collection, recordId: string): WriteStep[] {
+    return [{ sql: 'DELETE FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ?', params: [c.id, recordId, kind] }];
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The shape every sign-in method plugs into (spec 1-core-api.md, "Pluggable auth methods"):
+ * password today; magic link, one-time code, OAuth2 and passkeys implement the same interface.
+ * A method proves who the caller is and returns the auth record; it never issues a session
+ * itself: AuthService.signIn is the one path that does (cookies, tokens, session store,
+ * `require_verified`, rate limits), so no method can bypass it.
+ */
+import type { Collection } from '../../collections/types.js';
+import type { ClientInfo } from '../client.js';
+
+export interface AuthMethod {
+  /** the method's slug in `options.auth.methods.<slug>` and in its routes */
+  readonly slug: string;
+  /** tables and record columns the method keeps its state in (for operators and cleanup) */
+  readonly stores: readonly string[];
+  /** events the method fires, by name */
+  readonly events: readonly string[];
+  /**
+   * Whether the method is on for a collection. Password is on unless `enabled: false`; the
+   * pluggable methods are on only with `enabled: true` (0-conventions.md).
+   */
+  enabled(c: Collection): boolean;
+  /**
+   * Starts a ceremony (sends a link or a code, returns a challenge); answers what the route
+   * returns. Password has no first step and leaves it out.
+   */
+  initiate?(c: Collection, body: unknown, client: ClientInfo): Promise<unknown>;
+  /**
+   * Completes a ceremony: checks the proof in `body` and returns the whole auth record (hidden
+   * columns included) to sign in.
+   * @throws ApiError 400 on a malformed body or a failed proof, 429 past the rate limit
+   */
+  complete(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>>;
+}

@@ -1,0 +1,157 @@
+/**
+ * Auth rate limiting (spec 1-core-api.md, "Rate limiting"; 0-conventions.md: every request to a
+ * limited endpoint counts, successful or not).
+ *
+ * Fixed-window counters keyed by `${scope}:${collectionId}:${clientKey}` in one Map whose size is
+ * capped: a flood of distinct keys first evicts expired windows, then the oldest windows (a Map
+ * iterates in insertion order and a key is re-inserted whenever its window restarts, so the first
+ * key is always the oldest window). Memory stays bounded; the price is that a flood larger than
+ * the cap can reset a victim's counter early, which is why the cap is large (100k keys, a few MB).
+ */
+import { ApiError } from '../errors/api-error.js';
+import type { Collection } from '../collections/types.js';
+import type { ClientInfo } from './client.js';
+
+/** One budget: at most `max` requests per `windowS` seconds. */
+export interface Budget {
+  max: number;
+  windowS: number;
+}
+
+interface Window {
+  count: number;
+  /** epoch ms at which the window ends */
+  resetAt: number;
+}
+
+export const DEFAULT_MAX_KEYS = 100_000;
+
+/** Bounded fixed-window counters. */
+export class RateLimiter {
+  private windows = new Map<string, Window>();
+
+  /**
+   * @param maxKeys cap on tracked keys (≥ 1)
+   * @param now     clock in epoch ms (injectable for tests)
+   */
+  constructor(private maxKeys = DEFAULT_MAX_KEYS, private now: () => number = Date.now) {}
+
+  /** Counts one request under `key`; false when it exceeds `budget` in the current window. */
+  hit(key: string, budget: Budget): boolean {
+    const t = this.now();
+    let w = this.windows.get(key);
+    if (!w || w.resetAt <= t) {
+      if (w) this.windows.delete(key); // re-insert: keeps insertion order = window age
+      else if (this.windows.size >= this.maxKeys) this.evict(t);
+      w = { count: 0, resetAt: t + budget.windowS * 1000 };
+      this.windows.set(key, w);
+    }
+    w.count++;
+    return w.count <= budget.max;
+  }
+
+  /** Number of tracked keys. */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  /** Makes room for one key: drops expired windows from the oldest end, else the oldest one. */
+  private evict(t: number): void {
+    let scanned = 0;
+    for (const [k, w] of this.windows) {
+      if (w.resetAt <= t) this.windows.delete(k);
+      // Bounded scan: windows have different lengths, so an expired one may sit behind live ones.
+      if (++scanned >= 64) break;
+    }
+    if (this.windows.size >= this.maxKeys) {
+      const oldest = this.windows.keys().next();
+      if (!oldest.done) this.windows.delete(oldest.value);
+    }
+  }
+}
+
+/** A per-method override: `default`, `off` or `{max, window_s}` (spec: auth.methods.<slug>.rate_limit). */
+export type RateLimitOption = 'default' | 'off' | { max: number; window_s: number };
+
+/**
+ * The budgets of the auth endpoints: the global one from SERVICE_RATE_LIMIT_MAX/WINDOW (max 0
+ * disables it) unless the collection's method block overrides it.
+ */
+export class AuthRateLimits {
+  readonly limiter: RateLimiter;
+
+  constructor(private global: Budget, private trustProxy: boolean, limiter = new RateLimiter()) {
+    this.limiter = limiter;
+  }
+
+  /** The budget for `scope` on `c`, or null when unlimited. `method` names the auth method slug whose override applies. */
+  budget(c: Collection, method?: string): Budget | null {
+    const opt = method ? methodOption(c, method) : 'default';
+    if (opt === 'off') return null;
+    if (typeof opt === 'object') return { max: opt.max, windowS: opt.window_s };
+    return this.global.max > 0 ? this.global : null;
+  }
+
+  /**
+   * The client key: the submitted identity or email (trimmed, lower-cased) by default; with a
+   * trusted proxy, the first X-Forwarded-For hop or X-Real-IP when present.
+   */
+  clientKey(req: ClientInfo, submitted: unknown): string {
+    if (this.trustProxy) {
+      const hop = req.headers.forwardedFor.split(',')[0].trim();
+      if (hop) return `ip:${hop}`;
+      const real = req.headers.realIp.trim();
+      if (real) return `ip:${real}`;
+    }
+    if (typeof submitted === 'string' && submitted.trim() !== '') return `id:${submitted.trim().toLowerCase()}`;
+    return `ip:${req.remoteAddress}`;
+  }
+
+  /** The caller's IP address as far as it is trusted (for session rows). */
+  clientIp(req: ClientInfo): string {
+    if (this.trustProxy) {
+      const hop = req.headers.forwardedFor.split(',')[0].trim();
+      if (hop) return hop;
+      if (req.headers.realIp.trim()) return req.headers.realIp.trim();
+    }
+    return req.remoteAddress;
+  }
+
+  /**
+   * Counts one request to a limited endpoint; throws 429 `too_many_requests` over the budget.
+   * @param scope  endpoint name, e.g. `auth-with-password`, `pwchange`, `otp:initiate`
+   * @param method auth method slug whose `rate_limit` override applies (e.g. `password`, `otp`)
+   */
+  enforce(scope: string, c: Collection, clientKey: string, method?: string): void {
+    const budget = this.budget(c, method);
+    if (!budget) return;
+    if (!this.limiter.hit(`${scope}:${c.id}:${clientKey}`, budget)) throw ApiError.tooManyRequests();
+  }
+}
+
+function methodOption(c: Collection, method: string): RateLimitOption {
+  const methods = c.options.auth?.methods;
+  const block = methods && typeof methods === 'object' ? (methods as Record<string, unknown>)[method] : undefined;
+  const v = block && typeof block === 'object' ? (block as Record<string, unknown>).rate_limit : undefined;
+  if (v === 'off') return 'off';
+  if (v && typeof v === 'object') {
+    const { max, window_s } = v as Record<string, unknown>;
+    if (Number.isInteger(max) && Number.isInteger(window_s) && (window_s as number) > 0) return { max: max as number, window_s: window_s as number };
+  }
+  return 'default';
+}
+
+/**
+ * Validates a `rate_limit` option as written in a collection's `options.auth.methods.<slug>`;
+ * returns an error message or null. Accepts `default`, `off`, or `{max: 1.., window_s: 1..}`.
+ */
+export function rateLimitOptionError(v: unknown): string | null {
+  if (v === 'default' || v === 'off') return null;
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as Record<string, unknown>;
+    const extra = Object.keys(o).filter((k) => k !== 'max' && k !== 'window_s');
+    const intIn = (x: unknown, lo: number, hi: number) => Number.isInteger(x) && (x as number) >= lo && (x as number) <= hi;
+    if (!extra.length && intIn(o.max, 1, 1_000_000) && intIn(o.window_s, 1, 86_400 * 30)) return null;
+  }
+  return 'rate_limit must be "default", "off" or {max, window_s} with positive integers.';
+}

@@ -1,0 +1,56 @@
+/**
+ * Existing values when a field's `encrypted` option changes (spec 1-core-api.md, "Field"): after
+ * the collection update commits, the values already stored are re-written in the new form
+ * (encrypted, or back to plaintext) in batches of write jobs. Until a row is migrated it stays
+ * readable (the codec passes plaintext through), and each row's update is guarded by its old
+ * value, so a record written meanwhile (already in the new form) is left alone. A value that
+ * cannot be decrypted is left as it is rather than lost.
+ */
+import type { Collection, Field } from '../collections/types.js';
+import type { Store } from '../store/store.js';
+import type { WriteStep } from '../store/write-job.js';
+import { bindValue } from '../store/bind.js';
+import { q } from '../store/sqlite/collection-sql.js';
+import { decryptStored, encryptStored, isEncrypted } from './encryption.js';
+
+const BATCH = 200;
+
+/** Fields of `next` whose `encrypted` flag differs from the same field (by id) in `prev`. */
+export function encryptionToggled(prev: Collection, next: Collection): Field[] {
+  return next.fields.filter((f) => {
+    const p = prev.fields.find((x) => x.id === f.id);
+    return p !== undefined && !!p.options.encrypted !== !!f.options.encrypted;
+  });
+}
+
+/** Re-writes the stored values of toggled fields; returns the number of rows changed. */
+export async function migrateEncryption(store: Store, prev: Collection, next: Collection): Promise<number> {
+  let changed = 0;
+  for (const f of encryptionToggled(prev, next)) {
+    const col = q(f.name);
+    const rows = await store.reader.allOffThread(`SELECT "id", ${col} FROM ${q(next.name)} WHERE ${col} IS NOT NULL`, []);
+    let steps: WriteStep[] = [];
+    const flush = async () => {
+      if (!steps.length) return;
+      const results = await store.writer.write(steps);
+      for (const r of results) changed += r.changes;
+      steps = [];
+    };
+    for (const [rawId, old] of rows) {
+      const id = String(rawId);
+      let value: unknown;
+      if (f.options.encrypted) {
+        if (isEncrypted(old)) continue;
+        value = encryptStored(next.id, f.id, id, String(old));
+      } else {
+        if (!isEncrypted(old)) continue;
+        value = decryptStored(next.id, f.id, id, old);
+        if (value === null) continue; // undecryptable: keep the ciphertext
+      }
+      steps.push({ sql: `UPDATE ${q(next.name)} SET ${col} = ? WHERE "id" = ? AND ${col} IS ?`, params: [value, id, old].map(bindValue) });
+      if (steps.length >= BATCH) await flush();
+    }
+    await flush();
+  }
+  return changed;
+}

@@ -1,0 +1,228 @@
+/**
+ * Record reads: view, list, abilities and expand (spec 1-core-api.md, "Records", "List query
+ * parameters"). Lists (offset and cursor paging, search, vector) live in records-list.ts.
+ *
+ * Cheap reads run on the main thread; a list page whose plan scans or sorts without an index,
+ * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
+ */
+import { ApiError } from '../errors/api-error.js';
+import type { Collection, Field } from '../collections/types.js';
+import type { Principal } from '../rules/access.js';
+import type { Store } from '../store/store.js';
+import type { SqlValue } from '../store/bind.js';
+import type { WriteStep } from '../store/write-job.js';
+import { q } from '../store/sqlite/collection-sql.js';
+import { parseProjection, project, type Projection } from './projection.js';
+import { nowDate } from '../collections/fields/index.js';
+import { Where, hidePrivate } from './record-scope.js';
+import { RecordLister, type ListConfig } from './records-list.js';
+import { CursorCodec } from './cursor.js';
+
+export { hidePrivate } from './record-scope.js';
+export { DEFAULT_PER_PAGE, MAX_PER_PAGE, parseBool, type ListConfig } from './records-list.js';
+
+const MAX_EXPAND_DEPTH = 6;
+
+/** Options shared by view and list: the expand tree and the projection. */
+export interface ReadShape {
+  expand: ExpandTree | null;
+  projection: Projection | null;
+}
+
+export type ExpandTree = Map<string, ExpandTree>;
+
+/** Parses `expand=a,a.b,c` into a tree (depth ≤ 6; blank segments ignored). */
+export function parseExpand(src: string | null): ExpandTree | null {
+  if (!src) return null;
+  const root: ExpandTree = new Map();
+  for (const path of src.split(',').slice(0, 50)) {
+    let node = root;
+    for (const seg of path.trim().split('.').slice(0, MAX_EXPAND_DEPTH)) {
+      if (!seg) break;
+      let next = node.get(seg);
+      if (!next) node.set(seg, (next = new Map()));
+      node = next;
+    }
+  }
+  return root.size ? root : null;
+}
+
+export function readShape(qs: URLSearchParams): ReadShape {
+  return { expand: parseExpand(qs.get('expand')), projection: parseProjection(qs.get('fields')) };
+}
+
+/** `rec` under the shape's projection (`fields`), or `rec` itself when there is none; expand is the caller's. */
+export function projected(rec: Record<string, unknown>, shape: ReadShape): Record<string, unknown> {
+  return shape.projection ? project(rec, shape.projection) : rec;
+}
+
+const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
+
+/** Offset and cursor paging on, full-text search on, vector off, stateless cursor tokens. */
+export const DEFAULT_LIST_CONFIG: ListConfig = { offset: true, cursor: true, fts: true, vector: false, tokens: new CursorCodec('stateless', null, 600, null) };
+
+/**
+ * The list configuration of a server: paging modes and cursor token kind (ServeConfig.pagination),
+ * feature switches, the token secret (signed tokens) and the store (stateful tokens' table).
+ */
+export function listConfigFrom(
+  p: { offset: boolean; cursor: boolean; cursorToken: 'stateless' | 'signed' | 'stateful'; cursorTtlS: number },
+  features: { fts: boolean; vector: boolean },
+  secret: Buffer,
+  store: Store,
+): ListConfig {
+  const states = { get: (sql: string, params: SqlValue[]) => store.reader.get(sql, params), write: (steps: WriteStep[]) => store.writer.write(steps) };
+  return { offset: p.offset, cursor: p.cursor, ...features, tokens: new CursorCodec(p.cursorToken, secret, p.cursorTtlS, states) };
+}
+
+export class RecordReader {
+  private viewSqlCache = new WeakMap<object, Map<string, string>>();
+  private lister: RecordLister;
+
+  constructor(private store: Store, listConfig: ListConfig = DEFAULT_LIST_CONFIG) {
+    this.lister = new RecordLister(store, listConfig, (c, recs, principal, qs) => this.finish(c, recs, principal, readShape(qs)));
+  }
+
+  /** One list page as the serialized body (records-list.ts). */
+  list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
+    return this.lister.list(c, principal, qs);
+  }
+
+  /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */
+  rowById(c: Collection, id: string): unknown[] | undefined {
+    const codec = this.store.codec(c);
+    return this.store.reader.get(`SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ? LIMIT 1`, [id]);
+  }
+
+  /** One record by id under the view rule (with expand and projection), or 404. */
+  async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
+    const rec = this.viewSync(c, id, principal, { expand: null, projection: null })!;
+    const [out] = await this.finish(c, [rec], principal, shape);
+    return out;
+  }
+
+  /**
+   * Applies expand and projection to a set of records of `c`.
+   * @throws ApiError 400 when the expand names a hidden relation field and the caller is not a superuser
+   */
+  async finish(c: Collection, recs: Record<string, unknown>[], principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>[]> {
+    if (shape.expand && !principal?.superuser) this.checkExpand(c, shape.expand, '', 0);
+    if (shape.expand && recs.length) await this.expand(c, recs, shape.expand, principal, 0);
+    return shape.projection ? recs.map((r) => projected(r, shape)) : recs;
+  }
+
+  /** Synchronous view for the fast path (no expand): returns null when expand is requested. */
+  viewSync(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Record<string, unknown> | null {
+    if (shape.expand) return null;
+    const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
+    if (check.kind === 'deny') throw ApiError.notFound();
+    const codec = this.store.codec(c);
+    const ruleSql = check.kind === 'where' ? check.sql : '';
+    let perCodec = this.viewSqlCache.get(codec);
+    if (!perCodec) this.viewSqlCache.set(codec, (perCodec = new Map()));
+    let sql = perCodec.get(ruleSql);
+    if (sql === undefined) {
+      const ttl = c.options.ttl_field;
+      sql = `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?${ruleSql ? ` AND (${ruleSql})` : ''}${ttl ? ` AND (r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?)` : ''} LIMIT 1`;
+      perCodec.set(ruleSql, sql);
+    }
+    const params: SqlValue[] = [id];
+    if (check.kind === 'where') for (const p of check.params) params.push(p);
+    if (c.options.ttl_field) params.push(nowDate());
+    const row = this.store.reader.get(sql, params);
+    if (!row) throw ApiError.notFound();
+    const rec = codec.fromRow(row);
+    hidePrivate(c, rec, principal);
+    return projected(rec, shape);
+  }
+
+  /** `{view, update, delete}` for a record the caller can view (404 otherwise). */
+  abilities(c: Collection, id: string, principal: Principal | null): Record<string, boolean> {
+    const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
+    if (view.kind === 'deny') throw ApiError.notFound();
+    const where = new Where();
+    where.add('r."id" = ?', [id]);
+    where.addRule(view);
+    where.addTtl(c);
+    const cols: string[] = [];
+    const colParams: SqlValue[] = [];
+    for (const [name, rule] of [['update', 'updateRule'], ['delete', 'deleteRule']] as const) {
+      const check = this.store.rules.check(c, rule, principal, null, name === 'update' ? 'PATCH' : 'DELETE');
+      if (check.kind === 'deny') cols.push('0');
+      else if (check.kind === 'all') cols.push('1');
+      else {
+        cols.push(`CASE WHEN (${check.sql}) THEN 1 ELSE 0 END`);
+        colParams.push(...check.params);
+      }
+    }
+    const row = this.store.reader.get(`SELECT ${cols.join(', ')} FROM ${q(c.name)} r${where.sql()} LIMIT 1`, [...colParams, ...where.params]);
+    if (!row) throw ApiError.notFound();
+    return { view: true, update: Number(row[0]) === 1, delete: Number(row[1]) === 1 };
+  }
+
+  /**
+   * Refuses an expand through a hidden relation field at any depth (as a client filter refuses
+   * hidden fields); names that are not relation fields are ignored, as expand ignores them.
+   */
+  private checkExpand(c: Collection, tree: ExpandTree, prefix: string, depth: number): void {
+    for (const [name, sub] of tree) {
+      const field = c.fields.find((f) => f.name === name && f.type === 'relation');
+      if (!field) continue;
+      if (field.options.hidden) throw ApiError.badRequest(`Invalid expand: field ${JSON.stringify(prefix + name)} is hidden and cannot be used here.`);
+      const target = this.store.registry.byId(String(field.options.collectionId));
+      if (target && sub.size && depth + 1 < MAX_EXPAND_DEPTH) this.checkExpand(target, sub, `${prefix}${name}.`, depth + 1);
+    }
+  }
+
+  /**
+   * Fills `expand.<field>` on each record, applying the target collection's view rule, expiry
+   * and visibility (no hidden field, email only where visible to the caller).
+   */
+  private async expand(c: Collection, recs: Record<string, unknown>[], tree: ExpandTree, principal: Principal | null, depth: number): Promise<void> {
+    for (const [name, sub] of tree) {
+      const field = c.fields.find((f) => f.name === name && f.type === 'relation');
+      if (!field) continue;
+      const target = this.store.registry.byId(String(field.options.collectionId));
+      if (!target) continue;
+      const ids = new Set<string>();
+      for (const r of recs) {
+        const v = r[name];
+        if (typeof v === 'string' && v) ids.add(v);
+        else if (Array.isArray(v)) for (const x of v) if (typeof x === 'string') ids.add(x);
+      }
+      if (ids.size === 0) continue;
+      const found = await this.fetchMany(target, [...ids], principal);
+      if (sub.size && depth + 1 < MAX_EXPAND_DEPTH) await this.expand(target, [...found.values()], sub, principal, depth + 1);
+      for (const r of recs) {
+        const v = r[name];
+        let value: unknown;
+        if (isMulti(field)) value = Array.isArray(v) ? v.map((x) => found.get(x as string)).filter(Boolean) : [];
+        else value = typeof v === 'string' ? found.get(v) : undefined;
+        if (value === undefined || (Array.isArray(value) && value.length === 0)) continue;
+        const exp = (r.expand ??= {}) as Record<string, unknown>;
+        exp[name] = value;
+      }
+    }
+  }
+
+  private async fetchMany(c: Collection, ids: string[], principal: Principal | null): Promise<Map<string, Record<string, unknown>>> {
+    const out = new Map<string, Record<string, unknown>>();
+    const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
+    if (check.kind === 'deny') return out;
+    const codec = this.store.codec(c);
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const where = new Where();
+      where.add(`r."id" IN (${chunk.map(() => '?').join(',')})`, chunk);
+      where.addRule(check);
+      where.addTtl(c);
+      const rows = await this.store.reader.allAuto(`SELECT ${codec.columns} FROM ${q(c.name)} r${where.sql()}`, where.params);
+      for (const row of rows) {
+        const rec = codec.visibleFromRow(row);
+        hidePrivate(c, rec, principal);
+        out.set(rec.id as string, rec);
+      }
+    }
+    return out;
+  }
+}

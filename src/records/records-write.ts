@@ -1,0 +1,440 @@
+/**
+ * Record writes: create, update (including the self-service password change) and delete, each
+ * as one write job on the writer thread (spec 1-core-api.md, "Records", "Password change").
+ *
+ * Rules are enforced inside the job: a create inserts then requires the new row to satisfy the
+ * create rule (403 otherwise, rolled back); update and delete carry the rule in their WHERE and
+ * require a changed row (404 otherwise). Relation targets are checked in the same job. Integrity
+ * conflicts answer 409.
+ */
+import { ApiError, type FieldError } from '../errors/api-error.js';
+import type { Collection, Field } from '../collections/types.js';
+import type { Principal, RuleCheck } from '../rules/access.js';
+import type { Store } from '../store/store.js';
+import type { WriteStep } from '../store/write-job.js';
+import { WriteError } from '../store/sqlite/writer-client.js';
+import { bindValue, type SqlValue } from '../store/bind.js';
+import { encodeValue, nowDate } from '../collections/fields/index.js';
+import { q } from '../store/sqlite/collection-sql.js';
+import { ID_PATTERN, newRecordId, randomToken } from './ids.js';
+import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { AUTH_WRITE_STRIPPED } from '../auth/auth-fields.js';
+import type { FilePlan, RecordFiles, Uploads } from '../files/record-files.js';
+import { encryptStored } from './encryption.js';
+
+type Body = Record<string, unknown>;
+type Errors = Record<string, FieldError>;
+
+const CREATE_DENIED = () => new ApiError(403, 'forbidden', 'You are not allowed to create this record.');
+
+const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** True when `o` has an own enumerable key (no key array built). */
+function hasKeys(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
+}
+const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
+
+/** A validated create before its write job (see RecordWriter.prepareCreate). */
+interface CreateDraft {
+  id: string;
+  check: RuleCheck;
+  /** columns and values in INSERT order */
+  cols: string[];
+  vals: SqlValue[];
+  /** the new password to hash (auth records), or null */
+  password: string | null;
+  /** the client chose the id (an auth record's id must then be new to every auth collection) */
+  chosenId: boolean;
+}
+
+export interface WriteResult {
+  /** the stored row as selected by the codec's columns */
+  row: unknown[];
+  /** true when an auth record's password (and token key) changed */
+  passwordChanged: boolean;
+}
+
+export class RecordWriter {
+  /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
+  private ruleVerdicts = new Map<string, boolean>();
+  private insertSqls = new Map<string, string>();
+  private guards = new Map<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>();
+
+  constructor(private store: Store, private files?: RecordFiles) {}
+
+  /**
+   * Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts.
+   * `uploads`: files of a multipart body by form name (see record-files.ts).
+   *
+   * A record of a base collection without file changes (the hot path) is validated synchronously
+   * and becomes one write job at once: no async frame holds the request's state while it waits
+   * for the group commit. Auth records (password hashing) and file changes take the async path.
+   */
+  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
+    let touchesFiles: boolean;
+    try {
+      if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+      touchesFiles = !!this.files?.touches(c, body, uploads);
+      if (c.type !== 'auth' && !touchesFiles) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.createAsync(c, principal, body, uploads, touchesFiles);
+  }
+
+  /** The create of an auth record (password hash) or of one with file changes (`touchesFiles`). */
+  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean): Promise<WriteResult> {
+    const errors: Errors = {};
+    const filePlan = touchesFiles && this.files ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
+    const draft = this.prepareCreate(c, principal, body, filePlan, errors);
+    if (draft.password !== null) {
+      draft.cols.push('passwordHash');
+      draft.vals.push(await hashPassword(draft.password));
+    }
+    return this.insert(c, draft, body, filePlan);
+  }
+
+  /**
+   * The validated row of a create, without the password hash (hashing is async): 403 on a denied
+   * create rule, 400 with every field error (those already in `errors` included).
+   */
+  private prepareCreate(c: Collection, principal: Principal | null, body: Body, filePlan: FilePlan | null, errors: Errors): CreateDraft {
+    const check = this.store.rules.check(c, 'createRule', principal, body, 'POST');
+    if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
+    const superuser = !!principal?.superuser;
+    let id = newRecordId();
+    let chosenId = false;
+    if (body.id !== undefined && body.id !== '') {
+      if (typeof body.id === 'string' && ID_PATTERN.test(body.id)) {
+        id = body.id;
+        chosenId = true;
+      } else errors.id = { code: 'validation_pattern', message: 'Must be 15 lowercase letters or digits.' };
+    }
+    const now = nowDate();
+    const cols: string[] = ['id', 'created', 'updated'];
+    const vals: SqlValue[] = [id, now, now];
+    for (const f of c.fields) {
+      if (f.type === 'autodate') {
+        cols.push(f.name);
+        vals.push(f.options.onCreate === false ? null : now);
+        continue;
+      }
+      let input = f.type === 'file' && filePlan ? filePlan.values.get(f.name) : body[f.name];
+      if (c.type === 'auth' && f.name === 'verified' && !superuser) input = false; // forced false on signup
+      const res = encodeValue(f, input, 'create');
+      if ('error' in res) errors[f.name] = res.error;
+      else {
+        cols.push(f.name);
+        vals.push(f.options.encrypted ? encryptStored(c.id, f.id, id, res.value) : res.value);
+      }
+    }
+    let password: string | null = null;
+    if (c.type === 'auth') {
+      password = this.checkNewPassword(c, body, errors);
+      cols.push('tokenKey', 'token_epoch');
+      vals.push(randomToken(24), 0);
+    }
+    if (hasKeys(errors)) throw ApiError.validation(errors);
+    return { id, check, cols, vals, password, chosenId };
+  }
+
+  /** Queues the INSERT of a prepared create with its relation and create-rule guards. */
+  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null): Promise<WriteResult> {
+    const { id, check, cols, vals } = draft;
+    const steps: WriteStep[] = this.relationGuards(c, body);
+    if (draft.chosenId && c.type === 'auth') {
+      const guard = this.identityGuard(c, id);
+      if (guard) steps.push(guard);
+    }
+    steps.push({ sql: this.insertSql(c, cols), params: vals });
+    if (check.kind === 'where') {
+      if (!check.readsRecord) {
+        // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here
+        // on the read connection, and the writer thread (the throughput limit) does not see it.
+        if (!this.requestRuleHolds(check.sql, check.params)) throw CREATE_DENIED();
+      } else {
+        steps.push({
+          sql: `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ? AND (${check.sql})`,
+          params: [id, ...check.params],
+          expect: 'row',
+          fail: { status: 403, code: 'forbidden', message: 'You are not allowed to create this record.' },
+        });
+      }
+    }
+    // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
+    // is answered from these values instead of a read-back statement on the writer thread.
+    const row = vals.slice(0, 3 + c.fields.length);
+    return this.withFiles(c, id, filePlan, () => this.queue(steps)).then(() => ({ row, passwordChanged: false }), conflictError);
+  }
+
+  /**
+   * One auth identity, one collection: a client-chosen id of an auth record must not exist in any
+   * other auth collection (rules compare `@request.auth.id` with relation values, which name a
+   * record by id alone). Checked inside the write job, so two concurrent creates cannot both pass;
+   * refused as 409, like an id taken in the same collection.
+   */
+  private identityGuard(c: Collection, id: string): WriteStep | null {
+    const others = this.store.registry.all().filter((o) => o.type === 'auth' && o.id !== c.id);
+    if (!others.length) return null;
+    return {
+      sql: `SELECT 1 WHERE ${others.map((o) => `NOT EXISTS (SELECT 1 FROM ${q(o.name)} WHERE "id" = ?)`).join(' AND ')}`,
+      params: others.map(() => id),
+      expect: 'row',
+      fail: { status: 409, code: 'conflict', message: 'The value of "id" conflicts with an existing record.' },
+    };
+  }
+
+  /**
+   * The INSERT of a create. Within one schema version of a collection the columns a create sets
+   * are fixed (system columns, every field, auth columns) but for an auth record's optional
+   * password hash, so the column count keys the cached statement text.
+   */
+  private insertSql(c: Collection, cols: string[]): string {
+    const key = `${c.id}\u0000${this.store.registry.version(c.id)}\u0000${cols.length}`;
+    let sql = this.insertSqls.get(key);
+    if (sql === undefined) {
+      sql = `INSERT INTO ${q(c.name)} (${cols.map(q).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
+      if (this.insertSqls.size >= 1000) this.insertSqls.clear();
+      this.insertSqls.set(key, sql);
+    }
+    return sql;
+  }
+
+  /**
+   * The verdict of a rule that reads no record: a pure function of its SQL and bound values, so it
+   * is cached by them (bounded) and SQLite is asked once per distinct caller, not once per create.
+   */
+  private requestRuleHolds(sql: string, raw: SqlValue[]): boolean {
+    let key = sql;
+    const params: SqlValue[] = [];
+    for (const r of raw) {
+      const p = bindValue(r);
+      params.push(p);
+      key += `\u0000${typeof p}:${String(p)}`;
+    }
+    let v = this.ruleVerdicts.get(key);
+    if (v === undefined) {
+      v = !!this.store.reader.get(`SELECT 1 WHERE (${sql})`, params);
+      if (this.ruleVerdicts.size >= 10_000) this.ruleVerdicts.clear();
+      this.ruleVerdicts.set(key, v);
+    }
+    return v;
+  }
+
+  /**
+   * Updates a record; 404 when absent or the update rule fails; 409 when a concurrent update
+   * changed a file field this one changes. `uploads` as for create.
+   */
+  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
+    if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+    const check = this.store.rules.check(c, 'updateRule', principal, body, 'PATCH');
+    if (check.kind === 'deny') throw ApiError.notFound();
+    const superuser = !!principal?.superuser;
+    const errors: Errors = {};
+    const sets: string[] = [];
+    const vals: SqlValue[] = [];
+    const set = (name: string, v: SqlValue) => {
+      sets.push(`${q(name)} = ?`);
+      vals.push(v);
+    };
+    const now = nowDate();
+    const filePlan = this.files?.touches(c, body, uploads)
+      ? await this.files.plan(c, body, uploads, this.files.currentValues((sql, p) => this.store.reader.get(sql, p), c, id), errors)
+      : null;
+
+    for (const f of c.fields) {
+      if (f.type === 'autodate') {
+        if (f.options.onUpdate) set(f.name, now);
+        continue;
+      }
+      const fromPlan = f.type === 'file' && filePlan !== null;
+      const input = fromPlan ? filePlan.values.get(f.name) : body[f.name];
+      if (fromPlan ? input === undefined : !(f.name in body)) continue;
+      if (c.type === 'auth' && !superuser && (f.name === 'verified' || f.name === 'email')) {
+        errors[f.name] = { code: 'validation_value', message: `Only superusers can change "${f.name}".` };
+        continue;
+      }
+      const res = encodeValue(f, input, 'update');
+      if ('error' in res) errors[f.name] = res.error;
+      else set(f.name, f.options.encrypted ? encryptStored(c.id, f.id, id, res.value) : res.value);
+    }
+
+    let passwordChanged = false;
+    if (c.type === 'auth' && 'password' in body) {
+      await this.passwordChange(c, id, principal, body, check);
+      const pw = this.checkNewPassword(c, body, errors);
+      if (pw !== null && !Object.keys(errors).length) {
+        set('passwordHash', await hashPassword(pw));
+        set('tokenKey', randomToken(24));
+        passwordChanged = true;
+      }
+    }
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    set('updated', now);
+
+    const codec = this.store.codec(c);
+    const steps: WriteStep[] = [...this.relationGuards(c, body)];
+    const fileGuard = filePlan && this.files?.guard(c, id, filePlan);
+    if (fileGuard) steps.push(fileGuard);
+    const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
+    steps.push({
+      sql: `UPDATE ${q(c.name)} AS r SET ${sets.join(', ')} WHERE r."id" = ?${rule}`,
+      params: [...vals, id, ...(check.kind === 'where' ? check.params : [])],
+      expect: 'change',
+      fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
+    });
+    steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
+    const results = await this.withFiles(c, id, filePlan, () => this.run(steps));
+    return { row: results[results.length - 1].rows![0], passwordChanged };
+  }
+
+  /**
+   * Runs a write job with its file changes: new files are written first (under a sweep hold);
+   * after the commit the files the record dropped are deleted, after a failure the new ones.
+   */
+  private withFiles<T>(c: Collection, id: string, plan: FilePlan | null, job: () => Promise<T>): Promise<T> {
+    // Without files the job's own promise is returned: no extra async frame a write.
+    if (!plan || !this.files) return job();
+    return this.withFileChanges(c, id, plan, job);
+  }
+
+  private async withFileChanges<T>(c: Collection, id: string, plan: FilePlan, job: () => Promise<T>): Promise<T> {
+    const files = this.files!;
+    const release = await files.writeNew(c, id, plan);
+    try {
+      const out = await job();
+      await files.committed(c, id, plan);
+      return out;
+    } catch (err) {
+      await files.failed(c, id, plan);
+      throw err;
+    } finally {
+      release();
+    }
+  }
+
+  /** Deletes a record (relation triggers cascade or unset references); 404 when absent or denied. */
+  async delete(c: Collection, id: string, principal: Principal | null): Promise<void> {
+    const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
+    if (check.kind === 'deny') throw ApiError.notFound();
+    const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
+    const steps: WriteStep[] = [
+      {
+        sql: `DELETE FROM ${q(c.name)} AS r WHERE r."id" = ?${rule}`,
+        params: [id, ...(check.kind === 'where' ? check.params : [])],
+        expect: 'change',
+        fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
+      },
+    ];
+    if (c.type === 'auth') {
+      // The record's links, sessions and pending verification/reset tokens go with it.
+      for (const table of ['_externalAuths', '_sessions', '_authTokens']) {
+        steps.push({ sql: `DELETE FROM "${table}" WHERE "collectionId" = ? AND "recordId" = ?`, params: [c.id, id] });
+      }
+    }
+    await this.run(steps); // caches drop the record and what cascaded from it through the change feed
+    await this.files?.deleted(c, id);
+  }
+
+  /** Validates `password` / `passwordConfirm` of a write; returns the password or null when absent. */
+  private checkNewPassword(c: Collection, body: Body, errors: Errors): string | null {
+    const pw = body.password;
+    const min = c.options.auth?.minPasswordLength ?? 8;
+    if (pw === undefined || pw === null || pw === '') {
+      errors.password ??= { code: 'validation_required', message: 'Missing required value.' };
+      return null;
+    }
+    if (typeof pw !== 'string') {
+      errors.password = { code: 'validation_type', message: 'Must be a string.' };
+      return null;
+    }
+    if ([...pw].length < min) errors.password = { code: 'validation_min', message: `Must be at least ${min} characters.` };
+    else if (pw.length > 256) errors.password = { code: 'validation_max', message: 'Must be at most 256 characters.' };
+    if ('passwordConfirm' in body && body.passwordConfirm !== pw) errors.passwordConfirm = { code: 'validation_value', message: "Values don't match." };
+    return pw;
+  }
+
+  /**
+   * The self-service password change (spec "Password change"): non-superusers must send the right
+   * `oldPassword`; a wrong or missing one, an unknown record and a passwordless record all answer
+   * the same 400 `Invalid credentials.`. A record the caller may not update answers 404 (the update
+   * rule's denial) without its password being compared, so this is no oracle for another account's
+   * password; a dummy hash is verified instead, keeping the cost the same.
+   */
+  private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, check: { kind: string; sql?: string; params?: SqlValue[] }): Promise<void> {
+    if (principal?.superuser) return;
+    const where = check.kind === 'where';
+    const allowed = where ? `CASE WHEN (${check.sql}) THEN 1 ELSE 0 END` : '1';
+    const row = this.store.reader.get(`SELECT r."passwordHash", ${allowed} FROM ${q(c.name)} r WHERE r."id" = ?`, [...(where ? check.params! : []), id]);
+    const denied = !!row && Number(row[1]) !== 1;
+    const phc = row && !denied && typeof row[0] === 'string' && row[0] ? row[0] : null;
+    const old = typeof body.oldPassword === 'string' ? body.oldPassword : '';
+    const ok = await verifyPassword(phc, old);
+    if (denied) throw ApiError.notFound();
+    if (!ok || !phc) throw ApiError.invalidCredentials();
+  }
+
+  /** Guards that every relation id in `body` exists in its target collection. */
+  private relationGuards(c: Collection, body: Body): WriteStep[] {
+    const steps: WriteStep[] = [];
+    for (const f of c.fields) {
+      if (f.type !== 'relation' || !(f.name in body)) continue;
+      const v = body[f.name];
+      // A single id (the common case) needs no de-duplication.
+      const ids = typeof v === 'string' ? (v === '' ? [] : [v]) : [...new Set((Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string' && x !== ''))];
+      if (!ids.length) continue;
+      const target = this.store.registry.byId(String(f.options.collectionId));
+      if (!target) continue;
+      const guard = this.relationGuard(target.name, f, ids.length);
+      steps.push({ sql: guard.sql, params: [...ids, ids.length], expect: 'row', fail: guard.fail });
+    }
+    return steps;
+  }
+
+  /** The statement and failure of a relation guard, built once per target, field and id count. */
+  private relationGuard(target: string, f: Field, count: number): { sql: string; fail: NonNullable<WriteStep['fail']> } {
+    const key = `${target}\u0000${f.name}\u0000${isMulti(f) ? 'n' : '1'}\u0000${count}`;
+    let g = this.guards.get(key);
+    if (g === undefined) {
+      g = {
+        sql: `SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target)} WHERE "id" IN (${Array.from({ length: count }, () => '?').join(',')})) = ?`,
+        fail: { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { [f.name]: { code: 'validation_not_found', message: isMulti(f) ? 'One or more related records do not exist.' : 'The related record does not exist.' } } },
+      };
+      if (this.guards.size >= 1000) this.guards.clear();
+      this.guards.set(key, g);
+    }
+    return g;
+  }
+
+  /** Queues `steps`; constraint failures answer 409 (see conflictError). */
+  private run(steps: WriteStep[]) {
+    return this.queue(steps).catch(conflictError);
+  }
+
+  /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
+  private queue(steps: WriteStep[]) {
+    for (const s of steps) {
+      const p = s.params;
+      for (let i = 0; i < p.length; i++) p[i] = bindValue(p[i]);
+    }
+    return this.store.writer.write(steps);
+  }
+}
+
+/** A constraint failure of a write job as 409 (which field, when SQLite names it); other errors as they are. */
+function conflictError(err: unknown): never {
+  if (err instanceof WriteError && err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
+    const m = /constraint failed: \S+?\.(\w+)/.exec(err.message);
+    throw ApiError.conflict(m ? `The value of "${m[1]}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
+  }
+  throw err;
+}
+
+/** Keys of a write body a client may never set directly on auth records (stripped, not rejected). */
+export function stripServerManaged(c: Collection, body: unknown): unknown {
+  if (c.type !== 'auth' || !isObject(body)) return body;
+  const out: Body = {};
+  for (const [k, v] of Object.entries(body)) if (!AUTH_WRITE_STRIPPED.has(k)) out[k] = v;
+  return out;
+}

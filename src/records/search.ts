@@ -1,0 +1,118 @@
+/**
+ * Full-text search (spec 1-core-api.md, "Search"; 0-conventions.md: `options.searchable`).
+ *
+ * `search` / `q` text is lowered to an FTS5 query that is bound as ONE parameter, never spliced
+ * into SQL. Grammar: whitespace-separated terms; `AND` (also implied between terms), `OR` and
+ * `NOT` (upper case, as in FTS5) are operators; a term ending in `*` is a prefix. Each term
+ * becomes a quoted FTS5 string, so punctuation and FTS5 syntax in it are inert. `a b OR c NOT d`
+ * means (a AND b) OR (c AND NOT d): NOT applies to the next term and binds within its OR group.
+ * Terms without a letter or digit are dropped; a group with no positive term matches nothing;
+ * a query left with no group matches no rows.
+ *
+ * Startup (`prepareFullText`): with the `fts5-off` feature the server refuses a schema that
+ * declares searchable fields; otherwise every searchable collection's index and triggers are
+ * checked against what collection-sql.ts would create and rebuilt when missing or different.
+ */
+import { ApiError } from '../errors/api-error.js';
+import type { Store } from '../store/store.js';
+import type { Collection } from '../collections/types.js';
+import { ftsCreateSql, ftsCreateSteps, ftsDropSteps, ftsTableName, ftsTriggerNames, q, searchableFields, setFullTextEnabled } from '../store/sqlite/collection-sql.js';
+
+const MAX_SEARCH_CHARS = 1000;
+const MAX_TERMS = 64;
+const WORD = /[\p{L}\p{N}]/u;
+
+/** One OR group: terms that must all match, and terms that must not. */
+interface Group {
+  must: string[];
+  not: string[];
+}
+
+/** An FTS5 string for one term (`"term"`, or `"term" *` for a prefix); null when it has no word characters. */
+function ftsTerm(raw: string): string | null {
+  const prefix = /\*+$/.test(raw);
+  const text = raw.replace(/\*+$/, '');
+  if (!WORD.test(text)) return null;
+  return `"${text.replace(/"/g, '""')}"${prefix ? ' *' : ''}`;
+}
+
+/**
+ * Lowers `search` text to an FTS5 MATCH expression, or null when it reduces to nothing.
+ * @throws ApiError 400 when the text is longer than 1,000 characters or has more than 64 terms
+ */
+export function lowerSearch(src: string): string | null {
+  if (src.length > MAX_SEARCH_CHARS) throw ApiError.badRequest(`Invalid search: at most ${MAX_SEARCH_CHARS} characters.`);
+  const words = src.split(/\s+/).filter(Boolean);
+  if (words.length > MAX_TERMS) throw ApiError.badRequest(`Invalid search: at most ${MAX_TERMS} terms.`);
+  const groups: Group[] = [{ must: [], not: [] }];
+  let negate = false;
+  for (const w of words) {
+    if (w === 'AND') continue;
+    if (w === 'OR') {
+      groups.push({ must: [], not: [] });
+      negate = false;
+      continue;
+    }
+    if (w === 'NOT') {
+      negate = true;
+      continue;
+    }
+    const term = ftsTerm(w);
+    if (term) (negate ? groups[groups.length - 1].not : groups[groups.length - 1].must).push(term);
+    negate = false;
+  }
+  const parts = groups
+    .filter((g) => g.must.length > 0)
+    .map((g) => `(${g.must.join(' AND ')}${g.not.length ? ` NOT (${g.not.join(' OR ')})` : ''})`);
+  return parts.length ? parts.join(' OR ') : null;
+}
+
+/** A search to apply to a list query. */
+export interface SearchPlan {
+  /** the raw text, for cursor binding */
+  text: string;
+  /** the FTS5 expression, or null: match no rows */
+  match: string | null;
+  /** `JOIN "<col>_fts" f ON f.rowid = r.rowid` */
+  join: string;
+  /** `f."<col>_fts" MATCH ?` */
+  where: string;
+}
+
+/**
+ * The search of a list request (`search`, else `q`; blank means none), or null.
+ * @throws ApiError 400 when full-text search is disabled, or the collection has no searchable field
+ */
+export function searchPlan(c: Collection, qs: URLSearchParams, enabled: boolean): SearchPlan | null {
+  const text = (qs.get('search') ?? qs.get('q') ?? '').trim();
+  if (text === '') return null;
+  if (!enabled) throw ApiError.badRequest('Full-text search is not available on this server (feature fts5-off).');
+  if (searchableFields(c).length === 0) throw ApiError.badRequest(`The collection "${c.name}" has no searchable field.`);
+  const fts = q(ftsTableName(c));
+  return { text, match: lowerSearch(text), join: ` JOIN ${fts} f ON f.rowid = r.rowid`, where: `f.${fts} MATCH ?` };
+}
+
+/**
+ * Startup: refuses (throws) a schema with searchable fields when full-text search is off;
+ * otherwise creates or rebuilds every searchable collection's index that is missing or stale.
+ * @returns the names of the collections whose index was (re)built
+ */
+export async function prepareFullText(store: Store, enabled: boolean): Promise<string[]> {
+  setFullTextEnabled(enabled);
+  const searchable = store.registry.all().filter((c) => searchableFields(c).length > 0);
+  if (!enabled) {
+    if (searchable.length === 0) return [];
+    const list = searchable.map((c) => `"${c.name}" (${searchableFields(c).map((f) => f.name).join(', ')})`).join(', ');
+    throw new Error(`full-text search is disabled (feature fts5-off) but these collections declare searchable fields: ${list}; remove the feature or the fields' searchable option`);
+  }
+  const master = new Map<string, string>();
+  for (const row of store.reader.all(`SELECT "name", "sql" FROM sqlite_master WHERE "type" IN ('table', 'trigger')`, [])) master.set(String(row[0]), String(row[1]));
+  const stale = searchable.filter((c) => {
+    const names = [ftsTableName(c), ...ftsTriggerNames(c)];
+    return ftsCreateSql(c).some((sql, i) => master.get(names[i]) !== sql);
+  });
+  if (stale.length === 0) return [];
+  await store.writer.write(stale.flatMap((c) => [...ftsDropSteps(c), ...ftsCreateSteps(c, true)]));
+  store.schemaChanged();
+  return stale.map((c) => c.name);
+}

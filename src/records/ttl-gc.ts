@@ -1,0 +1,53 @@
+/**
+ * Expiring rows (`options.ttl_field`): reads hide rows whose expiry is set and at or before now
+ * (see records-read.ts); this collector deletes them through the writer at startup and about
+ * every five minutes (spec 1-core-api.md, "Limits": expiry garbage collection). Deletes fire the
+ * relation triggers like any other delete.
+ */
+import type { Store } from '../store/store.js';
+import type { Logger } from '../log/logger.js';
+import type { Collection } from '../collections/types.js';
+import { q } from '../store/sqlite/collection-sql.js';
+import { nowDate } from '../collections/fields/index.js';
+
+export const TTL_GC_INTERVAL_MS = 5 * 60 * 1000;
+
+/** Called after expired rows of a collection were deleted (stored files are swept there). */
+export type AfterExpiry = (c: Collection) => Promise<void>;
+
+/** Deletes expired rows of every collection with a ttl_field; returns the number deleted. */
+export async function collectExpired(store: Store, after?: AfterExpiry): Promise<number> {
+  let total = 0;
+  const now = nowDate();
+  for (const c of store.registry.all()) {
+    const ttl = c.options.ttl_field;
+    if (!ttl) continue;
+    const [res] = await store.writer.write([{ sql: `DELETE FROM ${q(c.name)} WHERE ${q(ttl)} IS NOT NULL AND ${q(ttl)} <= ?`, params: [now] }]);
+    if (res.changes > 0) {
+      total += res.changes; // caches drop the rows (and cascades) through the change feed
+      await after?.(c);
+    }
+  }
+  return total;
+}
+
+/** Runs the collector now and then every interval; returns a stop function. */
+export function startTtlCollector(store: Store, logger: Logger, intervalMs = TTL_GC_INTERVAL_MS, after?: AfterExpiry): () => void {
+  let running = false;
+  const run = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const n = await collectExpired(store, after);
+      if (n > 0) logger.info(`deleted ${n} expired row(s)`, 'ttl');
+    } catch (err) {
+      logger.warn(`expired-row collection failed: ${(err as Error).message}`, 'ttl');
+    } finally {
+      running = false;
+    }
+  };
+  void run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,75 @@
+/**
+ * The change feed (issue 13): once per committed transaction of the writer thread, the records it
+ * created, updated and deleted, trigger side effects and relation cascades included
+ * (workers/writer.ts notes them with TEMP triggers). One in-process stream on the main thread:
+ * every cache invalidates from it, and realtime, hooks and cross-instance fan-out subscribe to it.
+ *
+ * Delivery is synchronous, in commit order, after the commit is durable and before any write
+ * job of that commit is answered: a request that wrote sees its own write in every cache.
+ */
+import { CHANGE_CREATE, CHANGE_DELETE } from './write-job.js';
+
+/** What happened to one record in a transaction (ops merged: create+update is create, …+delete is delete). */
+export type ChangeOp = 'create' | 'update' | 'delete';
+
+export interface Change {
+  /** collection id */
+  collection: string;
+  /** record id */
+  id: string;
+  op: ChangeOp;
+  /** the record as stored after the change, when a producer had it at hand (never for deletes) */
+  record?: Record<string, unknown>;
+}
+
+/** The changes of one committed transaction. */
+export interface ChangeBatch {
+  /** the writer's commit count when this transaction committed (WriterClient.commits) */
+  commit: number;
+  changes: Change[];
+  /**
+   * Collections whose changes were too many to list one by one (a bulk update, an encryption
+   * migration): treat every record of them as changed.
+   */
+  truncated: string[];
+}
+
+export type ChangeListener = (batch: ChangeBatch) => void;
+
+/** The stream: subscribe, and the writer client emits. A listener that throws does not stop the others. */
+export class ChangeFeed {
+  private listeners: ChangeListener[] = [];
+
+  /** Adds a listener; returns the function that removes it. */
+  subscribe(listener: ChangeListener): () => void {
+    this.listeners = [...this.listeners, listener];
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    };
+  }
+
+  /** Delivers one batch to every listener, in subscription order. */
+  emit(batch: ChangeBatch): void {
+    for (const l of this.listeners) {
+      try {
+        l(batch);
+      } catch (err) {
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
+  }
+}
+
+/** A batch from the writer's wire form (write-protocol.ts): flat `collection, id, op` triples. */
+export function decodeChanges(commit: number, flat: unknown[] | null, truncated: string[] | null): ChangeBatch {
+  const changes: Change[] = [];
+  if (flat) {
+    for (let i = 0; i < flat.length; i += 3) {
+      const op = flat[i + 2] as number;
+      changes.push({ collection: String(flat[i]), id: String(flat[i + 1]), op: op === CHANGE_CREATE ? 'create' : op === CHANGE_DELETE ? 'delete' : 'update' });
+    }
+  }
+  return { commit, changes, truncated: truncated ?? [] };
+}

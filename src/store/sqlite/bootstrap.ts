@@ -1,0 +1,75 @@
+/**
+ * The system tables every data directory has, created idempotently at startup (and by the CLI
+ * before it touches the database): `_collections` (the schema registry), `_superusers` (the
+ * built-in auth collection), `_externalAuths` (OAuth2 links) and `_cursorStates` (stateful cursors).
+ */
+import type { WriteStep } from '../write-job.js';
+import type { Collection } from '../../collections/types.js';
+import { authSystemFields } from '../../auth/auth-fields.js';
+import { SESSIONS_DDL } from '../../auth/sessions.js';
+import { AUTH_TOKENS_DDL } from '../../auth/auth-tokens.js';
+
+export const SUPERUSERS_ID = 'pbc_superusers0';
+
+const now = () => new Date().toISOString().replace('T', ' ');
+
+/** The `_superusers` collection as stored in `_collections`. */
+export function superusersCollection(): Collection {
+  const t = now();
+  return {
+    id: SUPERUSERS_ID,
+    name: '_superusers',
+    type: 'auth',
+    system: true,
+    fields: authSystemFields(),
+    indexes: [],
+    options: { ttl_field: null, auth: { identityFields: ['email'], minPasswordLength: 8, two_factor: 'disabled', require_verified: false, session: { store: 'epoch' }, methods: {} } },
+    listRule: null,
+    viewRule: null,
+    createRule: null,
+    updateRule: null,
+    deleteRule: null,
+    created: t,
+    updated: t,
+  };
+}
+
+/** Idempotent steps that create the system tables and the `_superusers` collection row. */
+export function bootstrapSteps(): WriteStep[] {
+  const su = superusersCollection();
+  return [
+    {
+      sql: `CREATE TABLE IF NOT EXISTS "_collections" (
+        "id" TEXT PRIMARY KEY NOT NULL, "name" TEXT NOT NULL UNIQUE COLLATE NOCASE, "type" TEXT NOT NULL,
+        "system" INTEGER NOT NULL DEFAULT 0, "fields" TEXT NOT NULL, "indexes" TEXT NOT NULL, "options" TEXT NOT NULL,
+        "listRule" TEXT, "viewRule" TEXT, "createRule" TEXT, "updateRule" TEXT, "deleteRule" TEXT,
+        "created" TEXT NOT NULL, "updated" TEXT NOT NULL)`,
+      params: [],
+    },
+    {
+      sql: `CREATE TABLE IF NOT EXISTS "_superusers" (
+        "id" TEXT PRIMARY KEY NOT NULL, "created" TEXT NOT NULL, "updated" TEXT NOT NULL,
+        "email" TEXT NOT NULL, "emailVisibility" INTEGER NOT NULL DEFAULT 0, "verified" INTEGER NOT NULL DEFAULT 0,
+        "passwordHash" TEXT, "tokenKey" TEXT NOT NULL, "token_epoch" INTEGER NOT NULL DEFAULT 0)`,
+      params: [],
+    },
+    { sql: `CREATE UNIQUE INDEX IF NOT EXISTS "_superusers_email" ON "_superusers" ("email" COLLATE NOCASE)`, params: [] },
+    {
+      sql: `CREATE TABLE IF NOT EXISTS "_externalAuths" (
+        "id" TEXT PRIMARY KEY NOT NULL, "collectionId" TEXT NOT NULL, "recordId" TEXT NOT NULL,
+        "provider" TEXT NOT NULL, "providerId" TEXT NOT NULL, "created" TEXT NOT NULL,
+        UNIQUE ("collectionId", "provider", "providerId"))`,
+      params: [],
+    },
+    {
+      sql: `INSERT OR IGNORE INTO "_collections" ("id","name","type","system","fields","indexes","options","created","updated")
+            VALUES (?,?,?,1,?,?,?,?,?)`,
+      params: [su.id, su.name, su.type, JSON.stringify(su.fields), '[]', JSON.stringify(su.options), su.created, su.updated],
+    },
+    // session rows (table store) and single-use verification / reset tokens
+    ...[...SESSIONS_DDL, ...AUTH_TOKENS_DDL].map((sql) => ({ sql, params: [] })),
+    // stateful list cursors (SERVICE_CURSOR_TOKEN=stateful): payload until `expires` (epoch ms)
+    { sql: `CREATE TABLE IF NOT EXISTS "_cursorStates" ("id" TEXT PRIMARY KEY NOT NULL, "payload" TEXT NOT NULL, "expires" INTEGER NOT NULL)`, params: [] },
+    { sql: `CREATE INDEX IF NOT EXISTS "_cursorStates_expires" ON "_cursorStates" ("expires")`, params: [] },
+  ];
+}

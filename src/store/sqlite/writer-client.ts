@@ -1,0 +1,158 @@
+/**
+ * The main thread's handle on the writer thread (workers/writer.ts): queues write jobs and
+ * resolves each one when the group commit that holds it is durable.
+ */
+import { Worker } from 'node:worker_threads';
+import { ApiError } from '../../errors/api-error.js';
+import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from '../write-job.js';
+import { workerScript } from './worker-url.js';
+import { ChangeFeed, decodeChanges } from '../change-feed.js';
+
+type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };
+
+/** Error of a write that SQLite refused (constraint, schema, I/O). */
+export class WriteError extends Error {
+  constructor(readonly sqliteCode: string, message: string, readonly step: number) {
+    super(message);
+  }
+}
+
+export class WriterClient {
+  private worker: Worker;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  private closed = false;
+  /**
+   * Jobs waiting to be sent, as one flat batch (wire format in write-protocol.ts). A postMessage
+   * has a fixed cost (about 5 µs to send, as much to receive, measured) that a create would
+   * otherwise pay alone, so the jobs of one event-loop turn travel together. (Holding jobs back
+   * until the writer answered the previous batch, one message a group, measured no faster: the
+   * writer then waits on the main thread between groups. bench/README.md, "Create".)
+   */
+  private outbox: unknown[] = [];
+  private readonly flushOutbox = () => {
+    const batch = this.outbox;
+    this.outbox = [];
+    if (batch.length) this.worker.postMessage(batch);
+  };
+  /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
+  onCommit: (() => void) | null = null;
+  /** The committed changes, delivered after onCommit and before the jobs of the commit settle. */
+  readonly changes = new ChangeFeed();
+  /** Group commits reported so far (caches of rendered reads are valid for one count). */
+  commits = 0;
+
+  private constructor(worker: Worker) {
+    this.worker = worker;
+    worker.on('message', (msg: unknown[] | WriterReady | { closed: true }) => {
+      if (!Array.isArray(msg)) return;
+      this.commits++;
+      this.onCommit?.();
+      const n = msg.length;
+      if (msg[n - 2] !== null || msg[n - 1] !== null) this.changes.emit(decodeChanges(this.commits, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
+      this.settleGroup(msg, n - 2);
+    });
+    worker.on('error', (err) => this.failAll(err));
+    worker.on('exit', () => {
+      this.closed = true; // later writes answer 503 instead of waiting on a thread that is gone
+      this.failAll(new Error('writer thread exited'));
+    });
+  }
+
+  /** Starts the writer thread on the database file; rejects when it cannot open it. */
+  static async start(path: string, busyTimeoutMs = 5000): Promise<WriterClient> {
+    const { file, execArgv } = workerScript('writer');
+    const worker = new Worker(file, { workerData: { path, busyTimeoutMs }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    const ready = await new Promise<WriterReady>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (!ready.ready) {
+      await worker.terminate();
+      throw new Error(`cannot open the database for writing: ${ready.message}`);
+    }
+    return new WriterClient(worker);
+  }
+
+  /** Jobs queued and not yet answered. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Queues one job. Resolves with one result per step after the commit; rejects with ApiError
+   * for a failed guard (the step's `fail`), WriteError for an SQLite error.
+   */
+  write(steps: WriteStep[]): Promise<StepResult[]> {
+    if (this.closed) return Promise.reject(new ApiError(503, 'overloaded', 'The server is shutting down.'));
+    const id = this.nextId++;
+    return new Promise<StepResult[]>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, steps });
+      if (this.outbox.length === 0) setImmediate(this.flushOutbox);
+      encodeJob(this.outbox, id, steps);
+    });
+  }
+
+  /** Waits for every queued job to commit, then closes the write connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await new Promise<void>((resolve) => {
+      const onMsg = (msg: unknown) => {
+        if (msg && typeof msg === 'object' && 'closed' in msg) {
+          this.worker.off('message', onMsg);
+          resolve();
+        }
+      };
+      this.worker.on('message', onMsg);
+      this.flushOutbox();
+      this.worker.postMessage({ close: true });
+    });
+    await this.worker.terminate();
+  }
+
+  /** Settles the jobs of one message of outcomes (wire format in write-protocol.ts). */
+  private settleGroup(out: unknown[], end: number): void {
+    let k = 0;
+    while (k < end) {
+      const id = out[k] as number;
+      const kind = out[k + 1] as number;
+      k += 2;
+      const p = this.pending.get(id);
+      if (p === undefined) return; // every pending job was failed already (the thread died)
+      if (kind === OUT_OK) {
+        // The step count and which steps return rows are known here, from the job as sent.
+        const steps = p.steps;
+        const results: StepResult[] = [];
+        for (const step of steps) {
+          if (step.returnRows) {
+            results.push({ changes: out[k] as number, rows: out[k + 1] as unknown[][] | undefined, columns: out[k + 2] as string[] | undefined });
+            k += 3;
+          } else {
+            results.push({ changes: out[k] as number });
+            k += 1;
+          }
+        }
+        this.pending.delete(id);
+        p.resolve(results);
+      } else if (kind === OUT_GUARD) {
+        const step = out[k] as number;
+        k += 1;
+        this.pending.delete(id);
+        const f = p.steps[step]?.fail ?? { status: 404, code: 'not_found', message: 'The requested resource was not found.' };
+        p.reject(new ApiError(f.status, f.code, f.message, f.data ?? {}));
+      } else {
+        const [step, code, message] = [out[k] as number, out[k + 1] as string, out[k + 2] as string];
+        k += 3;
+        this.pending.delete(id);
+        p.reject(new WriteError(code, message, step));
+      }
+    }
+  }
+
+  private failAll(err: unknown): void {
+    this.outbox = [];
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Collection `indexes` end to end (spec 1-core-api.md "Collection": indexes; "Records": a write
+ * that breaks an integrity constraint answers 409). Indexes are created, dropped and replaced by
+ * PATCH; the real SQLite indexes are checked in the database file.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import Database from 'libsql';
+import { startSvc, type Svc } from '../helpers/server.js';
+import { assertError, dumpServerLog } from '../helpers/records-fixtures.js';
+
+const PUBLIC = { listRule: '@public', viewRule: '@public', createRule: '@public', updateRule: '@public', deleteRule: '@public' };
+let srv: Svc;
+let items: any;
+
+/** Index names and uniqueness of a table, from the database file. */
+function sqliteIndexes(table: string): Map<string, { unique: boolean; columns: string[] }> {
+  const db = new Database(join(srv.dataDir, 'data.db'), { readonly: true });
+  try {
+    const out = new Map<string, { unique: boolean; columns: string[] }>();
+    for (const [name, unique, origin] of db.prepare(`SELECT name, "unique", origin FROM pragma_index_list(?)`).raw(true).all([table]) as Array<[string, number, string]>) {
+      if (origin !== 'c') continue; // only CREATE INDEX ones (not the primary key)
+      const columns = (db.prepare('SELECT name FROM pragma_index_info(?) ORDER BY seqno').raw(true).all([name]) as string[][]).map((r) => r[0]);
+      out.set(name, { unique: Number(unique) === 1, columns });
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+const userIndexes = (c: any) => new Map([...sqliteIndexes(c.name)].filter(([n]) => n.startsWith(`idx_${c.id}_`)).map(([n, v]) => [n.slice(`idx_${c.id}_`.length), v]));
+const create = (body: Record<string, unknown>) => srv.api('POST', '/api/collections/items/records', { body });
+const patchCollection = (body: Record<string, unknown>) => srv.api('PATCH', '/api/collections/items', { token: srv.suToken, body });
+
+before(async () => {
+  srv = await startSvc();
+  items = await srv.createCollection({
+    name: 'items', type: 'base', ...PUBLIC,
+    fields: [{ name: 'sku', type: 'text' }, { name: 'title', type: 'text' }, { name: 'shelf', type: 'number' }],
+    indexes: [{ name: 'by_sku', fields: ['sku'], unique: true }, 'CREATE INDEX by_title_shelf ON items (title, shelf DESC)'],
+  });
+});
+after(async () => { dumpServerLog(srv); await srv?.stop(); });
+
+test('create: object and SQL forms become named SQLite indexes; the collection echoes them', async () => {
+  assert.deepEqual(items.indexes, [{ name: 'by_sku', fields: ['sku'], unique: true }, { name: 'by_title_shelf', fields: ['title', 'shelf'], unique: false }]);
+  const got = userIndexes(items);
+  assert.deepEqual(got.get('by_sku'), { unique: true, columns: ['sku'] });
+  assert.deepEqual(got.get('by_title_shelf'), { unique: false, columns: ['title', 'shelf'] });
+  const empty = await srv.createCollection({ name: 'noidx', type: 'base', fields: [{ name: 'a', type: 'text' }] });
+  assert.deepEqual(empty.indexes, [], 'an empty array when none');
+});
+
+test('a unique index answers 409 on a duplicate (create and update), never 500', async () => {
+  assert.equal((await create({ sku: 'A-1', title: 't' })).status, 201);
+  assertError(await create({ sku: 'A-1', title: 'other' }), 409, 'conflict');
+  const b = await create({ sku: 'B-1' });
+  assertError(await srv.api('PATCH', `/api/collections/items/records/${b.body.id}`, { body: { sku: 'A-1' } }), 409, 'conflict');
+  assert.equal((await create({ title: 'no sku' })).status, 201, 'NULLs do not conflict');
+  assert.equal((await create({ title: 'no sku either' })).status, 201);
+});
+
+test('PATCH drops and replaces indexes', async () => {
+  const dropped = await patchCollection({ indexes: ['CREATE INDEX by_title_shelf ON items (title, shelf)'] });
+  assert.equal(dropped.status, 200, dropped.text);
+  assert.deepEqual(dropped.body.indexes.map((i: any) => i.name), ['by_title_shelf']);
+  assert.deepEqual([...userIndexes(items).keys()], ['by_title_shelf']);
+  assert.equal((await create({ sku: 'A-1' })).status, 201, 'duplicates allowed once the unique index is dropped');
+
+  const replaced = await patchCollection({ indexes: [{ name: 'by_title_u', fields: ['title'], unique: true }] });
+  assert.equal(replaced.status, 200, replaced.text);
+  assert.deepEqual([...userIndexes(items).keys()], ['by_title_u']);
+  assert.equal((await create({ title: 'unique title' })).status, 201);
+  assertError(await create({ title: 'unique title' }), 409, 'conflict');
+
+  // A unique index the existing rows already break is refused before anything changes.
+  const clash = await patchCollection({ indexes: [{ name: 'by_sku', fields: ['sku'], unique: true }] });
+  assert.equal(clash.status, 400, clash.text);
+  assert.deepEqual([...userIndexes(items).keys()], ['by_title_u'], 'the old indexes are kept');
+
+  const none = await patchCollection({ indexes: [] });
+  assert.deepEqual(none.body.indexes, []);
+  assert.equal(userIndexes(items).size, 0);
+});
+
+test('renaming an indexed field keeps the index on the renamed column; dropping the field drops its index', async () => {
+  const col = await srv.createCollection({
+    name: 'renames', type: 'base', ...PUBLIC,
+    fields: [{ name: 'code', type: 'text' }, { name: 'extra', type: 'text' }],
+    indexes: [{ name: 'by_code', fields: ['code'], unique: true }, { name: 'by_extra', fields: ['extra'] }],
+  });
+  const [code, extra] = col.schema;
+  const renamed = await srv.api('PATCH', '/api/collections/renames', { token: srv.suToken, body: { fields: [{ ...code, name: 'ref' }, extra] } });
+  assert.equal(renamed.status, 200, renamed.text);
+  assert.deepEqual(renamed.body.indexes, [{ name: 'by_code', fields: ['ref'], unique: true }, { name: 'by_extra', fields: ['extra'], unique: false }]);
+  assert.deepEqual(userIndexes(col).get('by_code'), { unique: true, columns: ['ref'] });
+  assert.equal((await srv.api('POST', '/api/collections/renames/records', { body: { ref: 'x' } })).status, 201);
+  assertError(await srv.api('POST', '/api/collections/renames/records', { body: { ref: 'x' } }), 409, 'conflict');
+  const droppedField = await srv.api('PATCH', '/api/collections/renames', { token: srv.suToken, body: { fields: [{ ...code, name: 'ref' }] } });
+  assert.equal(droppedField.status, 200, droppedField.text);
+  assert.deepEqual(droppedField.body.indexes.map((i: any) => i.name), ['by_code']);
+  assert.deepEqual([...userIndexes(col).keys()], ['by_code']);
+});
+
+test('invalid index definitions are 400 with indexes.<i> codes', async () => {
+  const cases: Array<[unknown, string]> = [
+    [[{ name: 'x', fields: ['nope'] }], 'validation_not_found'],
+    [[{ name: 'x', fields: ['sku'] }, { name: 'X', fields: ['title'] }], 'validation_duplicate_name'],
+    [[{ name: 'bad name', fields: ['sku'] }], 'validation_invalid_name'],
+    [[{ name: 'x', fields: [] }], 'validation_required'],
+    [['DROP TABLE items'], 'validation_value'],
+  ];
+  for (const [indexes, code] of cases) {
+    const r = await patchCollection({ indexes });
+    assertError(r, 400, 'validation_failed');
+    const key = Object.keys(r.body.data).find((k) => k.startsWith('indexes.'));
+    assert.equal(key && r.body.data[key].code, code, `${JSON.stringify(indexes)}: ${r.text}`);
+  }
+  assertError(await patchCollection({ indexes: 'nope' }), 400, 'validation_failed');
+});

@@ -1,0 +1,255 @@
+/**
+ * Differential test of the rule compiler: random (seeded) filters run as SQL against a real
+ * in-memory libsql database must select exactly the rows that a small JS evaluator of the same
+ * AST selects. The evaluator restates the semantics documented in src/rules/compiler.ts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import Database from 'libsql';
+import { bindAll } from '../../../src/store/bind.js';
+import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field, type FieldOptions, type FieldType } from '../../../src/collections/types.js';
+import { bindParams, compileExpression, type RequestContext, type SchemaLookup } from '../../../src/rules/compiler.js';
+import { parseFilter, type Expr, type Literal, type Operand } from '../../../src/rules/parser.js';
+
+type Val = string | number | null;
+type Row = Record<string, Val>;
+
+const f = (name: string, type: FieldType, options: FieldOptions = {}): Field => ({ id: `f_${name}`, name, type, options });
+const coll = (id: string, name: string, fields: Field[], type: 'base' | 'auth' = 'base'): Collection => ({
+  id, name, type, system: false, fields, indexes: [], options: {},
+  listRule: null, viewRule: null, createRule: null, updateRule: null, deleteRule: null, created: '', updated: '',
+});
+const teams = coll('c_teams', 'teams', [f('name', 'text')]);
+const users = coll('c_users', 'users', [f('name', 'text'), f('age', 'number'), f('team', 'relation', { collectionId: 'c_teams' })], 'auth');
+const tags = coll('c_tags', 'tags', [f('name', 'text')]);
+const posts = coll('c_posts', 'posts', [
+  f('title', 'text'), f('views', 'number'), f('price', 'number', { mode: 'fixed', scale: 2 }), f('published', 'bool'),
+  f('status', 'select', { values: ['draft', 'live'] }), f('labels', 'select', { values: ['a', 'b', 'c'], maxSelect: 3 }),
+  f('author', 'relation', { collectionId: 'c_users' }), f('tags', 'relation', { collectionId: 'c_tags', maxSelect: 5 }),
+  f('parent', 'relation', { collectionId: 'c_posts' }), f('meta', 'json'),
+]);
+const all = [teams, users, tags, posts];
+const schema: SchemaLookup = { byId: (id) => all.find((c) => c.id === id), byName: (n) => all.find((c) => c.name === n) };
+
+/** mulberry32: small seeded PRNG so failures reproduce. */
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rnd = prng(Number(process.env.RULES_SEED ?? 20240611)); // RULES_SEED=n to explore other seeds
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+const some = <T>(xs: readonly T[], max: number): T[] => Array.from({ length: Math.floor(rnd() * (max + 1)) }, () => pick(xs));
+
+const TEXTS = ['Hello', 'hello world', 'HELLO', 'a_b', 'a%b', '50%', '%', '_', 'x\\y', '', 'Ünïcode', 'ünïcode', "it's", 'b', 'h%o', 'world', 'Ab'];
+const NUMS = [-2, -1, 0, 1, 1.5, 2, 3, 4.25, 10];
+const DECS = ['-1', '0', '0.5', '1.25', '2', '3.5', '10'];
+const LABELS = ['a', 'b', 'c'];
+
+// ---- data ----
+const rows: Record<string, Row[]> = {
+  teams: [{ id: 'm1', name: 'Red' }, { id: 'm2', name: 'blue' }, { id: 'm3', name: null }],
+  tags: ['news', 'Tech', 'a_b', 'misc', null].map((name, i) => ({ id: `t${i + 1}`, name })),
+  users: Array.from({ length: 8 }, (_, i) => ({
+    id: `u${i + 1}`, name: pick([...TEXTS, null]), age: pick([...NUMS, null]), team: pick(['m1', 'm2', 'm3', 'ghost', null]),
+  })),
+  posts: [],
+};
+for (let i = 1; i <= 40; i++) {
+  const meta = rnd() < 0.2 ? null : JSON.stringify(Object.fromEntries(([
+    ['n', pick(NUMS)], ['s', pick(TEXTS)], ['o', { k: pick(NUMS) }], ['b', rnd() < 0.5],
+  ] as [string, unknown][]).filter(() => rnd() < 0.7)));
+  rows.posts.push({
+    id: `p${i}`, created: `2024-01-${String(i).padStart(2, '0')}`, title: pick([...TEXTS, null]), views: pick([...NUMS, null]),
+    price: pick([...DECS.map((d) => Math.round(Number(d) * 100)), null]), published: pick([0, 1, null]), status: pick(['draft', 'live', null]),
+    labels: pick([JSON.stringify(some(LABELS, 3)), null, '[]']), author: pick(['u1', 'u2', 'u3', 'u4', 'u5', 'u6', 'u7', 'u8', 'ghost', null]),
+    tags: pick([JSON.stringify(some(['t1', 't2', 't3', 't4', 't5', 'ghost'], 3)), null]), parent: pick([`p${Math.max(1, i - 3)}`, `p${Math.max(1, i - 1)}`, null]), meta,
+  });
+}
+
+function setupDb(): Database.Database {
+  const db = new Database(':memory:');
+  for (const c of all) {
+    const cols = [...BASE_COLUMNS.map((b) => `"${b}" TEXT`), ...c.fields.map((fl) => {
+      const type = fl.type === 'number' ? (fl.options.mode === 'fixed' ? 'INTEGER' : 'NUMERIC') : fl.type === 'bool' ? 'INTEGER' : 'TEXT';
+      return `"${fl.name}" ${type}`;
+    }), ...(c.type === 'auth' ? HIDDEN_AUTH_COLUMNS.map((h) => `"${h}" TEXT`) : [])];
+    db.exec(`CREATE TABLE "${c.name}" (${cols.join(', ')})`);
+    for (const row of rows[c.name]) {
+      const keys = Object.keys(row);
+      db.prepare(`INSERT INTO "${c.name}" (${keys.map((k) => `"${k}"`).join(', ')}) VALUES (${keys.map(() => '?').join(', ')})`)
+        .run(bindAll(keys.map((k) => row[k])));
+    }
+  }
+  return db;
+}
+
+// ---- reference evaluator ----
+const fromJson = (v: unknown): Val =>
+  v === null || v === undefined ? null : typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'object' ? JSON.stringify(v) : (v as string | number);
+function elements(v: Val): Val[] {
+  if (v === null || v === '') return [];
+  try {
+    const parsed: unknown = JSON.parse(String(v));
+    return Array.isArray(parsed) ? parsed.map(fromJson) : [fromJson(parsed)];
+  } catch {
+    return [v];
+  }
+}
+function cmp(a: Val, b: Val): number | null {
+  if (a === null || b === null) return null;
+  if (typeof a === 'number' && typeof b === 'number') return Math.sign(a - b);
+  if (typeof a === 'string' && typeof b === 'string') return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  return typeof a === 'number' ? -1 : 1; // SQLite: numbers sort before text
+}
+const same = (a: Val, b: Val) => (a === null || b === null ? a === b : cmp(a, b) === 0);
+const wrap = (s: string) => (s.includes('%') ? s : `%${s.replace(/[\\_]/g, (ch) => `\\${ch}`)}%`);
+const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
+function like(s: Val, pattern: Val): boolean {
+  if (s === null || pattern === null) return false;
+  let re = '';
+  const p = [...lowerAscii(String(pattern))];
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '\\') {
+      if (++i === p.length) return false;
+      re += p[i].replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+    } else if (p[i] === '%') re += '[\\s\\S]*';
+    else if (p[i] === '_') re += '[\\s\\S]';
+    else re += p[i].replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`, 'u').test(lowerAscii(String(s)));
+}
+
+interface Side { vals: Val[]; scale?: number }
+function pathSide(row: Row, path: string[]): Side {
+  let c: Collection = posts;
+  let frontier: Row[] = [row];
+  for (let i = 0; i < path.length; i++) {
+    const fl = c.fields.find((x) => x.name === path[i]);
+    const multi = (fl?.type === 'select' || fl?.type === 'relation') && (fl.options.maxSelect ?? 1) > 1;
+    if (i === path.length - 1) {
+      const scale = fl?.options.mode === 'fixed' ? (fl.options.scale as number) : undefined;
+      return { vals: frontier.flatMap((r) => (multi ? elements(r[path[i]]) : [r[path[i]] ?? null])), scale };
+    }
+    if (fl?.type === 'json') {
+      const extract = (text: Val): Val => {
+        let cur: unknown = text === null ? undefined : JSON.parse(String(text));
+        for (const seg of path.slice(i + 1)) cur = cur && typeof cur === 'object' && !Array.isArray(cur) && Object.hasOwn(cur, seg) ? (cur as Record<string, unknown>)[seg] : undefined;
+        return fromJson(cur);
+      };
+      return { vals: frontier.map((r) => extract(r[path[i]])) };
+    }
+    c = schema.byId(fl!.options.collectionId!)!;
+    const table = rows[c.name];
+    frontier = frontier.flatMap((r) => (multi ? elements(r[path[i]]) : [r[path[i]]]))
+      .map((id) => table.find((t) => t.id === id)).filter((t): t is Row => !!t);
+  }
+  throw new Error('unreachable');
+}
+function literal(l: Literal, scale: number | undefined, likeOp: boolean): Val {
+  const v = l.value === true ? 1 : l.value === false ? 0 : l.value;
+  if (likeOp) return v === null ? null : wrap(String(v));
+  return scale !== undefined && typeof v === 'number' ? Math.round(v * 10 ** scale) : v;
+}
+function side(o: Operand, row: Row, ctx: RequestContext, scale: number | undefined, likeOp: boolean): Side {
+  if (o.type === 'field') {
+    const s = pathSide(row, o.path);
+    return likeOp ? { vals: s.vals.map((v) => (v === null ? null : wrap(String(v)))) } : s;
+  }
+  if (o.type === 'literal') return { vals: [literal(o, scale, likeOp)] };
+  let v: Val;
+  if (o.macro === 'auth') v = ctx.auth === null ? '' : ((ctx.auth[o.path] as Val) ?? null);
+  else if (o.macro === 'data') v = ctx.data === null ? null : ((ctx.data[o.path] as Val) ?? null);
+  else v = o.macro === 'method' ? ctx.method : '';
+  return { vals: [likeOp && v !== null ? wrap(String(v)) : v] };
+}
+function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
+  if (e.type === 'and') return e.terms.every((t) => evaluate(t, row, ctx));
+  if (e.type === 'or') return e.terms.some((t) => evaluate(t, row, ctx));
+  if (e.type === 'in') {
+    if (e.accountIds) return false;
+    const L = side(e.left, row, ctx, undefined, false);
+    const members = e.items.filter((i) => i.value !== null).map((i) => literal(i, L.scale, false));
+    const hit = L.vals.some((l) => members.some((m) => cmp(l, m) === 0));
+    return hit || (members.length < e.items.length && !L.vals.some((v) => v !== null));
+  }
+  let { left, right } = e;
+  const isNull = (o: Operand) => o.type === 'literal' && o.value === null;
+  if ((e.op === '=' || e.op === '!=') && isNull(left) && !isNull(right)) [left, right] = [right, left];
+  const likeOp = e.op === '~' || e.op === '!~';
+  const lp = left.type === 'field' ? pathSide(row, left.path).scale : undefined;
+  const rp = right.type === 'field' ? pathSide(row, right.path).scale : undefined;
+  const L = side(left, row, ctx, likeOp ? undefined : rp, false);
+  const R = side(right, row, ctx, likeOp ? undefined : lp, likeOp);
+  if (isNull(right) && (e.op === '=' || e.op === '!=')) return L.vals.some((v) => v !== null) === (e.op === '!=');
+  const any = (pred: (l: Val, r: Val) => boolean) => L.vals.some((l) => R.vals.some((r) => pred(l, r)));
+  const c = (fn: (n: number) => boolean) => any((l, r) => { const x = cmp(l, r); return x !== null && fn(x); });
+  switch (e.op) {
+    case '=': return c((x) => x === 0);
+    case '>': return c((x) => x > 0);
+    case '>=': return c((x) => x >= 0);
+    case '<': return c((x) => x < 0);
+    case '<=': return c((x) => x <= 0);
+    case '~': return any(like);
+    case '!~': return !any(like);
+    case '!=': return !any(same);
+  }
+}
+
+// ---- random filters ----
+const q = (s: string) => (rnd() < 0.5 ? `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'` : `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+const ALL_OPS = ['=', '!=', '>', '>=', '<', '<=', '~', '!~'];
+const CMP_OPS = ['=', '!=', '>', '>=', '<', '<='];
+const text = () => (rnd() < 0.1 ? 'null' : q(pick(TEXTS)));
+const num = () => (rnd() < 0.1 ? 'null' : String(pick(NUMS)));
+const list = (gen: () => string) => `(${Array.from({ length: Math.floor(rnd() * 4) }, gen).join(', ')})`;
+const LEAVES: (() => string)[] = [
+  () => `title ${pick(ALL_OPS)} ${text()}`, () => `title in ${list(text)}`, () => `views ${pick(CMP_OPS)} ${num()}`,
+  () => `price ${pick(CMP_OPS)} ${pick([...DECS, 'null'])}`, () => `price in ${list(() => pick(DECS))}`,
+  () => `published ${pick(['=', '!='])} ${pick(['true', 'false', 'null'])}`, () => `status ${pick(['=', '!=', '~'])} ${q(pick(['draft', 'live', 'ra', 'x']))}`,
+  () => `labels ${pick(ALL_OPS)} ${pick([...LABELS.map(q), 'null'])}`, () => `labels in ${list(() => pick([...LABELS.map(q), 'null']))}`,
+  () => `author ${pick(['=', '!='])} ${pick(["'u1'", "'u2'", "'ghost'", 'null'])}`, () => `author.name ${pick(ALL_OPS)} ${text()}`,
+  () => `author.age ${pick(CMP_OPS)} ${num()}`, () => `author.team.name ${pick(ALL_OPS)} ${q(pick(['Red', 'red', 'blue', 'e']))}`,
+  () => `author.team ${pick(['=', '!='])} null`, () => `tags ${pick(['=', '!=', '<'])} ${pick(["'t1'", "'t3'", "'ghost'", 'null'])}`,
+  () => `tags.name ${pick(ALL_OPS)} ${q(pick(['news', 'tech', 'a_b', 'e', '']))}`, () => `tags.name = null`,
+  () => `parent.title ${pick(ALL_OPS)} ${text()}`, () => `parent.parent.views ${pick(CMP_OPS)} ${num()}`, () => `parent.author.name ${pick(ALL_OPS)} ${text()}`,
+  () => `meta.n ${pick(CMP_OPS)} ${num()}`, () => `meta.s ${pick(ALL_OPS)} ${text()}`, () => `meta.o.k ${pick(CMP_OPS)} ${num()}`,
+  () => `meta.b = ${pick(['true', 'false'])}`, () => `meta.missing ${pick(['=', '!='])} null`,
+  () => `title ${pick(ALL_OPS)} ${pick(['author.name', 'parent.title', 'tags.name', 'meta.s'])}`, () => `author.name ${pick(ALL_OPS)} tags.name`,
+  () => `author ${pick(['=', '!='])} @request.auth.id`, () => `title ${pick(ALL_OPS)} @request.data.title`, () => `@request.auth.id != ''`,
+  () => `@request.method = ${q(pick(['GET', 'POST']))}`, () => `@request.auth.name ${pick(ALL_OPS)} author.name`, () => `author in @request.account.ids`,
+  () => `@request.account.id = ''`, () => `id in ${list(() => q(`p${1 + Math.floor(rnd() * 45)}`))}`, () => `created ${pick(CMP_OPS)} '2024-01-15'`,
+  () => `${q(pick(TEXTS))} ${pick(ALL_OPS)} title`, () => `null ${pick(['=', '!='])} ${pick(['title', 'author.name', 'labels'])}`,
+];
+function genFilter(depth = 0): string {
+  if (depth >= 3 || rnd() < 0.45) return pick(LEAVES)();
+  const terms = Array.from({ length: 2 + Math.floor(rnd() * 3) }, () => genFilter(depth + 1));
+  const body = terms.map((t, i) => (i === 0 ? t : `${pick(['&&', '||'])} ${t}`)).join(' ');
+  return rnd() < 0.6 ? `(${body})` : body;
+}
+
+test('compiled SQL selects exactly what the reference evaluator selects', () => {
+  const db = setupDb();
+  const contexts: RequestContext[] = [
+    { auth: null, data: null, method: 'GET' },
+    { auth: { id: 'u2', name: rows.users[1].name, collectionId: 'c_users', collectionName: 'users' }, data: { title: 'hello' }, method: 'POST' },
+    { auth: { id: 'u5', name: 'a_b', collectionId: 'c_users' }, data: { title: 'a%b' }, method: 'GET' },
+  ];
+  let interesting = 0;
+  const runs = 1500;
+  for (let n = 0; n < runs; n++) {
+    const src = genFilter();
+    const ctx = contexts[n % contexts.length];
+    const compiled = compileExpression(src, posts, schema, { mode: 'filter', alias: 'r', superuser: true });
+    const sql = `SELECT id FROM "posts" r WHERE ${compiled.sql} ORDER BY id`;
+    const got = (db.prepare(sql).raw().all(bindAll(bindParams(compiled, ctx))) as unknown[][]).map((r) => r[0] as string).sort();
+    const ast = parseFilter(src);
+    const want = rows.posts.filter((row) => evaluate(ast, row, ctx)).map((row) => row.id as string).sort();
+    assert.deepEqual(got, want, `filter: ${src}\nsql: ${compiled.sql}\nctx: ${JSON.stringify(ctx)}`);
+    if (want.length > 0 && want.length < rows.posts.length) interesting++;
+  }
+  assert.ok(interesting > runs * 0.3, `only ${interesting} of ${runs} filters selected a proper subset`);
+});
