@@ -30,13 +30,13 @@ export function recordRoutes(ctx: ApiContext): Route[] {
   /** A record's rendered body and stored row from the record cache, read and cached on a miss; 404 when absent. */
   const cachedRecord = (c: Collection, id: string): { body: string; row?: unknown[] } => {
     const version = store.registry.version(c.id);
-    const hit = store.recordCache.entry(c.id, id, version);
+    const hit = store.caches.records.entry(c.id, id, version);
     if (hit !== undefined) return hit;
     const row = reads.rowById(c, id);
     if (row === undefined) throw ApiError.notFound();
     const codec = store.codec(c);
     const body = codec.stringify(codec.fromRow(row));
-    store.recordCache.set(c.id, id, version, body, row);
+    store.caches.records.set(c.id, id, version, body, row);
     return { body, row };
   };
 

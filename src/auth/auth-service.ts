@@ -125,10 +125,10 @@ export class AuthService {
   private callerRecord(c: Collection, id: string): Record<string, unknown> | null {
     if (c.system) return this.loadAuthRecord(c, id);
     const version = this.store.registry.version(c.id);
-    const hit = this.store.authRecords.get(c.id, id, version);
+    const hit = this.store.caches.authRecords.get(c.id, id, version);
     if (hit) return hit;
     const rec = this.loadAuthRecord(c, id);
-    if (rec) this.store.authRecords.set(c.id, id, version, rec);
+    if (rec) this.store.caches.authRecords.set(c.id, id, version, rec);
     return rec;
   }
 

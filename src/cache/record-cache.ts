@@ -6,17 +6,18 @@
  * Why: a libsql point read costs about 12 µs under load (measured; the native call dominates a
  * read-by-id request), so a hot record is served from memory.
  *
- * Coherence: every write goes through this process's writer, which tells the store after each
- * commit: a changed or deleted record drops its entry (`drop`), a change of unknown rows (cascades,
- * expiry collection, migrations, any `Store.touched`) drops the collection's entries by bumping its
- * generation, and a schema change changes the collection's registry version, part of each entry.
+ * Coherence: every write goes through this process's writer, whose change feed reaches Caches
+ * (caches.ts) after each commit: a changed or deleted record drops its entry (`drop`), cascades
+ * and trigger side effects arrive as changes of their own, a bulk change too large to list drops
+ * the collection's entries by bumping its generation, and a schema change changes the
+ * collection's registry version, part of each entry.
  * Writes by other processes to record tables are not seen until those entries change here; the
  * `svc` CLI only writes `_superusers` (an auth collection, never cached).
  */
 export interface CachedRecord {
   body: string;
   version: number;
-  /** the stored row (raw values), for rules decided against it (see RuleBook.ownerField) */
+  /** the stored row (raw values), for rules decided against it (see RuleBook.ownerColumn) */
   row?: unknown[];
 }
 
@@ -101,8 +102,8 @@ export class RecordCache {
 
 /**
  * Auth records by id, for resolving the caller of a request without a point read each time.
- * The same coherence as RecordCache: every change of an auth row made by this process signals the
- * store (Store.rowChanged / rowDeleted / touched). `_superusers` is never cached: the CLI changes
+ * The same coherence as RecordCache: every change of an auth row made by this process reaches it
+ * through the change feed (Caches). `_superusers` is never cached: the CLI changes
  * it from another process (`svc superuser upsert` must end the old tokens at once).
  */
 export class AuthRecordCache {

@@ -19,7 +19,6 @@ import { bindParams, compileExpression, compileSort, type CompiledExpr } from '.
 import { q } from '../store/sqlite/collection-sql.js';
 import { Where, hidePrivate } from './record-scope.js';
 import { searchPlan, type SearchPlan } from './search.js';
-import { PageCache } from '../cache/page-cache.js';
 import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './vector.js';
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from './keyset.js';
@@ -61,8 +60,6 @@ export const VECTOR_OVERFETCH = 4;
 
 export class RecordLister {
   private filterCache = new Map<string, CompiledExpr>();
-  private countCache = new Map<string, { gen: string; count: number }>();
-  private pages = new PageCache();
 
   constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
 
@@ -94,10 +91,10 @@ export class RecordLister {
     // rendered pages last until the next commit (page-cache.ts)
     const commit = this.store.writer.commits;
     const key = pageKey(c.id, this.store.registry.version(c.id), principal, where, qs);
-    const hit = this.pages.get(key, commit);
+    const hit = this.store.caches.pages.get(key, commit);
     if (hit !== undefined) return hit;
     const body = await this.offsetPage(scope, qs);
-    this.pages.set(key, commit, body);
+    this.store.caches.pages.set(key, commit, body);
     return body;
   }
 
@@ -207,13 +204,12 @@ export class RecordLister {
 
   /**
    * The items of a plain page of a base collection (the records' JSON, comma-separated, in page
-   * order), assembled from records rendered before (Store.listRows), or null when the page's
+   * order), assembled from records rendered before (Caches.listRows), or null when the page's
    * query is expensive (it then runs on the reader pool as one rendering query). The page's ids
    * come from a cheap main-thread query with the page's WHERE, ORDER BY and LIMIT; records not in
    * the cache are rendered in one query and kept. A record's rendering never depends on the
    * caller in a base collection (rules choose rows, not what a row shows), so every caller shares
-   * the entries; every write to a record drops its entry (Store.rowChanged / rowDeleted /
-   * touched). Everything runs synchronously in one event-loop turn, inside one read snapshot, so
+   * the entries; every write to a record drops its entry (the change feed, Caches). Everything runs synchronously in one event-loop turn, inside one read snapshot, so
    * the ids, the cache and the rendered rows agree.
    */
   private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): string | null {
@@ -224,7 +220,7 @@ export class RecordLister {
     // (measured with libsql 0.5.29, 20 ids: 4.7 µs against 16 µs; 10 µs with a sort).
     const text = reader.get(pageAggregateSql(s, order, 'r."id"', 'char(31)'), params)?.[0] as string | null | undefined;
     const ids = text ? text.split('\u001f') : [];
-    const cache = this.store.listRows;
+    const cache = this.store.caches.listRows;
     const version = this.store.registry.version(s.c.id);
     const bodies: string[] = new Array<string>(ids.length);
     const missing: string[] = [];
@@ -379,18 +375,16 @@ export class RecordLister {
     const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
     // A relation path reads other collections too: such a count lasts one commit.
     const crosses = filtered && sql.includes('EXISTS (');
-    const gen = this.store.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
-    const hit = this.countCache.get(key);
-    if (hit && hit.gen === gen) return hit.count;
+    const generation = () => this.store.caches.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
+    const gen = generation();
+    const hit = this.store.caches.counts.get(key, gen);
+    if (hit !== undefined) return hit;
     // An unfiltered COUNT(*) is cheap for SQLite (it counts b-tree cells of the smallest index);
     // anything else may walk the table and goes to the reader pool.
     const rows = filtered ? await this.store.reader.allOffThread(sql, params) : this.store.reader.all(sql, params);
     const count = Number(rows[0]?.[0] ?? 0);
-    if (!s.c.options.ttl_field) {
-      if (this.countCache.size > 1000) this.countCache.clear();
-      const now = this.store.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
-      this.countCache.set(key, { gen: now === gen ? gen : '', count });
-    }
+    // kept only when no write landed while it was counted; never for expiring rows
+    if (!s.c.options.ttl_field && generation() === gen) this.store.caches.counts.set(key, gen, count);
     return count;
   }
 }

@@ -12,6 +12,8 @@ import { buildCodec } from '../../../src/records/record-codec.js';
 import { RecordLister } from '../../../src/records/records-list.js';
 import { CursorCodec } from '../../../src/records/cursor.js';
 
+import { Caches } from '../../../src/cache/caches.js';
+import { ChangeFeed } from '../../../src/store/change-feed.js';
 const c: Collection = {
   id: 'pbc_lister0', name: 'docs', type: 'base', system: false, indexes: [], options: {},
   fields: [{ id: 'ft', name: 'title', type: 'text', options: { searchable: true } }, { id: 'fe', name: 'emb', type: 'json', options: {} }],
@@ -22,9 +24,9 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
   const calls: Array<[string, string]> = [];
   const store = {
     rules: { check: () => ({ kind: 'all' }) },
-    registry: { version: () => 1, byId: () => undefined, byName: () => undefined },
+    registry: { version: () => 1, schemaGeneration: () => 1, byId: () => undefined, byName: () => undefined },
     codec: () => buildCodec(c),
-    generation: () => 0,
+    caches: new Caches(new ChangeFeed()),
     writer: { commits: 0 },
     reader: {
       allAuto: (sql: string) => (calls.push(['auto', sql]), []),

@@ -1,0 +1,90 @@
+/**
+ * Every data cache of the server in one place, with its bounds, and the one way they are kept
+ * coherent: the change feed (src/store/change-feed.ts). Each committed transaction's changes
+ * reach `apply` before any write of that commit is answered, so a reader never meets a stale
+ * entry for a write it saw acknowledged. Records written to the database by another process are
+ * not seen (the CLI writes only `_superusers`, which is never cached).
+ *
+ * | cache        | holds                                                        | bound                   | ends on                         |
+ * |--------------|--------------------------------------------------------------|-------------------------|---------------------------------|
+ * | records      | a view's rendered JSON and stored row (base, caller-free)     | 8 MiB (record-cache.ts) | a change of the record          |
+ * | listRows     | records as list pages render them (json_object)               | 8 MiB                   | a change of the record          |
+ * | authRecords  | callers' whole auth records (never `_superusers`)             | 20,000 entries          | a change of the record          |
+ * | pages        | rendered offset-mode list pages                               | 512 pages, 8 MiB        | any commit (page-cache.ts)      |
+ * | counts       | COUNT(*) of a list scope                                      | 1,000 entries           | a create/delete (unfiltered); any change of the collection (filtered); any commit (relation paths) |
+ *
+ * Compiled statements, rules, filters and serializers are memoized beside their compilers and
+ * key on the schema version, which every schema change bumps.
+ */
+import type { ChangeBatch, ChangeFeed } from '../store/change-feed.js';
+import { AuthRecordCache, RecordCache } from './record-cache.js';
+import { PageCache } from './page-cache.js';
+
+/** Counts cached at most (all forgotten at once past it). */
+export const COUNT_CACHE_MAX = 1000;
+
+/** COUNT(*) results keyed by scope, each valid for one generation string. */
+export class CountCache {
+  private entries = new Map<string, { gen: string; count: number }>();
+
+  get(key: string, gen: string): number | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.gen === gen ? hit.count : undefined;
+  }
+
+  set(key: string, gen: string, count: number): void {
+    if (this.entries.size >= COUNT_CACHE_MAX) this.entries.clear();
+    this.entries.set(key, { gen, count });
+  }
+}
+
+export class Caches {
+  /** rendered records of views (base collections whose view answer does not depend on the caller) */
+  readonly records = new RecordCache();
+  /** records as list pages render them, so plain pages assemble hot rows from memory (records-list.ts) */
+  readonly listRows = new RecordCache(8 * 1024 * 1024);
+  readonly authRecords = new AuthRecordCache();
+  readonly pages = new PageCache();
+  readonly counts = new CountCache();
+  /*
+   * Two write generations per collection key the counts: `rows` moves when rows may have been
+   * added or removed, `values` when existing rows changed. A count without a WHERE clause depends
+   * on `rows` alone, so updates (the common concurrent write) keep it cached.
+   */
+  private rowsGen = new Map<string, number>();
+  private valuesGen = new Map<string, number>();
+
+  constructor(feed: ChangeFeed) {
+    feed.subscribe((batch) => this.apply(batch));
+  }
+
+  /** Invalidates what one committed transaction made stale. */
+  private apply(batch: ChangeBatch): void {
+    for (const ch of batch.changes) {
+      if (ch.op === 'create') bump(this.rowsGen, ch.collection);
+      else {
+        bump(ch.op === 'update' ? this.valuesGen : this.rowsGen, ch.collection);
+        this.records.drop(ch.collection, ch.id);
+        this.listRows.drop(ch.collection, ch.id);
+        this.authRecords.drop(ch.collection, ch.id);
+      }
+    }
+    for (const cid of batch.truncated) {
+      bump(this.rowsGen, cid);
+      bump(this.valuesGen, cid);
+      this.records.dropCollection(cid);
+      this.listRows.dropCollection(cid);
+      this.authRecords.dropCollection(cid);
+    }
+  }
+
+  /** The generation a cached count of the collection is valid for (see the write generations above). */
+  generation(collectionId: string, filtered = true): string {
+    const rows = this.rowsGen.get(collectionId) ?? 0;
+    return filtered ? `${rows}:${this.valuesGen.get(collectionId) ?? 0}` : `${rows}`;
+  }
+}
+
+function bump(map: Map<string, number>, collectionId: string): void {
+  map.set(collectionId, (map.get(collectionId) ?? 0) + 1);
+}
