@@ -14,12 +14,6 @@ export function wrapLike(value: string): string {
   return `%${value.replace(/[\\_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** SQL doing what wrapLike does, for a column or expression on the right of `~` / `!~`. */
-export function wrapLikeSql(expr: string): string {
-  const escaped = `replace(replace(${expr}, '\\', '\\\\'), '_', '\\_')`;
-  return `(CASE WHEN instr(${expr}, '%') > 0 THEN ${expr} ELSE '%' || ${escaped} || '%' END)`;
-}
-
 /** Binds `value` as a LIKE operand; null stays null (matches nothing). */
 export function likeValue(value: SqlValue): SqlValue {
   if (value === null) return null;

@@ -9,7 +9,7 @@ import { ApiError } from '../../../src/errors/api-error.js';
 import { bindAll } from '../../../src/store/bind.js';
 import type { Collection, Field, FieldOptions, FieldType } from '../../../src/collections/types.js';
 import { bindParams, compileExpression, compileSort, type SchemaLookup } from '../../../src/rules/compiler.js';
-import { leafShape } from '../../../src/rules/sql-shape.js';
+import { leafShape } from '../../../src/store/sqlite/sql-shape.js';
 
 const f = (name: string, type: FieldType, options: FieldOptions = {}): Field => ({ id: name, name, type, options });
 const posts: Collection = {

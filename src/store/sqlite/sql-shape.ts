@@ -16,7 +16,7 @@
  * of subqueries) are rejected as 400. AND and OR are commutative here (no side effects, no
  * runtime errors), so reordering never changes which rows match.
  */
-import { ApiError } from '../errors/api-error.js';
+import { ApiError } from '../../errors/api-error.js';
 
 /** Parser-stack entries the compiled expression may use (SQLite has ~92 at the WHERE level). */
 export const MAX_SQL_STACK = 64;

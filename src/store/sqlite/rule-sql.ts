@@ -1,0 +1,220 @@
+/**
+ * The SQLite emitter of the rule compiler (src/rules/compiler.ts): filter and rule ASTs to
+ * boolean SQL terms, `sort` parameters to ORDER BY bodies. Every literal and every `@request.*`
+ * value becomes a `?` parameter slot; the only identifiers that reach the SQL are names found in
+ * the schema, double-quoted. See the compiler for the semantics of set-valued paths.
+ */
+import { ApiError } from '../../errors/api-error.js';
+import { bindValue } from '../bind.js';
+import type { Collection } from '../../collections/types.js';
+import { HIDDEN_AUTH_COLUMNS } from '../../collections/types.js';
+import { parseFilter, type CompareExpr, type Expr, type InExpr, type Literal, type Operand } from '../../rules/parser.js';
+import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
+import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';
+import { likeValue, scaleDecimal } from '../../rules/values.js';
+import { PathResolver, quoteIdent, type HopRule, type ResolvedPath } from './rule-paths.js';
+import { checkShape, joinShaped, leafShape, type Shaped } from './sql-shape.js';
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const LIKE_ESCAPE = ` ESCAPE '\\'`;
+const MAX_SORT_FIELDS = 16;
+
+interface Frag {
+  sql: string;
+  params: ParamSlot[];
+}
+
+/** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
+export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
+  const guarded = opts.mode === 'filter' && !opts.superuser;
+  const paths = new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
+  const compiler = new ExprCompiler(paths, opts.mode);
+  const shaped = checkShape(compiler.expr(ast));
+  return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord };
+}
+
+/** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
+function hopViewRule(schema: SchemaLookup): HopRule {
+  return (target, alias) => {
+    const src = target.viewRule;
+    if (src === null || src.trim() === '') return 'locked';
+    if (src.trim() === '@public') return null;
+    return emitExpression(parseFilter(src), target, schema, { mode: 'rule', alias });
+  };
+}
+
+/** compileSort's SQLite emitter (see src/rules/compiler.ts). */
+export function emitSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
+  void schema; // sorts are over the collection's own columns; kept for signature symmetry
+  if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
+  const fail = (why: string): never => {
+    throw ApiError.badRequest(`Invalid sort: ${why}.`);
+  };
+  if (src.length > 8192) fail('the sort parameter is too long');
+  const terms: string[] = [];
+  for (const raw of src.split(',')) {
+    let name = raw.trim();
+    if (name === '') continue;
+    if (terms.length === MAX_SORT_FIELDS) fail(`at most ${MAX_SORT_FIELDS} sort fields are allowed`);
+    let dir = 'ASC';
+    if (name[0] === '-' || name[0] === '+') {
+      dir = name[0] === '-' ? 'DESC' : 'ASC';
+      name = name.slice(1).trim();
+    }
+    if (name === '@random') terms.push(`RANDOM() ${dir}`);
+    else if (name === '@rowid') terms.push(`${alias}.rowid ${dir}`);
+    else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
+    else {
+      resolveColumn(collection, name, 'filter', name, 'Invalid sort');
+      if (!superuser && isPrivateEmail(collection, name)) terms.push(`(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${alias}."email" END) ${dir}`);
+      else terms.push(`${alias}.${quoteIdent(name)} ${dir}`);
+    }
+  }
+  return terms.join(', ');
+}
+
+
+interface Side extends Frag {
+  sources: string[];
+  conds: string[];
+  condParams: ParamSlot[];
+}
+
+const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
+
+class ExprCompiler {
+  /** `@request.auth.*` paths the expression reads (CompiledExpr.authPaths). */
+  readonly authPaths = new Set<string>();
+
+  constructor(
+    private readonly paths: PathResolver,
+    private readonly mode: CompileOptions['mode'],
+  ) {}
+
+  expr(e: Expr): Shaped<ParamSlot> {
+    if (e.type === 'compare' || e.type === 'in') {
+      const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
+      return leafShape(frag.sql, frag.params);
+    }
+    // `a || (b || c)` is one OR of three terms: fewer parentheses for SQLite to parse.
+    const flat: Expr[] = [];
+    const collect = (t: Expr): void => {
+      if (t.type === e.type) t.terms.forEach(collect);
+      else flat.push(t);
+    };
+    collect(e);
+    return joinShaped(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t)));
+  }
+
+  private compare(e: CompareExpr): Frag {
+    let { left, right } = e;
+    const op = e.op;
+    if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
+    const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
+    const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
+    const like = op === '~' || op === '!~';
+    const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
+    const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
+    const sources = [...L.sources, ...R.sources];
+    const conds = [...L.conds, ...R.conds];
+    const condParams = [...L.condParams, ...R.condParams];
+
+    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L, sources, conds, condParams, op === '=');
+    const params = [...L.params, ...R.params];
+    const negative = op === '!=' || op === '!~';
+    let pred: string;
+    if (like) pred = `${L.sql} LIKE ${R.sql}${LIKE_ESCAPE}`;
+    else if (op === '!=') pred = `${L.sql} IS ${R.sql}`;
+    else pred = `${L.sql} ${op} ${R.sql}`;
+
+    if (sources.length > 0) {
+      const sql = exists(sources, conds, pred);
+      return { sql: negative ? `NOT ${sql}` : sql, params: [...condParams, ...params] };
+    }
+    if (op === '!=') return { sql: `${L.sql} IS NOT ${R.sql}`, params };
+    if (op === '!~') return { sql: `NOT COALESCE(${pred}, 0)`, params };
+    return { sql: pred, params };
+  }
+
+  /** `x = null` (isNull) / `x != null` under the set semantics described at the top. */
+  private nullTest(L: Frag, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean): Frag {
+    if (sources.length === 0) return { sql: `${L.sql} ${isNull ? 'IS NULL' : 'IS NOT NULL'}`, params: L.params };
+    const any = exists(sources, conds, `${L.sql} IS NOT NULL`);
+    return { sql: isNull ? `NOT ${any}` : any, params: [...condParams, ...L.params] };
+  }
+
+  private inList(e: InExpr): Frag {
+    // The account list is always empty until a tenancy resolver exists, so `x in
+    // @request.account.ids` can never hold: rules that rely on it fail closed.
+    if (e.accountIds || e.items.length === 0) return { sql: '0', params: [] };
+    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
+    const L = this.side(e.left, path, undefined, false);
+    const members = e.items.filter((item) => item.value !== null);
+    const parts: Frag[] = [];
+    if (members.length > 0) {
+      const pred = `${L.sql} IN (${members.map(() => '?').join(', ')})`;
+      const params = [...L.params, ...members.map((m) => literalSlot(m, path?.scale, false))];
+      parts.push(L.sources.length > 0 ? { sql: exists(L.sources, L.conds, pred), params: [...L.condParams, ...params] } : { sql: pred, params });
+    }
+    if (members.length < e.items.length) parts.push(this.nullTest(L, L.sources, L.conds, L.condParams, true));
+    if (parts.length === 1) return parts[0];
+    return { sql: `(${parts[0].sql} OR ${parts[1].sql})`, params: [...parts[0].params, ...parts[1].params] };
+  }
+
+  /**
+   * SQL for one operand; `scale` comes from a fixed-point field on the other side, `other` is the
+   * other side's path (an `@request.auth.id` compared with record ids is qualified by their collection).
+   */
+  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side {
+    if (path) {
+      const vp = path.valueParams;
+      // wrapLikeSql repeats its operand three times
+      const params = like && vp.length ? [...vp, ...vp, ...vp] : vp;
+      return { sql: like ? wrapLikeSql(path.value) : path.value, params, sources: path.sources, conds: path.conds, condParams: path.condParams };
+    }
+    const plain = { sources: [], conds: [], condParams: [] };
+    if (o.type === 'literal') return { sql: '?', params: [literalSlot(o, scale, like)], ...plain };
+    if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
+    const opt = like ? { like: true } : {};
+    let slot: ParamSlot;
+    if (o.macro === 'auth') {
+      const head = o.path.split('.')[0];
+      if (this.mode === 'filter' && (HIDDEN_AUTH_COLUMNS as readonly string[]).includes(head)) {
+        throw ApiError.badRequest(`Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);
+      }
+      this.authPaths.add(o.path);
+      const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
+      slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
+    } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    else if (o.macro === 'method') slot = { kind: 'method', ...opt };
+    else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
+    return { sql: '?', params: [slot], ...plain };
+  }
+}
+
+function exists(sources: string[], conds: string[], pred: string): string {
+  return `EXISTS (SELECT 1 FROM ${sources.join(', ')} WHERE ${[...conds, `(${pred})`].join(' AND ')})`;
+}
+
+/** The bound value of a literal: LIKE-wrapped, fixed-point scaled, or as written. */
+function literalSlot(lit: Literal, scale: number | undefined, like: boolean): ParamSlot {
+  const v = lit.value;
+  if (like) return { kind: 'value', value: likeValue(bindValue(v)) };
+  if (scale !== undefined && (typeof v === 'number' || typeof v === 'string')) {
+    const scaled = scaleDecimal(typeof v === 'number' ? lit.raw : v, scale);
+    if (scaled === undefined) {
+      const shown = typeof v === 'number' ? lit.raw : JSON.stringify(v.slice(0, 64));
+      throw ApiError.badRequest(
+        `Invalid filter: ${shown} at position ${lit.pos} is not a decimal with at most ${scale} decimal places, as the fixed-point field it is compared with requires.`,
+      );
+    }
+    return { kind: 'value', value: scaled };
+  }
+  return { kind: 'value', value: bindValue(v) };
+}
+
+/** SQL doing what `wrapLike` (rules/values.ts) does, for a column or expression on the right of `~` / `!~`. */
+export function wrapLikeSql(expr: string): string {
+  const escaped = `replace(replace(${expr}, '\\', '\\\\'), '_', '\\_')`;
+  return `(CASE WHEN instr(${expr}, '%') > 0 THEN ${expr} ELSE '%' || ${escaped} || '%' END)`;
+}
