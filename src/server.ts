@@ -43,6 +43,8 @@ export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export interface RunningServer {
   /** `host:port` actually bound */
   address: string;
+  /** the running services (store, change feed, record and auth services), for embedding programs and in-process tests */
+  context: ApiContext;
   stop(): Promise<void>;
 }
 
@@ -130,6 +132,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   let stopping: Promise<void> | null = null;
   return {
     address,
+    context: ctx,
     stop() {
       stopping ??= (async () => {
         logger.info('shutting down: finishing in-flight requests');
