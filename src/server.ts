@@ -22,7 +22,9 @@ import { AuthService, loadTokenSecret } from './auth/auth-service.js';
 import { CollectionsService } from './collections/collections-service.js';
 import { RULE_NAMES } from './collections/types.js';
 import { startTtlCollector } from './records/ttl-gc.js';
-import { HttpServer, errorReply } from './http/server.js';
+import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';
+import { NodeHttpServer } from './http/node-server.js';
+import { chooseEngine, type EngineChoice } from './http/uws-loader.js';
 import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
@@ -49,7 +51,15 @@ export interface RunningServer {
 }
 
 
+/** The HTTP engine of this process, chosen once (uws-loader.ts). */
+let engineChoice: EngineChoice | null = null;
+export function httpEngine(): EngineChoice {
+  engineChoice ??= chooseEngine();
+  return engineChoice;
+}
+
 export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
+  const engine = httpEngine();
   mkdirSync(config.dataDir, { recursive: true });
   const dbPath = databasePath(config.dataDir);
   const secret = loadTokenSecret(config.dataDir);
@@ -109,14 +119,16 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     { method: 'any', pattern: '/*', handler: () => errorReply(ApiError.notFound()) },
   ];
 
-  const http = new HttpServer({
+  const httpOptions: HttpServerOptions = {
     host: config.host,
     port: config.port,
     maxBodyBytes: MAX_BODY_BYTES,
     logger,
     routes,
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
-  });
+  };
+  if (engine.engine === 'node:http') logger.warn(`HTTP engine: node:http (slower than uWebSockets.js): ${engine.reason}`);
+  const http = engine.engine === 'uws' ? new HttpServer(httpOptions, engine.uws) : new NodeHttpServer(httpOptions);
   let port: number;
   try {
     port = await http.listen();

@@ -12,23 +12,11 @@
  * - Large bodies out (Reply.stream): tryEnd + onWritable under backpressure; the source is closed
  *   on abort. HEAD, 204 and 304 end with endWithoutBody (HEAD reports Content-Length as a header).
  */
-import { createRequire } from 'node:module';
 import type * as UWS from '@trufflesuite/uws-js-unofficial';
 import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
 import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
-
-const require = createRequire(import.meta.url);
-
-/** Loads uWS and refuses its slow JavaScript fallback (the package switches silently). */
-export function loadUws(): typeof UWS {
-  const uWS = require('@trufflesuite/uws-js-unofficial') as typeof UWS;
-  if (typeof (uWS as unknown as { getParts?: unknown }).getParts !== 'function') {
-    throw new Error('the native uWebSockets.js binding did not load (only the slow JavaScript fallback is available); refusing to start');
-  }
-  return uWS;
-}
 
 export interface HttpServerOptions {
   host: string;
@@ -46,14 +34,15 @@ const FIXED_METHOD: Partial<Record<Route['method'], string>> = { post: 'POST', p
 const CORS: Array<[string, string]> = [['Access-Control-Allow-Origin', '*']];
 
 export class HttpServer {
-  private uWS = loadUws();
-  private app = this.uWS.App();
+  private app: UWS.TemplatedApp;
   private listenSocket: UWS.us_listen_socket | null = null;
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
   private draining = false;
 
-  constructor(private opts: HttpServerOptions) {
+  /** @param uWS the native module chosen by uws-loader.ts */
+  constructor(private opts: HttpServerOptions, private uWS: typeof UWS) {
+    this.app = uWS.App();
     for (const r of opts.routes) this.register(r);
   }
 

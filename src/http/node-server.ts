@@ -1,0 +1,324 @@
+/**
+ * The `node:http` adapter (issue 25): the same front end as the uWS one (server.ts) for Node
+ * versions and platforms where no native uWebSockets.js build loads (uws-loader.ts). Handlers see
+ * the same `Req` snapshot and return the same `Reply`; routing follows uWS's precedence (a static
+ * segment beats a parameter, a parameter beats the `/*` wildcard); bodies have the same limits;
+ * streamed replies honour backpressure and stop on abort; an aborted request is logged as 499.
+ *
+ * It is slower than uWS (bench: "HTTP engine"), and that is its only difference a client can see.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { once } from 'node:events';
+import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
+import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
+import type { HttpServerOptions } from './server.js';
+import { errorReply } from './server.js';
+
+const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+/** Longest request line plus headers accepted (node:http's default is 16 KiB). */
+const MAX_HEAD_BYTES = 1024 * 1024;
+const ROUTE_METHOD: Record<Route['method'], string | null> = { get: 'GET', post: 'POST', patch: 'PATCH', put: 'PUT', del: 'DELETE', options: 'OPTIONS', any: null };
+
+/** A route compiled for matching: its method (null: any) and path segments. */
+interface Compiled {
+  route: Route;
+  method: string | null;
+  segments: string[];
+  /** the pattern ends in `/*` (matches any rest) */
+  wildcard: boolean;
+}
+
+/** Segment kinds by precedence (uWS: static, then parameter, then wildcard). */
+const STATIC = 2;
+const PARAM = 1;
+
+export class NodeHttpServer {
+  private server: Server;
+  private routes: Compiled[];
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+  private draining = false;
+  private sockets = new Set<Socket>();
+
+  constructor(private opts: HttpServerOptions) {
+    this.routes = opts.routes.map((route) => {
+      const wildcard = route.pattern.endsWith('/*');
+      const body = wildcard ? route.pattern.slice(0, -2) : route.pattern;
+      return { route, method: ROUTE_METHOD[route.method], segments: body === '' ? [] : body.split('/').slice(1), wildcard };
+    });
+    // Request heads up to 1 MiB (long filters travel in the query string); past that, and for a
+    // head node:http cannot parse, the answer is the error envelope, then the connection closes.
+    this.server = createServer({ keepAlive: true, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => this.handle(req, res));
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (!socket.writable) return socket.destroy();
+      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+      const status = tooLarge ? 431 : 400;
+      const body = writeErrorBody(new ApiError(status, 'bad_request', tooLarge ? `The request head exceeds ${MAX_HEAD_BYTES} bytes.` : 'The request is not valid HTTP.'));
+      socket.end(`HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    });
+    this.server.on('connection', (sock: Socket) => {
+      this.sockets.add(sock);
+      sock.once('close', () => this.sockets.delete(sock));
+    });
+  }
+
+  /** Starts listening; resolves with the bound port (port 0 picks a free one). */
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error) => reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port} (${err.message})`));
+      this.server.once('error', onError);
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', onError);
+        const addr = this.server.address();
+        resolve(typeof addr === 'object' && addr ? addr.port : this.opts.port);
+      });
+    });
+  }
+
+  /** Stops accepting connections and resolves when no request is in flight (idle connections are closed). */
+  async drain(timeoutMs = 10_000): Promise<void> {
+    this.draining = true;
+    this.server.close();
+    this.server.closeIdleConnections();
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, timeoutMs);
+        this.idleWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    for (const s of this.sockets) s.destroy();
+  }
+
+  /** The best route for a method and path, and its raw parameters; undefined when none matches. */
+  private match(method: string, path: string): { route: Route; params: string[] } | undefined {
+    const parts = path.split('/').slice(1);
+    let best: { route: Route; params: string[]; rank: number[] } | undefined;
+    for (const c of this.routes) {
+      if (c.method !== null && c.method !== method && !(c.method === 'GET' && method === 'HEAD')) continue;
+      if (c.wildcard ? parts.length < c.segments.length : parts.length !== c.segments.length) continue;
+      const params: string[] = [];
+      const rank: number[] = [];
+      let ok = true;
+      for (let i = 0; i < c.segments.length; i++) {
+        const seg = c.segments[i];
+        if (seg.startsWith(':')) {
+          if (parts[i] === '') {
+            ok = false;
+            break;
+          }
+          params.push(parts[i]);
+          rank.push(PARAM);
+        } else if (seg === parts[i]) rank.push(STATIC);
+        else {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      if (c.wildcard) rank.push(0);
+      if (!best || better(rank, best.rank)) best = { route: c.route, params, rank };
+    }
+    return best;
+  }
+
+  private handle(ireq: IncomingMessage, res: ServerResponse): void {
+    const start = process.hrtime.bigint();
+    const method = (ireq.method ?? 'GET').toUpperCase();
+    const url = ireq.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = q < 0 ? '' : url.slice(q + 1);
+    const state = { done: false, aborted: false };
+    this.inFlight++;
+    const req: Snapshot = { method, path, query, headers: readHeaders(ireq), params: [], remoteAddress: ireq.socket.remoteAddress ?? '', body: null };
+    const finish = (reply: Reply) => this.finish(res, req, reply, state, start);
+    res.once('close', () => {
+      if (!state.done) {
+        state.aborted = true;
+        state.done = true;
+        this.opts.logger.request(method, path, 499, elapsedMs(start));
+        this.release();
+      }
+    });
+    const found = this.match(method, path);
+    if (!found) {
+      finish(errorReply(ApiError.notFound()));
+      return;
+    }
+    for (const raw of found.params) {
+      if (raw.indexOf('%') < 0) {
+        req.params.push(raw);
+        continue;
+      }
+      try {
+        req.params.push(decodeURIComponent(raw));
+      } catch {
+        finish(errorReply(ApiError.badRequest('Malformed percent-encoding in the path.')));
+        return;
+      }
+    }
+    const handler = found.route.handler;
+    if (!BODY_METHODS.has(method)) {
+      ireq.resume();
+      this.dispatch(handler, req, finish);
+      return;
+    }
+    const limit = this.opts.maxBodyBytes;
+    if (Number(ireq.headers['content-length'] ?? 0) > limit) {
+      finish(tooLarge(limit));
+      ireq.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    ireq.on('data', (chunk: Buffer) => {
+      if (state.done) return;
+      size += chunk.length;
+      if (size > limit) {
+        finish(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    ireq.once('end', () => {
+      if (state.done) return;
+      req.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      this.dispatch(handler, req, finish);
+    });
+  }
+
+  private dispatch(handler: Handler, req: Req, finish: (r: Reply) => void): void {
+    let out: Reply | Promise<Reply>;
+    try {
+      out = handler(req);
+    } catch (err) {
+      finish(this.fail(err, req));
+      return;
+    }
+    if (out instanceof Promise) out.then(finish, (err) => finish(this.fail(err, req)));
+    else finish(out);
+  }
+
+  private fail(err: unknown, req: Req): Reply {
+    const api = toApiError(err);
+    if (!(err instanceof ApiError)) this.opts.onUnexpected(err, req);
+    return errorReply(api);
+  }
+
+  private finish(res: ServerResponse, req: Req, reply: Reply, state: { done: boolean; aborted: boolean }, start: bigint): void {
+    if (state.done) return;
+    state.done = true;
+    const bodiless = reply.status === 204 || reply.status === 304 || req.method === 'HEAD';
+    const stream = reply.stream && reply.stream.size > 0 && !bodiless ? reply.stream : null;
+    const headers: Record<string, string | string[]> = { 'Access-Control-Allow-Origin': '*' };
+    if (reply.headers) {
+      for (const [k, v] of reply.headers) {
+        const prev = headers[k];
+        headers[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+      }
+    }
+    if (this.draining) headers.Connection = 'close';
+    const nonEmpty = reply.stream ? reply.stream.size > 0 : reply.body.length > 0;
+    if (nonEmpty) headers['Content-Type'] = reply.contentType ?? 'application/json';
+    const length = reply.stream ? reply.stream.size : Buffer.byteLength(reply.body);
+    if (!bodiless || (req.method === 'HEAD' && nonEmpty && reply.status !== 304)) headers['Content-Length'] = String(length);
+    // The request record is written before the reply leaves (as uWS sends a corked reply only
+    // after the handler returns), so a client never sees an answer whose record is not logged yet.
+    if (!stream) this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
+    try {
+      res.writeHead(reply.status, headers);
+      if (bodiless) res.end();
+      else if (!stream) res.end(reply.body);
+    } catch (err) {
+      this.opts.onUnexpected(err, req);
+      res.destroy();
+    }
+    if (stream) {
+      void this.pump(res, req, reply.status, stream, start);
+      return;
+    }
+    this.release();
+  }
+
+  /** Sends a streamed body with backpressure; closes the source on abort; a short body closes the connection. */
+  private async pump(res: ServerResponse, req: Req, status: number, stream: BodyStream, start: bigint): Promise<void> {
+    let aborted = false;
+    const onClose = () => {
+      aborted = !res.writableFinished;
+    };
+    res.once('close', onClose);
+    let it: AsyncIterator<Buffer> | null = null;
+    let sent = 0;
+    try {
+      it = stream.open()[Symbol.asyncIterator]();
+      while (!aborted && !res.destroyed) {
+        const next = await it.next();
+        if (next.done || aborted) break;
+        sent += next.value.length;
+        if (!res.write(next.value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      }
+      if (!aborted && !res.destroyed) {
+        if (sent === stream.size) res.end();
+        else res.destroy();
+      }
+    } catch (err) {
+      this.opts.onUnexpected(err, req);
+      res.destroy();
+    } finally {
+      await Promise.resolve(it?.return?.()).catch(() => undefined);
+      this.opts.logger.request(req.method, req.path, aborted ? 499 : status, elapsedMs(start));
+      this.release();
+    }
+  }
+
+  private release(): void {
+    if (--this.inFlight === 0 && this.idleWaiters.length) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+}
+
+type Snapshot = Req & { params: string[]; body: Buffer | null };
+
+/** True when rank `a` is more specific than `b` (first differing segment decides; longer wins a tie). */
+function better(a: number[], b: number[]): boolean {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] > b[i];
+  return a.length > b.length;
+}
+
+function header(r: IncomingMessage, name: string): string {
+  const v = r.headers[name];
+  return Array.isArray(v) ? v.join(', ') : (v ?? '');
+}
+
+/** The headers every route may read (absent ones as ''); node:http parsed them all already. */
+function readHeaders(r: IncomingMessage): RequestHeaders {
+  const cookie = header(r, 'cookie');
+  return {
+    authorization: header(r, 'authorization'),
+    contentType: header(r, 'content-type'),
+    cookie,
+    csrf: cookie ? header(r, 'x-csrf-token') : '',
+    userAgent: header(r, 'user-agent'),
+    forwardedFor: header(r, 'x-forwarded-for'),
+    realIp: header(r, 'x-real-ip'),
+    origin: header(r, 'origin'),
+    accept: header(r, 'accept'),
+    range: header(r, 'range'),
+    ifNoneMatch: header(r, 'if-none-match'),
+  };
+}
+
+function elapsedMs(start: bigint): number {
+  return Number((process.hrtime.bigint() - start) / 1_000_000n);
+}
+
+function tooLarge(limit: number): Reply {
+  return errorReply(new ApiError(413, 'payload_too_large', `The request body exceeds the limit of ${limit} bytes.`));
+}
