@@ -24,7 +24,7 @@ import { RULE_NAMES } from './collections/types.js';
 import { startTtlCollector } from './records/ttl-gc.js';
 import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';
 import { NodeHttpServer } from './http/node-server.js';
-import { chooseEngine, type EngineChoice } from './http/uws-loader.js';
+import { httpEngine } from './meta/version-info.js';
 import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
@@ -50,13 +50,6 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-
-/** The HTTP engine of this process, chosen once (uws-loader.ts). */
-let engineChoice: EngineChoice | null = null;
-export function httpEngine(): EngineChoice {
-  engineChoice ??= chooseEngine();
-  return engineChoice;
-}
 
 export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
   const engine = httpEngine();

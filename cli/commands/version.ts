@@ -1,7 +1,7 @@
 /**
  * `svc version [--json]` (spec 1-core-api.md, "Command line"; 0-conventions.md, "Names and
- * commands"). Prints the product version, commit, build time, target, Node.js version and component
- * versions; the JSON object is `versionInfo()` itself (first key `svc`). Always exits 0 and never
+ * commands"). Prints the product version, commit, build time, target, Node.js version, component
+ * versions and the HTTP engine; the JSON object is `versionInfo()` itself (first key `svc`). Always exits 0 and never
  * validates SERVICE_LOG_* (a malformed value must not hide the version).
  */
 import { Command } from 'clipanion';
@@ -16,6 +16,7 @@ export function formatVersionText(v: VersionInfo): string {
     `built ${v.build}`,
     'components:',
     ...Object.entries(v.components).map(([name, version]) => `  ${name.padEnd(width)}  ${version}`),
+    v.http.engine === 'uws' ? `http engine: uWebSockets.js (${v.http.package} ${v.http.version})` : `http engine: node:http (${v.http.reason})`,
   ];
   return lines.join('\n');
 }

@@ -9,7 +9,8 @@ import { versionInfo } from '../meta/version-info.js';
 
 export function probeRoutes(ctx: ApiContext): Route[] {
   const v = versionInfo();
-  const health = JSON.stringify({ status: 'ok', backend: 'libsql', svc: v.svc, commit: v.commit, components: v.components });
+  const http = v.http.engine === 'uws' ? { engine: v.http.engine, package: v.http.package, version: v.http.version } : { engine: v.http.engine };
+  const health = JSON.stringify({ status: 'ok', backend: 'libsql', svc: v.svc, commit: v.commit, components: v.components, http });
   const meta = JSON.stringify({
     svc: v.svc,
     commit: v.commit,

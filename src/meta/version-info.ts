@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { chooseEngine, type EngineChoice } from '../http/uws-loader.js';
 
 export interface VersionInfo {
   /** Product version (package.json `version`). */
@@ -24,6 +25,17 @@ export interface VersionInfo {
   node: string;
   /** Database, HTTP library and native dependency versions, in a fixed order. */
   components: Record<string, string>;
+  /** The HTTP engine this process uses (issue 25): native uWS (which build) or the node:http adapter and why. */
+  http: HttpEngineReport;
+}
+
+/** `engine` with the uWS package and its version, or the reason no native build loaded (no paths). */
+export type HttpEngineReport = { engine: 'uws'; package: string; version: string } | { engine: 'node:http'; reason: string };
+
+/** The engine report of a choice: directories are cut from the reasons (they name install paths). */
+export function engineReport(choice: EngineChoice): HttpEngineReport {
+  if (choice.engine === 'uws') return { engine: 'uws', package: choice.package, version: choice.version };
+  return { engine: 'node:http', reason: choice.reason.replace(/(?:\/[^\s/()'"]+)+\/([^\s/()'"]+)/g, '$1') };
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -83,18 +95,24 @@ function sqlite(): string {
   return sqliteVersion;
 }
 
-/** uWebSockets.js release the wrapper package tracks (its major.minor), with the package version. */
-function uwsVersion(): string {
-  const pkg = packageVersion('@trufflesuite/uws-js-unofficial');
-  if (pkg === 'unknown') return pkg;
-  const m = /^(\d+)\.(\d+)/.exec(pkg);
-  return m ? `${m[1]}.${m[2]} (@trufflesuite/uws-js-unofficial ${pkg})` : pkg;
+/** uWebSockets.js release of the chosen build (its major.minor) with the package, or "not loaded". */
+function uwsVersion(choice: EngineChoice): string {
+  if (choice.engine !== 'uws') return 'not loaded (node:http engine)';
+  const m = /^(\d+)\.(\d+)/.exec(choice.version);
+  return m ? `${m[1]}.${m[2]} (${choice.package} ${choice.version})` : `${choice.package} ${choice.version}`;
 }
 
-let head: Omit<VersionInfo, 'components'> | undefined;
+let engine: EngineChoice | undefined;
+/** The HTTP engine of this process, chosen once (src/http/uws-loader.ts). */
+export function httpEngine(): EngineChoice {
+  engine ??= chooseEngine();
+  return engine;
+}
+
+let head: Omit<VersionInfo, 'components' | 'http'> | undefined;
 let components: Record<string, string> | undefined;
 
-function readHead(): Omit<VersionInfo, 'components'> {
+function readHead(): Omit<VersionInfo, 'components' | 'http'> {
   const pkg = ownPackage();
   // dist/src/meta/version-info.js → dist/build-info.json; from source the file is absent.
   const build = readJson(path.resolve(here, '../../build-info.json'));
@@ -108,25 +126,25 @@ function readHead(): Omit<VersionInfo, 'components'> {
 }
 
 /** Versions without `components`: loads no native module, cheap enough for any caller. */
-export function productVersion(): Omit<VersionInfo, 'components'> {
+export function productVersion(): Omit<VersionInfo, 'components' | 'http'> {
   head ??= readHead();
   return { ...head };
 }
 
 /**
- * The full version report, keys in the order svc, commit, build, target, node, components.
+ * The full version report, keys in the order svc, commit, build, target, node, components, http.
  * The first call loads libsql to ask SQLite its version; later calls reuse the result.
  */
 export function versionInfo(): VersionInfo {
   components ??= {
     libsql: packageVersion('libsql'),
     sqlite: sqlite(),
-    'uWebSockets.js': uwsVersion(),
+    'uWebSockets.js': uwsVersion(httpEngine()),
     '@node-rs/argon2': packageVersion('@node-rs/argon2'),
     '@node-rs/xxhash': packageVersion('@node-rs/xxhash'),
     jose: packageVersion('jose'),
     'fast-json-stringify': packageVersion('fast-json-stringify'),
     piscina: packageVersion('piscina'),
   };
-  return { ...productVersion(), components: { ...components } };
+  return { ...productVersion(), components: { ...components }, http: engineReport(httpEngine()) };
 }

@@ -131,7 +131,11 @@ test('version --json: one object, first key svc, then commit, build, target, nod
   ]);
   assert.equal(j.status, 0, j.stderr);
   const v = oneJsonObject(j.stdout);
-  assert.deepEqual(Object.keys(v), ['svc', 'commit', 'build', 'target', 'node', 'components']);
+  assert.deepEqual(Object.keys(v), ['svc', 'commit', 'build', 'target', 'node', 'components', 'http']);
+  // the HTTP engine and why (issue 25): native uWS where a build loads, else node:http with the reasons
+  if (v.http.engine === 'uws') assert.match(`${v.http.package} ${v.http.version}`, /uws/i);
+  else assert.ok(v.http.engine === 'node:http' && v.http.reason.length > 0 && !v.http.reason.includes('/node_modules/'), JSON.stringify(v.http));
+  assert.ok(t.stdout.includes('http engine: '), 'the text output names the engine');
   assert.equal(typeof v.svc, 'string');
   assert.match(v.svc, /^\d+\.\d+\.\d+/);
   assert.equal(typeof v.components, 'object');
@@ -152,6 +156,7 @@ test('version --json: one object, first key svc, then commit, build, target, nod
   assert.equal(h.body.svc, v.svc, 'health reports the same product version');
   assert.equal(h.body.commit, v.commit, 'health reports the same commit');
   assert.deepEqual(h.body.components, v.components, 'health reports the same component versions');
+  assert.equal(h.body.http.engine, v.http.engine, 'health reports the engine');
 });
 
 test('explain-code: known code, unknown code, listing (scenario table)', async () => {
