@@ -172,6 +172,23 @@ async function main(): Promise<number> {
     const [s1, s2] = sc.getByIdScenarios(ctx);
     const lists = sc.listScenarios(ctx);
     await group('get by id (1)', [s1!]);
+    // ---- the node:http adapter beside uWS (issue 25): a second server on the same data (reads
+    // only, so --ignore-lock is safe), measured in the same rounds as the uWS server
+    const nodeSvc = await startSvc({ dataDir, email, password, env: { ...env, SERVICE_HTTP_ENGINE: 'node' }, cliPath, extra: ['--ignore-lock'] });
+    try {
+      const nodeCtx = { ...ctx, svcUrl: nodeSvc.url };
+      const engineSeries = (c: sc.ScenarioContext, engine: string, tag: string): sc.Scenario[] => {
+        const [get] = sc.getByIdScenarios(c);
+        const [list] = sc.listScenarios(c);
+        return [
+          { ...get!, key: `e9-get-${tag}`, number: 9, label: `HTTP engine ${engine}: get by id`, fastify: undefined },
+          { ...list!, key: `e9-list-${tag}`, number: 9, label: `HTTP engine ${engine}: ${list!.label}`, fastify: undefined },
+        ];
+      };
+      await group('HTTP engine (9): uWS and node:http', [...engineSeries(ctx, 'uWS', 'uws'), ...engineSeries(nodeCtx, 'node:http', 'node')]);
+    } finally {
+      await nodeSvc.stop();
+    }
     for (const info of Object.values(SETS)) await group(`list 20 (3), ${sc.sizeLabel(info.rows)}`, lists.filter((l) => l.key.endsWith(`-${sc.sizeLabel(info.rows)}`)));
     await group('owner rules: get by id (2), list under a rule (4)', [s2!, ...sc.ruleListScenarios(ctx)]);
     await group('mixed (6)', [sc.mixedScenario(ctx)]);

@@ -190,6 +190,10 @@ export function renderMarkdown(r: RunResult): string {
     if (sc.key === 's7-password') note = `${f3(median(pairRatios(s, seriesOf(r, 'argon2-raw') ?? s)))} × raw argon2 verify (per-round median)`;
     if (sc.key === 's8-delete' && r.writes.deleteExhausted > 0) note = `id list ran out (${r.writes.deleteExhausted} requests past the end): a lower bound`;
     if (sc.key.startsWith('s6-')) note = '× Fastify: against its list measured without concurrent writes (another group)';
+    if (sc.key.startsWith('e9-') && sc.key.endsWith('-node')) {
+      const uws = seriesOf(r, sc.key.replace(/-node$/, '-uws'));
+      if (uws) note = `${f3(median(pairRatios(s, uws)))} × the same request on uWS (per-round median): what the node:http fallback costs`;
+    }
     L.push(seriesRow(`${sc.number}. ${sc.label}`, s.summary, ceilingRatio(r, s), vsF, note));
     if (s.secondary) L.push(seriesRow('↳ the concurrent update load (PATCH, 16 connections)', s.secondary, s.secondary.rps / ceil, '', ''));
   }

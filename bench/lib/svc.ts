@@ -92,6 +92,8 @@ export interface StartSvcOptions {
    * one; `stop()` then leaves the directory in place.
    */
   dataDir?: string;
+  /** Extra `svc serve` flags (e.g. `--ignore-lock` for a second read-only server on the same data). */
+  extra?: string[];
 }
 
 /**
