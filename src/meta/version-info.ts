@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { sqliteVersion } from '../store/sqlite/engine-version.js';
 
 export interface VersionInfo {
   /** Product version (package.json `version`). */
@@ -59,30 +60,6 @@ export function packageVersion(name: string): string {
   return 'unknown';
 }
 
-let sqliteVersion: string | undefined;
-
-/** SQLite version of the bundled libsql, from an in-memory database; computed once. */
-function sqlite(): string {
-  if (sqliteVersion === undefined) {
-    try {
-      const Database = require('libsql') as new (file: string) => {
-        prepare(sql: string): { get(): unknown };
-        close(): void;
-      };
-      const db = new Database(':memory:');
-      try {
-        const row = db.prepare('SELECT sqlite_version() AS v').get() as { v?: unknown } | undefined;
-        sqliteVersion = typeof row?.v === 'string' ? row.v : 'unknown';
-      } finally {
-        db.close();
-      }
-    } catch {
-      sqliteVersion = 'unknown';
-    }
-  }
-  return sqliteVersion;
-}
-
 /** uWebSockets.js release the wrapper package tracks (its major.minor), with the package version. */
 function uwsVersion(): string {
   const pkg = packageVersion('@trufflesuite/uws-js-unofficial');
@@ -120,7 +97,7 @@ export function productVersion(): Omit<VersionInfo, 'components'> {
 export function versionInfo(): VersionInfo {
   components ??= {
     libsql: packageVersion('libsql'),
-    sqlite: sqlite(),
+    sqlite: sqliteVersion(),
     'uWebSockets.js': uwsVersion(),
     '@node-rs/argon2': packageVersion('@node-rs/argon2'),
     '@node-rs/xxhash': packageVersion('@node-rs/xxhash'),
