@@ -8,7 +8,6 @@ import { ApiError } from '../errors/api-error.js';
 import type { Collection } from './types.js';
 import type { Store } from '../store/store.js';
 import { buildCollection, checkRules } from './collection-input.js';
-import { WriteError } from '../store/sqlite/writer-client.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import type { RecordFiles } from '../files/record-files.js';
@@ -73,11 +72,10 @@ export class CollectionsService {
     try {
       await this.store.writer.write(steps);
     } catch (err) {
-      if (err instanceof WriteError) {
-        if (err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
-          throw ApiError.badRequest(`The schema change conflicts with existing data: ${err.message}`);
-        }
-        throw ApiError.badRequest(`The schema change could not be applied: ${err.message}`);
+      const failure = this.store.sql.dialect.writeFailure(err);
+      if (failure) {
+        if (failure.constraint) throw ApiError.badRequest(`The schema change conflicts with existing data: ${failure.message}`);
+        throw ApiError.badRequest(`The schema change could not be applied: ${failure.message}`);
       }
       throw err;
     } finally {

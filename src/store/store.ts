@@ -13,6 +13,7 @@ import { Caches } from '../cache/caches.js';
 import type { AuthRecordStore, AuthTokenRowStore, SessionRowStore } from './auth-store.js';
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
+import type { Dialect } from './dialect.js';
 import { sqliteStores } from './sqlite/sql-stores.js';
 
 /**
@@ -30,6 +31,8 @@ export interface StoreSql {
   files: FileStore;
   /** collection definitions and their DDL jobs */
   schema: SchemaStore;
+  /** what differs between databases (write failures) */
+  dialect: Dialect;
 }
 
 export class Store {

@@ -6,6 +6,7 @@ import { SqliteSessionSql } from './session-sql.js';
 import { SqliteTokenSql } from './token-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
+import { sqliteDialect } from './dialect.js';
 
 /** Every SQLite store over `reader` (reads run on it; writes come back as write-job steps). */
 export function sqliteStores(reader: Reader): StoreSql {
@@ -15,5 +16,6 @@ export function sqliteStores(reader: Reader): StoreSql {
     authTokens: new SqliteTokenSql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
+    dialect: sqliteDialect,
   };
 }
