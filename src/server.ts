@@ -15,6 +15,7 @@ import { bootstrapSteps } from './store/sqlite/bootstrap.js';
 import { bindValue } from './store/bind.js';
 import { CollectionRegistry } from './collections/collection-registry.js';
 import { Store } from './store/store.js';
+import { sqliteStores } from './store/sqlite/sql-stores.js';
 import { RecordReader, listConfigFrom } from './records/records-read.js';
 import { prepareFullText } from './records/search.js';
 import { RecordWriter } from './records/records-write.js';
@@ -63,10 +64,11 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   // for reads, and each worker isolate costs resident memory.
   const reader = new Reader(dbPath, Math.max(1, Math.min(2, availableParallelism() - 1)));
   writer.onCommit = () => reader.endSnapshot();
+  const sql = sqliteStores(reader);
   const registry = new CollectionRegistry();
-  registry.load(reader);
+  registry.load(sql.schema.loadAll());
 
-  const store = new Store(registry, reader, writer);
+  const store = new Store(registry, reader, writer, sql);
   try {
     // fts5-off refuses a schema with searchable fields; otherwise missing indexes are (re)built
     for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
@@ -88,8 +90,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   };
 
   warnPublicRules(store, logger);
-  const su = reader.get('SELECT COUNT(*) FROM "_superusers"', []);
-  if (Number(su?.[0] ?? 0) === 0) {
+  if (store.sql.auth.superuserCount() === 0) {
     logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
   }
 

@@ -14,10 +14,9 @@ import type { Store } from '../store/store.js';
 import type { Collection } from '../collections/types.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { AuthTokens, type AuthTokenKind } from './auth-tokens.js';
-import { SessionStore } from './sessions.js';
-import { hashPassword, newPasswordErrors } from './passwords.js';
+import { hashPassword, checkNewPassword } from './passwords.js';
+import { minPasswordLength } from './auth-defaults.js';
 import { randomToken } from '../records/ids.js';
 import { isValidEmail, nowDate } from '../collections/fields/index.js';
 import type { BackgroundQueue } from '../mail/queue.js';
@@ -53,10 +52,10 @@ export class AccountEmails {
   private async deliver(kind: AuthTokenKind, collectionId: string, email: string): Promise<void> {
     const c = this.store.registry.byId(collectionId);
     if (!c || c.type !== 'auth') return;
-    const row = this.store.reader.get(`SELECT "id", "email", "verified" FROM ${q(c.name)} WHERE "email" = ? COLLATE NOCASE LIMIT 1`, [email]);
-    if (!row) return;
-    const [id, to, verified] = [String(row[0]), String(row[1]), Number(row[2])];
-    if (kind === 'verify' && verified === 1) return;
+    const found = this.store.sql.auth.byEmail(c, email);
+    if (!found) return;
+    const { id, email: to, verified } = found;
+    if (kind === 'verify' && verified) return;
     if (/[\r\n]/.test(to)) return; // never let a stored value inject headers
     const token = await this.tokens.issue(kind, c, id, to);
     await this.transport.send(message(kind, c, to, token));
@@ -69,11 +68,8 @@ export class AccountEmails {
     const found = this.tokens.find('verify', c, b.token);
     if (!found) throw badToken();
     await this.run([
-      AuthTokens.consumeStep(found, BAD_TOKEN),
-      {
-        sql: `UPDATE ${q(c.name)} SET "verified" = 1, "updated" = ? WHERE "id" = ? AND "email" = ? COLLATE NOCASE`,
-        params: [nowDate(), found.recordId, found.email], expect: 'change', fail: BAD_TOKEN,
-      },
+      this.tokens.consumeStep(found, BAD_TOKEN),
+      this.store.sql.auth.markVerifiedStep(c, found.recordId, found.email, nowDate(), BAD_TOKEN),
     ]);
   }
 
@@ -84,20 +80,18 @@ export class AccountEmails {
    */
   async confirmPasswordReset(c: Collection, body: unknown): Promise<void> {
     const b = isObject(body) ? body : {};
-    const errors = newPasswordErrors(b, c.options.auth?.minPasswordLength ?? 8);
+    const errors: Record<string, { code: string; message: string }> = {};
+    checkNewPassword(b, minPasswordLength(c), errors);
     if (typeof b.token !== 'string' || b.token === '') errors.token = { code: 'validation_required', message: 'Missing required value.' };
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     const found = this.tokens.find('reset', c, b.token);
     if (!found) throw badToken();
     const hash = await hashPassword(b.password as string);
     await this.run([
-      AuthTokens.consumeStep(found, BAD_TOKEN),
-      {
-        sql: `UPDATE ${q(c.name)} SET "passwordHash" = ?, "tokenKey" = ?, "updated" = ? WHERE "id" = ? AND "email" = ? COLLATE NOCASE`,
-        params: [hash, randomToken(24), nowDate(), found.recordId, found.email], expect: 'change', fail: BAD_TOKEN,
-      },
-      ...AuthTokens.dropAllSteps('reset', c, found.recordId),
-      ...SessionStore.wipeSteps(c, found.recordId, null),
+      this.tokens.consumeStep(found, BAD_TOKEN),
+      this.store.sql.auth.setPasswordStep(c, found.recordId, found.email, hash, randomToken(24), nowDate(), BAD_TOKEN),
+      ...this.tokens.dropAllSteps('reset', c, found.recordId),
+      ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
     ]);
   }
 

@@ -14,8 +14,5 @@ export function authSystemFields(): Field[] {
   ];
 }
 
-/** Column definitions of the hidden auth columns, appended to auth tables. */
-export const AUTH_HIDDEN_COLUMNS_SQL = `"passwordHash" TEXT, "tokenKey" TEXT NOT NULL DEFAULT '', "token_epoch" INTEGER NOT NULL DEFAULT 0`;
-
 /** Names a client may never write directly on an auth record. */
 export const AUTH_WRITE_STRIPPED = new Set(['passwordHash', 'tokenKey', 'token_epoch', 'externalAuths']);

@@ -13,7 +13,6 @@ import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { Principal } from '../rules/access.js';
 import type { Store } from '../store/store.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
 import type { AuthMethod } from './methods/method.js';
@@ -85,7 +84,6 @@ export class AuthService {
   readonly mailTransport: MailTransport;
   /** Sign-in methods by slug (AuthMethod); every one signs in through `signIn`. */
   readonly methods = new Map<string, AuthMethod>();
-  private authSelect = new Map<string, string>();
 
   constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
     this.tokens = new TokenService(secret);
@@ -105,18 +103,6 @@ export class AuthService {
     this.mailTransport.close();
   }
 
-  /** SELECT of a whole auth record (hidden columns last) by id. */
-  private authSql(c: Collection): string {
-    const key = `${c.id}:${this.store.registry.version(c.id)}`;
-    let sql = this.authSelect.get(key);
-    if (!sql) {
-      sql = `SELECT ${this.store.codec(c).columns}, r."passwordHash", r."tokenKey", r."token_epoch" FROM ${q(c.name)} r WHERE r."id" = ?`;
-      this.authSelect.set(key, sql);
-    }
-    return sql;
-  }
-
-  /** The whole auth record (incl. hidden columns) or null. */
   /**
    * The caller's record for `resolve`: served from the store's auth-record cache (invalidated on
    * every change this process makes to the row; `_superusers` is never cached because the CLI
@@ -132,10 +118,11 @@ export class AuthService {
     return rec;
   }
 
+  /** The whole auth record (with `passwordHash`, `tokenKey` and `token_epoch`) or null; one point read. */
   loadAuthRecord(c: Collection, id: string): Record<string, unknown> | null {
-    const row = this.store.reader.get(this.authSql(c), [id]);
-    if (!row) return null;
     const codec = this.store.codec(c);
+    const row = this.store.sql.auth.recordRow(c, this.store.registry.version(c.id), codec.columns, id);
+    if (!row) return null;
     const rec = codec.fromRow(row);
     rec.passwordHash = row[codec.width];
     rec.tokenKey = row[codec.width + 1];

@@ -22,14 +22,6 @@ export type AuthTokenKind = 'verify' | 'reset';
 /** Lifetimes in seconds (PocketBase's defaults: 3 days to verify, 30 minutes to reset). */
 export const AUTH_TOKEN_TTL_S: Record<AuthTokenKind, number> = { verify: 3 * 24 * 3600, reset: 30 * 60 };
 
-/** `_authTokens` DDL (appended to the bootstrap steps). */
-export const AUTH_TOKENS_DDL = [
-  `CREATE TABLE IF NOT EXISTS "_authTokens" (
-    "id" TEXT PRIMARY KEY NOT NULL, "hash" TEXT NOT NULL, "kind" TEXT NOT NULL, "collectionId" TEXT NOT NULL,
-    "recordId" TEXT NOT NULL, "email" TEXT NOT NULL, "created" TEXT NOT NULL, "expires" INTEGER NOT NULL)`,
-  `CREATE INDEX IF NOT EXISTS "_authTokens_record" ON "_authTokens" ("collectionId", "recordId", "kind")`,
-];
-
 /** A token row found valid by {@link AuthTokens.find}. */
 export interface FoundToken {
   selector: string;
@@ -50,13 +42,10 @@ export class AuthTokens {
     const selector = newId();
     const verifier = randomToken(32);
     const now = Date.now();
-    const steps: WriteStep[] = [
-      { sql: 'DELETE FROM "_authTokens" WHERE "expires" <= ?', params: [now] }, // the table stays small: expired rows go
-      {
-        sql: 'INSERT INTO "_authTokens" ("id","hash","kind","collectionId","recordId","email","created","expires") VALUES (?,?,?,?,?,?,?,?)',
-        params: [selector, sha256(verifier).toString('hex'), kind, c.id, recordId, email, nowDate(), now + AUTH_TOKEN_TTL_S[kind] * 1000],
-      },
-    ];
+    // expired rows go in the same job: the table stays small
+    const steps = this.store.sql.authTokens.issueSteps({
+      id: selector, hash: sha256(verifier).toString('hex'), kind, collectionId: c.id, recordId, email, created: nowDate(), expires: now + AUTH_TOKEN_TTL_S[kind] * 1000,
+    }, now);
     for (const s of steps) s.params = s.params.map(bindValue);
     await this.store.writer.write(steps);
     return `${selector}.${verifier}`;
@@ -71,21 +60,21 @@ export class AuthTokens {
     const dot = token.indexOf('.');
     const selector = dot > 0 ? token.slice(0, dot) : '';
     const verifier = dot > 0 ? token.slice(dot + 1) : token;
-    const row = this.store.reader.get('SELECT "hash","recordId","email","expires" FROM "_authTokens" WHERE "id" = ? AND "kind" = ? AND "collectionId" = ?', [selector, kind, c.id]);
+    const row = this.store.sql.authTokens.find(selector, kind, c.id);
     // Hash and compare even without a row, so a miss costs what a hit costs.
-    const stored = Buffer.from(row ? String(row[0]) : '0'.repeat(64), 'hex');
+    const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(sha256(verifier), stored.length === 32 ? stored : Buffer.alloc(32));
-    if (!row || !equal || Number(row[3]) <= Date.now()) return null;
-    return { selector, recordId: String(row[1]), email: String(row[2]) };
+    if (!row || !equal || row.expires <= Date.now()) return null;
+    return { selector, recordId: row.recordId, email: row.email };
   }
 
   /** The write step that redeems a found token; the job fails with `fail` when it was used meanwhile. */
-  static consumeStep(t: FoundToken, fail: NonNullable<WriteStep['fail']>): WriteStep {
-    return { sql: 'DELETE FROM "_authTokens" WHERE "id" = ?', params: [t.selector], expect: 'change', fail };
+  consumeStep(t: FoundToken, fail: NonNullable<WriteStep['fail']>): WriteStep {
+    return this.store.sql.authTokens.consumeStep(t.selector, fail);
   }
 
   /** Steps deleting every outstanding token of `kind` for a record (after a reset, the others are void). */
-  static dropAllSteps(kind: AuthTokenKind, c: Collection, recordId: string): WriteStep[] {
-    return [{ sql: 'DELETE FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ?', params: [c.id, recordId, kind] }];
+  dropAllSteps(kind: AuthTokenKind, c: Collection, recordId: string): WriteStep[] {
+    return this.store.sql.authTokens.dropAllSteps(kind, c.id, recordId);
   }
 }

@@ -70,17 +70,26 @@ export async function verifyPassword(phc: string | null, password: string): Prom
 export const MAX_PASSWORD_LENGTH = 256;
 
 /**
- * Field errors of a new password (`password`, `passwordConfirm`), or an empty object:
- * required, a string, at least `min` characters (the collection's minPasswordLength), at most
- * {@link MAX_PASSWORD_LENGTH}, and equal to `passwordConfirm` when that is present.
+ * The one check of a new password (record create and update, confirm-password-reset): adds to
+ * `errors` under `password` the first of `validation_required` (absent, null or ""),
+ * `validation_type` (not a string), `validation_min` (fewer than `min` characters, counted as
+ * code points; `min` is the collection's minPasswordLength) and `validation_max` (over
+ * {@link MAX_PASSWORD_LENGTH} UTF-16 units), and under `passwordConfirm` a `validation_value`
+ * when `passwordConfirm` is present and differs. A `validation_required` never replaces an error
+ * already under `password`.
+ * @returns the password when it is a non-empty string (even when too short or too long: callers
+ * check `errors`), else null
  */
-export function newPasswordErrors(body: Record<string, unknown>, min: number): Record<string, { code: string; message: string }> {
-  const errors: Record<string, { code: string; message: string }> = {};
+export function checkNewPassword(body: Record<string, unknown>, min: number, errors: Record<string, { code: string; message: string }>): string | null {
   const pw = body.password;
-  if (pw === undefined || pw === null || pw === '') errors.password = { code: 'validation_required', message: 'Missing required value.' };
+  let out: string | null = null;
+  if (pw === undefined || pw === null || pw === '') errors.password ??= { code: 'validation_required', message: 'Missing required value.' };
   else if (typeof pw !== 'string') errors.password = { code: 'validation_type', message: 'Must be a string.' };
-  else if ([...pw].length < min) errors.password = { code: 'validation_min', message: `Must be at least ${min} characters.` };
-  else if (pw.length > MAX_PASSWORD_LENGTH) errors.password = { code: 'validation_max', message: `Must be at most ${MAX_PASSWORD_LENGTH} characters.` };
+  else {
+    out = pw;
+    if ([...pw].length < min) errors.password = { code: 'validation_min', message: `Must be at least ${min} characters.` };
+    else if (pw.length > MAX_PASSWORD_LENGTH) errors.password = { code: 'validation_max', message: `Must be at most ${MAX_PASSWORD_LENGTH} characters.` };
+  }
   if ('passwordConfirm' in body && body.passwordConfirm !== pw) errors.passwordConfirm = { code: 'validation_value', message: "Values don't match." };
-  return errors;
+  return out;
 }

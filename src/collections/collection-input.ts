@@ -12,6 +12,7 @@ import { normalizeFieldDefinition } from './fields/index.js';
 import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
 import { VECTOR_COLUMN_PREFIX } from '../store/sqlite/vector-sql.js';
 import { authSystemFields } from '../auth/auth-fields.js';
+import { defaultAuthOptions } from '../auth/auth-defaults.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from '../records/ids.js';
 import { rateLimitOptionError } from '../auth/rate-limit.js';
@@ -190,7 +191,7 @@ function buildOptions(input: unknown, existing: Collection | undefined, type: 'b
 const AVAILABLE_METHODS = new Set(['password']);
 
 function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | undefined, fields: Field[], errors: Errors): AuthOptions {
-  const base: AuthOptions = prev ?? { identityFields: ['email'], minPasswordLength: 8, two_factor: 'disabled', require_verified: false, session: { store: 'epoch' }, methods: {} };
+  const base: AuthOptions = prev ?? defaultAuthOptions();
   const out: AuthOptions = { ...base };
   if ('identityFields' in src) {
     const v = src.identityFields;

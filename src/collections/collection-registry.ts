@@ -1,11 +1,10 @@
 /**
  * The in-memory schema registry: every collection by id and by name (case-insensitive), loaded
- * from `_collections` at startup and replaced after each committed schema change. Each entry
+ * from the schema store (SchemaStore.loadAll) at startup and replaced after each committed schema change. Each entry
  * carries a version number so per-collection caches (serializers, compiled rules, statements)
  * know when to rebuild.
  */
 import type { Collection } from './types.js';
-import type { Reader } from '../store/sqlite/reader.js';
 
 export class CollectionRegistry {
   private byIdMap = new Map<string, Collection>();
@@ -39,15 +38,11 @@ export class CollectionRegistry {
     return this.versions.get(id) ?? 0;
   }
 
-  /** Replaces the whole registry with the rows of `_collections`. */
-  load(reader: Reader): void {
-    const rows = reader.db
-      .prepare('SELECT "id","name","type","system","fields","indexes","options","listRule","viewRule","createRule","updateRule","deleteRule","created","updated" FROM "_collections"')
-      .raw(true)
-      .all([]) as unknown[][];
+  /** Replaces the whole registry with `collections` (every stored definition, SchemaStore.loadAll). */
+  load(collections: Collection[]): void {
     this.byIdMap.clear();
     this.byNameMap.clear();
-    for (const r of rows) this.put(rowToCollection(r));
+    for (const c of collections) this.put(c);
   }
 
   /** Inserts or replaces one collection (after its change committed). */
@@ -66,25 +61,6 @@ export class CollectionRegistry {
     this.byNameMap.delete(old.name.toLowerCase());
     this.versions.set(id, ++this.generation);
   }
-}
-
-export function rowToCollection(r: unknown[]): Collection {
-  return {
-    id: String(r[0]),
-    name: String(r[1]),
-    type: r[2] === 'auth' ? 'auth' : 'base',
-    system: Number(r[3]) === 1,
-    fields: JSON.parse(String(r[4])),
-    indexes: JSON.parse(String(r[5])),
-    options: JSON.parse(String(r[6])),
-    listRule: r[7] as string | null,
-    viewRule: r[8] as string | null,
-    createRule: r[9] as string | null,
-    updateRule: r[10] as string | null,
-    deleteRule: r[11] as string | null,
-    created: String(r[12]),
-    updated: String(r[13]),
-  };
 }
 
 /** The API shape of a collection: `fields` goes out as `schema`. */

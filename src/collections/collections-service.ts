@@ -8,8 +8,6 @@ import { ApiError } from '../errors/api-error.js';
 import type { Collection } from './types.js';
 import type { Store } from '../store/store.js';
 import { buildCollection, checkRules } from './collection-input.js';
-import { createSteps, deleteSteps, updateSteps } from '../store/sqlite/collection-sql.js';
-import { WriteError } from '../store/sqlite/writer-client.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import type { RecordFiles } from '../files/record-files.js';
@@ -31,7 +29,7 @@ export class CollectionsService {
     return this.serial(async () => {
       const before = this.store.registry.all();
       const next = buildCollection(body, undefined, before);
-      await this.apply(createSteps(next, before, [...before, next]));
+      await this.apply(this.store.sql.schema.createSteps(next, before, [...before, next]));
       this.store.registry.put(next);
       return next;
     });
@@ -44,7 +42,7 @@ export class CollectionsService {
       const others = before.filter((c) => c.id !== prev.id);
       const next = buildCollection(body, prev, others);
       const after = [...others, next];
-      await this.apply(updateSteps(prev, next, before, after));
+      await this.apply(this.store.sql.schema.updateSteps(prev, next, before, after));
       this.store.registry.put(next);
       await migrateEncryption(this.store, prev, next);
       if (this.files && prev.fields.some((f) => f.type === 'file' && !next.fields.some((n) => n.id === f.id))) await this.files.sweep(next);
@@ -63,7 +61,7 @@ export class CollectionsService {
         throw ApiError.badRequest(`The collection is the target of a relation field in: ${referrers.map((x) => x.name).join(', ')}. Remove those fields first.`);
       }
       checkRules(null, after);
-      await this.apply(deleteSteps(c, before, after));
+      await this.apply(this.store.sql.schema.deleteSteps(c, before, after));
       this.store.registry.remove(c.id);
       await this.files?.storage.removeCollection(c.id);
     });
@@ -74,11 +72,10 @@ export class CollectionsService {
     try {
       await this.store.writer.write(steps);
     } catch (err) {
-      if (err instanceof WriteError) {
-        if (err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
-          throw ApiError.badRequest(`The schema change conflicts with existing data: ${err.message}`);
-        }
-        throw ApiError.badRequest(`The schema change could not be applied: ${err.message}`);
+      const failure = this.store.sql.dialect.writeFailure(err);
+      if (failure) {
+        if (failure.constraint) throw ApiError.badRequest(`The schema change conflicts with existing data: ${failure.message}`);
+        throw ApiError.badRequest(`The schema change could not be applied: ${failure.message}`);
       }
       throw err;
     } finally {

@@ -19,9 +19,9 @@ import type { FieldError } from '../errors/api-error.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { WriteStep } from '../store/write-job.js';
 import type { SqlValue } from '../store/bind.js';
+import type { RowGet } from '../store/file-store.js';
 import { type FileStorage, detectMime, mimeAllowed, storedFileName } from './files.js';
 import { fileNames } from '../collections/fields/index.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import type { Store } from '../store/store.js';
 
 /** One uploaded file: the client's file name and the bytes. */
@@ -117,12 +117,12 @@ export class RecordFiles {
     return null;
   }
 
-  /** Stored values of the file fields of a record (main-thread point read). */
-  currentValues(read: (sql: string, params: SqlValue[]) => unknown[] | undefined | null, c: Collection, id: string): Map<string, SqlValue> {
+  /** Stored values of the file fields of a record by field name (a point read with `read`, the caller's reader); empty when absent. */
+  currentValues(read: RowGet, c: Collection, id: string): Map<string, SqlValue> {
     const fields = fileFields(c);
     const out = new Map<string, SqlValue>();
     if (!fields.length) return out;
-    const row = read(`SELECT ${fields.map((f) => q(f.name)).join(', ')} FROM ${q(c.name)} WHERE "id" = ?`, [id]);
+    const row = this.store.sql.files.values(read, c, fields.map((f) => f.name), id);
     if (row) fields.forEach((f, i) => out.set(f.name, row[i] as SqlValue));
     return out;
   }
@@ -133,13 +133,7 @@ export class RecordFiles {
    */
   guard(c: Collection, id: string, plan: FilePlan): WriteStep | null {
     if (!plan.raw.size) return null;
-    const cols = [...plan.raw.keys()];
-    return {
-      sql: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM ${q(c.name)} WHERE "id" = ? AND NOT (${cols.map((n) => `${q(n)} IS ?`).join(' AND ')}))`,
-      params: [id, ...cols.map((n) => plan.raw.get(n) ?? null)],
-      expect: 'row',
-      fail: { status: 409, code: 'conflict', message: 'The files of this record changed during the update; retry.' },
-    };
+    return this.store.sql.files.unchangedGuardStep(c, id, plan.raw, { status: 409, code: 'conflict', message: 'The files of this record changed during the update; retry.' });
   }
 
   /** Writes the plan's new files; returns the release function of the sweep hold. */
@@ -201,10 +195,9 @@ export class RecordFiles {
   /** Deletes the files of `c` no committed record references (see FileStorage.sweep). */
   sweep(c: Collection): Promise<number> {
     const fields = fileFields(c);
+    const names = fields.map((f) => f.name);
     return this.storage.sweep(c.id, async (ids) => {
-      const cols = fields.map((f) => q(f.name));
-      const sql = `SELECT "id"${cols.length ? `, ${cols.join(', ')}` : ''} FROM ${q(c.name)} WHERE "id" IN (${ids.map(() => '?').join(',')})`;
-      const rows = this.store.reader.all(sql, ids);
+      const rows = this.store.sql.files.referenced(c, names, ids);
       const out = new Map<string, Set<string>>();
       for (const row of rows) out.set(String(row[0]), new Set(fields.flatMap((_f, i) => fileNames(row[i + 1]))));
       return out;

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { chooseEngine, type EngineChoice } from '../http/uws-loader.js';
+import { sqliteVersion } from '../store/sqlite/engine-version.js';
 
 export interface VersionInfo {
   /** Product version (package.json `version`). */
@@ -71,30 +72,6 @@ export function packageVersion(name: string): string {
   return 'unknown';
 }
 
-let sqliteVersion: string | undefined;
-
-/** SQLite version of the bundled libsql, from an in-memory database; computed once. */
-function sqlite(): string {
-  if (sqliteVersion === undefined) {
-    try {
-      const Database = require('libsql') as new (file: string) => {
-        prepare(sql: string): { get(): unknown };
-        close(): void;
-      };
-      const db = new Database(':memory:');
-      try {
-        const row = db.prepare('SELECT sqlite_version() AS v').get() as { v?: unknown } | undefined;
-        sqliteVersion = typeof row?.v === 'string' ? row.v : 'unknown';
-      } finally {
-        db.close();
-      }
-    } catch {
-      sqliteVersion = 'unknown';
-    }
-  }
-  return sqliteVersion;
-}
-
 /** uWebSockets.js release of the chosen build (its major.minor) with the package, or "not loaded". */
 function uwsVersion(choice: EngineChoice): string {
   if (choice.engine !== 'uws') return 'not loaded (node:http engine)';
@@ -138,7 +115,7 @@ export function productVersion(): Omit<VersionInfo, 'components' | 'http'> {
 export function versionInfo(): VersionInfo {
   components ??= {
     libsql: packageVersion('libsql'),
-    sqlite: sqlite(),
+    sqlite: sqliteVersion(),
     'uWebSockets.js': uwsVersion(httpEngine()),
     '@node-rs/argon2': packageVersion('@node-rs/argon2'),
     '@node-rs/xxhash': packageVersion('@node-rs/xxhash'),

@@ -17,7 +17,8 @@ import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
 import { q } from '../store/sqlite/collection-sql.js';
 import { ID_PATTERN, newRecordId, randomToken } from './ids.js';
-import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { checkNewPassword, hashPassword, verifyPassword } from '../auth/passwords.js';
+import { minPasswordLength } from '../auth/auth-defaults.js';
 import { AUTH_WRITE_STRIPPED } from '../auth/auth-fields.js';
 import type { FilePlan, RecordFiles, Uploads } from '../files/record-files.js';
 import { encryptStored } from './encryption.js';
@@ -131,7 +132,7 @@ export class RecordWriter {
     }
     let password: string | null = null;
     if (c.type === 'auth') {
-      password = this.checkNewPassword(c, body, errors);
+      password = checkNewPassword(body, minPasswordLength(c), errors);
       cols.push('tokenKey', 'token_epoch');
       vals.push(randomToken(24), 0);
     }
@@ -263,7 +264,7 @@ export class RecordWriter {
     let passwordChanged = false;
     if (c.type === 'auth' && 'password' in body) {
       await this.passwordChange(c, id, principal, body, check);
-      const pw = this.checkNewPassword(c, body, errors);
+      const pw = checkNewPassword(body, minPasswordLength(c), errors);
       if (pw !== null && !Object.keys(errors).length) {
         set('passwordHash', await hashPassword(pw));
         set('tokenKey', randomToken(24));
@@ -329,30 +330,10 @@ export class RecordWriter {
     ];
     if (c.type === 'auth') {
       // The record's links, sessions and pending verification/reset tokens go with it.
-      for (const table of ['_externalAuths', '_sessions', '_authTokens']) {
-        steps.push({ sql: `DELETE FROM "${table}" WHERE "collectionId" = ? AND "recordId" = ?`, params: [c.id, id] });
-      }
+      steps.push(...this.store.sql.auth.recordSideRowsDeleteSteps(c.id, id));
     }
     await this.run(steps); // caches drop the record and what cascaded from it through the change feed
     await this.files?.deleted(c, id);
-  }
-
-  /** Validates `password` / `passwordConfirm` of a write; returns the password or null when absent. */
-  private checkNewPassword(c: Collection, body: Body, errors: Errors): string | null {
-    const pw = body.password;
-    const min = c.options.auth?.minPasswordLength ?? 8;
-    if (pw === undefined || pw === null || pw === '') {
-      errors.password ??= { code: 'validation_required', message: 'Missing required value.' };
-      return null;
-    }
-    if (typeof pw !== 'string') {
-      errors.password = { code: 'validation_type', message: 'Must be a string.' };
-      return null;
-    }
-    if ([...pw].length < min) errors.password = { code: 'validation_min', message: `Must be at least ${min} characters.` };
-    else if (pw.length > 256) errors.password = { code: 'validation_max', message: 'Must be at most 256 characters.' };
-    if ('passwordConfirm' in body && body.passwordConfirm !== pw) errors.passwordConfirm = { code: 'validation_value', message: "Values don't match." };
-    return pw;
   }
 
   /**

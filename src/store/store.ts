@@ -1,6 +1,6 @@
 /**
  * The app's data context shared by the domain services: the schema registry, the reader, the
- * writer, the compiled rules and the per-collection record codecs.
+ * writer, the storage operations (`sql`), the compiled rules and the per-collection record codecs.
  */
 import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { Reader } from './sqlite/reader.js';
@@ -10,6 +10,30 @@ import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
 import { ApiError } from '../errors/api-error.js';
 import { Caches } from '../cache/caches.js';
+import type { AuthRecordStore, AuthTokenRowStore, SessionRowStore } from './auth-store.js';
+import type { FileStore } from './file-store.js';
+import type { SchemaStore } from './schema-store.js';
+import type { Dialect } from './dialect.js';
+import { sqliteStores } from './sqlite/sql-stores.js';
+
+/**
+ * The named storage operations the domain uses instead of SQL (issue 13), by area. The SQLite
+ * implementations come from `sqliteStores` (src/store/sqlite/sql-stores.ts).
+ */
+export interface StoreSql {
+  /** auth records: hidden columns, identity look-ups, auth-only updates, side-table deletes */
+  auth: AuthRecordStore;
+  /** `_sessions` rows of the table session store */
+  sessions: SessionRowStore;
+  /** `_authTokens` rows (verification and reset tokens) */
+  authTokens: AuthTokenRowStore;
+  /** stored file names of file fields */
+  files: FileStore;
+  /** collection definitions and their DDL jobs */
+  schema: SchemaStore;
+  /** what differs between databases (write failures) */
+  dialect: Dialect;
+}
 
 export class Store {
   readonly rules: RuleBook;
@@ -17,7 +41,8 @@ export class Store {
   readonly caches: Caches;
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
 
-  constructor(readonly registry: CollectionRegistry, readonly reader: Reader, readonly writer: WriterClient) {
+  /** `sql`: the storage operations, by default the SQLite ones over `reader`. */
+  constructor(readonly registry: CollectionRegistry, readonly reader: Reader, readonly writer: WriterClient, readonly sql: StoreSql = sqliteStores(reader)) {
     this.rules = new RuleBook(registry);
     this.caches = new Caches(writer.changes);
   }

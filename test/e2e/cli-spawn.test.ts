@@ -198,7 +198,7 @@ test('serve refuses a data directory locked by a live process; --ignore-lock get
 });
 
 test('superuser create / upsert against the real domain module', (t) => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'domain', 'superuser-admin.js'))) {
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'auth', 'superuser-admin.js'))) {
     t.skip('src/auth/superuser-admin.ts not built yet');
     return;
   }

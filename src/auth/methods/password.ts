@@ -7,7 +7,6 @@
 import { ApiError } from '../../errors/api-error.js';
 import type { Collection } from '../../collections/types.js';
 import type { Store } from '../../store/store.js';
-import { q } from '../../store/sqlite/collection-sql.js';
 import { verifyPassword, MAX_PASSWORD_LENGTH } from '../passwords.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
@@ -42,9 +41,8 @@ export class PasswordMethod implements AuthMethod {
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     const identity = b.identity as string;
     const fields = c.options.auth?.identityFields ?? ['email'];
-    const where = fields.map((f) => (f === 'email' ? `"email" = ? COLLATE NOCASE` : `${q(f)} = ?`)).join(' OR ');
-    const row = this.store.reader.get(`SELECT "id" FROM ${q(c.name)} WHERE ${where} LIMIT 1`, fields.map(() => identity));
-    const rec = row ? this.loadRecord(c, String(row[0])) : null;
+    const id = this.store.sql.auth.idByIdentity(c, fields, identity);
+    const rec = id !== undefined ? this.loadRecord(c, id) : null;
     const ok = await verifyPassword(rec && typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string);
     if (!ok || !rec) throw ApiError.invalidCredentials();
     return rec;

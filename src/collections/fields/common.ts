@@ -13,7 +13,7 @@ export type DefinitionErrors = Record<string, FieldError>;
 
 /** What each field type provides. */
 export interface FieldCodec {
-  /** SQLite column type for CREATE TABLE / ALTER TABLE ADD COLUMN. */
+  /** The field's SQLite column type (its storage class in the record table). */
   column(field: Field): string;
   /** Client JSON value → stored value, or a `validation_*` error. Never throws. */
   encode(field: Field, input: unknown, mode: EncodeMode): EncodeResult;

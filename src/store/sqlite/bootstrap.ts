@@ -6,8 +6,9 @@
 import type { WriteStep } from '../write-job.js';
 import type { Collection } from '../../collections/types.js';
 import { authSystemFields } from '../../auth/auth-fields.js';
-import { SESSIONS_DDL } from '../../auth/sessions.js';
-import { AUTH_TOKENS_DDL } from '../../auth/auth-tokens.js';
+import { defaultAuthOptions } from '../../auth/auth-defaults.js';
+import { SESSIONS_DDL } from './session-sql.js';
+import { AUTH_TOKENS_DDL } from './token-sql.js';
 
 export const SUPERUSERS_ID = 'pbc_superusers0';
 
@@ -23,7 +24,7 @@ export function superusersCollection(): Collection {
     system: true,
     fields: authSystemFields(),
     indexes: [],
-    options: { ttl_field: null, auth: { identityFields: ['email'], minPasswordLength: 8, two_factor: 'disabled', require_verified: false, session: { store: 'epoch' }, methods: {} } },
+    options: { ttl_field: null, auth: defaultAuthOptions() },
     listRule: null,
     viewRule: null,
     createRule: null,

@@ -7,7 +7,7 @@
 import type { Collection, Field, IndexDef } from '../../collections/types.js';
 import type { WriteStep } from '../write-job.js';
 import { columnType } from '../../collections/fields/index.js';
-import { AUTH_HIDDEN_COLUMNS_SQL } from '../../auth/auth-fields.js';
+import { AUTH_HIDDEN_COLUMNS_SQL, collectionSideRowsDeleteSteps } from './auth-sql.js';
 import { ApiError } from '../../errors/api-error.js';
 import { q } from './sql-ident.js';
 import { vectorColumnsSql, vectorCreateSteps, vectorFields, vectorIndexDropStep, vectorIndexStep, vectorSignature } from './vector-sql.js';
@@ -217,16 +217,14 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
   return steps;
 }
 
-/** Steps that drop a collection's table and registry row. */
+/** Steps that drop a collection's table and registry row, and its rows in the auth side tables. */
 export function deleteSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
   return [
     ...dropTriggers(before),
     ...ftsDropSteps(c),
     { sql: `DROP TABLE IF EXISTS ${q(c.name)}`, params: [] },
     { sql: `DELETE FROM "_collections" WHERE "id" = ?`, params: [c.id] },
-    { sql: `DELETE FROM "_externalAuths" WHERE "collectionId" = ?`, params: [c.id] },
-    { sql: `DELETE FROM "_sessions" WHERE "collectionId" = ?`, params: [c.id] },
-    { sql: `DELETE FROM "_authTokens" WHERE "collectionId" = ?`, params: [c.id] },
+    ...collectionSideRowsDeleteSteps(c.id),
     ...triggerSteps(after),
   ];
 }

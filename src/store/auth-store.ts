@@ -1,0 +1,142 @@
+/**
+ * The storage boundary of authentication (issue 13): what the auth domain (src/auth/) reads from
+ * and writes to the database, as named operations. The SQLite implementations live in
+ * src/store/sqlite/auth-sql.ts, session-sql.ts and token-sql.ts; a Store hands them out as
+ * `store.sql.auth`, `store.sql.sessions` and `store.sql.authTokens`.
+ *
+ * Reads run at once on the store's main-thread reader and return raw values (never throwing for a
+ * missing row); writes are returned as write-job steps (src/store/write-job.ts) that the caller
+ * runs, alone or inside a larger job, through the store's writer. Parameters are passed as the
+ * values to store (strings, numbers); callers may still pass the steps through `bindValue`.
+ */
+import type { Collection } from '../collections/types.js';
+import type { WriteStep } from './write-job.js';
+
+/** A step's failure answer (see WriteStep.fail). */
+export type StepFail = NonNullable<WriteStep['fail']>;
+
+/**
+ * The system tables that hold rows keyed by (`collectionId`, `recordId`) of an auth record:
+ * OAuth2 links, table-store sessions and verification / reset tokens. Deleting an auth record
+ * or an auth collection deletes its rows in each (the one list both deletes use).
+ */
+export const AUTH_SIDE_TABLES = ['_externalAuths', '_sessions', '_authTokens'] as const;
+
+/** Auth records: the hidden columns, look-ups by identity and the auth-only updates. */
+export interface AuthRecordStore {
+  /**
+   * The whole auth record `id` of `c` as one raw row: the record codec's columns (`columns`, the
+   * codec's select list over alias `r`) followed by `passwordHash`, `tokenKey` and `token_epoch`;
+   * undefined when absent. The statement text is built once per collection `version` (the
+   * registry's) and cached, so the per-request caller resolution costs one map look-up and one
+   * point read.
+   */
+  recordRow(c: Collection, version: number, columns: string, id: string): unknown[] | undefined;
+  /**
+   * The id of the first record of `c` whose identity field equals `identity` (`email` compared
+   * case-insensitively, other fields exactly; `fields` are the collection's identityFields), or
+   * undefined.
+   */
+  idByIdentity(c: Collection, fields: readonly string[], identity: string): string | undefined;
+  /** `{id, email, verified}` of the record of `c` with that email (case-insensitive), or undefined. */
+  byEmail(c: Collection, email: string): { id: string; email: string; verified: boolean } | undefined;
+  /**
+   * Step setting `verified` = true and `updated` = `now` on record `recordId` while its email is
+   * still `email` (case-insensitive); fails the job with `fail` when no row changed.
+   */
+  markVerifiedStep(c: Collection, recordId: string, email: string, now: string, fail: StepFail): WriteStep;
+  /**
+   * Step setting a new password hash and token key (and `updated` = `now`) on record `recordId`
+   * while its email is still `email`; fails the job with `fail` when no row changed.
+   */
+  setPasswordStep(c: Collection, recordId: string, email: string, hash: string, tokenKey: string, now: string, fail: StepFail): WriteStep;
+  /** Step adding 1 to the record's `token_epoch` (ends every epoch-checked token). */
+  bumpEpochStep(c: Collection, recordId: string): WriteStep;
+  /** Steps deleting a record's rows in every {@link AUTH_SIDE_TABLES} table (with the record's own delete). */
+  recordSideRowsDeleteSteps(collectionId: string, recordId: string): WriteStep[];
+  /** Steps deleting a collection's rows in every {@link AUTH_SIDE_TABLES} table (with the collection's drop). */
+  collectionSideRowsDeleteSteps(collectionId: string): WriteStep[];
+  /** How many superusers exist (startup hint). */
+  superuserCount(): number;
+}
+
+/** A `_sessions` row (table session store), timestamps as stored (`YYYY-MM-DD HH:MM:SS.sssZ`). */
+export interface SessionRow {
+  id: string;
+  created: string;
+  last_seen: string;
+  user_agent: string;
+  ip: string;
+}
+
+/** Session rows of the table session store (spec 1-core-api.md, "Session (table session store)"). */
+export interface SessionRowStore {
+  /**
+   * Steps for a new login: delete the owner's rows last seen before `cutoff` (their tokens all
+   * expired), then insert `row` (its `created` and `last_seen` both `row.created`).
+   */
+  createSteps(collectionId: string, recordId: string, cutoff: string, row: Omit<SessionRow, 'last_seen'>): WriteStep[];
+  /** `last_seen` of session `sid` if it exists and belongs to the record, else undefined (one point read). */
+  lastSeen(collectionId: string, recordId: string, sid: string): string | undefined;
+  /** Step setting the session's `last_seen` to `now`. */
+  touchStep(sid: string, now: string): WriteStep;
+  /** The owner's sessions last seen at or after `cutoff`, newest first. */
+  list(collectionId: string, recordId: string, cutoff: string): SessionRow[];
+  /** Step deleting one of the owner's sessions; fails the job with `fail` when none was deleted. */
+  revokeStep(collectionId: string, recordId: string, sid: string, fail: StepFail): WriteStep;
+  /** Steps deleting the record's sessions, all of them or all but `keepSid`. */
+  wipeSteps(collectionId: string, recordId: string, keepSid: string | null): WriteStep[];
+}
+
+/** A stored single-use token (`_authTokens`); `expires` in epoch milliseconds. */
+export interface AuthTokenRow {
+  /** the selector (the row id) */
+  id: string;
+  /** hex SHA-256 of the verifier */
+  hash: string;
+  kind: string;
+  collectionId: string;
+  recordId: string;
+  email: string;
+  created: string;
+  expires: number;
+}
+
+/** Verification and password-reset tokens (spec 1-core-api.md, "States and transitions"). */
+export interface AuthTokenRowStore {
+  /** Steps deleting every token expired at `nowMs` (epoch ms), then inserting `row`. */
+  issueSteps(row: AuthTokenRow, nowMs: number): WriteStep[];
+  /** `{hash, recordId, email, expires}` of token `selector` of that kind and collection, or undefined. */
+  find(selector: string, kind: string, collectionId: string): Pick<AuthTokenRow, 'hash' | 'recordId' | 'email' | 'expires'> | undefined;
+  /** Step deleting token `selector`; fails the job with `fail` when it is gone (used meanwhile). */
+  consumeStep(selector: string, fail: StepFail): WriteStep;
+  /** Steps deleting every token of `kind` for the record. */
+  dropAllSteps(kind: string, collectionId: string, recordId: string): WriteStep[];
+}
+
+/** What `svc superuser create|upsert` writes (see SuperuserAdminStore). */
+export interface SuperuserWrite {
+  /** normalized email */
+  email: string;
+  /** argon2id PHC string */
+  passwordHash: string;
+  /** a fresh token key (ends every session of an existing superuser) */
+  tokenKey: string;
+  /** new record id, used only when no superuser has the email */
+  newId: string;
+  /** `created` / `updated` timestamp */
+  now: string;
+}
+
+/**
+ * The CLI's superuser write, on its own connection to a data directory's database (safe while a
+ * server runs on it): creates the system tables if needed, then in one transaction either
+ * inserts a superuser or, when one has the email (case-insensitive), sets its password and token
+ * key, unless `mode` is `create`. Resolves `exists` (nothing written) for `create` on an existing
+ * email; otherwise the stored id and email and whether a row was created.
+ */
+export type SuperuserAdminStore = (
+  dbPath: string,
+  w: SuperuserWrite,
+  mode: 'create' | 'upsert',
+) => { id: string; email: string; created: boolean } | 'exists';

@@ -1,0 +1,21 @@
+/** The SQLite implementations of the store interfaces, bound to one main-thread reader. */
+import type { StoreSql } from '../store.js';
+import type { Reader } from './reader.js';
+import { SqliteAuthSql } from './auth-sql.js';
+import { SqliteSessionSql } from './session-sql.js';
+import { SqliteTokenSql } from './token-sql.js';
+import { SqliteFileSql } from './file-sql.js';
+import { SqliteSchemaSql } from './schema-sql.js';
+import { sqliteDialect } from './dialect.js';
+
+/** Every SQLite store over `reader` (reads run on it; writes come back as write-job steps). */
+export function sqliteStores(reader: Reader): StoreSql {
+  return {
+    auth: new SqliteAuthSql(reader),
+    sessions: new SqliteSessionSql(reader),
+    authTokens: new SqliteTokenSql(reader),
+    files: new SqliteFileSql(reader),
+    schema: new SqliteSchemaSql(reader),
+    dialect: sqliteDialect,
+  };
+}
