@@ -9,10 +9,10 @@ import { ownerMatches, type Principal } from '../rules/access.js';
 import type { Collection } from '../collections/types.js';
 import { hidePrivate, projected, readShape, type ReadShape } from '../records/records-read.js';
 import { stripServerManaged } from '../records/records-write.js';
+import { parseListQuery } from '../records/list-query.js';
 import { sessionCookies } from './cookies.js';
 
 const BASE = '/api/collections/:col/records';
-const NO_SHAPE: ReadShape = { expand: null, projection: null };
 
 export function recordRoutes(ctx: ApiContext): Route[] {
   const { store, reads, writes, auth } = ctx;
@@ -58,10 +58,10 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         }
         if (store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all') return json(200, cachedRecord(c, req.params[1]).body);
       }
-      const shape = readShape(query(req));
+      const shape = readShape(req.query);
       if (!shape.expand) return json(200, codec.stringify(reads.viewSync(c, req.params[1], principal, shape)!));
     }
-    const shape = readShape(query(req));
+    const shape = readShape(req.query);
     return (async () => {
       const p = await principal;
       const rec = await reads.view(c, req.params[1], p, shape);
@@ -74,7 +74,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'get', pattern: BASE, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        return json(200, await reads.list(c, principal, query(req)));
+        return json(200, await reads.list(c, principal, parseListQuery(req.query)));
       },
     },
     { method: 'get', pattern: `${BASE}/:id`, handler: view },
@@ -90,7 +90,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const c = store.collection(req.params[0]);
         const principal = auth.resolve(req);
         // The reply's shape (`fields`, `expand`); no query string (the common create) parses nothing.
-        const shape = req.query === '' ? NO_SHAPE : readShape(query(req));
+        const shape = readShape(req.query);
         const create = (p: Principal | null, input: WriteBody) =>
           writes.create(c, p, stripServerManaged(c, input.body), input.uploads).then(({ row }) => respond(201, c, row, p, shape));
         // A JSON body from a resolved caller goes straight to the write (the hot path of scenario
@@ -110,7 +110,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
         const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
         const headers = session ? sessionCookies(session, ctx.config.insecureCookies) : undefined;
-        return respond(200, c, row, principal, readShape(query(req)), headers);
+        return respond(200, c, row, principal, readShape(req.query), headers);
       },
     },
     {

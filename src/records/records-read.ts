@@ -12,7 +12,12 @@ import type { Store } from '../store/store.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
 import { q } from '../store/sqlite/collection-sql.js';
-import { parseProjection, project, type Projection } from './projection.js';
+import { project, type Projection } from './projection.js';
+import { MAX_EXPAND_DEPTH, type ExpandTree } from './expand.js';
+import type { ListQuery } from './list-query.js';
+
+export { parseExpand, type ExpandTree } from './expand.js';
+export { readShape } from './list-query.js';
 import { nowDate } from '../collections/fields/index.js';
 import { Where, hidePrivate } from './record-scope.js';
 import { RecordLister, type ListConfig } from './records-list.js';
@@ -21,7 +26,6 @@ import { CursorCodec } from './cursor.js';
 export { hidePrivate } from './record-scope.js';
 export { DEFAULT_PER_PAGE, MAX_PER_PAGE, parseBool, type ListConfig } from './records-list.js';
 
-const MAX_EXPAND_DEPTH = 6;
 
 /** Options shared by view and list: the expand tree and the projection. */
 export interface ReadShape {
@@ -29,27 +33,6 @@ export interface ReadShape {
   projection: Projection | null;
 }
 
-export type ExpandTree = Map<string, ExpandTree>;
-
-/** Parses `expand=a,a.b,c` into a tree (depth ≤ 6; blank segments ignored). */
-export function parseExpand(src: string | null): ExpandTree | null {
-  if (!src) return null;
-  const root: ExpandTree = new Map();
-  for (const path of src.split(',').slice(0, 50)) {
-    let node = root;
-    for (const seg of path.trim().split('.').slice(0, MAX_EXPAND_DEPTH)) {
-      if (!seg) break;
-      let next = node.get(seg);
-      if (!next) node.set(seg, (next = new Map()));
-      node = next;
-    }
-  }
-  return root.size ? root : null;
-}
-
-export function readShape(qs: URLSearchParams): ReadShape {
-  return { expand: parseExpand(qs.get('expand')), projection: parseProjection(qs.get('fields')) };
-}
 
 /** `rec` under the shape's projection (`fields`), or `rec` itself when there is none; expand is the caller's. */
 export function projected(rec: Record<string, unknown>, shape: ReadShape): Record<string, unknown> {
@@ -80,12 +63,12 @@ export class RecordReader {
   private lister: RecordLister;
 
   constructor(private store: Store, listConfig: ListConfig = DEFAULT_LIST_CONFIG) {
-    this.lister = new RecordLister(store, listConfig, (c, recs, principal, qs) => this.finish(c, recs, principal, readShape(qs)));
+    this.lister = new RecordLister(store, listConfig, (c, recs, principal, shape) => this.finish(c, recs, principal, shape));
   }
 
   /** One list page as the serialized body (records-list.ts). */
-  list(c: Collection, principal: Principal | null, qs: URLSearchParams): Promise<string> {
-    return this.lister.list(c, principal, qs);
+  list(c: Collection, principal: Principal | null, query: ListQuery): Promise<string> {
+    return this.lister.list(c, principal, query);
   }
 
   /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */

@@ -80,11 +80,10 @@ export interface SearchPlan {
 }
 
 /**
- * The search of a list request (`search`, else `q`; blank means none), or null.
+ * The search of a list request (`text`: ListQuery.search, the trimmed `search` or `q`; blank means none), or null.
  * @throws ApiError 400 when full-text search is disabled, or the collection has no searchable field
  */
-export function searchPlan(c: Collection, qs: URLSearchParams, enabled: boolean): SearchPlan | null {
-  const text = (qs.get('search') ?? qs.get('q') ?? '').trim();
+export function searchPlan(c: Collection, text: string, enabled: boolean): SearchPlan | null {
   if (text === '') return null;
   if (!enabled) throw ApiError.badRequest('Full-text search is not available on this server (feature fts5-off).');
   if (searchableFields(c).length === 0) throw ApiError.badRequest(`The collection "${c.name}" has no searchable field.`);

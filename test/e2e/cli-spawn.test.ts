@@ -75,7 +75,7 @@ test('version --json: key order, components, exit 0 despite a malformed SERVICE_
   const r = runSvc(['version', '--json'], { SERVICE_LOG_FORMAT: 'xml', SERVICE_LOG_LEVEL: 'loud' });
   assert.equal(r.code, 0, r.stderr);
   const v = oneJson(r.stdout);
-  assert.deepEqual(Object.keys(v), ['svc', 'commit', 'build', 'target', 'node', 'components']);
+  assert.deepEqual(Object.keys(v), ['svc', 'commit', 'build', 'target', 'node', 'components', 'http']);
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
   assert.equal(v.svc, pkg.version);
   assert.equal(v.node, process.versions.node);

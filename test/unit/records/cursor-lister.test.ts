@@ -13,6 +13,7 @@ import { RecordLister } from '../../../src/records/records-list.js';
 import { CursorCodec } from '../../../src/records/cursor.js';
 
 import { Caches } from '../../../src/cache/caches.js';
+import { parseListQuery } from '../../../src/records/list-query.js';
 import { ChangeFeed } from '../../../src/store/change-feed.js';
 const c: Collection = {
   id: 'pbc_lister0', name: 'docs', type: 'base', system: false, indexes: [], options: {},
@@ -38,7 +39,7 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
     },
   } as unknown as Store;
   const l = new RecordLister(store, { offset: true, cursor: true, fts: true, vector: true, tokens: new CursorCodec('stateless', null, 60, null) }, async (_c, recs) => recs);
-  return { list: (q) => l.list(c, null, new URLSearchParams(q)), calls };
+  return { list: (q) => l.list(c, null, parseListQuery(q)), calls };
 }
 
 test('search and vector queries run on the reader pool; plain pages where the plan says', async () => {
