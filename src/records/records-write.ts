@@ -148,7 +148,7 @@ export class RecordWriter {
       const guard = this.identityGuard(c, id);
       if (guard) steps.push(guard);
     }
-    steps.push({ sql: this.insertSql(c, cols), params: vals });
+    steps.push({ sql: this.insertSql(c, cols), params: vals, creates: { collection: c.id, id } });
     if (check.kind === 'where') {
       if (!check.readsRecord) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here

@@ -62,14 +62,28 @@ export class ChangeFeed {
   }
 }
 
-/** A batch from the writer's wire form (write-protocol.ts): flat `collection, id, op` triples. */
-export function decodeChanges(commit: number, flat: unknown[] | null, truncated: string[] | null): ChangeBatch {
-  const changes: Change[] = [];
-  if (flat) {
-    for (let i = 0; i < flat.length; i += 3) {
-      const op = flat[i + 2] as number;
-      changes.push({ collection: String(flat[i]), id: String(flat[i + 1]), op: op === CHANGE_CREATE ? 'create' : op === CHANGE_DELETE ? 'delete' : 'update' });
-    }
+/**
+ * A commit's batch: the records its committed jobs created (WriteStep.creates, in job order) and
+ * the writer's notes in wire form (write-job.ts: flat `collection, id, op` triples), merged per
+ * record: a create then updates is a create, a create then a delete is a delete. (A record
+ * deleted and created again with the same id within one group commit reads as a delete: its
+ * caches are dropped either way.)
+ */
+export function decodeChanges(commit: number, created: Change[], flat: unknown[] | null, truncated: string[] | null): ChangeBatch {
+  if (!flat) return { commit, changes: created, truncated: truncated ?? [] };
+  const noted: Change[] = [];
+  for (let i = 0; i < flat.length; i += 3) {
+    const op = flat[i + 2] as number;
+    noted.push({ collection: String(flat[i]), id: String(flat[i + 1]), op: op === CHANGE_CREATE ? 'create' : op === CHANGE_DELETE ? 'delete' : 'update' });
+  }
+  if (created.length === 0) return { commit, changes: noted, truncated: truncated ?? [] };
+  const byKey = new Map<string, Change>();
+  for (const ch of created) byKey.set(`${ch.collection}\u0000${ch.id}`, ch);
+  const changes = [...created];
+  for (const ch of noted) {
+    const mine = byKey.get(`${ch.collection}\u0000${ch.id}`);
+    if (!mine) changes.push(ch);
+    else if (ch.op === 'delete') mine.op = 'delete';
   }
   return { commit, changes, truncated: truncated ?? [] };
 }

@@ -19,6 +19,13 @@ export interface WriteStep {
   fail?: { status: number; code: string; message: string; data?: Record<string, { code: string; message: string }> };
   /** Return the statement's rows (raw arrays) and column names. */
   returnRows?: boolean;
+  /**
+   * The record this step creates (an INSERT of one record). The writer's change triggers note
+   * updates and deletes (cascades included) but not inserts, which never cascade: the creating
+   * step names its record instead, and the change feed reports it when the job commits. Stays on
+   * the main thread, like `fail`.
+   */
+  creates?: { collection: string; id: string };
 }
 
 export interface StepResult {

@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { ApiError } from '../../errors/api-error.js';
 import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from '../write-job.js';
 import { workerScript } from './worker-url.js';
-import { ChangeFeed, decodeChanges } from '../change-feed.js';
+import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };
 
@@ -49,8 +49,12 @@ export class WriterClient {
       this.commits++;
       this.onCommit?.();
       const n = msg.length;
-      if (msg[n - 2] !== null || msg[n - 1] !== null) this.changes.emit(decodeChanges(this.commits, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
-      this.settleGroup(msg, n - 2);
+      // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
+      // every subscriber before any of them runs.
+      const created = this.settleGroup(msg, n - 2);
+      if (created.length || msg[n - 2] !== null || msg[n - 1] !== null) {
+        this.changes.emit(decodeChanges(this.commits, created, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
+      }
     });
     worker.on('error', (err) => this.failAll(err));
     worker.on('exit', () => {
@@ -111,20 +115,25 @@ export class WriterClient {
     await this.worker.terminate();
   }
 
-  /** Settles the jobs of one message of outcomes (wire format in write-protocol.ts). */
-  private settleGroup(out: unknown[], end: number): void {
+  /**
+   * Settles the jobs of one message of outcomes (wire format in write-job.ts); returns the
+   * records the committed jobs created (their steps' `creates`), as changes.
+   */
+  private settleGroup(out: unknown[], end: number): Change[] {
+    const created: Change[] = [];
     let k = 0;
     while (k < end) {
       const id = out[k] as number;
       const kind = out[k + 1] as number;
       k += 2;
       const p = this.pending.get(id);
-      if (p === undefined) return; // every pending job was failed already (the thread died)
+      if (p === undefined) return created; // every pending job was failed already (the thread died)
       if (kind === OUT_OK) {
         // The step count and which steps return rows are known here, from the job as sent.
         const steps = p.steps;
         const results: StepResult[] = [];
         for (const step of steps) {
+          if (step.creates) created.push({ collection: step.creates.collection, id: step.creates.id, op: 'create' });
           if (step.returnRows) {
             results.push({ changes: out[k] as number, rows: out[k + 1] as unknown[][] | undefined, columns: out[k + 2] as string[] | undefined });
             k += 3;
@@ -148,6 +157,7 @@ export class WriterClient {
         p.reject(new WriteError(code, message, step));
       }
     }
+    return created;
   }
 
   private failAll(err: unknown): void {

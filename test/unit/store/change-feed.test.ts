@@ -1,8 +1,8 @@
 /**
  * (Runs the built module: a worker thread started from TypeScript sources gets no tsx loader on Node 20.)
- * The change feed (issue 13): once per committed transaction the writer reports every record it
- * created, updated or deleted — trigger side effects and cascades included, failed jobs excluded —
- * merged per record, before any job of that commit is answered.
+ * The change feed (issue 13): once per committed transaction, every record created (named by the
+ * creating step), updated or deleted (noted by the writer's triggers: side effects and cascades
+ * included), failed jobs excluded, merged per record, before any job of that commit is answered.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,15 +37,21 @@ async function withWriter(fn: (w: WriterClient, batches: ChangeBatch[]) => Promi
   }
 }
 
+/** An INSERT step of one record that names it, as the record service's creates do. */
+const insert = (table: string, collection: string, values: unknown[]) => ({
+  sql: `INSERT INTO "${table}" VALUES (${values.map(() => '?').join(', ')})`, params: values, creates: { collection, id: String(values[0]) },
+});
 const flat = (batches: ChangeBatch[]) => batches.flatMap((b) => b.changes.map((c) => `${c.op} ${c.collection}/${c.id}`));
 
-test('creates, updates, deletes, cascades and side effects, merged per record; tables outside _collections unseen', async () => {
+test('named creates, updates, deletes, cascades and side effects, merged per record; tables outside _collections unseen', async () => {
   await withWriter(async (w, batches) => {
     let settledAfterFeed = false;
     const seen = () => batches.length;
     const job = w.write([
-      { sql: `INSERT INTO "authors" VALUES ('a1', 'Ann'), ('a2', 'Bo')`, params: [] },
-      { sql: `INSERT INTO "books" ("id", "author", "title") VALUES ('b1', 'a1', 'x'), ('b2', 'a2', 'y')`, params: [] },
+      insert('authors', 'c_a', ['a1', 'Ann']),
+      insert('authors', 'c_a', ['a2', 'Bo']),
+      insert('books', 'c_b', ['b1', 'a1', 'x', 0]),
+      insert('books', 'c_b', ['b2', 'a2', 'y', 0]),
       { sql: `INSERT INTO "plain" VALUES ('p1')`, params: [] },
     ]).then(() => {
       settledAfterFeed = seen() === 1;
@@ -61,23 +67,24 @@ test('creates, updates, deletes, cascades and side effects, merged per record; t
     assert.deepEqual(flat(batches), ['update c_a/a1', 'delete c_a/a2', 'delete c_b/b2'], 'the cascade is reported with its cause');
     batches.length = 0;
     await w.write([
-      { sql: `INSERT INTO "authors" VALUES ('a3', 'C')`, params: [] },
-      { sql: `DELETE FROM "authors" WHERE "id" = 'a3'`, params: [] },
-      { sql: `DELETE FROM "authors" WHERE "id" = 'a1'`, params: [] },
-      { sql: `INSERT INTO "authors" VALUES ('a1', 'again')`, params: [] },
+      insert('authors', 'c_a', ['a3', 'C']),
+      { sql: `UPDATE "authors" SET "name" = 'C2' WHERE "id" = 'a3'`, params: [] },
+      insert('authors', 'c_a', ['a4', 'D']),
+      { sql: `DELETE FROM "authors" WHERE "id" = 'a4'`, params: [] },
     ]);
-    assert.deepEqual(flat(batches), ['delete c_a/a3', 'update c_a/a1', 'delete c_b/b1'], 'create+delete is a delete; delete+create is an update');
+    assert.deepEqual(flat(batches), ['create c_a/a3', 'delete c_a/a4'], 'create+update is a create; create+delete is a delete');
   });
 });
 
 test('a failed job reports nothing; its group still reports the jobs that committed', async () => {
   await withWriter(async (w, batches) => {
-    const ok = w.write([{ sql: `INSERT INTO "authors" VALUES ('k1', 'kept')`, params: [] }]);
+    const ok = w.write([insert('authors', 'c_a', ['k1', 'kept'])]);
     const bad = w.write([
-      { sql: `INSERT INTO "authors" VALUES ('g1', 'gone')`, params: [] },
+      insert('authors', 'c_a', ['g1', 'gone']),
+      { sql: `UPDATE "authors" SET "name" = 'changed' WHERE "id" = 'k1'`, params: [] },
       { sql: 'SELECT 1 WHERE 0', params: [], expect: 'row', fail: { status: 403, code: 'forbidden', message: 'no' } },
     ]);
-    const dup = w.write([{ sql: `INSERT INTO "authors" VALUES ('k1', 'dup')`, params: [] }]);
+    const dup = w.write([insert('authors', 'c_a', ['k1', 'dup'])]);
     await ok;
     await assert.rejects(bad);
     await assert.rejects(dup);
@@ -91,19 +98,21 @@ test('a table created and registered later is watched from the next write, also 
       { sql: 'CREATE TABLE "later" ("id" TEXT PRIMARY KEY)', params: [] },
       { sql: `INSERT INTO "_collections" VALUES ('c_l', 'later')`, params: [] },
     ]);
-    await w.write([{ sql: `INSERT INTO "later" VALUES ('l1')`, params: [] }]);
+    await w.write([{ sql: `INSERT INTO "later" VALUES ('l1')`, params: [] }, { sql: `UPDATE "later" SET "id" = 'l1' WHERE "id" = 'l1'`, params: [] }]);
     await w.write([
       { sql: 'ALTER TABLE "later" RENAME TO "renamed"', params: [] },
       { sql: `UPDATE "_collections" SET "name" = 'renamed' WHERE "id" = 'c_l'`, params: [] },
     ]);
-    await w.write([{ sql: `INSERT INTO "renamed" VALUES ('l2')`, params: [] }]);
-    assert.deepEqual(flat(batches).filter((x) => x.includes('c_l')), ['create c_l/l1', 'create c_l/l2']);
+    await w.write([{ sql: `INSERT INTO "renamed" VALUES ('l2')`, params: [] }, { sql: `DELETE FROM "renamed" WHERE "id" = 'l1'`, params: [] }]);
+    assert.deepEqual(flat(batches).filter((x) => x.includes('c_l')), ['update c_l/l1', 'delete c_l/l1']);
   });
 });
 
 test('a bulk change past the listing limit names the collection instead', async () => {
   await withWriter(async (w, batches) => {
     await w.write([{ sql: `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) INSERT INTO "authors" SELECT 'x' || i, 'n' FROM n`, params: [] }]);
+    assert.equal(batches.length, 0, 'inserts without a named record are not noted');
+    await w.write([{ sql: `UPDATE "authors" SET "name" = 'm'`, params: [] }]);
     assert.equal(batches.length, 1);
     assert.deepEqual(batches[0].changes, []);
     assert.deepEqual(batches[0].truncated, ['c_a']);
