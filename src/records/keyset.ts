@@ -58,6 +58,7 @@ export function cursorSortKeys(src: string | null, c: Collection, schema: Schema
     if (isPrivateEmail(c, seg.replace(/^[-+]\s*/, ''))) key.private = true;
     keys.push(key);
   }
+  if (keys.length === 0 && src && src.trim() !== '') throw ApiError.badRequest('Invalid sort: no field given.');
   if (!keys.some((k) => k.sql === 'r."id"')) keys.push({ sql: 'r."id"', desc: false, notNull: true, term: 'r."id"' });
   return keys;
 }

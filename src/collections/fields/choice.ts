@@ -7,8 +7,9 @@
  * Input: a string (wrapped) or an array of strings, deduplicated in order; null/absent/"" = empty.
  * - select: every value must be one of `values`; too many → `validation_select`; wrong JSON type
  *   → `validation_type`.
- * - relation: every id must be a record id (`[a-z0-9]{15}`), anything else, too many or fewer
- *   than `minSelect` (checked when not empty) → `validation_relation`. Whether the targets exist is
+ * - relation: wrong JSON type → `validation_type`; every id must be a record id
+ *   (`[a-z0-9]{15}`), anything else, too many or fewer than `minSelect` (checked when not empty)
+ *   → `validation_relation`. Whether the targets exist is
  *   checked by the record service, not here.
  */
 import type { Field, FieldOptions } from '../types.js';
@@ -102,7 +103,7 @@ export const relationCodec: FieldCodec = {
   column: () => 'TEXT',
   encode(field, input) {
     const list = toList(input);
-    if (list === null) return fail('relation', 'Must be a record id or an array of record ids.');
+    if (list === null) return fail('type', 'Must be a record id or an array of record ids.');
     const bad = list.find((v) => !RECORD_ID_RE.test(v));
     if (bad !== undefined) return fail('relation', `"${bad}" is not a valid record id.`);
     const max = field.options.maxSelect ?? 1;

@@ -35,7 +35,8 @@ function numberToDecimal(n: number): string {
 
 /**
  * Decimal string (or finite JSON number) → integer scaled by 10^scale.
- * Errors: `validation_number` (not a plain decimal: exponent, spaces, other types),
+ * Errors: `validation_type` (neither a string nor a number), `validation_number` (not a plain
+ * decimal: exponent, spaces),
  * `validation_too_precise` (more than `scale` decimals, even trailing zeros),
  * `validation_overflow` (scaled value outside the signed 64-bit range).
  */
@@ -47,7 +48,7 @@ export function parseFixed(input: unknown, scale: number): FixedParse {
   } else if (typeof input === 'string') {
     text = input;
   } else {
-    return { error: fieldError('number', 'Must be a decimal number written as a string, e.g. "12.34".') };
+    return { error: fieldError('type', 'Must be a decimal number written as a string, e.g. "12.34".') };
   }
   const m = DECIMAL_RE.exec(text);
   if (m === null || (m[2] === '' && (m[3] ?? '') === '')) {

@@ -1,7 +1,7 @@
 /**
  * `number` fields (spec 1-core-api.md, "Field"): float mode (default) and exact fixed-point mode.
  *
- * Float: a finite JSON number (any other JSON type, strings included → `validation_number`),
+ * Float: a JSON number (any other JSON type, strings included → `validation_type`),
  * stored as REAL. Fixed (`mode: 'fixed'`, `scale` 1..8): a decimal string or JSON number, stored
  * as the INTEGER value × 10^scale, returned as a string with exactly `scale` decimals (see
  * fixed.ts for its codes). Both modes: `min`/`max` → `validation_min` / `validation_max`; in fixed
@@ -87,7 +87,8 @@ export const numberCodec: FieldCodec = {
       if (hi !== null && parsed.scaled > hi) return fail('max', `Must be at most ${formatFixed(hi, scale)}.`);
       return ok(parsed.scaled);
     }
-    if (typeof input !== 'number' || !Number.isFinite(input)) return fail('number', 'Must be a number.');
+    if (typeof input !== 'number') return fail('type', 'Must be a number.');
+    if (!Number.isFinite(input)) return fail('number', 'Must be a finite number.');
     if (typeof min === 'number' && input < min) return fail('min', `Must be at least ${min}.`);
     if (typeof max === 'number' && input > max) return fail('max', `Must be at most ${max}.`);
     return ok(input === 0 ? 0 : input); // no -0

@@ -70,6 +70,8 @@ export function emitSort(src: string, collection: Collection, schema: SchemaLook
       else terms.push(`${alias}.${quoteIdent(name)} ${dir}`);
     }
   }
+  // a parameter of separators only (`sort=,`) names no field: malformed, unlike a blank one
+  if (terms.length === 0 && src.trim() !== '') fail('no field given');
   return terms.join(', ');
 }
 

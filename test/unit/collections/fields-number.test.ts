@@ -28,7 +28,9 @@ test('float mode: numbers only, bounds, required', () => {
   assert.ok(Object.is(enc(f, -0), 0));
   assert.equal(enc(f, undefined), null);
   assert.equal(enc(f, null), null);
-  for (const bad of ['1', '', true, [1], {}, NaN, Infinity]) assert.equal(code(f, bad), 'validation_number', String(bad));
+  // a value of another JSON type is validation_type; a number that is not finite, validation_number
+  for (const bad of ['1', '', true, [1], {}]) assert.equal(code(f, bad), 'validation_type', String(bad));
+  for (const bad of [NaN, Infinity]) assert.equal(code(f, bad), 'validation_number', String(bad));
   const b = num({ min: -1, max: 10 });
   assert.equal(code(b, -1.01), 'validation_min');
   assert.equal(code(b, 10.5), 'validation_max');
@@ -75,13 +77,14 @@ test('fixed mode: decimal strings in and out', () => {
   assert.equal(enc(fixed(2, { required: true }), '0'), 0n);
 });
 
-test('fixed mode: malformed input → validation_number', () => {
+test('fixed mode: malformed input → validation_number; another JSON type → validation_type', () => {
   const f = fixed(2);
   for (const bad of ['1e5', '1E5', '1.5e1', '.', '+', '-', '', ' 1', '1 ', '1,5', '0x10', '1.2.3', '--1', 'abc', 'Infinity', 'NaN']) {
     if (bad === '') continue; // empty means "no value"
     assert.equal(code(f, bad), 'validation_number', bad);
   }
-  for (const bad of [true, [1], {}, NaN, Infinity, -Infinity, 1n]) assert.equal(code(f, bad), 'validation_number', String(bad));
+  for (const bad of [true, [1], {}, 1n]) assert.equal(code(f, bad), 'validation_type', String(bad));
+  for (const bad of [NaN, Infinity, -Infinity]) assert.equal(code(f, bad), 'validation_number', String(bad));
 });
 
 test('fixed mode: precision', () => {

@@ -167,7 +167,7 @@ test('sort', () => {
   assert.equal(compileSort('-email', users, schema, 'r', true), 'r."email" DESC');
   assert.equal(s('-created,title, +views ,,@random,-@rowid'), 'r."created" DESC, r."title" ASC, r."views" ASC, RANDOM() ASC, r.rowid DESC');
   assert.equal(s(''), '');
-  assert.equal(s(' , '), '');
+  assert400(() => s(' , '), /^Invalid sort: no field given\.$/); // separators only: malformed
   assert400(() => s('nope'), /^Invalid sort: unknown field "nope"\.$/);
   assert400(() => s('author.name'), /unknown field "author.name"/);
   assert400(() => s('title;DROP TABLE posts'), /unknown field/);
