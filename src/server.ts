@@ -4,9 +4,8 @@
  * in-flight requests, commits every queued write and closes the database, so no acknowledged
  * write is lost.
  */
-import { mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { databasePath } from './files/data-paths.js';
+import { createDatabaseFile, databasePath, ensureDataDir, looseModes } from './files/data-paths.js';
 import type { ServeConfig } from './config/config.js';
 import type { Logger } from './log/logger.js';
 import { WriterClient } from './store/sqlite/writer-client.js';
@@ -54,12 +53,15 @@ export interface RunningServer {
 
 export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
   const engine = httpEngine();
-  mkdirSync(config.dataDir, { recursive: true });
+  ensureDataDir(config.dataDir);
+  createDatabaseFile(config.dataDir);
   const dbPath = databasePath(config.dataDir);
   const secret = loadTokenSecret(config.dataDir);
   installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
   const writer = await WriterClient.start(dbPath);
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
+  const loose = looseModes(config.dataDir);
+  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
   // One reader worker: on a 2-core machine the main thread and one worker already use both cores
   // for reads, and each worker isolate costs resident memory.
   const reader = new Reader(dbPath, Math.max(1, Math.min(2, availableParallelism() - 1)));
@@ -117,6 +119,10 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     host: config.host,
     port: config.port,
     maxBodyBytes: MAX_BODY_BYTES,
+    jsonBodyBytes: config.limits.jsonBodyBytes,
+    bodyTimeoutMs: config.limits.bodyTimeoutS * 1000,
+    maxInFlight: config.limits.maxConnections,
+    maxInflightBodyBytes: config.limits.maxInflightBodyBytes,
     logger,
     routes,
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),

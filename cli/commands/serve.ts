@@ -42,6 +42,8 @@ export class ServeCommand extends SvcCommand {
   trustProxy = Option.Boolean('--trust-proxy', { description: 'Use forwarded-address headers for the client key' });
   ignoreLock = Option.Boolean('--ignore-lock', false, { description: 'Start even if another process holds the data directory' });
   features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, fts5-off' });
+  bodyLimit = Option.String('--body-limit', { description: 'Largest JSON request body in bytes (default 1048576); multipart uploads have their own limit' });
+  bodyTimeout = Option.String('--body-timeout', { description: 'Seconds a request body may take to arrive (default 30)' });
 
   /** The flags in the shape loadServeConfig takes (long names without dashes). */
   private flags(): Flags {
@@ -55,6 +57,8 @@ export class ServeCommand extends SvcCommand {
       'trust-proxy': this.trustProxy,
       'ignore-lock': this.ignoreLock || undefined,
       features: this.features,
+      'body-limit': this.bodyLimit,
+      'body-timeout': this.bodyTimeout,
     };
   }
 

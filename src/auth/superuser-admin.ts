@@ -3,14 +3,13 @@
  * (creating the system tables if needed). Safe while a server runs on the same directory: WAL and
  * a busy timeout serialize the write with the server's writer thread.
  */
-import { mkdirSync } from 'node:fs';
 import { ApiError, type FieldError } from '../errors/api-error.js';
 import { saveSuperuser } from '../store/sqlite/superuser-sql.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
 import { authSystemFields } from './auth-fields.js';
 import { newId, randomToken } from '../records/ids.js';
 import { hashPassword } from './passwords.js';
-import { databasePath } from '../files/data-paths.js';
+import { createDatabaseFile, databasePath, ensureDataDir } from '../files/data-paths.js';
 import { DEFAULT_MIN_PASSWORD_LENGTH } from './auth-defaults.js';
 
 export interface SuperuserResult {
@@ -32,7 +31,8 @@ function validate(email: string, password: string): string {
 async function write(dataDir: string, email: string, password: string, mode: 'create' | 'upsert'): Promise<SuperuserResult> {
   const normalized = validate(email, password);
   const hash = await hashPassword(password);
-  mkdirSync(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
+  createDatabaseFile(dataDir);
   // An existing superuser gets a new token key: every session of it ends.
   const result = saveSuperuser(databasePath(dataDir), { email: normalized, passwordHash: hash, tokenKey: randomToken(24), newId: newId(), now: nowDate() }, mode);
   if (result === 'exists') throw ApiError.validation({ email: { code: 'validation_value', message: 'A superuser with this email already exists; use `svc superuser upsert` to change its password.' } });

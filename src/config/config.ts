@@ -71,6 +71,46 @@ export interface ServeConfig {
   pagination: PaginationConfig;
   /** SERVICE_ENCRYPTION_KEY (32 bytes) for encrypted fields; unset: `<dataDir>/encryption_key`. */
   encryptionKey?: Buffer;
+  /** Request limits (issue 12); see loadLimits. */
+  limits: RequestLimits;
+}
+
+/**
+ * What one request, and all of them together, may cost the server before it answers: bodies of
+ * JSON routes up to `jsonBodyBytes` (multipart uploads have `limits.maxUploadSize`), a body must
+ * arrive within `bodyTimeoutS`, at most `maxConnections` requests in flight (connections on the
+ * node:http engine) and `maxInflightBodyBytes` of bodies buffered at once; past the last two the
+ * answer is 503 `overloaded`.
+ */
+export interface RequestLimits {
+  /** SERVICE_BODY_LIMIT / --body-limit, bytes (default 1 MiB) */
+  jsonBodyBytes: number;
+  /** SERVICE_BODY_TIMEOUT / --body-timeout, seconds (default 30) */
+  bodyTimeoutS: number;
+  /** SERVICE_MAX_CONNECTIONS (default 10,000) */
+  maxConnections: number;
+  /** SERVICE_MAX_INFLIGHT_BODY_BYTES (default 256 MiB) */
+  maxInflightBodyBytes: number;
+}
+
+/** The defaults of RequestLimits. */
+export const DEFAULT_LIMITS: RequestLimits = { jsonBodyBytes: 1024 * 1024, bodyTimeoutS: 30, maxConnections: 10_000, maxInflightBodyBytes: 256 * 1024 * 1024 };
+
+/**
+ * Loads RequestLimits from flags and SERVICE_* variables.
+ * @throws ConfigError naming an invalid value
+ */
+export function loadLimits(flags: Flags, env: NodeJS.ProcessEnv): RequestLimits {
+  const int = (flag: string | null, variable: string, min: number, dflt: number): number => {
+    const src = pick(flags, flag, env, variable);
+    return src ? parseInteger(src, min) : dflt;
+  };
+  return {
+    jsonBodyBytes: int('body-limit', 'SERVICE_BODY_LIMIT', 1, DEFAULT_LIMITS.jsonBodyBytes),
+    bodyTimeoutS: int('body-timeout', 'SERVICE_BODY_TIMEOUT', 1, DEFAULT_LIMITS.bodyTimeoutS),
+    maxConnections: int(null, 'SERVICE_MAX_CONNECTIONS', 1, DEFAULT_LIMITS.maxConnections),
+    maxInflightBodyBytes: int(null, 'SERVICE_MAX_INFLIGHT_BODY_BYTES', 1, DEFAULT_LIMITS.maxInflightBodyBytes),
+  };
 }
 
 /**
@@ -231,6 +271,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
       ttlS: ttlSrc ? parseInteger(ttlSrc, 1) : 600,
     },
     pagination: loadPagination(env),
+    limits: loadLimits(flags, env),
   };
   const smtp = loadSmtp(env);
   if (smtp) config.smtp = smtp;

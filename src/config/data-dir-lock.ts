@@ -64,7 +64,7 @@ function readOrUndefined(file: string): string | undefined {
  */
 function createExclusive(lockPath: string, content: string): boolean {
   const tmp = `${lockPath}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  fs.writeFileSync(tmp, content, { flag: 'wx' });
+  fs.writeFileSync(tmp, content, { flag: 'wx', mode: 0o600 });
   try {
     fs.linkSync(tmp, lockPath);
     return true;
@@ -74,7 +74,7 @@ function createExclusive(lockPath: string, content: string): boolean {
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw err;
     // File systems without hard links: fall back to an exclusive create.
     try {
-      fs.writeFileSync(lockPath, content, { flag: 'wx' });
+      fs.writeFileSync(lockPath, content, { flag: 'wx', mode: 0o600 });
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -118,7 +118,7 @@ function evictStale(dataDir: string, lockPath: string, staleContent: string | un
  * @throws LockError when a live process holds the lock
  */
 export function acquireDataDirLock(dataDir: string, opts: { ignore: boolean }): DataDirLock {
-  fs.mkdirSync(dataDir, { recursive: true });
+  if (!fs.existsSync(dataDir)) fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   if (opts.ignore) return { release() {} };
 
   const lockPath = path.join(dataDir, LOCK_FILE_NAME);

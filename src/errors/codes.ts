@@ -40,6 +40,8 @@ export const ACTIVE_CODES: readonly CodeEntry[] = Object.freeze([
     explanation: 'A capacity limit was reached, such as the realtime connection cap or a full work queue (status 503). Wait a moment and retry with backoff.' },
   { code: 'payload_too_large', summary: 'The request body is larger than allowed.',
     explanation: 'The body or an uploaded file exceeds the server limit (status 413). The upload limit is published as `limits.maxUploadSize` in `/api/meta`. Send a smaller body, or use resumable uploads when the server offers them.' },
+  { code: 'request_timeout', summary: 'The request body did not arrive in time.',
+    explanation: 'The server gives a request body a deadline (SERVICE_BODY_TIMEOUT, 30 seconds by default) and the body was still incomplete when it passed (status 408), as with a stalled or very slow client. Nothing was written. Send the body again over a working connection.' },
   { code: 'too_many_requests', summary: 'Too many attempts in a short time.',
     explanation: 'A rate limit for this endpoint and client key was exceeded (status 429); auth endpoints allow 10 attempts per 60 seconds by default. Wait for the window to pass before trying again.' },
   { code: 'unauthorized', summary: 'Valid authentication is required.',

@@ -103,7 +103,7 @@ export class FileStorage {
     const path = this.filePath(collectionId, recordId, name);
     if (!path) throw new Error(`invalid stored file name ${JSON.stringify(name)}`);
     for (let attempt = 0; ; attempt++) {
-      await mkdir(this.recordDir(collectionId, recordId), { recursive: true });
+      await mkdir(this.recordDir(collectionId, recordId), { recursive: true, mode: 0o700 });
       try {
         return await writeFile(path, data, { flag: 'wx', mode: 0o600 });
       } catch (err) {

@@ -14,6 +14,7 @@ import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
 import type { HttpServerOptions } from './server.js';
 import { errorReply } from './server.js';
+import { Admission, OVERLOADED, TIMED_OUT, TOO_LARGE } from './admission.js';
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 /** Longest request line plus headers accepted (node:http's default is 16 KiB). */
@@ -40,8 +41,10 @@ export class NodeHttpServer {
   private idleWaiters: Array<() => void> = [];
   private draining = false;
   private sockets = new Set<Socket>();
+  private admission: Admission;
 
   constructor(private opts: HttpServerOptions) {
+    this.admission = new Admission(opts);
     this.routes = opts.routes.map((route) => {
       const wildcard = route.pattern.endsWith('/*');
       const body = wildcard ? route.pattern.slice(0, -2) : route.pattern;
@@ -58,6 +61,12 @@ export class NodeHttpServer {
       socket.end(`HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     });
     this.server.on('connection', (sock: Socket) => {
+      // past the connection cap: 503 in the envelope, then close (node:http caps connections)
+      if (this.sockets.size >= opts.maxInFlight) {
+        const body = writeErrorBody(OVERLOADED());
+        sock.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        return;
+      }
       this.sockets.add(sock);
       sock.once('close', () => this.sockets.delete(sock));
     });
@@ -79,6 +88,7 @@ export class NodeHttpServer {
   /** Stops accepting connections and resolves when no request is in flight (idle connections are closed). */
   async drain(timeoutMs = 10_000): Promise<void> {
     this.draining = true;
+    this.admission.close();
     this.server.close();
     this.server.closeIdleConnections();
     if (this.inFlight > 0) {
@@ -167,24 +177,39 @@ export class NodeHttpServer {
       this.dispatch(handler, req, finish);
       return;
     }
-    const limit = this.opts.maxBodyBytes;
+    const limit = this.admission.bodyLimit(req.headers.contentType);
     if (Number(ireq.headers['content-length'] ?? 0) > limit) {
       finish(tooLarge(limit));
       ireq.resume();
       return;
     }
     const chunks: Buffer[] = [];
-    let size = 0;
+    const cutOff = (reply: Reply) => {
+      // answer and close: the rest of the body is never read
+      res.setHeader('Connection', 'close');
+      finish(reply);
+      ireq.socket.destroySoon();
+    };
+    const ticket = this.admission.start(() => {
+      if (!state.done) cutOff(errorReply(TIMED_OUT()));
+    });
+    res.once('close', () => this.admission.done(ticket));
     ireq.on('data', (chunk: Buffer) => {
       if (state.done) return;
-      size += chunk.length;
-      if (size > limit) {
+      if (ticket.bytes + chunk.length > limit) {
+        this.admission.done(ticket);
         finish(tooLarge(limit));
+        return;
+      }
+      if (!this.admission.take(ticket, chunk.length)) {
+        this.admission.done(ticket);
+        cutOff(errorReply(OVERLOADED()));
         return;
       }
       chunks.push(chunk);
     });
     ireq.once('end', () => {
+      this.admission.done(ticket);
       if (state.done) return;
       req.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       this.dispatch(handler, req, finish);
@@ -320,5 +345,5 @@ function elapsedMs(start: bigint): number {
 }
 
 function tooLarge(limit: number): Reply {
-  return errorReply(new ApiError(413, 'payload_too_large', `The request body exceeds the limit of ${limit} bytes.`));
+  return errorReply(TOO_LARGE(limit));
 }

@@ -17,12 +17,11 @@ import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
 import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
+import { Admission, OVERLOADED, TIMED_OUT, TOO_LARGE, type AdmissionLimits } from './admission.js';
 
-export interface HttpServerOptions {
+export interface HttpServerOptions extends AdmissionLimits {
   host: string;
   port: number;
-  /** request body limit in bytes (413 above it) */
-  maxBodyBytes: number;
   logger: Logger;
   routes: Route[];
   /** called for non-ApiError exceptions (they answer 500) */
@@ -39,9 +38,11 @@ export class HttpServer {
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
   private draining = false;
+  private admission: Admission;
 
   /** @param uWS the native module chosen by uws-loader.ts */
   constructor(private opts: HttpServerOptions, private uWS: typeof UWS) {
+    this.admission = new Admission(opts);
     this.app = uWS.App();
     for (const r of opts.routes) this.register(r);
   }
@@ -60,6 +61,7 @@ export class HttpServer {
   /** Stops accepting connections and resolves when no request is in flight. */
   async drain(timeoutMs = 10_000): Promise<void> {
     this.draining = true;
+    this.admission.close();
     if (this.listenSocket) {
       this.uWS.us_listen_socket_close(this.listenSocket);
       this.listenSocket = null;
@@ -101,6 +103,10 @@ export class HttpServer {
     this.inFlight++;
     const req = new Snapshot(method, path, ureq.getQuery() ?? '', readHeaders(ureq, hasBody, !!route.fileHeaders), hasBody ? res.getRemoteAddressAsText().slice(0) : null, res);
     const finish = (reply: Reply) => this.finish(res, req, reply, state, start);
+    if (this.inFlight > this.opts.maxInFlight) {
+      finish(errorReply(OVERLOADED()));
+      return;
+    }
     for (let i = 0; i < paramCount; i++) {
       const raw = ureq.getParameter(i);
       if (raw.indexOf('%') < 0) {
@@ -114,9 +120,10 @@ export class HttpServer {
         return;
       }
     }
-    const watchAbort = () =>
+    const watchAbort = (onAbort?: () => void) =>
       res.onAborted(() => {
         state.aborted = true;
+        onAbort?.();
         if (!state.done) {
           state.done = true;
           this.opts.logger.request(method, path, 499, elapsedMs(start));
@@ -127,27 +134,54 @@ export class HttpServer {
       this.dispatch(route.handler, req, finish, watchAbort);
       return;
     }
-    watchAbort();
+    const limit = this.admission.bodyLimit(req.headers.contentType);
     const declared = Number(ureq.getHeader('content-length') || 0);
-    if (declared > this.opts.maxBodyBytes) {
-      finish(tooLarge(this.opts.maxBodyBytes));
+    if (declared > limit) {
+      watchAbort();
+      finish(tooLarge(limit));
       return;
     }
     const chunks: Buffer[] = [];
-    let size = 0;
+    const ticket = this.admission.start(() => {
+      // the deadline passed: answer 408 and close the connection (the rest of the body is not read)
+      if (state.done || state.aborted) return;
+      state.done = true;
+      this.closeWith(res, req, errorReply(TIMED_OUT()), start);
+    });
+    watchAbort(() => this.admission.done(ticket));
     res.onData((ab, isLast) => {
       if (state.done) return;
-      size += ab.byteLength;
-      if (size > this.opts.maxBodyBytes) {
-        finish(tooLarge(this.opts.maxBodyBytes));
+      const n = ab.byteLength;
+      if (ticket.bytes + n > limit) {
+        this.admission.done(ticket);
+        finish(tooLarge(limit));
+        return;
+      }
+      if (!this.admission.take(ticket, n)) {
+        this.admission.done(ticket);
+        state.done = true;
+        this.closeWith(res, req, errorReply(OVERLOADED()), start);
         return;
       }
       chunks.push(Buffer.from(ab.slice(0)));
       if (isLast) {
+        this.admission.done(ticket);
         req.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
         this.dispatch(route.handler, req, finish, null);
       }
     });
+  }
+
+  /** Answers `reply` and closes the connection (a body that is cut off is never read to its end). */
+  private closeWith(res: UWS.HttpResponse, req: Req, reply: Reply, start: bigint): void {
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      for (const [k, v] of CORS) res.writeHeader(k, v);
+      res.writeHeader('Content-Type', 'application/json');
+      res.end(reply.body, true);
+    });
+    this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
+    this.release();
   }
 
   /**
@@ -341,5 +375,5 @@ export function errorReply(err: ApiError): Reply {
 }
 
 function tooLarge(limit: number): Reply {
-  return errorReply(new ApiError(413, 'payload_too_large', `The request body exceeds the limit of ${limit} bytes.`));
+  return errorReply(TOO_LARGE(limit));
 }
