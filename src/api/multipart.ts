@@ -134,6 +134,9 @@ async function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>
     });
     bb.on('file', (name, stream, info) => {
       const chunks: Buffer[] = [];
+      // A body that ends inside a file part (no closing boundary) errors the file's stream as
+      // well as the parser: without a listener that error would take the process down.
+      stream.on('error', () => fail(ApiError.badRequest('Malformed multipart/form-data body.')));
       stream.on('data', (d: Buffer) => chunks.push(d));
       stream.on('end', () => {
         const data = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
@@ -144,7 +147,7 @@ async function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>
       });
     });
     for (const ev of ['fieldsLimit', 'filesLimit', 'partsLimit'] as const) bb.on(ev, () => fail(ApiError.badRequest('Too many parts in the multipart/form-data body.')));
-    bb.on('error', () => reject(ApiError.badRequest('Malformed multipart/form-data body.')));
+    bb.on('error', () => reject(failed ?? ApiError.badRequest('Malformed multipart/form-data body.')));
     bb.on('close', () => (failed ? reject(failed) : resolve({ fields, files })));
     bb.end(req.body ?? Buffer.alloc(0));
   });

@@ -82,3 +82,13 @@ test('a value of the wrong JSON type is validation_type for every field type', a
     else assert.equal(r.body.data?.[field]?.code, code, `${field} = ${JSON.stringify(v)}: ${r.text}`);
   }
 });
+
+test('a multipart body that ends inside a file part is a 400, and the server lives on (it crashed the process)', async () => {
+  const body = '--b0\r\nContent-Disposition: form-data; name="text"\r\n\r\nhello\r\n--b0\r\nContent-Disposition: form-data; name="doc"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\npartial file';
+  for (const [method, path] of [['POST', '/api/collections/things/records'], ['PATCH', '/api/collections/things/records/aaaaaaaaaaaaaaa']]) {
+    const r = await fetch(srv.url + path, { method, headers: { 'content-type': 'multipart/form-data; boundary=b0' }, body });
+    const parsed = { status: r.status, headers: r.headers, body: JSON.parse(await r.text()), text: '' };
+    assertError(parsed, 400, 'bad_request');
+  }
+  assert.equal((await srv.api('GET', '/api/health')).status, 200);
+});
