@@ -33,6 +33,9 @@ const MIX: Record<Kind, number> = { view: 0.35, list: 0.25, create: 0.12, update
 interface Sample {
   t: number;
   rssMb: number;
+  /** anonymous (heap, native allocations) and file-backed (mapped files) parts of RSS */
+  anonMb: number;
+  fileMb: number;
   fds: number;
   lagMs: number;
   requests: number;
@@ -51,9 +54,10 @@ function pick(): Kind {
   return 'view';
 }
 
-async function rss(pid: number): Promise<number> {
+async function rss(pid: number): Promise<{ rss: number; anon: number; file: number }> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
 }
 
 async function fds(pid: number): Promise<number> {
@@ -89,6 +93,8 @@ async function main(): Promise<number> {
     tokens.push({ id, email, token: ((await l.json()) as { token: string }).token });
   }
   const live: Array<{ id: string; owner: number }> = [];
+  /** records a client deleted: another client's update of one may race it and answer 404 */
+  const gone = new Set<string>();
   const withFile: string[] = [];
   const payload = Buffer.alloc(32 * 1024, 7);
   for (let i = 0; i < 200; i++) {
@@ -97,6 +103,8 @@ async function main(): Promise<number> {
     live.push({ id: ((await r.json()) as { id: string }).id, owner: u });
   }
 
+  /** the record an update answered for (to tell a race with a delete from an error) */
+  const updated = new WeakMap<Response, string>();
   const one = async (kind: Kind): Promise<Response> => {
     const u = Math.floor(Math.random() * tokens.length);
     const me = tokens[u];
@@ -115,13 +123,16 @@ async function main(): Promise<number> {
       }
       case 'update': {
         const mine = live.find((x) => x.owner === u) ?? rec;
-        return json('PATCH', `/api/collections/soak_posts/records/${mine.id}`, { n: Math.floor(Math.random() * 1000) }, tokens[mine.owner].token);
+        const r = await json('PATCH', `/api/collections/soak_posts/records/${mine.id}`, { n: Math.floor(Math.random() * 1000) }, tokens[mine.owner].token);
+        updated.set(r, mine.id);
+        return r;
       }
       case 'delete': {
         if (live.length < 150) return fetch(`${base}/api/health`); // keep the table from emptying
         const i = live.findIndex((x) => !withFile.includes(x.id));
-        const [gone] = live.splice(i < 0 ? 0 : i, 1);
-        return json('DELETE', `/api/collections/soak_posts/records/${gone.id}`, undefined, tokens[gone.owner].token);
+        const [victim] = live.splice(i < 0 ? 0 : i, 1);
+        gone.add(victim.id);
+        return json('DELETE', `/api/collections/soak_posts/records/${victim.id}`, undefined, tokens[victim.owner].token);
       }
       case 'signin':
         return json('POST', '/api/collections/soak_users/auth-with-password', { identity: me.email, password: PASSWORD });
@@ -157,9 +168,11 @@ async function main(): Promise<number> {
       const kind = pick();
       try {
         const r = await one(kind);
+        const target = updated.get(r) ?? '';
         await r.arrayBuffer();
         requests++;
-        const bad = r.status >= 500 || (r.status >= 400 && !(kind === 'view' && r.status === 404));
+        const raced = r.status === 404 && (kind === 'view' || (kind === 'update' && gone.has(target)));
+        const bad = r.status >= 500 || (r.status >= 400 && !raced);
         if (r.status >= 500) counts[kind].s5xx++;
         if (bad) {
           counts[kind].err++;
@@ -185,9 +198,10 @@ async function main(): Promise<number> {
       const t0 = performance.now();
       await (await fetch(`${base}/api/health`)).arrayBuffer();
       const lagMs = performance.now() - t0;
-      samples.push({ t: Math.round((Date.now() - started) / 1000), rssMb: await rss(pid), fds: await fds(pid), lagMs, requests, errors });
+      const mem = await rss(pid);
+      samples.push({ t: Math.round((Date.now() - started) / 1000), rssMb: mem.rss, anonMb: mem.anon, fileMb: mem.file, fds: await fds(pid), lagMs, requests, errors });
       const s = samples[samples.length - 1];
-      process.stderr.write(`soak: ${s.t}s rss ${s.rssMb.toFixed(1)} MB, fds ${s.fds}, health ${s.lagMs.toFixed(1)} ms, ${s.requests} requests, ${s.errors} errors\n`);
+      process.stderr.write(`soak: ${s.t}s rss ${s.rssMb.toFixed(1)} MB (anon ${s.anonMb.toFixed(1)}, file ${s.fileMb.toFixed(1)}), fds ${s.fds}, health ${s.lagMs.toFixed(1)} ms, ${s.requests} requests, ${s.errors} errors\n`);
     }
   })();
   await Promise.all([...Array.from({ length: WORKERS }, worker), sampler]);
@@ -220,8 +234,8 @@ async function main(): Promise<number> {
   for (const k of KINDS) L.push(`| ${k} | ${counts[k].ok} | ${counts[k].err} | ${counts[k].s5xx} |`);
   if (errorSamples.length) L.push('', `Errors seen: ${errorSamples.join('; ')}`);
   L.push('', '## Samples (every 10 s)', '');
-  L.push('| t (s) | RSS (MB) | open fds | health latency (ms) | requests so far | errors so far |', '| ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const s of samples) L.push(`| ${s.t} | ${s.rssMb.toFixed(1)} | ${s.fds} | ${s.lagMs.toFixed(1)} | ${s.requests} | ${s.errors} |`);
+  L.push('| t (s) | RSS (MB) | anonymous | file-backed | open fds | health latency (ms) | requests so far | errors so far |', '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const s of samples) L.push(`| ${s.t} | ${s.rssMb.toFixed(1)} | ${s.anonMb.toFixed(1)} | ${s.fileMb.toFixed(1)} | ${s.fds} | ${s.lagMs.toFixed(1)} | ${s.requests} | ${s.errors} |`);
   L.push('');
   await writeFile(OUT, L.join('\n'));
   process.stderr.write(`soak: wrote ${OUT}\n`);
