@@ -127,12 +127,19 @@ async function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>
     let failed: ApiError | null = null;
     const fail = (e: ApiError) => (failed ??= e);
     bb.on('field', (name, value, info) => {
+      if (typeof name !== 'string' || name === '') return void fail(ApiError.badRequest('Every multipart/form-data part needs a name.'));
       if (info.valueTruncated) fail(ApiError.badRequest(`The form value "${name}" is too large.`));
       const list = fields.get(name);
       if (list) list.push(value);
       else fields.set(name, [value]);
     });
     bb.on('file', (name, stream, info) => {
+      if (typeof name !== 'string' || name === '') {
+        fail(ApiError.badRequest('Every multipart/form-data part needs a name.'));
+        stream.on('error', () => {});
+        stream.resume();
+        return;
+      }
       const chunks: Buffer[] = [];
       // A body that ends inside a file part (no closing boundary) errors the file's stream as
       // well as the parser: without a listener that error would take the process down.

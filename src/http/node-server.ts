@@ -15,6 +15,8 @@ import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './t
 import type { HttpServerOptions } from './server.js';
 import { errorReply } from './server.js';
 import { Admission, OVERLOADED, TIMED_OUT, TOO_LARGE } from './admission.js';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { WS_SLOW_CONSUMER, type WsConnection, type WsRoute } from './types.js';
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 /** Longest request line plus headers accepted (node:http's default is 16 KiB). */
@@ -60,6 +62,7 @@ export class NodeHttpServer {
       const body = writeErrorBody(new ApiError(status, 'bad_request', tooLarge ? `The request head exceeds ${MAX_HEAD_BYTES} bytes.` : 'The request is not valid HTTP.'));
       socket.end(`HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     });
+    if (opts.websockets?.length) this.acceptWebSockets(opts.websockets);
     this.server.on('connection', (sock: Socket) => {
       // past the connection cap: 503 in the envelope, then close (node:http caps connections)
       if (this.sockets.size >= opts.maxInFlight) {
@@ -69,6 +72,51 @@ export class NodeHttpServer {
       }
       this.sockets.add(sock);
       sock.once('close', () => this.sockets.delete(sock));
+    });
+  }
+
+  /** WebSocket endpoints through `ws` (see WsRoute): an upgrade on another path answers 404. */
+  private acceptWebSockets(routes: WsRoute[]): void {
+    const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+    this.server.on('upgrade', (ireq: IncomingMessage, socket: Socket, head: Buffer) => {
+      const url = ireq.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      const route = routes.find((r) => r.pattern === path);
+      const refuse = (status: number, body: string) => {
+        socket.end(`HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Refused'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      };
+      if (!route) return refuse(404, writeErrorBody(ApiError.notFound()));
+      const req: Snapshot = { method: 'GET', path, query: q < 0 ? '' : url.slice(q + 1), headers: readHeaders(ireq), params: [], remoteAddress: ireq.socket.remoteAddress ?? '', body: null };
+      const refused = route.upgrade?.(req);
+      if (refused) return refuse(refused.status, refused.body as string);
+      wss.handleUpgrade(ireq, socket, head, (ws: WebSocket) => {
+        const max = route.maxBackpressure ?? 1024 * 1024;
+        let closed = false;
+        const conn: WsConnection = {
+          data: {},
+          send: (text) => {
+            if (closed || ws.readyState !== ws.OPEN) return false;
+            if (ws.bufferedAmount > max) {
+              closed = true;
+              ws.close(WS_SLOW_CONSUMER, 'slow consumer');
+              return false;
+            }
+            ws.send(text);
+            return true;
+          },
+          close: (code = 1000, reason = '') => {
+            if (closed) return;
+            closed = true;
+            ws.close(code, reason);
+          },
+          bufferedAmount: () => ws.bufferedAmount,
+        };
+        ws.on('message', (data, isBinary) => route.message(conn, Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'), isBinary));
+        ws.on('close', (code) => route.close(conn, code));
+        ws.on('error', () => ws.terminate());
+        route.open(conn, req);
+      });
     });
   }
 

@@ -16,7 +16,7 @@ import type * as UWS from '@trufflesuite/uws-js-unofficial';
 import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
-import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
+import { WS_SLOW_CONSUMER, type BodyStream, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
 import { Admission, OVERLOADED, TIMED_OUT, TOO_LARGE, type AdmissionLimits } from './admission.js';
 
 export interface HttpServerOptions extends AdmissionLimits {
@@ -26,6 +26,8 @@ export interface HttpServerOptions extends AdmissionLimits {
   routes: Route[];
   /** called for non-ApiError exceptions (they answer 500) */
   onUnexpected: (err: unknown, req: Req) => void;
+  /** WebSocket endpoints (registered before the routes, so `/*` never shadows them) */
+  websockets?: WsRoute[];
 }
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -44,6 +46,7 @@ export class HttpServer {
   constructor(private opts: HttpServerOptions, private uWS: typeof UWS) {
     this.admission = new Admission(opts);
     this.app = uWS.App();
+    for (const w of opts.websockets ?? []) this.registerWs(w);
     for (const r of opts.routes) this.register(r);
   }
 
@@ -73,6 +76,70 @@ export class HttpServer {
         clearTimeout(t);
         resolve();
       });
+    });
+  }
+
+  /** A WebSocket endpoint on uWS's native WebSockets (see WsRoute). */
+  private registerWs(route: WsRoute): void {
+    const max = route.maxBackpressure ?? 1024 * 1024;
+    type Data = { conn: WsConnection | null; req: Req };
+    this.app.ws<Data>(route.pattern, {
+      // uWS's own limit above ours: the connection is dropped by `send` at `max`, and its close
+      // frame still fits behind the queued messages
+      maxBackpressure: max * 2 + 1024,
+      closeOnBackpressureLimit: 0,
+      idleTimeout: 120,
+      maxPayloadLength: 64 * 1024,
+      upgrade: (res, ureq, context) => {
+        const req = new Snapshot('GET', ureq.getUrl(), ureq.getQuery() ?? '', readHeaders(ureq, false, false), null, res);
+        const key = ureq.getHeader('sec-websocket-key');
+        const protocol = ureq.getHeader('sec-websocket-protocol');
+        const extensions = ureq.getHeader('sec-websocket-extensions');
+        const refused = route.upgrade?.(req);
+        if (refused) {
+          res.cork(() => {
+            res.writeStatus(statusLine(refused.status));
+            res.writeHeader('Content-Type', 'application/json');
+            res.end(refused.body as string);
+          });
+          return;
+        }
+        void req.remoteAddress; // read while the request is valid
+        res.upgrade<Data>({ conn: null, req }, key, protocol, extensions, context);
+      },
+      open: (ws) => {
+        const state = ws.getUserData();
+        let closed = false;
+        const conn: WsConnection = {
+          data: {},
+          send: (text) => {
+            if (closed) return false;
+            if (ws.getBufferedAmount() > max) {
+              closed = true;
+              ws.end(WS_SLOW_CONSUMER, 'slow consumer');
+              return false;
+            }
+            ws.send(text, false);
+            return true;
+          },
+          close: (code = 1000, reason = '') => {
+            if (closed) return;
+            closed = true;
+            ws.end(code, reason);
+          },
+          bufferedAmount: () => (closed ? 0 : ws.getBufferedAmount()),
+        };
+        state.conn = conn;
+        route.open(conn, state.req);
+      },
+      message: (ws, message, isBinary) => {
+        const conn = ws.getUserData().conn;
+        if (conn) route.message(conn, Buffer.from(message).toString('utf8'), isBinary);
+      },
+      close: (ws, code) => {
+        const conn = ws.getUserData().conn;
+        if (conn) route.close(conn, code);
+      },
     });
   }
 

@@ -73,3 +73,38 @@ export function json(status: number, body: string, headers?: Array<[string, stri
 export function noContent(headers?: Array<[string, string]>): Reply {
   return { status: 204, body: '', headers };
 }
+
+/**
+ * A WebSocket endpoint (realtime builds on it), the same on both HTTP engines: uWS's native
+ * WebSockets, or `ws` on the node:http adapter. Messages are delivered as they arrive; `send`
+ * queues, and a connection whose queue passes `maxBackpressure` bytes is closed with code 1008
+ * (a slow consumer) instead of buffering without bound.
+ */
+export interface WsRoute {
+  /** the path, as for routes (GET upgrade requests) */
+  pattern: string;
+  /**
+   * Decides on an upgrade before it happens: return an error reply to refuse it (e.g. 503
+   * overloaded past a connection cap); undefined accepts.
+   */
+  upgrade?(req: Req): Reply | undefined;
+  open(ws: WsConnection, req: Req): void;
+  message(ws: WsConnection, data: string, isBinary: boolean): void;
+  close(ws: WsConnection, code: number): void;
+  /** bytes queued per connection before it is dropped (default 1 MiB) */
+  maxBackpressure?: number;
+}
+
+/** One open WebSocket, engine-neutral. */
+export interface WsConnection {
+  /** queues a text frame; false when the connection is closed or was dropped as a slow consumer */
+  send(text: string): boolean;
+  close(code?: number, reason?: string): void;
+  /** bytes queued and not yet sent */
+  bufferedAmount(): number;
+  /** the route's own state for this connection */
+  readonly data: Record<string, unknown>;
+}
+
+/** Close code for a consumer dropped past its send queue (RFC 6455: policy violation). */
+export const WS_SLOW_CONSUMER = 1008;

@@ -121,11 +121,11 @@ test('explain-code: known, unknown and listing, in text and JSON', () => {
   assert.equal(r.code, 0);
   const list = oneJson(r.stdout);
   assert.deepEqual(Object.keys(list), ['codes']);
-  assert.equal(list.codes.length, 41);
+  assert.equal(list.codes.length, 42);
   assert.deepEqual(Object.keys(list.codes[0]), ['code', 'summary']);
   r = runSvc(['explain-code'], env);
   assert.equal(r.code, 0);
-  assert.equal(r.stdout.trim().split('\n').length, 41);
+  assert.equal(r.stdout.trim().split('\n').length, 42);
   assert.match(r.stdout, /^bad_request\s+The request/m);
 });
 

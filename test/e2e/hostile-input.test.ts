@@ -92,3 +92,10 @@ test('a multipart body that ends inside a file part is a 400, and the server liv
   }
   assert.equal((await srv.api('GET', '/api/health')).status, 200);
 });
+
+test('a multipart part without a name is a 400 (it was a 500)', async () => {
+  const B = 'x'.repeat(80);
+  const body = `--${B}\r\nContent-Disposition: form-data; name=""; filename="a.txt"\r\nContent-Transfer-Encoding: base64\r\n\r\nabc\r\n--${B}\r\nContent-Disposition: form-data; name=""\r\n\r\nv\r\n--${B}--\r\n`;
+  const r = await fetch(`${srv.url}/api/collections/things/records`, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${B}` }, body });
+  assertError({ status: r.status, headers: r.headers, body: JSON.parse(await r.text()), text: '' }, 400, 'bad_request');
+});

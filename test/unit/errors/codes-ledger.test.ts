@@ -13,9 +13,10 @@ test('active codes are alphabetical and unique', () => {
   assert.equal(new Set(codes).size, codes.length);
 });
 
-test('exactly the conventions ledger: 14 general codes and 27 validation_* field codes', () => {
+test('the conventions ledger (14 general codes, 27 validation_* field codes) plus the codes appended since', () => {
+  // appended: request_timeout (issue 12, the body deadline)
   const general = ['bad_request', 'collections_frozen', 'conflict', 'email_not_verified', 'forbidden', 'gone', 'internal',
-    'not_found', 'not_implemented', 'overloaded', 'payload_too_large', 'too_many_requests', 'unauthorized', 'validation_failed'];
+    'not_found', 'not_implemented', 'overloaded', 'payload_too_large', 'request_timeout', 'too_many_requests', 'unauthorized', 'validation_failed'];
   const field = codes.filter((c) => c.startsWith('validation_') && c !== 'validation_failed');
   assert.equal(field.length, 27);
   assert.deepEqual(codes.filter((c) => !field.includes(c)), general);
