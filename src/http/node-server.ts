@@ -13,12 +13,11 @@ import { once } from 'node:events';
 import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
 import type { HttpServerOptions } from './server.js';
-import { errorReply } from './server.js';
-import { Admission, OVERLOADED, TIMED_OUT, TOO_LARGE } from './admission.js';
+import { Admission, OVERLOADED, TIMED_OUT } from './admission.js';
+import { BODY_METHODS, decodeParams, elapsedMs, errorReply, tooLarge } from './common.js';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WS_SLOW_CONSUMER, type WsConnection, type WsRoute } from './types.js';
 
-const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 /** Longest request line plus headers accepted (node:http's default is 16 KiB). */
 const MAX_HEAD_BYTES = 1024 * 1024;
 const ROUTE_METHOD: Record<Route['method'], string | null> = { get: 'GET', post: 'POST', patch: 'PATCH', put: 'PUT', del: 'DELETE', options: 'OPTIONS', any: null };
@@ -207,17 +206,10 @@ export class NodeHttpServer {
       finish(errorReply(ApiError.notFound()));
       return;
     }
-    for (const raw of found.params) {
-      if (raw.indexOf('%') < 0) {
-        req.params.push(raw);
-        continue;
-      }
-      try {
-        req.params.push(decodeURIComponent(raw));
-      } catch {
-        finish(errorReply(ApiError.badRequest('Malformed percent-encoding in the path.')));
-        return;
-      }
+    const bad = decodeParams(found.params.length, (i) => found.params[i], req.params);
+    if (bad) {
+      finish(bad);
+      return;
     }
     const handler = found.route.handler;
     if (!BODY_METHODS.has(method)) {
@@ -388,10 +380,4 @@ function readHeaders(r: IncomingMessage): RequestHeaders {
   };
 }
 
-function elapsedMs(start: bigint): number {
-  return Number((process.hrtime.bigint() - start) / 1_000_000n);
-}
 
-function tooLarge(limit: number): Reply {
-  return errorReply(TOO_LARGE(limit));
-}

@@ -13,11 +13,12 @@
  *   on abort. HEAD, 204 and 304 end with endWithoutBody (HEAD reports Content-Length as a header).
  */
 import type * as UWS from '@trufflesuite/uws-js-unofficial';
-import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
+import { ApiError, toApiError } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
 import { WS_SLOW_CONSUMER, type BodyStream, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
-import { Admission, OVERLOADED, TIMED_OUT, TOO_LARGE, type AdmissionLimits } from './admission.js';
+import { Admission, OVERLOADED, TIMED_OUT, type AdmissionLimits } from './admission.js';
+import { BODY_METHODS, decodeParams, elapsedMs, errorReply, tooLarge } from './common.js';
 
 export interface HttpServerOptions extends AdmissionLimits {
   host: string;
@@ -30,7 +31,6 @@ export interface HttpServerOptions extends AdmissionLimits {
   websockets?: WsRoute[];
 }
 
-const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const FIXED_METHOD: Partial<Record<Route['method'], string>> = { post: 'POST', patch: 'PATCH', put: 'PUT', del: 'DELETE', options: 'OPTIONS' };
 const CORS: Array<[string, string]> = [['Access-Control-Allow-Origin', '*']];
 
@@ -174,18 +174,10 @@ export class HttpServer {
       finish(errorReply(OVERLOADED()));
       return;
     }
-    for (let i = 0; i < paramCount; i++) {
-      const raw = ureq.getParameter(i);
-      if (raw.indexOf('%') < 0) {
-        req.params.push(raw);
-        continue;
-      }
-      try {
-        req.params.push(decodeURIComponent(raw));
-      } catch {
-        finish(errorReply(ApiError.badRequest('Malformed percent-encoding in the path.')));
-        return;
-      }
+    const bad = decodeParams(paramCount, (i) => ureq.getParameter(i), req.params);
+    if (bad) {
+      finish(bad);
+      return;
     }
     const watchAbort = (onAbort?: () => void) =>
       res.onAborted(() => {
@@ -281,6 +273,9 @@ export class HttpServer {
     state.done = true;
     const bodiless = reply.status === 204 || reply.status === 304 || req.method === 'HEAD';
     const stream = reply.stream && reply.stream.size > 0 && !bodiless ? reply.stream : null;
+    // The request record is written before the reply leaves (stderr is a synchronous pipe on
+    // Linux), so a client never holds an answer whose record is not in the log yet.
+    if (!stream) this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
     res.cork(() => {
       res.writeStatus(statusLine(reply.status));
       for (const [k, v] of CORS) res.writeHeader(k, v);
@@ -300,7 +295,6 @@ export class HttpServer {
       void this.pump(res, req, reply.status, stream, state, start);
       return;
     }
-    this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
     this.release();
   }
 
@@ -433,14 +427,4 @@ interface StreamState {
   wake?: () => void;
 }
 
-function elapsedMs(start: bigint): number {
-  return Number((process.hrtime.bigint() - start) / 1_000_000n);
-}
-
-export function errorReply(err: ApiError): Reply {
-  return { status: err.status, body: writeErrorBody(err) };
-}
-
-function tooLarge(limit: number): Reply {
-  return errorReply(TOO_LARGE(limit));
-}
+export { errorReply } from './common.js';
