@@ -43,6 +43,18 @@ async function settleHttp(srv: { stderr(): string }, mark: number, n = 1): Promi
   return httpSince(srv.stderr(), mark);
 }
 
+/**
+ * Waits until the server's log has been quiet for 200 ms: a record written before an earlier
+ * reply may reach this process after that reply (the log pipe and the socket are read apart).
+ */
+async function quiet(srv: { stderr(): string }): Promise<void> {
+  let last = -1;
+  while (srv.stderr().length !== last) {
+    last = srv.stderr().length;
+    await sleep(200);
+  }
+}
+
 /** Waits for text-format lines after `mark` containing `needle`, then a little longer. */
 async function settleText(srv: { stderr(): string }, mark: number, needle: string): Promise<string[]> {
   const deadline = Date.now() + 3000;
@@ -204,6 +216,7 @@ test('errors: envelope {status, code, message, data} on every exit path, each lo
 });
 
 test('json: concurrent requests produce exactly one record each', async () => {
+  await quiet(json);
   const mark = json.stderr().length;
   const paths = Array.from({ length: 25 }, (_, i) => `/api/collections/logbox/records/burst${String(i).padStart(10, '0')}`);
   const rs = await Promise.all(paths.map((p) => json.api('GET', p)));
@@ -214,7 +227,7 @@ test('json: concurrent requests produce exactly one record each', async () => {
     assert.equal(mine.length, 1, `one record for ${p}`);
     assert.equal(mine[0].status, 404);
   }
-  assert.equal(recs.length, paths.length, 'no extra records');
+  assert.equal(recs.length, paths.length, `no extra records: ${JSON.stringify(recs.filter((r) => !paths.includes(r.path)))}`);
 });
 
 test('json: a crafted path cannot forge a second record (encoded newline, raw quotes and backslashes)', async () => {
