@@ -73,7 +73,7 @@ async function fds(pid: number): Promise<number> {
 }
 
 async function main(): Promise<number> {
-  const svc: SvcInstance = await startSvc({ env: { SERVICE_RATE_LIMIT_MAX: '0' } });
+  const svc: SvcInstance = await startSvc({ env: { SERVICE_RATE_LIMIT_MAX: '0', ...(process.env.SOAK_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.SOAK_SERVER_NODE_OPTIONS } : {}) } });
   const pid = svc.proc.child.pid!;
   const su = new SvcClient(svc.url);
   await su.loginSuperuser(svc.email, svc.password);

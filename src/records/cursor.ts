@@ -15,6 +15,7 @@
  * longer than the limit is carried as the boundary record's id instead (`r`); the reader then
  * looks its values up again (400 if that record is gone).
  */
+import { DELETE_EXPIRED_CURSORS, INSERT_CURSOR, SELECT_CURSOR } from '../store/sqlite/cursor-sql.js';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
 import { bindAll, type SqlValue } from '../store/bind.js';
@@ -122,8 +123,8 @@ export class CursorCodec {
     const payload = JSON.stringify({ n: next && toWire(binding, 'n', next, false), p: prev && toWire(binding, 'p', prev, false) });
     const now = Date.now();
     await this.states!.write([
-      { sql: 'DELETE FROM "_cursorStates" WHERE "expires" <= ?', params: [now] },
-      { sql: 'INSERT INTO "_cursorStates" ("id", "payload", "expires") VALUES (?, ?, ?)', params: bindAll([id, payload, now + this.ttlS * 1000]) },
+      { sql: DELETE_EXPIRED_CURSORS, params: [now] },
+      { sql: INSERT_CURSOR, params: bindAll([id, payload, now + this.ttlS * 1000]) },
     ]);
     return { next: next && `${id}n`, prev: prev && `${id}p` };
   }
@@ -172,7 +173,7 @@ export class CursorCodec {
 
   private readState(token: string): CursorState {
     if (!STATE_ID.test(token)) throw malformed();
-    const row = this.states!.get('SELECT "payload", "expires" FROM "_cursorStates" WHERE "id" = ?', [token.slice(0, 22)]);
+    const row = this.states!.get(SELECT_CURSOR, [token.slice(0, 22)]);
     if (!row || Number(row[1]) <= Date.now()) throw new ApiError(410, 'gone', 'The cursor is unknown or has expired; start again from the first page.');
     const payload = JSON.parse(String(row[0])) as { n: unknown; p: unknown };
     const wire = token.endsWith('n') ? payload.n : payload.p;

@@ -10,7 +10,6 @@ import type { Collection, Field } from '../collections/types.js';
 import type { Store } from '../store/store.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { decryptStored, encryptStored, isEncrypted } from './encryption.js';
 
 const BATCH = 200;
@@ -27,8 +26,7 @@ export function encryptionToggled(prev: Collection, next: Collection): Field[] {
 export async function migrateEncryption(store: Store, prev: Collection, next: Collection): Promise<number> {
   let changed = 0;
   for (const f of encryptionToggled(prev, next)) {
-    const col = q(f.name);
-    const rows = await store.reader.allOffThread(`SELECT "id", ${col} FROM ${q(next.name)} WHERE ${col} IS NOT NULL`, []);
+    const rows = await store.reader.allOffThread(store.sql.records.nonNullColumn(next, f.name), []);
     let steps: WriteStep[] = [];
     const flush = async () => {
       if (!steps.length) return;
@@ -47,7 +45,7 @@ export async function migrateEncryption(store: Store, prev: Collection, next: Co
         value = decryptStored(next.id, f.id, id, old);
         if (value === null) continue; // undecryptable: keep the ciphertext
       }
-      steps.push({ sql: `UPDATE ${q(next.name)} SET ${col} = ? WHERE "id" = ? AND ${col} IS ?`, params: [value, id, old].map(bindValue) });
+      steps.push({ sql: store.sql.records.replaceValue(next, f.name), params: [value, id, old].map(bindValue) });
       if (steps.length >= BATCH) await flush();
     }
     await flush();

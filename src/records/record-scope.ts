@@ -1,41 +1,9 @@
 /**
- * The pieces every record read shares: the AND-joined WHERE builder (rule, filter, expiry,
- * search and keyset clauses all go through it, so no clause can widen another), the ttl clause,
- * and the email-visibility rule for auth records.
+ * The email-visibility rule every record read shares. (The AND-joined WHERE builder that rule,
+ * filter, expiry, search and keyset clauses all go through is src/store/sqlite/where.ts.)
  */
-import type { SqlValue } from '../store/bind.js';
 import type { Collection } from '../collections/types.js';
-import type { Principal, RuleCheck } from '../rules/access.js';
-import { q } from '../store/sqlite/collection-sql.js';
-import { nowDate } from '../collections/fields/index.js';
-
-/** `AND`-joined WHERE parts with their parameters. */
-export class Where {
-  parts: string[] = [];
-  params: SqlValue[] = [];
-  add(sql: string, params: SqlValue[]): void {
-    this.parts.push(`(${sql})`);
-    for (const p of params) this.params.push(p);
-  }
-  addRule(check: RuleCheck): void {
-    if (check.kind === 'where') this.add(check.sql, check.params);
-  }
-  /** The ttl clause: rows whose expiry is set and at or before now are hidden from every read. */
-  addTtl(c: Collection): void {
-    const ttl = c.options.ttl_field;
-    if (ttl) this.add(`r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?`, [nowDate()]);
-  }
-  /** A copy, to extend without touching this one. */
-  clone(): Where {
-    const w = new Where();
-    w.parts = [...this.parts];
-    w.params = [...this.params];
-    return w;
-  }
-  sql(): string {
-    return this.parts.length ? ` WHERE ${this.parts.join(' AND ')}` : '';
-  }
-}
+import type { Principal } from '../rules/access.js';
 
 /** Auth records show `email` only to superusers, the owner, or when emailVisibility is on. */
 export function hidePrivate(c: Collection, rec: Record<string, unknown>, principal: Principal | null): void {
@@ -43,3 +11,5 @@ export function hidePrivate(c: Collection, rec: Record<string, unknown>, princip
   if (principal && principal.collection.id === c.id && principal.record.id === rec.id) return;
   delete rec.email;
 }
+
+export { Where } from '../store/sqlite/where.js';

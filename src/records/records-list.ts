@@ -16,14 +16,17 @@ import type { Principal } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { RecordCodec } from './record-codec.js';
 import { bindParams, compileExpression, compileSort, type CompiledExpr } from '../rules/compiler.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { Where, hidePrivate } from './record-scope.js';
 import { searchPlan, type SearchPlan } from './search.js';
 import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './vector.js';
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import type { ListQuery } from './list-query.js';
+import {
+  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, SEARCH_RANK, VECTOR_ORDER, boundarySql, countSql, fromRecords, hasRandomOrder, keysetPageSql, nearestByIndexSql,
+  offsetPageSql, pageAggregateSql, pageIdsSql, renderByIdsSql, vectorDistanceColumn,
+} from '../store/sqlite/list-sql.js';
 import type { ReadShape } from './records-read.js';
-import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from './keyset.js';
+import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from '../store/sqlite/keyset.js';
 
 export const DEFAULT_PER_PAGE = 30;
 export const MAX_PER_PAGE = 500;
@@ -79,7 +82,7 @@ export class RecordLister {
     }
     where.addTtl(c);
     const search = searchPlan(c, qs.search, this.cfg.fts);
-    let from = ` FROM ${q(c.name)} r`;
+    let from = fromRecords(c.name);
     if (search?.match) {
       from += search.join;
       where.add(search.where, [search.match]);
@@ -163,18 +166,18 @@ export class RecordLister {
     const params: SqlValue[] = [];
     const order: string[] = [];
     if (s.vector) {
-      select += `, ${s.vector.sql} AS "_vd"`;
+      select += vectorDistanceColumn(s.vector.sql);
       params.push(s.vector.blob);
-      order.push('"_vd" IS NULL', '"_vd"');
+      order.push(...VECTOR_ORDER);
     }
     const sortSrc = qs.sort;
     if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r', !!s.principal?.superuser));
-    if (s.search) order.push('f.rank');
-    if (s.vector) order.push('r."id"');
+    if (s.search) order.push(SEARCH_RANK);
+    if (s.vector) order.push(ID_ORDER);
     // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite, the whole
     // page as one string: one row crossing into JavaScript instead of one per record (measured:
     // about 60 against 120 µs for 20 posts of ~480 characters).
-    const plain = !s.vector && !s.search && !qs.shaped && !order.some((o) => /RANDOM\(\)/i.test(o));
+    const plain = !s.vector && !s.search && !qs.shaped && !hasRandomOrder(order);
     const rendered = plain ? s.codec.jsonSql : null;
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
@@ -182,7 +185,7 @@ export class RecordLister {
       // (no vector in a plain page, so `params` are the WHERE values, LIMIT and OFFSET)
       let items = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, params, page * perPage) : null;
       if (items === null) {
-        const rows = await this.run(s, pageAggregateSql(s, order, rendered, "','"), params, page * perPage);
+        const rows = await this.run(s, pageAggregateSql(s.c.name, s.from, s.where.sql(), order, rendered, ITEM_SEPARATOR), params, page * perPage);
         items = (rows[0]?.[0] as string | null | undefined) ?? '';
       }
       const head = `{"page":${page},"perPage":${perPage}`;
@@ -190,7 +193,7 @@ export class RecordLister {
       const totalItems = await countPromise;
       return `${head},"totalItems":${totalItems},"totalPages":${Math.ceil(totalItems / perPage)},"items":[${items}]}`;
     }
-    const sql = `SELECT ${select}${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
+    const sql = offsetPageSql(select, s.from, s.where.sql(), order);
     let rows: unknown[][] | null = null;
     if (s.vector) {
       const probe = s.vector.malformedProbe;
@@ -216,11 +219,11 @@ export class RecordLister {
    */
   private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): string | null {
     const reader = this.store.reader;
-    const sql = `SELECT r."id"${s.from}${s.where.sql()}${order.length ? ` ORDER BY ${pageOrderBy(order)}` : ''} LIMIT ? OFFSET ?`;
+    const sql = pageIdsSql(s.from, s.where.sql(), order);
     if (reader.isExpensive(sql, params, visits)) return null;
     // The page's ids as one string: one row crossing into JavaScript instead of one array per id
     // (measured with libsql 0.5.29, 20 ids: 4.7 µs against 16 µs; 10 µs with a sort).
-    const text = reader.get(pageAggregateSql(s, order, 'r."id"', 'char(31)'), params)?.[0] as string | null | undefined;
+    const text = reader.get(pageAggregateSql(s.c.name, s.from, s.where.sql(), order, ID_ORDER, ID_SEPARATOR), params)?.[0] as string | null | undefined;
     const ids = text ? text.split('\u001f') : [];
     const cache = this.store.caches.listRows;
     const version = this.store.registry.version(s.c.id);
@@ -234,7 +237,7 @@ export class RecordLister {
     }
     if (missing.length) {
       // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
-      const rows = reader.all(`SELECT group_concat(r."id" || char(31) || ${rendered}, char(30)) FROM ${q(s.c.name)} r WHERE r."id" IN (${missing.map(() => '?').join(',')})`, missing);
+      const rows = reader.all(renderByIdsSql(s.c.name, rendered, missing.length), missing);
       const text = rows[0]?.[0] as string | null | undefined;
       const byId = new Map<string, string>();
       if (text) {
@@ -270,8 +273,7 @@ export class RecordLister {
     const end = page * perPage;
     if (!v.index || s.where.parts.length || s.search || end > VECTOR_INDEX_MAX_K) return null;
     const k = Math.max(40, end * VECTOR_OVERFETCH);
-    const sql = `SELECT ${select}, COUNT(*) OVER () AS "_n" FROM vector_top_k('${v.index}', ?, ${k}) v JOIN ${q(s.c.name)} r ON r.rowid = v.id` +
-      ` WHERE "_vd" IS NOT NULL ORDER BY ${order.join(', ')} LIMIT ? OFFSET ?`;
+    const sql = nearestByIndexSql(select, v.index, k, s.c.name, order);
     const rows = await this.run(s, sql, [v.blob, v.blob, perPage, (page - 1) * perPage]);
     return rows.length > 0 && Number(rows[0][rows[0].length - 1]) === k ? rows : null;
   }
@@ -288,7 +290,7 @@ export class RecordLister {
     const from = state ? await this.boundaryValues(s, keys, state) : null;
     const none = !!s.search && !s.search.match; // the search reduced to nothing: no rows
     const countPromise = skipTotal ? null : none ? Promise.resolve(0) : this.count(s);
-    const idAt = keys.findIndex((k) => k.sql === 'r."id"');
+    const idAt = keys.findIndex((k) => k.sql === ID_ORDER);
     const boundary = (row: unknown[]): Boundary => {
       const values = row.slice(s.codec.width, s.codec.width + keys.length) as KeyValue[];
       return { keys: values, id: String(values[idAt]) };
@@ -345,8 +347,8 @@ export class RecordLister {
       return state.keys;
     }
     const w = s.where.clone();
-    w.add('r."id" = ?', [state.recordId!]);
-    const [row] = await this.run(s, `SELECT ${keys.map((k) => k.sql).join(', ')}${s.from}${w.sql()} LIMIT 1`, w.params);
+    w.add(ID_EQUALS, [state.recordId!]);
+    const [row] = await this.run(s, boundarySql(keys.map((k) => k.sql), s.from, w.sql()), w.params);
     if (!row) throw ApiError.badRequest('Invalid cursor: the record it continues from no longer exists; start again from the first page.');
     return row as KeyValue[];
   }
@@ -356,14 +358,14 @@ export class RecordLister {
    * strictly beyond the boundary `values` when given; each row ends with the sort-key values.
    */
   private async fetch(s: Scope, keys: SortKey[], values: KeyValue[] | null, backward: boolean, limit: number): Promise<unknown[][]> {
-    const select = `SELECT ${s.codec.columns}, ${keys.map((k) => k.sql).join(', ')}${s.from}`;
-    const tail = ` ORDER BY ${orderBy(keys, backward)} LIMIT ?`;
-    if (!values) return this.run(s, `${select}${s.where.sql()}${tail}`, [...s.where.params, limit]);
+    const keySqls = keys.map((k) => k.sql);
+    const by = orderBy(keys, backward);
+    if (!values) return this.run(s, keysetPageSql(s.codec.columns, keySqls, s.from, s.where.sql(), by), [...s.where.params, limit]);
     const out: unknown[][] = [];
     for (const seg of segments(keys, values, backward)) {
       const w = s.where.clone();
       w.add(seg.sql, seg.params);
-      out.push(...(await this.run(s, `${select}${w.sql()}${tail}`, [...w.params, limit - out.length])));
+      out.push(...(await this.run(s, keysetPageSql(s.codec.columns, keySqls, s.from, w.sql(), by), [...w.params, limit - out.length])));
       if (out.length >= limit) break;
     }
     return out;
@@ -371,7 +373,7 @@ export class RecordLister {
 
   /** COUNT(*) of the scope on the reader pool, cached until the collection's next write. */
   private async count(s: Scope): Promise<number> {
-    const sql = `SELECT COUNT(*)${s.from}${s.where.sql()}`;
+    const sql = countSql(s.from, s.where.sql());
     const params = s.where.params;
     const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
     const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
@@ -389,33 +391,6 @@ export class RecordLister {
     if (!s.c.options.ttl_field && generation() === gen) this.store.caches.counts.set(key, gen, count);
     return count;
   }
-}
-
-/**
- * The query aggregating SQL expression `expr` over a page's rows into one string, the values
- * joined by `separator` (an SQL expression; NULL for no rows); its `?`s are the WHERE values,
- * LIMIT and OFFSET. Plain pages render their items this way (`expr` the record's JSON, `,`), and
- * pages from cached records get their ids (`r."id"`, U+001F: record ids are [a-z0-9]). With a
- * sort, late materialization: ORDER BY … LIMIT makes SQLite compute the select list of every
- * matching row before it sorts, so the page's rowids are chosen first and only those rows are
- * read; the aggregate orders the page's few rows again (an aggregate's input order is not
- * guaranteed). Without a sort the page has no defined order.
- */
-function pageAggregateSql(s: Scope, order: string[], expr: string, separator: string): string {
-  if (!order.length) return `SELECT group_concat("_v", ${separator}) FROM (SELECT ${expr} AS "_v"${s.from}${s.where.sql()} LIMIT ? OFFSET ?)`;
-  const by = pageOrderBy(order);
-  return `SELECT group_concat(${expr}, ${separator} ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${s.from}${s.where.sql()} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(s.c.name)} r ON r.rowid = p."_rid"`;
-}
-
-/**
- * The ORDER BY list of an offset page: the sort, then the rowid as the tiebreak that makes the
- * order total (pages never overlap), in the direction of the sort's last term, so a sort on one
- * indexed column walks that index (its entries are ordered by column, then rowid) either way
- * instead of sorting every row again for a tiebreak in the other direction.
- */
-function pageOrderBy(order: string[]): string {
-  const by = order.join(', ');
-  return `${by}, r.rowid${/ DESC$/i.test(by) ? ' DESC' : ''}`;
 }
 
 /** Everything an offset page depends on besides the database: see page-cache.ts. */

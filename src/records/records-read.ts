@@ -5,13 +5,13 @@
  * Cheap reads run on the main thread; a list page whose plan scans or sorts without an index,
  * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
  */
+import { ID_EQUALS, idIn } from '../store/sqlite/list-sql.js';
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { Principal } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { project, type Projection } from './projection.js';
 import { MAX_EXPAND_DEPTH, type ExpandTree } from './expand.js';
 import type { ListQuery } from './list-query.js';
@@ -74,7 +74,7 @@ export class RecordReader {
   /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */
   rowById(c: Collection, id: string): unknown[] | undefined {
     const codec = this.store.codec(c);
-    return this.store.reader.get(`SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ? LIMIT 1`, [id]);
+    return this.store.reader.get(this.store.sql.records.rowById(c, codec.columns), [id]);
   }
 
   /** One record by id under the view rule (with expand and projection), or 404. */
@@ -106,7 +106,7 @@ export class RecordReader {
     let sql = perCodec.get(ruleSql);
     if (sql === undefined) {
       const ttl = c.options.ttl_field;
-      sql = `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?${ruleSql ? ` AND (${ruleSql})` : ''}${ttl ? ` AND (r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?)` : ''} LIMIT 1`;
+      sql = this.store.sql.records.view(c, codec.columns, ruleSql, ttl);
       perCodec.set(ruleSql, sql);
     }
     const params: SqlValue[] = [id];
@@ -124,7 +124,7 @@ export class RecordReader {
     const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
     if (view.kind === 'deny') throw ApiError.notFound();
     const where = new Where();
-    where.add('r."id" = ?', [id]);
+    where.add(ID_EQUALS, [id]);
     where.addRule(view);
     where.addTtl(c);
     const cols: string[] = [];
@@ -134,11 +134,11 @@ export class RecordReader {
       if (check.kind === 'deny') cols.push('0');
       else if (check.kind === 'all') cols.push('1');
       else {
-        cols.push(`CASE WHEN (${check.sql}) THEN 1 ELSE 0 END`);
+        cols.push(this.store.sql.records.holds(check.sql));
         colParams.push(...check.params);
       }
     }
-    const row = this.store.reader.get(`SELECT ${cols.join(', ')} FROM ${q(c.name)} r${where.sql()} LIMIT 1`, [...colParams, ...where.params]);
+    const row = this.store.reader.get(this.store.sql.records.selectOne(c, cols.join(', '), where.sql()), [...colParams, ...where.params]);
     if (!row) throw ApiError.notFound();
     return { view: true, update: Number(row[0]) === 1, delete: Number(row[1]) === 1 };
   }
@@ -196,10 +196,10 @@ export class RecordReader {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const where = new Where();
-      where.add(`r."id" IN (${chunk.map(() => '?').join(',')})`, chunk);
+      where.add(idIn(chunk.length), chunk);
       where.addRule(check);
       where.addTtl(c);
-      const rows = await this.store.reader.allAuto(`SELECT ${codec.columns} FROM ${q(c.name)} r${where.sql()}`, where.params);
+      const rows = await this.store.reader.allAuto(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params);
       for (const row of rows) {
         const rec = codec.visibleFromRow(row);
         hidePrivate(c, rec, principal);

@@ -15,7 +15,6 @@ import type { WriteStep } from '../store/write-job.js';
 import { WriteError } from '../store/sqlite/writer-client.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { ID_PATTERN, newRecordId, randomToken } from './ids.js';
 import { checkNewPassword, hashPassword, verifyPassword } from '../auth/passwords.js';
 import { minPasswordLength } from '../auth/auth-defaults.js';
@@ -156,7 +155,7 @@ export class RecordWriter {
         if (!this.requestRuleHolds(check.sql, check.params)) throw CREATE_DENIED();
       } else {
         steps.push({
-          sql: `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ? AND (${check.sql})`,
+          sql: this.store.sql.records.createRuleGuard(c, check.sql),
           params: [id, ...check.params],
           expect: 'row',
           fail: { status: 403, code: 'forbidden', message: 'You are not allowed to create this record.' },
@@ -179,7 +178,7 @@ export class RecordWriter {
     const others = this.store.registry.all().filter((o) => o.type === 'auth' && o.id !== c.id);
     if (!others.length) return null;
     return {
-      sql: `SELECT 1 WHERE ${others.map((o) => `NOT EXISTS (SELECT 1 FROM ${q(o.name)} WHERE "id" = ?)`).join(' AND ')}`,
+      sql: this.store.sql.records.idFreeIn(others),
       params: others.map(() => id),
       expect: 'row',
       fail: { status: 409, code: 'conflict', message: 'The value of "id" conflicts with an existing record.' },
@@ -195,7 +194,7 @@ export class RecordWriter {
     const key = `${c.id}\u0000${this.store.registry.version(c.id)}\u0000${cols.length}`;
     let sql = this.insertSqls.get(key);
     if (sql === undefined) {
-      sql = `INSERT INTO ${q(c.name)} (${cols.map(q).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`;
+      sql = this.store.sql.records.insert(c, cols);
       if (this.insertSqls.size >= 1000) this.insertSqls.clear();
       this.insertSqls.set(key, sql);
     }
@@ -216,7 +215,7 @@ export class RecordWriter {
     }
     let v = this.ruleVerdicts.get(key);
     if (v === undefined) {
-      v = !!this.store.reader.get(`SELECT 1 WHERE (${sql})`, params);
+      v = !!this.store.reader.get(this.store.sql.records.requestRuleHolds(sql), params);
       if (this.ruleVerdicts.size >= 10_000) this.ruleVerdicts.clear();
       this.ruleVerdicts.set(key, v);
     }
@@ -236,7 +235,7 @@ export class RecordWriter {
     const sets: string[] = [];
     const vals: SqlValue[] = [];
     const set = (name: string, v: SqlValue) => {
-      sets.push(`${q(name)} = ?`);
+      sets.push(this.store.sql.records.setTerm(name));
       vals.push(v);
     };
     const now = nowDate();
@@ -278,14 +277,13 @@ export class RecordWriter {
     const steps: WriteStep[] = [...this.relationGuards(c, body)];
     const fileGuard = filePlan && this.files?.guard(c, id, filePlan);
     if (fileGuard) steps.push(fileGuard);
-    const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
     steps.push({
-      sql: `UPDATE ${q(c.name)} AS r SET ${sets.join(', ')} WHERE r."id" = ?${rule}`,
+      sql: this.store.sql.records.update(c, sets, check.kind === 'where' ? check.sql : ''),
       params: [...vals, id, ...(check.kind === 'where' ? check.params : [])],
       expect: 'change',
       fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
     });
-    steps.push({ sql: `SELECT ${codec.columns} FROM ${q(c.name)} r WHERE r."id" = ?`, params: [id], returnRows: true });
+    steps.push({ sql: this.store.sql.records.rowById(c, codec.columns), params: [id], returnRows: true });
     const results = await this.withFiles(c, id, filePlan, () => this.run(steps));
     return { row: results[results.length - 1].rows![0], passwordChanged };
   }
@@ -319,10 +317,9 @@ export class RecordWriter {
   async delete(c: Collection, id: string, principal: Principal | null): Promise<void> {
     const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
     if (check.kind === 'deny') throw ApiError.notFound();
-    const rule = check.kind === 'where' ? ` AND (${check.sql})` : '';
     const steps: WriteStep[] = [
       {
-        sql: `DELETE FROM ${q(c.name)} AS r WHERE r."id" = ?${rule}`,
+        sql: this.store.sql.records.delete(c, check.kind === 'where' ? check.sql : ''),
         params: [id, ...(check.kind === 'where' ? check.params : [])],
         expect: 'change',
         fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
@@ -346,8 +343,7 @@ export class RecordWriter {
   private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, check: { kind: string; sql?: string; params?: SqlValue[] }): Promise<void> {
     if (principal?.superuser) return;
     const where = check.kind === 'where';
-    const allowed = where ? `CASE WHEN (${check.sql}) THEN 1 ELSE 0 END` : '1';
-    const row = this.store.reader.get(`SELECT r."passwordHash", ${allowed} FROM ${q(c.name)} r WHERE r."id" = ?`, [...(where ? check.params! : []), id]);
+    const row = this.store.reader.get(this.store.sql.records.passwordAndRule(c, where ? check.sql! : ''), [...(where ? check.params! : []), id]);
     const denied = !!row && Number(row[1]) !== 1;
     const phc = row && !denied && typeof row[0] === 'string' && row[0] ? row[0] : null;
     const old = typeof body.oldPassword === 'string' ? body.oldPassword : '';
@@ -379,7 +375,7 @@ export class RecordWriter {
     let g = this.guards.get(key);
     if (g === undefined) {
       g = {
-        sql: `SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target)} WHERE "id" IN (${Array.from({ length: count }, () => '?').join(',')})) = ?`,
+        sql: this.store.sql.records.relationTargetsExist(target, count),
         fail: { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { [f.name]: { code: 'validation_not_found', message: isMulti(f) ? 'One or more related records do not exist.' : 'The related record does not exist.' } } },
       };
       if (this.guards.size >= 1000) this.guards.clear();

@@ -16,7 +16,7 @@
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
 import type { Collection } from '../collections/types.js';
-import { ftsCreateSql, ftsCreateSteps, ftsDropSteps, ftsTableName, ftsTriggerNames, q, searchableFields, setFullTextEnabled } from '../store/sqlite/collection-sql.js';
+import { SCHEMA_OBJECTS_SQL, ftsCreateSql, ftsCreateSteps, ftsDropSteps, ftsJoinSql, ftsMatchSql, ftsTableName, ftsTriggerNames, searchableFields, setFullTextEnabled } from '../store/sqlite/collection-sql.js';
 
 const MAX_SEARCH_CHARS = 1000;
 const MAX_TERMS = 64;
@@ -87,8 +87,7 @@ export function searchPlan(c: Collection, text: string, enabled: boolean): Searc
   if (text === '') return null;
   if (!enabled) throw ApiError.badRequest('Full-text search is not available on this server (feature fts5-off).');
   if (searchableFields(c).length === 0) throw ApiError.badRequest(`The collection "${c.name}" has no searchable field.`);
-  const fts = q(ftsTableName(c));
-  return { text, match: lowerSearch(text), join: ` JOIN ${fts} f ON f.rowid = r.rowid`, where: `f.${fts} MATCH ?` };
+  return { text, match: lowerSearch(text), join: ftsJoinSql(c), where: ftsMatchSql(c) };
 }
 
 /**
@@ -105,7 +104,7 @@ export async function prepareFullText(store: Store, enabled: boolean): Promise<s
     throw new Error(`full-text search is disabled (feature fts5-off) but these collections declare searchable fields: ${list}; remove the feature or the fields' searchable option`);
   }
   const master = new Map<string, string>();
-  for (const row of store.reader.all(`SELECT "name", "sql" FROM sqlite_master WHERE "type" IN ('table', 'trigger')`, [])) master.set(String(row[0]), String(row[1]));
+  for (const row of store.reader.all(SCHEMA_OBJECTS_SQL, [])) master.set(String(row[0]), String(row[1]));
   const stale = searchable.filter((c) => {
     const names = [ftsTableName(c), ...ftsTriggerNames(c)];
     return ftsCreateSql(c).some((sql, i) => master.get(names[i]) !== sql);

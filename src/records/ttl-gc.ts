@@ -7,7 +7,6 @@
 import type { Store } from '../store/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Collection } from '../collections/types.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { nowDate } from '../collections/fields/index.js';
 
 export const TTL_GC_INTERVAL_MS = 5 * 60 * 1000;
@@ -22,7 +21,7 @@ export async function collectExpired(store: Store, after?: AfterExpiry): Promise
   for (const c of store.registry.all()) {
     const ttl = c.options.ttl_field;
     if (!ttl) continue;
-    const [res] = await store.writer.write([{ sql: `DELETE FROM ${q(c.name)} WHERE ${q(ttl)} IS NOT NULL AND ${q(ttl)} <= ?`, params: [now] }]);
+    const [res] = await store.writer.write([{ sql: store.sql.records.deleteExpired(c, ttl), params: [now] }]);
     if (res.changes > 0) {
       total += res.changes; // caches drop the rows (and cascades) through the change feed
       await after?.(c);

@@ -20,9 +20,8 @@
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../collections/types.js';
-import { q } from '../store/sqlite/collection-sql.js';
 import { MAX_VECTOR_DIMENSIONS } from '../collections/fields/json.js';
-import { isVectorField, malformedProbeSql, vectorColumn, vectorIndexName } from '../store/sqlite/vector-sql.js';
+import { isVectorField, malformedProbeSql, vectorDistanceSql, vectorIndexName } from '../store/sqlite/vector-sql.js';
 
 export interface VectorPlan {
   field: Field;
@@ -75,17 +74,13 @@ export function parseVector(src: string, c: Collection): VectorPlan {
     if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isFinite(Math.fround(v))) bad(`element ${i} is not a finite number`);
     floats[i] = v as number;
   });
-  const fn = metric === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
   const shadow = isVectorField(field!);
   if (shadow && arr.length !== field!.options.dimensions) bad(`the query has ${arr.length} dimensions but "${name}" holds ${field!.options.dimensions}`);
-  // the float32 shadow column, or the stored JSON converted per row; libsql's distance functions
-  // reject NULL, so rows without an embedding get a NULL distance
-  const stored = shadow ? `r.${q(vectorColumn(field!))}` : `r.${q(field!.name)}`;
   return {
     field: field!,
     metric,
     dims: arr.length,
-    sql: `CASE WHEN ${stored} IS NULL THEN NULL ELSE ${fn}(${shadow ? stored : `vector32(${stored})`}, ?) END`,
+    sql: vectorDistanceSql(field!, metric),
     blob: Buffer.from(floats.buffer),
     index: shadow && metric === 'cosine' && field!.options.vectorIndex ? vectorIndexName(c, field!) : null,
     malformedProbe: shadow ? malformedProbeSql(c, field!) : null,

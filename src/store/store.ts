@@ -2,6 +2,7 @@
  * The app's data context shared by the domain services: the schema registry, the reader, the
  * writer, the storage operations (`sql`), the compiled rules and the per-collection record codecs.
  */
+import type { RecordSql } from './record-sql.js';
 import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { Reader } from './sqlite/reader.js';
 import type { WriterClient } from './sqlite/writer-client.js';
@@ -33,6 +34,8 @@ export interface StoreSql {
   schema: SchemaStore;
   /** what differs between databases (write failures) */
   dialect: Dialect;
+  /** the record services' statements */
+  records: RecordSql;
 }
 
 export class Store {

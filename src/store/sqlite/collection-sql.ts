@@ -228,3 +228,17 @@ export function deleteSteps(c: Collection, before: Collection[], after: Collecti
     ...triggerSteps(after),
   ];
 }
+
+/** The join of a collection's full-text index (aliased `f`) to its records (`r`). */
+export function ftsJoinSql(c: Collection): string {
+  const fts = q(ftsTableName(c));
+  return ` JOIN ${fts} f ON f.rowid = r.rowid`;
+}
+
+/** The full-text match condition; params: the lowered query. */
+export function ftsMatchSql(c: Collection): string {
+  return `f.${q(ftsTableName(c))} MATCH ?`;
+}
+
+/** Every table and trigger with its SQL (start-up checks of the full-text indexes). */
+export const SCHEMA_OBJECTS_SQL = `SELECT "name", "sql" FROM sqlite_master WHERE "type" IN ('table', 'trigger')`;

@@ -7,6 +7,7 @@ import { SqliteTokenSql } from './token-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
+import { sqliteRecordSql } from './record-sql.js';
 
 /** Every SQLite store over `reader` (reads run on it; writes come back as write-job steps). */
 export function sqliteStores(reader: Reader): StoreSql {
@@ -17,5 +18,6 @@ export function sqliteStores(reader: Reader): StoreSql {
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,
+    records: sqliteRecordSql,
   };
 }

@@ -119,3 +119,15 @@ export function vectorIndexDropStep(c: Collection, f: Field): WriteStep {
 export function malformedProbeSql(c: Collection, f: Field): string {
   return `SELECT "id" FROM ${q(c.name)} WHERE ${q(f.name)} IS NOT NULL AND ${q(vectorColumn(f))} IS NULL LIMIT 1`;
 }
+
+/**
+ * The distance of a row's embedding to the query (one `?`: the float32 query blob), over alias
+ * `r`: the float32 shadow column of a field with `dimensions`, or the stored JSON converted per
+ * row. libsql's distance functions reject NULL, so rows without an embedding get a NULL distance.
+ */
+export function vectorDistanceSql(field: Field, metric: 'cosine' | 'l2'): string {
+  const fn = metric === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
+  const shadow = isVectorField(field);
+  const stored = shadow ? `r.${q(vectorColumn(field))}` : `r.${q(field.name)}`;
+  return `CASE WHEN ${stored} IS NULL THEN NULL ELSE ${fn}(${shadow ? stored : `vector32(${stored})`}, ?) END`;
+}

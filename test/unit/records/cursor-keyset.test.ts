@@ -1,5 +1,5 @@
 /**
- * Keyset predicates (src/records/keyset.ts) against an in-memory oracle of SQLite's order: NULL
+ * Keyset predicates (src/store/sqlite/keyset.ts) against an in-memory oracle of SQLite's order: NULL
  * first ascending and last descending, mixed directions, duplicate values. Random sorts are
  * walked forward and backward page by page on a real libsql table, with rows inserted and
  * deleted between pages: every row present throughout must come exactly once, in order.
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import type { Collection } from '../../../src/collections/types.js';
 import type { SchemaLookup } from '../../../src/rules/compiler.js';
-import { beyondBoundary, cursorSortKeys, orderBy, segments, type SortKey } from '../../../src/records/keyset.js';
+import { beyondBoundary, cursorSortKeys, orderBy, segments, type SortKey } from '../../../src/store/sqlite/keyset.js';
 import type { KeyValue } from '../../../src/records/cursor.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 

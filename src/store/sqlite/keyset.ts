@@ -13,11 +13,11 @@
  * That OR does not bound an index range, so pages are read as disjoint segments on the leading
  * key, in walk order (`segments`); the caller stops as soon as it has enough rows.
  */
-import { ApiError } from '../errors/api-error.js';
-import type { SqlValue } from '../store/bind.js';
-import type { Collection } from '../collections/types.js';
-import { compileSort, isPrivateEmail, type SchemaLookup } from '../rules/compiler.js';
-import type { KeyValue } from './cursor.js';
+import { ApiError } from '../../errors/api-error.js';
+import type { SqlValue } from '../bind.js';
+import type { Collection } from '../../collections/types.js';
+import { compileSort, isPrivateEmail, type SchemaLookup } from '../../rules/compiler.js';
+import type { KeyValue } from '../../records/cursor.js';
 
 /** One ORDER BY key: its SQL (`r."name"`), its direction, and whether it can hold NULL. */
 export interface SortKey {
