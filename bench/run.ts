@@ -174,8 +174,8 @@ async function main(): Promise<number> {
     await group('get by id (1)', [s1!]);
     // ---- the node:http adapter beside uWS (issue 25): a second server on the same data (reads
     // only, so --ignore-lock is safe), measured in the same rounds as the uWS server
-    const nodeSvc = await startSvc({ dataDir, email, password, env: { ...env, SERVICE_HTTP_ENGINE: 'node' }, cliPath, extra: ['--ignore-lock'] });
-    try {
+    const nodeSvc = process.env.BENCH_SKIP_ENGINE ? null : await startSvc({ dataDir, email, password, env: { ...env, SERVICE_HTTP_ENGINE: 'node' }, cliPath, extra: ['--ignore-lock'] });
+    if (nodeSvc) try {
       const nodeCtx = { ...ctx, svcUrl: nodeSvc.url };
       const engineSeries = (c: sc.ScenarioContext, engine: string, tag: string): sc.Scenario[] => {
         const [get] = sc.getByIdScenarios(c);
@@ -189,6 +189,7 @@ async function main(): Promise<number> {
     } finally {
       await nodeSvc.stop();
     }
+    else log('HTTP engine (9): skipped (BENCH_SKIP_ENGINE)');
     for (const info of Object.values(SETS)) await group(`list 20 (3), ${sc.sizeLabel(info.rows)}`, lists.filter((l) => l.key.endsWith(`-${sc.sizeLabel(info.rows)}`)));
     await group('owner rules: get by id (2), list under a rule (4)', [s2!, ...sc.ruleListScenarios(ctx)]);
     await group('mixed (6)', [sc.mixedScenario(ctx)]);
