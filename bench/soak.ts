@@ -37,12 +37,18 @@ const KINDS: Kind[] = ['view', 'list', 'create', 'update', 'delete', 'signin', '
  * about leaks.
  */
 const MIX: Record<Kind, number> = { view: 0.35, list: 0.25, create: 0.08, update: 0.1, delete: 0.12, signin: 0.02, upload: 0.04, download: 0.04 };
-/** `--without=signin,upload`: leave kinds out of the mix (their share goes to views), to tell which load grows memory. */
-for (const k of (process.argv.find((a) => a.startsWith('--without='))?.slice(10) ?? '').split(',').filter(Boolean) as Kind[]) {
+/**
+ * `--without=signin,upload`: leave kinds out of the mix, to tell which load grows memory; the
+ * kinds left keep their proportions (their shares scaled back up to 1).
+ */
+const WITHOUT = (process.argv.find((a) => a.startsWith('--without='))?.slice(10) ?? '').split(',').filter(Boolean) as Kind[];
+for (const k of WITHOUT) {
   if (!(k in MIX)) throw new Error(`--without: unknown kind ${k}`);
-  MIX.view += MIX[k];
   MIX[k] = 0;
 }
+const kept = Object.values(MIX).reduce((a, b) => a + b, 0);
+if (kept <= 0) throw new Error('--without left no kind in the mix');
+for (const k of Object.keys(MIX) as Kind[]) MIX[k] /= kept;
 
 interface Sample {
   t: number;
