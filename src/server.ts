@@ -38,6 +38,8 @@ import { RecordFiles } from './files/record-files.js';
 import { FileTokens } from './files/file-tokens.js';
 import { installFieldCipher, loadEncryptionKey } from './records/encryption.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
+import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
+import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -96,8 +98,11 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
   }
 
+  const hub = new RealtimeHub(store, ctx.auth, logger, { ...DEFAULT_REALTIME_LIMITS, maxConnections: config.limits.realtimeMaxConnections });
+  ctx.auth.sessions.onEnded = (collectionId, recordId) => hub.sessionEnded(collectionId, recordId);
   const routes: Route[] = [
     ...probeRoutes(ctx),
+    ...realtimeRoutes(ctx, hub),
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
     ...authRoutes(ctx),
@@ -125,6 +130,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     maxInflightBodyBytes: config.limits.maxInflightBodyBytes,
     logger,
     routes,
+    websockets: [realtimeSocket(ctx, hub)],
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
   };
   if (engine.engine === 'node:http') logger.warn(`HTTP engine: node:http (slower than uWebSockets.js): ${engine.reason}`);
@@ -149,6 +155,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
       stopping ??= (async () => {
         logger.info('shutting down: finishing in-flight requests');
         stopTtl();
+        hub.closeAll();
         await http.drain();
         await ctx.auth.close(); // queued auth mail still needs the writer
         await writer.close();

@@ -21,6 +21,7 @@ import Database from 'libsql';
 import {
   CHANGE_DELETE, CHANGE_UPDATE, MAX_CHANGES_LISTED, OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS,
 } from '../src/store/write-job.js';
+import { noteWork, startNativeGc } from './native-gc.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 /** A prepared statement with what is asked of it on every run, asked of libsql once. */
@@ -87,35 +88,45 @@ function syncChangeTriggers(): void {
     const cid = `'${String(id).replace(/'/g, "''")}'`;
     const tbl = `main."${String(name).replace(/"/g, '""')}"`;
     const trig = (suffix: string) => `"_cf_${String(id).replace(/"/g, '""')}_${suffix}"`;
-    db.exec(`CREATE TEMP TRIGGER ${trig('u')} AFTER UPDATE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, NEW."id", ${CHANGE_UPDATE}); END`);
-    db.exec(`CREATE TEMP TRIGGER ${trig('d')} AFTER DELETE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, OLD."id", ${CHANGE_DELETE}); END`);
+    // A delete keeps the row as it was (JSON; BLOB columns as null): realtime decides who may
+    // hear of a deleted record by its rules over that row.
+    const cols = db.prepare('SELECT name FROM pragma_table_info(?)').raw(true).all(String(name)) as unknown[][];
+    const old = cols.map(([col]) => {
+      const c = `OLD."${String(col).replace(/"/g, '""')}"`;
+      return `'${String(col).replace(/'/g, "''")}', iif(typeof(${c}) = 'blob', NULL, ${c})`;
+    });
+    db.exec(`CREATE TEMP TRIGGER ${trig('u')} AFTER UPDATE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, NEW."id", ${CHANGE_UPDATE}, NULL); END`);
+    db.exec(`CREATE TEMP TRIGGER ${trig('d')} AFTER DELETE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, OLD."id", ${CHANGE_DELETE}, json_object(${old.join(', ')})); END`);
   }
   triggersFor = version;
 }
 
 /**
  * The group's changes, read and cleared inside its transaction: `[flat, truncated]` where `flat`
- * repeats collectionId, recordId, op (one entry per record, ops merged: anything then a delete
- * is a delete), and
- * `truncated` lists collections whose changes were too many to list (MAX_CHANGES_LISTED).
+ * repeats collectionId, recordId, op, old (one entry per record, ops merged: anything then a
+ * delete is a delete; `old` is a deleted row as JSON text, else null), and `truncated` lists
+ * collections whose changes were too many to list (MAX_CHANGES_LISTED).
  */
 function takeChanges(): [unknown[] | null, string[] | null] {
-  const rows = prepare('SELECT "c", "id", "op" FROM temp."_changes"').stmt.all(NO_PARAMS) as unknown[][];
+  const rows = prepare('SELECT "c", "id", "op", "old" FROM temp."_changes"').stmt.all(NO_PARAMS) as unknown[][];
   if (rows.length === 0) return [null, null];
   exec('DELETE FROM temp."_changes"');
   if (rows.length > MAX_CHANGES_LISTED * 2) return [null, [...new Set(rows.map((r) => String(r[0])))]];
-  if (rows.length === 1) return [[rows[0][0], rows[0][1], Number(rows[0][2])], null];
-  const merged = new Map<string, [unknown, unknown, number]>();
-  for (const [c, id, opRaw] of rows) {
+  if (rows.length === 1) return [[rows[0][0], rows[0][1], Number(rows[0][2]), rows[0][3]], null];
+  const merged = new Map<string, [unknown, unknown, number, unknown]>();
+  for (const [c, id, opRaw, old] of rows) {
     const op = Number(opRaw);
     const key = `${String(c)}\u0000${String(id)}`;
     const prev = merged.get(key);
-    if (prev === undefined) merged.set(key, [c, id, op]);
-    else if (op === CHANGE_DELETE) prev[2] = CHANGE_DELETE;
+    if (prev === undefined) merged.set(key, [c, id, op, old]);
+    else if (op === CHANGE_DELETE) {
+      prev[2] = CHANGE_DELETE;
+      prev[3] = old;
+    }
   }
   if (merged.size > MAX_CHANGES_LISTED) return [null, [...new Set(rows.map((r) => String(r[0])))]];
   const flat: unknown[] = [];
-  for (const e of merged.values()) flat.push(e[0], e[1], e[2]);
+  for (const e of merged.values()) flat.push(e[0], e[1], e[2], e[3]);
   return [flat, null];
 }
 
@@ -232,6 +243,7 @@ function rolledBack(): void {
 
 function flush(): void {
   scheduled = false;
+  noteWork();
   while (queue.length > 0) {
     const group = queue.length > MAX_GROUP ? queue.splice(0, MAX_GROUP) : queue;
     if (group === queue) queue = [];
@@ -266,8 +278,9 @@ try {
   db.exec('PRAGMA synchronous = FULL');
   db.exec('PRAGMA recursive_triggers = ON');
   db.exec('PRAGMA temp_store = MEMORY');
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS "_changes" ("c" TEXT NOT NULL, "id" TEXT, "op" INTEGER NOT NULL)');
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS "_changes" ("c" TEXT NOT NULL, "id" TEXT, "op" INTEGER NOT NULL, "old" TEXT)');
   syncChangeTriggers();
+  startNativeGc();
   port.postMessage({ ready: true });
 } catch (err) {
   port.postMessage({ ready: false, message: (err as Error).message });

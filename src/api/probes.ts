@@ -19,7 +19,7 @@ export function probeRoutes(ctx: ApiContext): Route[] {
       admin: false,
       oauth2: false,
       webauthn: false,
-      realtime: false,
+      realtime: true,
       files: true,
       fts: !ctx.config.features.has('fts5-off'),
       vector: ctx.config.features.has('vector'),

@@ -40,6 +40,8 @@ const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ');
 export class SessionStore {
   /** sessions whose last_seen write is in flight or was just written (bounded) */
   private touched = new Map<string, number>();
+  /** Called after sessions of a record ended (one revoked, all, or all but one): realtime re-checks its clients. */
+  onEnded: ((collectionId: string, recordId: string) => void) | null = null;
 
   constructor(private store: Store, private onError: (err: unknown) => void = () => {}) {}
 
@@ -85,6 +87,7 @@ export class SessionStore {
     await this.write([
       this.store.sql.sessions.revokeStep(c.id, recordId, sid, { status: 404, code: 'not_found', message: 'The requested resource was not found.' }),
     ]);
+    this.onEnded?.(c.id, recordId);
   }
 
   /** Logout everywhere: bumps the record's token epoch and wipes its session rows, in one job. */
@@ -93,11 +96,13 @@ export class SessionStore {
       this.store.sql.auth.bumpEpochStep(c, recordId),
       ...this.wipeSteps(c, recordId, null),
     ]); // the epoch changed: the change feed drops cached copies of the record
+    this.onEnded?.(c.id, recordId);
   }
 
   /** Deletes the record's session rows except `keepSid` (after a password change). */
   async endOthers(c: Collection, recordId: string, keepSid: string | null): Promise<void> {
     await this.write(this.wipeSteps(c, recordId, keepSid));
+    this.onEnded?.(c.id, recordId);
   }
 
   /** Steps deleting a record's session rows (all, or all but `keepSid`), for use inside another job. */

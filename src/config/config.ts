@@ -91,10 +91,12 @@ export interface RequestLimits {
   maxConnections: number;
   /** SERVICE_MAX_INFLIGHT_BODY_BYTES (default 256 MiB) */
   maxInflightBodyBytes: number;
+  /** SERVICE_REALTIME_MAX_CONNECTIONS: realtime WebSockets and event streams together (default 20,000) */
+  realtimeMaxConnections: number;
 }
 
 /** The defaults of RequestLimits. */
-export const DEFAULT_LIMITS: RequestLimits = { jsonBodyBytes: 1024 * 1024, bodyTimeoutS: 30, maxConnections: 10_000, maxInflightBodyBytes: 256 * 1024 * 1024 };
+export const DEFAULT_LIMITS: RequestLimits = { jsonBodyBytes: 1024 * 1024, bodyTimeoutS: 30, maxConnections: 10_000, maxInflightBodyBytes: 256 * 1024 * 1024, realtimeMaxConnections: 20_000 };
 
 /**
  * Loads RequestLimits from flags and SERVICE_* variables.
@@ -110,6 +112,7 @@ export function loadLimits(flags: Flags, env: NodeJS.ProcessEnv): RequestLimits 
     bodyTimeoutS: int('body-timeout', 'SERVICE_BODY_TIMEOUT', 1, DEFAULT_LIMITS.bodyTimeoutS),
     maxConnections: int(null, 'SERVICE_MAX_CONNECTIONS', 1, DEFAULT_LIMITS.maxConnections),
     maxInflightBodyBytes: int(null, 'SERVICE_MAX_INFLIGHT_BODY_BYTES', 1, DEFAULT_LIMITS.maxInflightBodyBytes),
+    realtimeMaxConnections: int(null, 'SERVICE_REALTIME_MAX_CONNECTIONS', 1, DEFAULT_LIMITS.realtimeMaxConnections),
   };
 }
 

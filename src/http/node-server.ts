@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { once } from 'node:events';
 import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
-import type { BodyStream, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
+import type { BodyStream, EventSink, EventStreamBody, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
 import type { HttpServerOptions } from './server.js';
 import { Admission, OVERLOADED, TIMED_OUT } from './admission.js';
 import { BODY_METHODS, decodeParams, elapsedMs, errorReply, tooLarge } from './common.js';
@@ -85,19 +85,30 @@ export class NodeHttpServer {
       const refuse = (status: number, body: string) => {
         socket.end(`HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Refused'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       };
-      if (!route) return refuse(404, writeErrorBody(ApiError.notFound()));
+      if (!route) {
+        this.opts.logger.request('GET', path, 404, 0);
+        return refuse(404, writeErrorBody(ApiError.notFound()));
+      }
       const req: Snapshot = { method: 'GET', path, query: q < 0 ? '' : url.slice(q + 1), headers: readHeaders(ireq), params: [], remoteAddress: ireq.socket.remoteAddress ?? '', body: null };
       const refused = route.upgrade?.(req);
-      if (refused) return refuse(refused.status, refused.body as string);
+      if (refused) {
+        this.opts.logger.request('GET', path, refused.status, 0);
+        return refuse(refused.status, refused.body as string);
+      }
       wss.handleUpgrade(ireq, socket, head, (ws: WebSocket) => {
         const max = route.maxBackpressure ?? 1024 * 1024;
         let closed = false;
+        let dropped = false;
         const conn: WsConnection = {
           data: {},
+          get dropped() {
+            return dropped;
+          },
           send: (text) => {
             if (closed || ws.readyState !== ws.OPEN) return false;
             if (ws.bufferedAmount > max) {
               closed = true;
+              dropped = true;
               ws.close(WS_SLOW_CONSUMER, 'slow consumer');
               return false;
             }
@@ -278,6 +289,10 @@ export class NodeHttpServer {
     if (state.done) return;
     state.done = true;
     const bodiless = reply.status === 204 || reply.status === 304 || req.method === 'HEAD';
+    if (reply.events && !bodiless) {
+      this.openEvents(res, req, reply, reply.events, start);
+      return;
+    }
     const stream = reply.stream && reply.stream.size > 0 && !bodiless ? reply.stream : null;
     const headers: Record<string, string | string[]> = { 'Access-Control-Allow-Origin': '*' };
     if (reply.headers) {
@@ -337,6 +352,51 @@ export class NodeHttpServer {
       await Promise.resolve(it?.return?.()).catch(() => undefined);
       this.opts.logger.request(req.method, req.path, aborted ? 499 : status, elapsedMs(start));
       this.release();
+    }
+  }
+
+  /** An event stream (Reply.events), as server.ts sends it: counted bytes under backpressure, dropped past the cap. */
+  private openEvents(res: ServerResponse, req: Req, reply: Reply, events: EventStreamBody, start: bigint): void {
+    const max = events.maxQueuedBytes ?? 1024 * 1024;
+    let closed = false;
+    const closers: Array<(dropped: boolean) => void> = [];
+    const end = (dropped: boolean) => {
+      if (closed) return;
+      closed = true;
+      this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
+      for (const cb of closers) cb(dropped);
+    };
+    res.once('close', () => end(false));
+    const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Content-Type': reply.contentType ?? 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' };
+    for (const [k, v] of reply.headers ?? []) headers[k] = v;
+    res.writeHead(reply.status, headers);
+    res.flushHeaders();
+    this.release(); // a long-lived stream is not a request in flight
+    const sink: EventSink = {
+      write: (text) => {
+        if (closed || res.destroyed) return false;
+        res.write(text);
+        if (res.writableLength > max) {
+          end(true);
+          res.destroy();
+          return false;
+        }
+        return true;
+      },
+      close: () => {
+        if (closed) return;
+        end(false);
+        res.end();
+      },
+      onClose: (cb) => {
+        closers.push(cb);
+      },
+    };
+    try {
+      events.open(sink);
+    } catch (err) {
+      this.opts.onUnexpected(err, req);
+      sink.close();
     }
   }
 

@@ -16,7 +16,7 @@ import type * as UWS from '@trufflesuite/uws-js-unofficial';
 import { ApiError, toApiError } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
-import { WS_SLOW_CONSUMER, type BodyStream, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
+import { WS_SLOW_CONSUMER, type BodyStream, type EventSink, type EventStreamBody, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
 import { Admission, OVERLOADED, TIMED_OUT, type AdmissionLimits } from './admission.js';
 import { BODY_METHODS, decodeParams, elapsedMs, errorReply, tooLarge } from './common.js';
 
@@ -99,9 +99,11 @@ export class HttpServer {
         if (refused) {
           res.cork(() => {
             res.writeStatus(statusLine(refused.status));
+            for (const [k, v] of CORS) res.writeHeader(k, v);
             res.writeHeader('Content-Type', 'application/json');
             res.end(refused.body as string);
           });
+          this.opts.logger.request('GET', req.path, refused.status, 0);
           return;
         }
         void req.remoteAddress; // read while the request is valid
@@ -110,12 +112,17 @@ export class HttpServer {
       open: (ws) => {
         const state = ws.getUserData();
         let closed = false;
+        let dropped = false;
         const conn: WsConnection = {
           data: {},
+          get dropped() {
+            return dropped;
+          },
           send: (text) => {
             if (closed) return false;
             if (ws.getBufferedAmount() > max) {
               closed = true;
+              dropped = true;
               ws.end(WS_SLOW_CONSUMER, 'slow consumer');
               return false;
             }
@@ -168,7 +175,7 @@ export class HttpServer {
     const hasBody = BODY_METHODS.has(method);
     const state = { aborted: false, done: false };
     this.inFlight++;
-    const req = new Snapshot(method, path, ureq.getQuery() ?? '', readHeaders(ureq, hasBody, !!route.fileHeaders), hasBody ? res.getRemoteAddressAsText().slice(0) : null, res);
+    const req = new Snapshot(method, path, ureq.getQuery() ?? '', readHeaders(ureq, hasBody || !!route.clientHeaders, !!route.fileHeaders), hasBody ? res.getRemoteAddressAsText().slice(0) : null, res);
     const finish = (reply: Reply) => this.finish(res, req, reply, state, start);
     if (this.inFlight > this.opts.maxInFlight) {
       finish(errorReply(OVERLOADED()));
@@ -272,6 +279,10 @@ export class HttpServer {
     if (state.done || state.aborted) return;
     state.done = true;
     const bodiless = reply.status === 204 || reply.status === 304 || req.method === 'HEAD';
+    if (reply.events && !bodiless) {
+      this.openEvents(res, req, reply, reply.events, start);
+      return;
+    }
     const stream = reply.stream && reply.stream.size > 0 && !bodiless ? reply.stream : null;
     // The request record is written before the reply leaves (stderr is a synchronous pipe on
     // Linux), so a client never holds an answer whose record is not in the log yet.
@@ -352,6 +363,75 @@ export class HttpServer {
     });
   }
 
+  /**
+   * An event stream (Reply.events): headers now, then the sink. Writes are corked; when uWS
+   * reports backpressure the bytes queued since are counted until it drains, and past
+   * `maxQueuedBytes` the connection is closed as a slow consumer.
+   */
+  private openEvents(res: UWS.HttpResponse, req: Req, reply: Reply, events: EventStreamBody, start: bigint): void {
+    const max = events.maxQueuedBytes ?? 1024 * 1024;
+    let closed = false;
+    let queued = 0;
+    let waiting = false;
+    const closers: Array<(dropped: boolean) => void> = [];
+    const end = (status: number, dropped: boolean) => {
+      if (closed) return;
+      closed = true;
+      this.opts.logger.request(req.method, req.path, status, elapsedMs(start));
+      for (const cb of closers) cb(dropped);
+    };
+    res.onAborted(() => end(reply.status, false));
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      for (const [k, v] of CORS) res.writeHeader(k, v);
+      if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
+      res.writeHeader('Content-Type', reply.contentType ?? 'text/event-stream');
+      res.writeHeader('Cache-Control', 'no-cache');
+      res.writeHeader('X-Accel-Buffering', 'no');
+      res.write('');
+    });
+    this.release(); // a long-lived stream is not a request in flight
+    const sink: EventSink = {
+      write: (text) => {
+        if (closed) return false;
+        let ok = true;
+        res.cork(() => {
+          ok = res.write(text);
+        });
+        if (ok) return true;
+        queued += Buffer.byteLength(text);
+        if (queued > max) {
+          res.close();
+          end(reply.status, true);
+          return false;
+        }
+        if (!waiting) {
+          waiting = true;
+          res.onWritable(() => {
+            queued = 0;
+            waiting = false;
+            return true;
+          });
+        }
+        return true;
+      },
+      close: () => {
+        if (closed) return;
+        res.cork(() => res.end());
+        end(reply.status, false);
+      },
+      onClose: (cb) => {
+        closers.push(cb);
+      },
+    };
+    try {
+      events.open(sink);
+    } catch (err) {
+      this.opts.onUnexpected(err, req);
+      sink.close();
+    }
+  }
+
   private release(): void {
     if (--this.inFlight === 0 && this.idleWaiters.length) {
       const waiters = this.idleWaiters;
@@ -412,6 +492,7 @@ function readHeaders(r: UWS.HttpRequest, body: boolean, file: boolean): RequestH
     h.forwardedFor = r.getHeader('x-forwarded-for');
     h.realIp = r.getHeader('x-real-ip');
     h.origin = r.getHeader('origin');
+    h.accept = r.getHeader('accept');
   }
   if (file) {
     h.range = r.getHeader('range');

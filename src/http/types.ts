@@ -46,6 +46,29 @@ export interface Reply {
    * iterator is closed when the client aborts.
    */
   stream?: BodyStream;
+  /**
+   * An open-ended event stream (Server-Sent Events) instead of `body`: the status and headers go
+   * out at once, then `open` gets the sink and writes to it for as long as the client stays. The
+   * stream does not count as a request in flight (so long-lived streams never hold up a drain or
+   * fill the in-flight cap); its request is logged when it ends.
+   */
+  events?: EventStreamBody;
+}
+
+export interface EventStreamBody {
+  /** bytes queued unsent before the stream is dropped as a slow consumer (default 1 MiB) */
+  maxQueuedBytes?: number;
+  open(sink: EventSink): void;
+}
+
+/** The writable end of an event stream. */
+export interface EventSink {
+  /** queues text; false when the stream is closed or was just dropped past maxQueuedBytes */
+  write(text: string): boolean;
+  /** ends the stream */
+  close(): void;
+  /** `cb(dropped)` once when the stream ends: client gone, close(), or dropped as a slow consumer */
+  onClose(cb: (dropped: boolean) => void): void;
 }
 
 export interface BodyStream {
@@ -63,6 +86,8 @@ export interface Route {
   handler: Handler;
   /** copy the Range and If-None-Match headers (file downloads) */
   fileHeaders?: boolean;
+  /** copy Accept, User-Agent, Origin and the proxy headers on bodiless methods too (event streams) */
+  clientHeaders?: boolean;
 }
 
 /** A JSON reply (body already serialized). */
@@ -104,6 +129,8 @@ export interface WsConnection {
   bufferedAmount(): number;
   /** the route's own state for this connection */
   readonly data: Record<string, unknown>;
+  /** true once the connection was closed for going past maxBackpressure */
+  readonly dropped: boolean;
 }
 
 /** Close code for a consumer dropped past its send queue (RFC 6455: policy violation). */

@@ -20,6 +20,11 @@ export interface Change {
   op: ChangeOp;
   /** the record as stored after the change, when a producer had it at hand (never for deletes) */
   record?: Record<string, unknown>;
+  /**
+   * A delete's row as it was, by column name (all stored columns, hidden and auth columns
+   * included; BLOB columns null): for deciding who may hear of the delete. Never sent to clients.
+   */
+  old?: Record<string, unknown>;
 }
 
 /** The changes of one committed transaction. */
@@ -64,7 +69,7 @@ export class ChangeFeed {
 
 /**
  * A commit's batch: the records its committed jobs created (WriteStep.creates, in job order) and
- * the writer's notes in wire form (write-job.ts: flat `collection, id, op` triples), merged per
+ * the writer's notes in wire form (write-job.ts: flat `collection, id, op, old` quads), merged per
  * record: a create then updates is a create, a create then a delete is a delete. (A record
  * deleted and created again with the same id within one group commit reads as a delete: its
  * caches are dropped either way.)
@@ -72,9 +77,11 @@ export class ChangeFeed {
 export function decodeChanges(commit: number, created: Change[], flat: unknown[] | null, truncated: string[] | null): ChangeBatch {
   if (!flat) return { commit, changes: created, truncated: truncated ?? [] };
   const noted: Change[] = [];
-  for (let i = 0; i < flat.length; i += 3) {
+  for (let i = 0; i < flat.length; i += 4) {
     const op = flat[i + 2] as number;
-    noted.push({ collection: String(flat[i]), id: String(flat[i + 1]), op: op === CHANGE_CREATE ? 'create' : op === CHANGE_DELETE ? 'delete' : 'update' });
+    const ch: Change = { collection: String(flat[i]), id: String(flat[i + 1]), op: op === CHANGE_CREATE ? 'create' : op === CHANGE_DELETE ? 'delete' : 'update' };
+    if (typeof flat[i + 3] === 'string') ch.old = parseOld(flat[i + 3] as string);
+    noted.push(ch);
   }
   if (created.length === 0) return { commit, changes: noted, truncated: truncated ?? [] };
   const byKey = new Map<string, Change>();
@@ -83,7 +90,20 @@ export function decodeChanges(commit: number, created: Change[], flat: unknown[]
   for (const ch of noted) {
     const mine = byKey.get(`${ch.collection}\u0000${ch.id}`);
     if (!mine) changes.push(ch);
-    else if (ch.op === 'delete') mine.op = 'delete';
+    else if (ch.op === 'delete') {
+      mine.op = 'delete';
+      delete mine.record;
+      if (ch.old) mine.old = ch.old;
+    }
   }
   return { commit, changes, truncated: truncated ?? [] };
+}
+
+/** A deleted row's JSON (SQLite's json_object); undefined when it does not parse. */
+function parseOld(text: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
 }

@@ -19,6 +19,12 @@ export interface RecordSql {
   selectOne(c: Collection, columns: string, whereSql: string): string;
   /** `columns` of every row of `c` matching `whereSql`. */
   selectAll(c: Collection, columns: string, whereSql: string): string;
+  /**
+   * Whether `whereSql` holds for a row that is no longer stored (a deleted record, realtime):
+   * the row is rebuilt from bound values as a one-row table aliased r; params: the values of
+   * `columns` in order, then the WHERE clause's.
+   */
+  rowHolds(columns: string[], whereSql: string): string;
   /** A 0/1 column: whether a rule holds for the row. */
   holds(ruleSql: string): string;
   /** The INSERT of a create; params: the values of `cols` in order. */

@@ -46,7 +46,7 @@ export interface StepResult {
  *   jobId, OUT_GUARD,  failing step index
  *   jobId, OUT_SQLITE, failing step index (-1: the group failed), SQLite error code, message
  * then, once at the end of the group's array, its changes (see workers/writer.ts takeChanges):
- *   flat changes (collectionId, recordId, CHANGE_* op, repeated) or null,
+ *   flat changes (collectionId, recordId, CHANGE_* op, deleted row as JSON text or null; repeated) or null,
  *   truncated collection ids (too many changes to list) or null
  */
 

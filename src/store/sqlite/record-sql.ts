@@ -9,6 +9,7 @@ export const sqliteRecordSql: RecordSql = {
     `SELECT ${columns} FROM ${q(c.name)} r WHERE r."id" = ?${ruleSql ? ` AND (${ruleSql})` : ''}${ttl ? ` AND (r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?)` : ''} LIMIT 1`,
   selectOne: (c, columns, whereSql) => `SELECT ${columns} FROM ${q(c.name)} r${whereSql} LIMIT 1`,
   selectAll: (c, columns, whereSql) => `SELECT ${columns} FROM ${q(c.name)} r${whereSql}`,
+  rowHolds: (columns, whereSql) => `SELECT 1 FROM (SELECT ${columns.map((col) => `? AS ${q(col)}`).join(', ')}) r${whereSql} LIMIT 1`,
   holds: (ruleSql) => `CASE WHEN (${ruleSql}) THEN 1 ELSE 0 END`,
   insert: (c, cols) => `INSERT INTO ${q(c.name)} (${cols.map(q).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`,
   createRuleGuard: (c, ruleSql) => `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ? AND (${ruleSql})`,

@@ -65,6 +65,10 @@ test('named creates, updates, deletes, cascades and side effects, merged per rec
     await w.write([{ sql: `UPDATE "authors" SET "name" = 'Ann2' WHERE "id" = 'a1'`, params: [] }]);
     await w.write([{ sql: `DELETE FROM "authors" WHERE "id" = 'a2'`, params: [] }]);
     assert.deepEqual(flat(batches), ['update c_a/a1', 'delete c_a/a2', 'delete c_b/b2'], 'the cascade is reported with its cause');
+    const [, delA2, delB2] = batches.flatMap((b) => b.changes);
+    assert.deepEqual(delA2.old, { id: 'a2', name: 'Bo' }, 'a delete carries its row as it was');
+    assert.deepEqual(delB2.old, { id: 'b2', author: 'a2', title: 'y', n: 1 }, 'a cascaded delete too');
+    assert.equal(batches[0].changes[0].old, undefined, 'an update carries no old row');
     batches.length = 0;
     await w.write([
       insert('authors', 'c_a', ['a3', 'C']),
@@ -73,6 +77,7 @@ test('named creates, updates, deletes, cascades and side effects, merged per rec
       { sql: `DELETE FROM "authors" WHERE "id" = 'a4'`, params: [] },
     ]);
     assert.deepEqual(flat(batches), ['create c_a/a3', 'delete c_a/a4'], 'create+update is a create; create+delete is a delete');
+    assert.deepEqual(batches[0].changes[1].old, { id: 'a4', name: 'D' });
   });
 });
 

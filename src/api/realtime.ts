@@ -1,0 +1,224 @@
+/**
+ * Realtime routes (issue 14; 0-conventions.md "Realtime protocol" and "PocketBase client
+ * compatibility"), both transports of the hub (src/realtime/hub.ts) on `/api/realtime`:
+ *
+ * - WebSocket (upgrade): `{"type":"connect","clientId"}` on open; client frames `auth`,
+ *   `subscribe`, `unsubscribe`; answers `auth`, `ack` and `error` frames (a bad frame never
+ *   closes the socket); events `{"type":"event","topic","action","record"}`.
+ * - Server-Sent Events in PocketBase's shape: `GET` with `Accept: text/event-stream` opens the
+ *   stream with a `PB_CONNECT` event (`id:` and data `{clientId}`); `POST {clientId,
+ *   subscriptions}` replaces the client's topics (`col/*`, `col/<id>`, each optionally with
+ *   `?options={"query":{"filter":…}}` as the PocketBase SDK sends), authenticated by the POST's
+ *   own Authorization header; events are named by the topic as sent, data `{action, record}`.
+ * - `GET /api/realtime/metrics` (superusers): connections, subscriptions, deliveries, drops.
+ *
+ * Past the connection cap an upgrade or stream answers 503 `overloaded`.
+ */
+import type { ApiContext } from './context.js';
+import type { EventSink, Reply, Req, Route, WsConnection, WsRoute } from '../http/types.js';
+import { json, noContent } from '../http/types.js';
+import { errorReply } from '../http/common.js';
+import { ApiError, toApiError } from '../errors/api-error.js';
+import { jsonBody } from './request.js';
+import type { RealtimeClient, RealtimeHub, RealtimeTransport } from '../realtime/hub.js';
+import type { ClientInfo } from '../auth/client.js';
+import { parseCookies } from '../auth/auth-service.js';
+
+/** Bytes queued for one client before it is dropped as a slow consumer. */
+export const REALTIME_MAX_QUEUE = 1024 * 1024;
+/** Interval of SSE keep-alive comments (proxies close idle streams). */
+const SSE_PING_MS = 30_000;
+
+const OVERLOADED = () => new ApiError(503, 'overloaded', 'Too many realtime connections; try again later.');
+
+/** A snapshot of what the auth service reads of the connecting request (the Req dies with it). */
+function clientInfo(req: Req): ClientInfo {
+  return { method: 'GET', headers: { ...req.headers }, remoteAddress: req.remoteAddress };
+}
+
+const errorFrame = (message: string) => `{"type":"error","message":${JSON.stringify(message)}}`;
+
+/** The WebSocket endpoint. */
+export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
+  return {
+    pattern: '/api/realtime',
+    maxBackpressure: REALTIME_MAX_QUEUE,
+    upgrade: () => (hub.refuse() ? errorReply(OVERLOADED()) : undefined),
+    open(ws: WsConnection, req: Req) {
+      const start = process.hrtime.bigint();
+      const transport: RealtimeTransport = {
+        kind: 'ws',
+        send: (text) => ws.send(text),
+        get dropped() {
+          return ws.dropped;
+        },
+        close: (code) => ws.close(code ?? 1000),
+      };
+      const client = hub.connect(transport, clientInfo(req));
+      ws.data.client = client;
+      ctx.logger.request('GET', req.path, 101, Number(process.hrtime.bigint() - start) / 1e6);
+      ws.send(`{"type":"connect","clientId":"${client.id}"}`);
+    },
+    message(ws: WsConnection, data: string) {
+      const client = ws.data.client as RealtimeClient | undefined;
+      if (!client || client.closed) return;
+      void onFrame(hub, client, ws, data);
+    },
+    close(ws: WsConnection) {
+      const client = ws.data.client as RealtimeClient | undefined;
+      if (client) hub.ended(client, ws.dropped);
+    },
+  };
+}
+
+/** One client frame; every failure answers an error frame and leaves the socket open. */
+async function onFrame(hub: RealtimeHub, client: RealtimeClient, ws: WsConnection, data: string): Promise<void> {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(data);
+  } catch {
+    ws.send(errorFrame('The frame is not valid JSON.'));
+    return;
+  }
+  if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
+    ws.send(errorFrame('A frame is a JSON object with an "action".'));
+    return;
+  }
+  const m = msg as Record<string, unknown>;
+  try {
+    switch (m.action) {
+      case 'auth': {
+        if (typeof m.token !== 'string' || m.token === '') throw ApiError.badRequest('auth needs a "token" string.');
+        const ok = await hub.authenticate(client, m.token);
+        ws.send(`{"type":"auth","status":"${ok ? 'ok' : 'error'}"}`);
+        return;
+      }
+      case 'subscribe': {
+        if (typeof m.topic !== 'string') throw ApiError.badRequest('subscribe needs a "topic" string.');
+        if (m.filter !== undefined && m.filter !== null && typeof m.filter !== 'string') throw ApiError.badRequest('"filter" must be a string.');
+        hub.subscribe(client, m.topic, (m.filter as string | null | undefined) ?? null, true);
+        ws.send(`{"type":"ack","action":"subscribe","topic":${JSON.stringify(m.topic)}}`);
+        return;
+      }
+      case 'unsubscribe': {
+        if (typeof m.topic !== 'string') throw ApiError.badRequest('unsubscribe needs a "topic" string.');
+        hub.unsubscribeTopic(client, m.topic);
+        ws.send(`{"type":"ack","action":"unsubscribe","topic":${JSON.stringify(m.topic)}}`);
+        return;
+      }
+      default:
+        throw ApiError.badRequest('Unknown action: expected "auth", "subscribe" or "unsubscribe".');
+    }
+  } catch (err) {
+    ws.send(errorFrame(toApiError(err).message));
+  }
+}
+
+/** Splits a PocketBase SDK topic `col/*?options={...}` into the topic and its filter. */
+function sseTopic(raw: string): { topic: string; filter: string | null } {
+  const q = raw.indexOf('?');
+  if (q < 0) return { topic: raw, filter: null };
+  const params = new URLSearchParams(raw.slice(q + 1));
+  let filter: string | null = null;
+  const options = params.get('options');
+  if (options) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(options);
+    } catch {
+      throw ApiError.badRequest(`Invalid subscription options in ${JSON.stringify(raw)}: not JSON.`);
+    }
+    const query = (parsed as { query?: Record<string, unknown> } | null)?.query;
+    if (query && typeof query.filter === 'string' && query.filter !== '') filter = query.filter;
+  }
+  return { topic: raw.slice(0, q), filter };
+}
+
+/** The SSE routes and the metrics route. */
+export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
+  const open = (req: Req): Reply => {
+    if (!/text\/event-stream/i.test(req.headers.accept)) {
+      throw new ApiError(400, 'bad_request', 'GET /api/realtime is a WebSocket upgrade, or an event stream with "Accept: text/event-stream".');
+    }
+    if (hub.refuse()) return errorReply(OVERLOADED());
+    const info = clientInfo(req);
+    return {
+      status: 200,
+      body: '',
+      events: {
+        maxQueuedBytes: REALTIME_MAX_QUEUE,
+        open(sink: EventSink) {
+          let dropped = false;
+          const transport: RealtimeTransport = {
+            kind: 'sse',
+            send: (text) => sink.write(text),
+            get dropped() {
+              return dropped;
+            },
+            close: () => sink.close(),
+          };
+          const client = hub.connect(transport, info);
+          const ping = setInterval(() => sink.write(':\n\n'), SSE_PING_MS);
+          ping.unref();
+          sink.onClose((wasDropped) => {
+            dropped = wasDropped;
+            clearInterval(ping);
+            hub.ended(client, wasDropped);
+          });
+          sink.write(`id:${client.id}\nevent:PB_CONNECT\ndata:{"clientId":"${client.id}"}\n\n`);
+        },
+      },
+    };
+  };
+
+  const setSubscriptions = async (req: Req): Promise<Reply> => {
+    const body = jsonBody(req) as { clientId?: unknown; subscriptions?: unknown };
+    if (typeof body !== 'object' || body === null || typeof body.clientId !== 'string' || body.clientId === '') {
+      throw ApiError.validation({ clientId: { code: 'validation_required', message: 'Missing or invalid client id.' } });
+    }
+    const subs = body.subscriptions ?? [];
+    if (!Array.isArray(subs) || subs.some((s) => typeof s !== 'string')) {
+      throw ApiError.validation({ subscriptions: { code: 'validation_invalid_value', message: 'Must be an array of topic strings.' } });
+    }
+    const client = hub.find(body.clientId);
+    if (!client || client.transport.kind !== 'sse') throw ApiError.notFound('Missing or invalid client id.');
+    const principal = await ctx.auth.resolve(req);
+    // A client keeps one identity: another caller's token cannot take over its stream.
+    if (client.principal && principal && (client.principal.collection.id !== principal.collection.id || client.principal.record.id !== principal.record.id)) {
+      throw ApiError.forbidden('The current and the previous request authorization don\'t match.');
+    }
+    const token = principal ? (bearer(req.headers.authorization) ?? parseCookies(req.headers.cookie).get('svc_auth') ?? null) : null;
+    // Validate every topic before changing anything.
+    const parsed = (subs as string[]).map((raw) => {
+      const { topic, filter } = sseTopic(raw);
+      hub.parseTopic(topic);
+      return { raw, topic, filter };
+    });
+    hub.setPrincipal(client, principal, token);
+    for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);
+    // SSE names events by the topic as the SDK sent it (options included)
+    for (const { raw, topic, filter } of parsed) hub.subscribe(client, topic, filter, false, raw);
+    return noContent();
+  };
+
+  return [
+    { method: 'get', pattern: '/api/realtime', handler: open, clientHeaders: true },
+    { method: 'post', pattern: '/api/realtime', handler: setSubscriptions },
+    {
+      method: 'get',
+      pattern: '/api/realtime/metrics',
+      handler: async (req) => {
+        const p = await ctx.auth.resolve(req);
+        if (!p) throw ApiError.unauthorized();
+        if (!p.superuser) throw ApiError.forbidden('Only superusers can read realtime metrics.');
+        return json(200, JSON.stringify(hub.metrics()));
+      },
+    },
+  ];
+}
+
+/** The raw token of an Authorization header (`Bearer <jwt>` or the bare token). */
+function bearer(header: string): string | null {
+  if (!header) return null;
+  return header.startsWith('Bearer ') || header.startsWith('bearer ') ? header.slice(7).trim() : header.trim();
+}

@@ -1,0 +1,558 @@
+/**
+ * The realtime hub (issue 14; protocol in 0-conventions.md, "Realtime protocol" and "PocketBase
+ * client compatibility"): the connected clients, their subscriptions, and the fan-out of every
+ * committed change from the change feed (src/store/change-feed.ts) to the clients allowed to see
+ * it. Transports (WebSocket frames, PocketBase-shaped Server-Sent Events) live in ./routes.ts;
+ * here a client is anything that can take a text frame.
+ *
+ * Every delivery is checked as REST checks a read: the collection's list rule (a subscription to
+ * a collection) or view rule (a subscription to one record) for that caller, the subscription's
+ * filter, the expiry field (an expired row is never sent), hidden fields never serialized and a
+ * private email shown only to its owner and superusers. Fan-out groups subscriptions by what
+ * decides visibility (rule, bound rule parameters, filter, bound filter parameters), so one SQL
+ * query per group and commit decides for every socket in it, however many there are; a record's
+ * JSON is rendered once per visibility class. A delete is decided on the row as it was (the
+ * writer reports it) and carries only the id.
+ *
+ * A session that ends stops deliveries at once: a change to the caller's auth record (password
+ * change, logout everywhere, deletion), an ended session row, or the token's expiry re-checks the
+ * client's token before anything more is sent to it; a token that no longer resolves leaves the
+ * client anonymous, with an error frame.
+ */
+import type { Collection, RuleName } from '../collections/types.js';
+import type { Store } from '../store/store.js';
+import type { Change, ChangeBatch } from '../store/change-feed.js';
+import type { SqlValue } from '../store/bind.js';
+import { bindValue } from '../store/bind.js';
+import { Where } from '../store/sqlite/where.js';
+import { idIn } from '../store/sqlite/list-sql.js';
+import { bindParams, compileExpression, type CompiledExpr } from '../rules/compiler.js';
+import type { RuleCheck } from '../rules/access.js';
+import type { AuthPrincipal, AuthService } from '../auth/auth-service.js';
+import type { ClientInfo } from '../auth/client.js';
+import { hidePrivate } from '../records/record-scope.js';
+import { newId } from '../records/ids.js';
+import { ApiError } from '../errors/api-error.js';
+import type { Logger } from '../log/logger.js';
+
+/** How a client receives: one call per event, already framed for its transport. */
+export interface RealtimeTransport {
+  readonly kind: 'ws' | 'sse';
+  /** false when the client is gone or was just dropped as a slow consumer */
+  send(text: string): boolean;
+  /** true when the last failed send dropped the client for its queue */
+  readonly dropped: boolean;
+  close(code?: number): void;
+}
+
+export interface RealtimeLimits {
+  /** connections (WebSocket and event streams together); past it an upgrade answers 503 */
+  maxConnections: number;
+  /** subscriptions per client */
+  maxSubscriptions: number;
+}
+
+export const DEFAULT_REALTIME_LIMITS: RealtimeLimits = { maxConnections: 20_000, maxSubscriptions: 500 };
+
+/** Counters for operators (GET /api/realtime/metrics). */
+export interface RealtimeMetrics {
+  connections: number;
+  websocket: number;
+  sse: number;
+  subscriptions: number;
+  /** events sent since start */
+  delivered: number;
+  /** clients dropped for falling behind their send queue */
+  droppedConsumers: number;
+  /** connections refused at the cap */
+  refusedConnections: number;
+}
+
+/** One subscription of a client. */
+export interface Subscription {
+  readonly client: RealtimeClient;
+  /** the topic as the client named it (echoed in frames; the SSE event name) */
+  readonly topic: string;
+  readonly collectionId: string;
+  /** one record's id, or null for the whole collection */
+  readonly recordId: string | null;
+  readonly filterSrc: string | null;
+  /** compiled for `filterFor` (a superuser's filter skips relation targets' rules) */
+  filter: CompiledExpr | null;
+  filterFor: { generation: number; superuser: boolean } | null;
+}
+
+/** A connected client: its transport, caller and subscriptions. */
+export class RealtimeClient {
+  readonly id = newId();
+  principal: AuthPrincipal | null = null;
+  /** the bearer token the principal came from (re-checked when the session may have ended) */
+  token: string | null = null;
+  /** the token is being re-checked: nothing is delivered until it is */
+  checking = false;
+  expiry: NodeJS.Timeout | null = null;
+  readonly subs = new Map<string, Subscription>();
+  closed = false;
+  dropCounted = false;
+
+  constructor(readonly transport: RealtimeTransport, readonly info: ClientInfo) {}
+}
+
+/** A parsed topic: `<collection>`, `<collection>/*` or `<collection>/<id>` (collection by name or id). */
+export interface Topic {
+  collection: Collection;
+  recordId: string | null;
+}
+
+const RECORD_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_TOPIC = 512;
+const MAX_FILTER = 4096;
+
+/**
+ * Frames an event for a transport: WebSocket `{"type":"event",...}` frames, or PocketBase's SSE
+ * event (`event:` the topic, `data:` `{action, record}`, `id:` the client id).
+ */
+function frame(sub: Subscription, action: string, recordJson: string): string {
+  if (sub.client.transport.kind === 'ws') return `{"type":"event","topic":${JSON.stringify(sub.topic)},"action":"${action}","record":${recordJson}}`;
+  return `id:${sub.client.id}\nevent:${sub.topic}\ndata:{"action":"${action}","record":${recordJson}}\n\n`;
+}
+
+/** Subscribers that share a verdict: same rule, same bound parameters, same filter. */
+interface Audience {
+  rule: RuleCheck;
+  filterSql: string | null;
+  filterParams: SqlValue[];
+  subs: Subscription[];
+  /** ids visible to this audience, decided lazily per batch */
+  visible?: Set<string>;
+}
+
+/** A stable key for bound parameter values. */
+function paramsKey(params: SqlValue[]): string {
+  let out = '';
+  for (const v of params) out += `${typeof v === 'object' && v !== null ? 'b' : typeof v}:${String(v)}\u0001`;
+  return out;
+}
+
+export class RealtimeHub {
+  private clients = new Set<RealtimeClient>();
+  /** subscriptions by collection id */
+  private byCollection = new Map<string, Set<Subscription>>();
+  /** authenticated clients by `<collectionId>/<recordId>` of their auth record */
+  private byPrincipal = new Map<string, Set<RealtimeClient>>();
+  private queue: ChangeBatch[] = [];
+  private scheduled = false;
+  private unsubscribe: () => void;
+  private readonly stats = { delivered: 0, droppedConsumers: 0, refusedConnections: 0, ws: 0, sse: 0, subscriptions: 0 };
+
+  constructor(
+    private store: Store,
+    private auth: AuthService,
+    private logger: Logger,
+    readonly limits: RealtimeLimits = DEFAULT_REALTIME_LIMITS,
+  ) {
+    this.unsubscribe = store.writer.changes.subscribe((batch) => this.onBatch(batch));
+  }
+
+  /** Connections open now (WebSocket and SSE). */
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** True (and counted) when a new connection would pass the cap. */
+  refuse(): boolean {
+    if (this.clients.size < this.limits.maxConnections) return false;
+    this.stats.refusedConnections++;
+    return true;
+  }
+
+  metrics(): RealtimeMetrics {
+    return {
+      connections: this.clients.size,
+      websocket: this.stats.ws,
+      sse: this.stats.sse,
+      subscriptions: this.stats.subscriptions,
+      delivered: this.stats.delivered,
+      droppedConsumers: this.stats.droppedConsumers,
+      refusedConnections: this.stats.refusedConnections,
+    };
+  }
+
+  /** Registers a connected client. */
+  connect(transport: RealtimeTransport, info: ClientInfo): RealtimeClient {
+    const client = new RealtimeClient(transport, info);
+    this.clients.add(client);
+    this.stats[transport.kind]++;
+    return client;
+  }
+
+  /** Forgets a client (its transport closed). */
+  disconnect(client: RealtimeClient): void {
+    if (client.closed) return;
+    client.closed = true;
+    this.clients.delete(client);
+    this.stats[client.transport.kind]--;
+    for (const sub of client.subs.values()) this.dropSub(sub);
+    client.subs.clear();
+    this.setPrincipal(client, null, null);
+  }
+
+  /** A client by id (SSE: the POST that sets its subscriptions). */
+  find(id: string): RealtimeClient | undefined {
+    for (const c of this.clients) if (c.id === id) return c;
+    return undefined;
+  }
+
+  /** Closes every client (shutdown). */
+  closeAll(): void {
+    this.unsubscribe();
+    for (const c of [...this.clients]) {
+      c.transport.close(1001);
+      this.disconnect(c);
+    }
+  }
+
+  /**
+   * Authenticates a client with a bearer token. Resolves true when the token is valid (the
+   * client is then that caller), false otherwise (the client is anonymous).
+   */
+  async authenticate(client: RealtimeClient, token: string): Promise<boolean> {
+    let principal: AuthPrincipal | null = null;
+    try {
+      principal = await this.auth.resolve(this.clientInfo(client, token));
+    } catch {
+      principal = null;
+    }
+    if (client.closed) return false;
+    this.setPrincipal(client, principal, principal ? token : null);
+    return principal !== null;
+  }
+
+  /** Sets the caller of a client (from an SSE POST already authenticated by the route). */
+  setPrincipal(client: RealtimeClient, principal: AuthPrincipal | null, token: string | null): void {
+    if (client.principal) {
+      const key = `${client.principal.collection.id}/${String(client.principal.record.id)}`;
+      const set = this.byPrincipal.get(key);
+      set?.delete(client);
+      if (set?.size === 0) this.byPrincipal.delete(key);
+    }
+    if (client.expiry) clearTimeout(client.expiry);
+    client.expiry = null;
+    client.principal = principal;
+    client.token = principal ? token : null;
+    if (!principal || client.closed) return;
+    const key = `${principal.collection.id}/${String(principal.record.id)}`;
+    let set = this.byPrincipal.get(key);
+    if (!set) this.byPrincipal.set(key, (set = new Set()));
+    set.add(client);
+    const exp = token ? this.auth.tokens.peek(token)?.exp : undefined;
+    if (exp !== undefined) {
+      // the token's expiry ends deliveries as surely as a logout (timers cap at about 24.8 days)
+      const ms = Math.min(exp * 1000 - Date.now(), 2 ** 31 - 1);
+      client.expiry = setTimeout(() => this.recheck(client), Math.max(0, ms));
+      client.expiry.unref();
+    }
+  }
+
+  /**
+   * Parses a topic. @throws ApiError 400 for a malformed topic, 404 for an unknown collection.
+   */
+  parseTopic(topic: string): Topic {
+    if (typeof topic !== 'string' || topic === '' || topic.length > MAX_TOPIC || /[\r\n]/.test(topic)) throw ApiError.badRequest('Invalid topic: expected "<collection>" or "<collection>/<id>".');
+    const slash = topic.indexOf('/');
+    const name = slash < 0 ? topic : topic.slice(0, slash);
+    const rest = slash < 0 ? '*' : topic.slice(slash + 1);
+    if (rest !== '*' && !RECORD_ID.test(rest)) throw ApiError.badRequest('Invalid topic: expected "<collection>" or "<collection>/<id>".');
+    const collection = this.store.registry.find(name);
+    if (!collection) throw ApiError.notFound(`Unknown collection ${JSON.stringify(name)}.`);
+    return { collection, recordId: rest === '*' ? null : rest };
+  }
+
+  /**
+   * Adds (or replaces) a subscription. `requireAuthUnlessPublic`: the WebSocket protocol refuses
+   * a subscription to a collection whose rule is not `@public` from an anonymous client (SSE, as
+   * PocketBase, accepts it and checks each delivery). `name`: the key the client knows the
+   * subscription by (echoed in frames; the SSE SDK's topic with its options), `topic` by default.
+   * @throws ApiError 400 (bad topic or filter, too many subscriptions), 401 (auth needed),
+   *   403 (the rule is locked for this caller), 404 (unknown collection)
+   */
+  subscribe(client: RealtimeClient, topic: string, filterSrc: string | null, requireAuthUnlessPublic: boolean, name = topic): Subscription {
+    const { collection, recordId } = this.parseTopic(topic);
+    const rule: RuleName = recordId ? 'viewRule' : 'listRule';
+    const p = client.principal;
+    if (!p?.superuser) {
+      const src = collection[rule];
+      if (src === null || src.trim() === '') throw ApiError.forbidden('Only superusers can subscribe to this collection.');
+      if (requireAuthUnlessPublic && !p && src.trim() !== '@public') throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
+    }
+    if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);
+    if (!client.subs.has(name) && client.subs.size >= this.limits.maxSubscriptions) throw ApiError.badRequest(`Too many subscriptions: at most ${this.limits.maxSubscriptions} per connection.`);
+    const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null };
+    if (sub.filterSrc) this.compileFilter(sub, collection); // throws 400 on a bad filter
+    this.unsubscribeTopic(client, name);
+    client.subs.set(name, sub);
+    let set = this.byCollection.get(collection.id);
+    if (!set) this.byCollection.set(collection.id, (set = new Set()));
+    set.add(sub);
+    this.stats.subscriptions++;
+    return sub;
+  }
+
+  /** Removes a subscription; false when there was none. */
+  unsubscribeTopic(client: RealtimeClient, topic: string): boolean {
+    const sub = client.subs.get(topic);
+    if (!sub) return false;
+    client.subs.delete(topic);
+    this.dropSub(sub);
+    return true;
+  }
+
+  private dropSub(sub: Subscription): void {
+    const set = this.byCollection.get(sub.collectionId);
+    if (set?.delete(sub)) this.stats.subscriptions--;
+    if (set?.size === 0) this.byCollection.delete(sub.collectionId);
+  }
+
+  /** Compiles (or recompiles after a schema change) a subscription's filter for its caller. */
+  private compileFilter(sub: Subscription, c: Collection): CompiledExpr {
+    const generation = this.store.registry.schemaGeneration();
+    const superuser = !!sub.client.principal?.superuser;
+    if (sub.filter && sub.filterFor && sub.filterFor.generation === generation && sub.filterFor.superuser === superuser) return sub.filter;
+    sub.filter = compileExpression(sub.filterSrc!, c, this.store.registry, { mode: 'filter', alias: 'r', superuser });
+    sub.filterFor = { generation, superuser };
+    return sub.filter;
+  }
+
+  private clientInfo(client: RealtimeClient, token: string): ClientInfo {
+    return { method: 'GET', headers: { ...client.info.headers, authorization: `Bearer ${token}`, cookie: '', csrf: '' }, remoteAddress: client.info.remoteAddress };
+  }
+
+  /**
+   * Re-checks a client's token (its session may have ended). Synchronous when the token's
+   * verification is cached (the usual case after a profile change); otherwise deliveries to the
+   * client pause until the check ends. A token that no longer resolves makes the client
+   * anonymous and sends it an error frame.
+   */
+  private recheck(client: RealtimeClient): void {
+    if (client.closed || !client.token) return;
+    const token = client.token;
+    const done = (p: AuthPrincipal | null) => {
+      client.checking = false;
+      if (client.closed || client.token !== token) return;
+      if (p) {
+        this.setPrincipal(client, p, token);
+        return;
+      }
+      this.setPrincipal(client, null, null);
+      const msg = 'The session ended: deliveries continue as an anonymous client until a new auth.';
+      client.transport.send(client.transport.kind === 'ws' ? `{"type":"auth","status":"error"}` : `id:${client.id}\nevent:PB_AUTH\ndata:{"status":"error"}\n\n`);
+      if (client.transport.kind === 'ws') client.transport.send(`{"type":"error","message":${JSON.stringify(msg)}}`);
+    };
+    let out: AuthPrincipal | null | Promise<AuthPrincipal | null>;
+    try {
+      out = this.auth.resolve(this.clientInfo(client, token));
+    } catch {
+      out = null;
+    }
+    if (out instanceof Promise) {
+      client.checking = true;
+      out.then(done, () => done(null));
+    } else done(out);
+  }
+
+  /** Re-checks every client signed in as this auth record (a session row of it ended). */
+  sessionEnded(collectionId: string, recordId: string): void {
+    for (const c of [...(this.byPrincipal.get(`${collectionId}/${recordId}`) ?? [])]) this.recheck(c);
+  }
+
+  private onBatch(batch: ChangeBatch): void {
+    if (this.byCollection.size === 0 && this.byPrincipal.size === 0) return;
+    // Revocation first, synchronously, before any later commit can be delivered.
+    for (const ch of batch.changes) {
+      if (ch.op !== 'create' && this.byPrincipal.size) {
+        const set = this.byPrincipal.get(`${ch.collection}/${ch.id}`);
+        if (set) for (const c of [...set]) this.recheck(c);
+      }
+    }
+    for (const cid of batch.truncated) {
+      for (const [key, set] of this.byPrincipal) if (key.startsWith(`${cid}/`)) for (const c of [...set]) this.recheck(c);
+    }
+    if (this.byCollection.size === 0) return;
+    this.queue.push(batch);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      // after the writes of this commit are answered: delivery never delays a write's reply
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batches = this.queue;
+    this.queue = [];
+    for (const b of batches) {
+      try {
+        this.deliver(b);
+      } catch (err) {
+        this.logger.error(`realtime delivery failed: ${(err as Error)?.stack ?? String(err)}`);
+      }
+    }
+  }
+
+  /** Delivers one committed batch. */
+  private deliver(batch: ChangeBatch): void {
+    const perCollection = new Map<string, Change[]>();
+    for (const ch of batch.changes) {
+      if (!this.byCollection.has(ch.collection)) continue;
+      let list = perCollection.get(ch.collection);
+      if (!list) perCollection.set(ch.collection, (list = []));
+      list.push(ch);
+    }
+    for (const [cid, changes] of perCollection) {
+      const c = this.store.registry.byId(cid);
+      const subs = this.byCollection.get(cid);
+      if (c && subs) this.deliverCollection(c, changes, subs);
+    }
+  }
+
+  private deliverCollection(c: Collection, changes: Change[], subs: Set<Subscription>): void {
+    const changed = new Set<string>();
+    for (const ch of changes) changed.add(ch.id);
+    // Group the interested subscriptions by what decides their verdict.
+    const audiences = new Map<string, Audience>();
+    for (const sub of subs) {
+      const client = sub.client;
+      if (client.checking || client.closed) continue;
+      if (sub.recordId !== null && !changed.has(sub.recordId)) continue;
+      const rule: RuleName = sub.recordId ? 'viewRule' : 'listRule';
+      const check = this.store.rules.check(c, rule, client.principal, null, 'GET');
+      if (check.kind === 'deny') continue;
+      let filterSql: string | null = null;
+      let filterParams: SqlValue[] = [];
+      if (sub.filterSrc) {
+        let compiled: CompiledExpr;
+        try {
+          compiled = this.compileFilter(sub, c);
+        } catch (err) {
+          // the schema changed under the filter: the subscription ends, with a reason
+          this.unsubscribeTopic(client, sub.topic);
+          if (client.transport.kind === 'ws') client.transport.send(`{"type":"error","message":${JSON.stringify(`Subscription ${sub.topic} ended: ${(err as Error).message}`)}}`);
+          continue;
+        }
+        filterSql = compiled.sql;
+        filterParams = bindParams(compiled, { auth: client.principal?.record ?? null, data: null, method: 'GET' });
+      }
+      const key = `${rule}\u0000${check.kind === 'where' ? `${check.sql}\u0000${paramsKey(check.params)}` : check.kind}\u0000${filterSql ?? ''}\u0000${paramsKey(filterParams)}`;
+      let a = audiences.get(key);
+      if (!a) audiences.set(key, (a = { rule: check, filterSql, filterParams, subs: [] }));
+      a.subs.push(sub);
+    }
+    if (audiences.size === 0) return;
+
+    // The stored rows of created and updated records (expired rows are not sent), once.
+    const upserts = changes.filter((ch) => ch.op !== 'delete').map((ch) => ch.id);
+    const rows = upserts.length ? this.rowsById(c, upserts) : new Map<string, unknown[]>();
+    const codec = this.store.codec(c);
+    const rendered = new Map<string, string>();
+    const render = (id: string, sub: Subscription): string => {
+      // one rendering per record and visibility class (an auth record's email is private)
+      const p = sub.client.principal;
+      const full = c.type !== 'auth' || p?.superuser || (p?.collection.id === c.id && p.record.id === id);
+      const key = `${full ? 'f' : 'm'}${id}`;
+      let json = rendered.get(key);
+      if (json === undefined) {
+        const rec = codec.fromRow(rows.get(id)!);
+        if (!full) hidePrivate(c, rec, null);
+        json = codec.stringify(rec);
+        rendered.set(key, json);
+      }
+      return json;
+    };
+
+    for (const ch of changes) {
+      const isDelete = ch.op === 'delete';
+      if (!isDelete && !rows.has(ch.id)) continue; // gone again, or expired
+      for (const a of audiences.values()) {
+        if (!this.visible(c, a, ch, upserts, rows)) continue;
+        for (const sub of a.subs) {
+          if (sub.recordId !== null && sub.recordId !== ch.id) continue;
+          const client = sub.client;
+          if (client.closed || client.checking) continue;
+          const json = isDelete ? `{"id":${JSON.stringify(ch.id)}}` : render(ch.id, sub);
+          if (client.transport.send(frame(sub, ch.op, json))) this.stats.delivered++;
+          else this.lost(client);
+        }
+      }
+    }
+  }
+
+  /** Whether a change is visible to an audience (rule and filter; decided once per batch and audience). */
+  private visible(c: Collection, a: Audience, ch: Change, upserts: string[], rows: Map<string, unknown[]>): boolean {
+    const open = a.rule.kind === 'all' && a.filterSql === null;
+    if (ch.op === 'delete') {
+      if (open) return true;
+      if (!ch.old) return false; // nothing to decide on: fail closed
+      return this.oldRowHolds(a, ch.old);
+    }
+    if (open) return rows.has(ch.id);
+    if (!a.visible) {
+      a.visible = new Set();
+      const ids = upserts.filter((id) => rows.has(id));
+      for (let i = 0; i < ids.length; i += 500) {
+        const chunk = ids.slice(i, i + 500);
+        const where = new Where();
+        where.add(idIn(chunk.length), chunk);
+        where.addRule(a.rule);
+        if (a.filterSql) where.add(a.filterSql, a.filterParams);
+        for (const r of this.store.reader.all(this.store.sql.records.selectAll(c, 'r."id"', where.sql()), where.params)) a.visible.add(String(r[0]));
+      }
+    }
+    return a.visible.has(ch.id);
+  }
+
+  /** The rule and filter over a deleted row, as it was. */
+  private oldRowHolds(a: Audience, old: Record<string, unknown>): boolean {
+    const columns = Object.keys(old);
+    const where = new Where();
+    where.addRule(a.rule);
+    if (a.filterSql) where.add(a.filterSql, a.filterParams);
+    const params: SqlValue[] = columns.map((k) => bindValue(old[k]));
+    for (const p of where.params) params.push(p);
+    try {
+      return this.store.reader.get(this.store.sql.records.rowHolds(columns, where.sql()), params) !== undefined;
+    } catch {
+      return false; // e.g. a column dropped since: fail closed
+    }
+  }
+
+  /** Rows (codec columns) of records by id, without expired ones. */
+  private rowsById(c: Collection, ids: string[]): Map<string, unknown[]> {
+    const codec = this.store.codec(c);
+    const out = new Map<string, unknown[]>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const where = new Where();
+      where.add(idIn(chunk.length), chunk);
+      where.addTtl(c);
+      for (const row of this.store.reader.all(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params)) out.set(String(row[0]), row);
+    }
+    return out;
+  }
+
+  /**
+   * A client's transport ended: `dropped` when it was closed for falling behind its send queue
+   * (counted once, logged). Also called when a send fails.
+   */
+  ended(client: RealtimeClient, dropped: boolean): void {
+    if (dropped && !client.dropCounted) {
+      client.dropCounted = true;
+      this.stats.droppedConsumers++;
+      this.logger.warn(`realtime: dropped a slow consumer (${client.transport.kind} client ${client.id})`);
+    }
+    this.disconnect(client);
+  }
+
+  private lost(client: RealtimeClient): void {
+    this.ended(client, client.transport.dropped);
+  }
+}
