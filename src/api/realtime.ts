@@ -62,7 +62,9 @@ export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
     message(ws: WsConnection, data: string) {
       const client = ws.data.client as RealtimeClient | undefined;
       if (!client || client.closed) return;
-      void onFrame(hub, client, ws, data);
+      // Frames are handled in order: a subscribe sent right after an auth waits for its verdict.
+      const prev = ws.data.chain as Promise<void> | undefined;
+      ws.data.chain = prev ? prev.then(() => onFrame(hub, client, ws, data)) : onFrame(hub, client, ws, data);
     },
     close(ws: WsConnection) {
       const client = ws.data.client as RealtimeClient | undefined;

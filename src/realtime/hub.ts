@@ -27,7 +27,7 @@ import { bindValue } from '../store/bind.js';
 import { Where } from '../store/sqlite/where.js';
 import { idIn } from '../store/sqlite/list-sql.js';
 import { bindParams, compileExpression, type CompiledExpr } from '../rules/compiler.js';
-import type { RuleCheck } from '../rules/access.js';
+import { ownerMatches, type OwnerColumn, type RuleCheck } from '../rules/access.js';
 import type { AuthPrincipal, AuthService } from '../auth/auth-service.js';
 import type { ClientInfo } from '../auth/client.js';
 import { hidePrivate } from '../records/record-scope.js';
@@ -120,6 +120,11 @@ function frame(sub: Subscription, action: string, recordJson: string): string {
 /** Subscribers that share a verdict: same rule, same bound parameters, same filter. */
 interface Audience {
   rule: RuleCheck;
+  /**
+   * The owner-rule shortcut (RuleBook.ownerColumn): the rule is `<field> = @request.auth.id` and
+   * there is no filter, so the verdict is a comparison in JavaScript, no query.
+   */
+  owner: { column: OwnerColumn; field: string; principal: AuthPrincipal | null } | null;
   filterSql: string | null;
   filterParams: SqlValue[];
   subs: Subscription[];
@@ -444,7 +449,11 @@ export class RealtimeHub {
       }
       const key = `${rule}\u0000${check.kind === 'where' ? `${check.sql}\u0000${paramsKey(check.params)}` : check.kind}\u0000${filterSql ?? ''}\u0000${paramsKey(filterParams)}`;
       let a = audiences.get(key);
-      if (!a) audiences.set(key, (a = { rule: check, filterSql, filterParams, subs: [] }));
+      if (!a) {
+        const column = check.kind === 'where' && filterSql === null ? this.store.rules.ownerColumn(c, rule) : null;
+        const owner = column ? { column, field: c.fields[column.index - 3].name, principal: client.principal } : null;
+        audiences.set(key, (a = { rule: check, owner, filterSql, filterParams, subs: [] }));
+      }
       a.subs.push(sub);
     }
     if (audiences.size === 0) return;
@@ -492,9 +501,14 @@ export class RealtimeHub {
     if (ch.op === 'delete') {
       if (open) return true;
       if (!ch.old) return false; // nothing to decide on: fail closed
+      if (a.owner) return ownerMatches(a.owner.column, ch.old[a.owner.field], a.owner.principal);
       return this.oldRowHolds(a, ch.old);
     }
     if (open) return rows.has(ch.id);
+    if (a.owner) {
+      const row = rows.get(ch.id);
+      return row !== undefined && ownerMatches(a.owner.column, row[a.owner.column.index], a.owner.principal);
+    }
     if (!a.visible) {
       a.visible = new Set();
       const ids = upserts.filter((id) => rows.has(id));

@@ -206,6 +206,17 @@ test('the list rule is checked per caller: an owner rule delivers each user only
   for (const c of [ca, cb, anon]) c.close();
 });
 
+test('frames are handled in order: a subscribe sent right behind an auth is decided as that caller', async () => {
+  const c = await Client.open();
+  c.send({ action: 'auth', token: alice.token });
+  c.send({ action: 'subscribe', topic: 'notes', filter: 'text != "skip"' });
+  await c.next((f) => f.type === 'ack');
+  assert.deepEqual(c.frames.slice(1).map((f) => f.type), ['auth', 'ack'], JSON.stringify(c.frames));
+  const n = await srv.api('POST', '/api/collections/notes/records', { token: alice.token, body: { text: 'in order', owner: alice.id } });
+  assert.equal((await c.next((f) => f.type === 'event')).record.id, n.body.id);
+  c.close();
+});
+
 test('a subscription filter narrows events (creates, updates and deletes alike)', async () => {
   const c = await Client.open();
   await c.ask({ action: 'subscribe', topic: 'news', filter: 'n >= 10' });
