@@ -7,9 +7,7 @@
  */
 import Database from 'libsql';
 import type { SqlValue } from '../src/store/bind.js';
-import { noteWork, startNativeGc } from './native-gc.js';
 
-startNativeGc();
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
@@ -30,7 +28,6 @@ function open(path: string): InstanceType<typeof Database> {
 
 export default function read(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
   const conn = open(task.path);
-  noteWork();
   let stmt = cache.get(task.sql);
   if (stmt === undefined) {
     stmt = conn.prepare(task.sql);

@@ -21,7 +21,6 @@ import Database from 'libsql';
 import {
   CHANGE_DELETE, CHANGE_UPDATE, MAX_CHANGES_LISTED, OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS,
 } from '../src/store/write-job.js';
-import { noteWork, startNativeGc } from './native-gc.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 /** A prepared statement with what is asked of it on every run, asked of libsql once. */
@@ -63,6 +62,8 @@ const exec = (sql: string) => prepare(sql).stmt.run(NO_PARAMS);
 
 /** The main schema's version the change triggers were made for (-1: make them again). */
 let triggersFor = -1;
+/** Collections whose deletes report the deleted row (WriterClient.captureDeletedRows). */
+let wantOld = new Set<string>();
 
 /** A statement that changes the schema: the change triggers may need making again after it. */
 const isDdl = (sql: string): boolean => {
@@ -88,15 +89,18 @@ function syncChangeTriggers(): void {
     const cid = `'${String(id).replace(/'/g, "''")}'`;
     const tbl = `main."${String(name).replace(/"/g, '""')}"`;
     const trig = (suffix: string) => `"_cf_${String(id).replace(/"/g, '""')}_${suffix}"`;
-    // A delete keeps the row as it was (JSON; BLOB columns as null): realtime decides who may
-    // hear of a deleted record by its rules over that row.
-    const cols = db.prepare('SELECT name FROM pragma_table_info(?)').raw(true).all(String(name)) as unknown[][];
-    const old = cols.map(([col]) => {
-      const c = `OLD."${String(col).replace(/"/g, '""')}"`;
-      return `'${String(col).replace(/'/g, "''")}', iif(typeof(${c}) = 'blob', NULL, ${c})`;
-    });
+    // In the collections realtime asked for (wantOld), a delete keeps the row as it was (JSON;
+    // BLOB columns as null): realtime decides who may hear of a deleted record by its rules.
+    let old = 'NULL';
+    if (wantOld.has(String(id))) {
+      const cols = db.prepare('SELECT name FROM pragma_table_info(?)').raw(true).all(String(name)) as unknown[][];
+      old = `json_object(${cols.map(([col]) => {
+        const c = `OLD."${String(col).replace(/"/g, '""')}"`;
+        return `'${String(col).replace(/'/g, "''")}', iif(typeof(${c}) = 'blob', NULL, ${c})`;
+      }).join(', ')})`;
+    }
     db.exec(`CREATE TEMP TRIGGER ${trig('u')} AFTER UPDATE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, NEW."id", ${CHANGE_UPDATE}, NULL); END`);
-    db.exec(`CREATE TEMP TRIGGER ${trig('d')} AFTER DELETE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, OLD."id", ${CHANGE_DELETE}, json_object(${old.join(', ')})); END`);
+    db.exec(`CREATE TEMP TRIGGER ${trig('d')} AFTER DELETE ON ${tbl} BEGIN INSERT INTO "_changes" VALUES (${cid}, OLD."id", ${CHANGE_DELETE}, ${old}); END`);
   }
   triggersFor = version;
 }
@@ -243,7 +247,6 @@ function rolledBack(): void {
 
 function flush(): void {
   scheduled = false;
-  noteWork();
   while (queue.length > 0) {
     const group = queue.length > MAX_GROUP ? queue.splice(0, MAX_GROUP) : queue;
     if (group === queue) queue = [];
@@ -280,13 +283,18 @@ try {
   db.exec('PRAGMA temp_store = MEMORY');
   db.exec('CREATE TEMP TABLE IF NOT EXISTS "_changes" ("c" TEXT NOT NULL, "id" TEXT, "op" INTEGER NOT NULL, "old" TEXT)');
   syncChangeTriggers();
-  startNativeGc();
   port.postMessage({ ready: true });
 } catch (err) {
   port.postMessage({ ready: false, message: (err as Error).message });
 }
 
-port.on('message', (msg: unknown[] | { close: true }) => {
+port.on('message', (msg: unknown[] | { close: true } | { wantOld: string[] }) => {
+  if (!Array.isArray(msg) && 'wantOld' in msg) {
+    wantOld = new Set(msg.wantOld);
+    triggersFor = -1;
+    try { syncChangeTriggers(); } catch { /* made again before the next group */ }
+    return;
+  }
   if (!Array.isArray(msg)) {
     closing = true;
     if (!scheduled) flush();

@@ -140,7 +140,7 @@ function paramsKey(params: SqlValue[]): string {
 }
 
 export class RealtimeHub {
-  private clients = new Set<RealtimeClient>();
+  private clients = new Map<string, RealtimeClient>();
   /** subscriptions by collection id */
   private byCollection = new Map<string, Set<Subscription>>();
   /** authenticated clients by `<collectionId>/<recordId>` of their auth record */
@@ -186,7 +186,7 @@ export class RealtimeHub {
   /** Registers a connected client. */
   connect(transport: RealtimeTransport, info: ClientInfo): RealtimeClient {
     const client = new RealtimeClient(transport, info);
-    this.clients.add(client);
+    this.clients.set(client.id, client);
     this.stats[transport.kind]++;
     return client;
   }
@@ -195,7 +195,7 @@ export class RealtimeHub {
   disconnect(client: RealtimeClient): void {
     if (client.closed) return;
     client.closed = true;
-    this.clients.delete(client);
+    this.clients.delete(client.id);
     this.stats[client.transport.kind]--;
     for (const sub of client.subs.values()) this.dropSub(sub);
     client.subs.clear();
@@ -204,14 +204,13 @@ export class RealtimeHub {
 
   /** A client by id (SSE: the POST that sets its subscriptions). */
   find(id: string): RealtimeClient | undefined {
-    for (const c of this.clients) if (c.id === id) return c;
-    return undefined;
+    return this.clients.get(id);
   }
 
   /** Closes every client (shutdown). */
   closeAll(): void {
     this.unsubscribe();
-    for (const c of [...this.clients]) {
+    for (const c of [...this.clients.values()]) {
       c.transport.close(1001);
       this.disconnect(c);
     }
@@ -297,7 +296,10 @@ export class RealtimeHub {
     this.unsubscribeTopic(client, name);
     client.subs.set(name, sub);
     let set = this.byCollection.get(collection.id);
-    if (!set) this.byCollection.set(collection.id, (set = new Set()));
+    if (!set) {
+      this.byCollection.set(collection.id, (set = new Set()));
+      this.watchedChanged();
+    }
     set.add(sub);
     this.stats.subscriptions++;
     return sub;
@@ -315,7 +317,21 @@ export class RealtimeHub {
   private dropSub(sub: Subscription): void {
     const set = this.byCollection.get(sub.collectionId);
     if (set?.delete(sub)) this.stats.subscriptions--;
-    if (set?.size === 0) this.byCollection.delete(sub.collectionId);
+    if (set?.size === 0) {
+      this.byCollection.delete(sub.collectionId);
+      this.watchedChanged();
+    }
+  }
+
+  private watchPending = false;
+  /** Tells the writer which collections' deletes must carry their rows (once per turn). */
+  private watchedChanged(): void {
+    if (this.watchPending) return;
+    this.watchPending = true;
+    queueMicrotask(() => {
+      this.watchPending = false;
+      this.store.writer.captureDeletedRows([...this.byCollection.keys()]);
+    });
   }
 
   /** Compiles (or recompiles after a schema change) a subscription's filter for its caller. */
@@ -478,17 +494,29 @@ export class RealtimeHub {
       return json;
     };
 
+    // WebSocket frames are shared by every socket with the same topic and rendering (SSE frames
+    // carry the client id): built once, by topic then by the rendered record (the same string
+    // object, so its hash is computed once).
+    const wsFrames = new Map<string, Map<string, string>>();
     for (const ch of changes) {
       const isDelete = ch.op === 'delete';
       if (!isDelete && !rows.has(ch.id)) continue; // gone again, or expired
+      const deleted = isDelete ? `{"id":${JSON.stringify(ch.id)}}` : '';
       for (const a of audiences.values()) {
         if (!this.visible(c, a, ch, upserts, rows)) continue;
         for (const sub of a.subs) {
           if (sub.recordId !== null && sub.recordId !== ch.id) continue;
           const client = sub.client;
           if (client.closed || client.checking) continue;
-          const json = isDelete ? `{"id":${JSON.stringify(ch.id)}}` : render(ch.id, sub);
-          if (client.transport.send(frame(sub, ch.op, json))) this.stats.delivered++;
+          const json = isDelete ? deleted : render(ch.id, sub);
+          let text: string;
+          if (client.transport.kind === 'ws') {
+            let byJson = wsFrames.get(sub.topic);
+            if (!byJson) wsFrames.set(sub.topic, (byJson = new Map()));
+            text = byJson.get(json) ?? '';
+            if (text === '') byJson.set(json, (text = frame(sub, ch.op, json)));
+          } else text = frame(sub, ch.op, json);
+          if (client.transport.send(text)) this.stats.delivered++;
           else this.lost(client);
         }
       }

@@ -30,6 +30,7 @@ async function withWriter(fn: (w: WriterClient, batches: ChangeBatch[]) => Promi
       { sql: 'CREATE TRIGGER "bump" AFTER INSERT ON "books" BEGIN UPDATE "books" SET "n" = 1 WHERE "id" = NEW."id"; END', params: [] },
     ]);
     batches.length = 0;
+    writer.captureDeletedRows(['c_a', 'c_b']);
     await fn(writer, batches);
   } finally {
     await writer.close();
@@ -121,5 +122,18 @@ test('a bulk change past the listing limit names the collection instead', async 
     assert.equal(batches.length, 1);
     assert.deepEqual(batches[0].changes, []);
     assert.deepEqual(batches[0].truncated, ['c_a']);
+  });
+});
+
+test('deletes carry their row only in the collections asked for', async () => {
+  await withWriter(async (w, batches) => {
+    w.captureDeletedRows(['c_b']);
+    await w.write([insert('authors', 'c_a', ['x1', 'X']), insert('books', 'c_b', ['y1', 'x1', 't', 0])]);
+    batches.length = 0;
+    await w.write([{ sql: `DELETE FROM "authors" WHERE "id" = 'x1'`, params: [] }]);
+    const [a, b] = batches.flatMap((x) => x.changes);
+    assert.equal(a.op, 'delete');
+    assert.equal(a.old, undefined, 'authors were not asked for');
+    assert.deepEqual(b.old, { id: 'y1', author: 'x1', title: 't', n: 1 });
   });
 });
