@@ -14,6 +14,10 @@ import { EventSource } from 'eventsource';
 import PocketBase from 'pocketbase';
 import { startSvc, jsonLogLines, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { seed, signup, type User } from '../helpers/records-fixtures.js';
+import { withDb } from '../helpers/auth-helpers.js';
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 (globalThis as { EventSource?: unknown }).EventSource ??= EventSource;
 
@@ -334,6 +338,39 @@ test('revocation: a logout (its session row revoked, table store) stops deliveri
   await settle();
   assert.deepEqual(c.events().map((e) => e.record.text), ['before']);
   probe.close();
+  c.close();
+});
+
+/** A valid token for `user` that expires in `seconds` (signed as the server signs: HS256 over HMAC(secret, tokenKey)). */
+function shortLivedToken(user: User, seconds: number): string {
+  const secret = Buffer.from(readFileSync(join(srv.dataDir, 'token_secret'), 'utf8').trim(), 'base64');
+  const [tokenKey, epoch, collectionId] = withDb(srv.dataDir, (db) => {
+    const row = db.prepare('SELECT "tokenKey", "token_epoch" FROM "users" WHERE "id" = ?').raw(true).get(user.id) as unknown[];
+    const cid = (db.prepare(`SELECT "id" FROM "_collections" WHERE "name" = 'users'`).raw(true).get() as unknown[])[0];
+    return [String(row[0]), Number(row[1]), String(cid)];
+  });
+  const now = Math.floor(Date.now() / 1000);
+  const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ id: user.id, collectionId, type: 'auth', ep: epoch, csrf: 'x', iat: now, exp: now + seconds })}`;
+  const key = createHmac('sha256', secret).update(tokenKey).digest();
+  return `${input}.${createHmac('sha256', key).update(input).digest('base64url')}`;
+}
+
+test('revocation: a token that expires stops deliveries when it does', async () => {
+  const user = await signup(srv, 'users', 'rev-exp@example.com');
+  const token = shortLivedToken(user, 2);
+  const r = await srv.api('GET', `/api/collections/notes/records`, { token });
+  assert.equal(r.status, 200, 'the short-lived token is valid');
+  const c = await Client.open();
+  assert.equal((await c.ask({ action: 'auth', token })).status, 'ok');
+  await c.ask({ action: 'subscribe', topic: 'notes' });
+  const before = await seed(srv, 'notes', { text: 'before', owner: user.id });
+  await c.next((f) => f.type === 'event' && f.record.id === before.id);
+  await c.next((f) => f.type === 'auth' && f.status === 'error', 6000);
+  await seed(srv, 'notes', { text: 'after', owner: user.id });
+  await settle();
+  await settle();
+  assert.deepEqual(c.events().map((e) => e.record.text), ['before']);
   c.close();
 });
 
