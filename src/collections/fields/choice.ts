@@ -71,7 +71,6 @@ function choiceSchema(field: Field): Record<string, unknown> {
 }
 
 export const selectCodec: FieldCodec = {
-  column: () => 'TEXT',
   encode(field, input) {
     const list = toList(input);
     if (list === null) return fail('type', 'Must be a string or an array of strings.');
@@ -100,7 +99,6 @@ export const selectCodec: FieldCodec = {
 };
 
 export const relationCodec: FieldCodec = {
-  column: () => 'TEXT',
   encode(field, input) {
     const list = toList(input);
     if (list === null) return fail('type', 'Must be a record id or an array of record ids.');

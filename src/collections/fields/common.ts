@@ -13,8 +13,6 @@ export type DefinitionErrors = Record<string, FieldError>;
 
 /** What each field type provides. */
 export interface FieldCodec {
-  /** The field's SQLite column type (its storage class in the record table). */
-  column(field: Field): string;
   /** Client JSON value → stored value, or a `validation_*` error. Never throws. */
   encode(field: Field, input: unknown, mode: EncodeMode): EncodeResult;
   /** Stored value → response JSON value. Tolerates NULL and legacy shapes. */

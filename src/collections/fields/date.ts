@@ -94,7 +94,6 @@ function dateBoundsOptions(raw: Record<string, unknown>, out: FieldOptions, erro
 }
 
 const dateBase = {
-  column: () => 'TEXT',
   decode: (_f: Field, stored: SqlValue) => decodeString(stored),
   schema: () => NULLABLE_STRING_SCHEMA,
 };

@@ -59,7 +59,6 @@ function fileOptions(raw: Record<string, unknown>, out: FieldOptions, errors: De
 }
 
 export const fileCodec: FieldCodec = {
-  column: () => 'TEXT',
   encode(field, input) {
     let list: string[];
     if (input === undefined || input === null || input === '') list = [];

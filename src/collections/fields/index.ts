@@ -25,11 +25,6 @@ export { isValidEmail } from './text.js';
 export { JSON_MAX_BYTES } from './json.js';
 export { fileNames, isMultiFile, DEFAULT_FILE_MAX_SIZE, STORED_FILE_NAME_RE } from './file.js';
 
-/** The field's SQLite column type (its storage class in the record table): `TEXT`, `REAL` or `INTEGER`. */
-export function columnType(field: Field): string {
-  return codecFor(field.type)?.column(field) ?? 'TEXT';
-}
-
 /**
  * Client JSON value → stored SQL value; never throws.
  *

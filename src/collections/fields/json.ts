@@ -45,7 +45,6 @@ function isEmptyJson(v: unknown): boolean {
 }
 
 export const jsonCodec: FieldCodec = {
-  column: () => 'TEXT',
   encode(field, input) {
     const value = input === undefined ? null : input;
     if (field.options.required && isEmptyJson(value)) return REQUIRED_ERROR;
@@ -79,7 +78,6 @@ export const jsonCodec: FieldCodec = {
 };
 
 export const boolCodec: FieldCodec = {
-  column: () => 'INTEGER',
   encode(field, input) {
     if (input !== undefined && input !== null && typeof input !== 'boolean') return fail('type', 'Must be true or false.');
     const value = input === true;

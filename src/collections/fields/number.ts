@@ -71,7 +71,6 @@ function fixedBound(bound: unknown, scale: number): bigint | null {
 }
 
 export const numberCodec: FieldCodec = {
-  column: (field) => (isFixed(field) ? 'INTEGER' : 'REAL'),
 
   encode(field, input) {
     if (input === undefined || input === null) return emptyValue(field);

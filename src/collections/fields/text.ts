@@ -81,7 +81,6 @@ function encodeLengthChecked(field: Field, input: unknown): EncodeResult {
 }
 
 const stringCodec = {
-  column: () => 'TEXT',
   decode: (_f: Field, stored: SqlValue) => decodeString(stored),
   schema: () => NULLABLE_STRING_SCHEMA,
 };

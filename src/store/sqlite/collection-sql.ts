@@ -6,7 +6,7 @@
  */
 import type { Collection, Field, IndexDef } from '../../collections/types.js';
 import type { WriteStep } from '../write-job.js';
-import { columnType } from '../../collections/fields/index.js';
+import { columnType } from './column-types.js';
 import { AUTH_HIDDEN_COLUMNS_SQL, collectionSideRowsDeleteSteps } from './auth-sql.js';
 import { ApiError } from '../../errors/api-error.js';
 import { q } from './sql-ident.js';

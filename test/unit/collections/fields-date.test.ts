@@ -1,7 +1,8 @@
 // date fields: ISO 8601 input normalised to `YYYY-MM-DD HH:MM:SS.sssZ` (UTC); bounds; nowDate.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeValue, encodeValue, normalizeDate, nowDate, columnType, jsonSchemaFor } from '../../../src/collections/fields/index.js';
+import { decodeValue, encodeValue, normalizeDate, nowDate, jsonSchemaFor } from '../../../src/collections/fields/index.js';
+import { columnType } from '../../../src/store/sqlite/column-types.js';
 import type { Field, FieldOptions } from '../../../src/collections/types.js';
 
 const date = (options: FieldOptions = {}): Field => ({ id: 'f1', name: 'd', type: 'date', options });

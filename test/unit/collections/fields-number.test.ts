@@ -2,8 +2,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  decodeValue, encodeValue, columnType, jsonSchemaFor, parseFixed, formatFixed, INT64_MAX, INT64_MIN,
+  decodeValue, encodeValue, jsonSchemaFor, parseFixed, formatFixed, INT64_MAX, INT64_MIN,
 } from '../../../src/collections/fields/index.js';
+import { columnType } from '../../../src/store/sqlite/column-types.js';
 import type { Field, FieldOptions } from '../../../src/collections/types.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 

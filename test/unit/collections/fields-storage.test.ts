@@ -5,8 +5,9 @@ import Database from 'libsql';
 import fastJson from 'fast-json-stringify';
 import { bindAll, type SqlValue } from '../../../src/store/bind.js';
 import {
-  columnType, decodeValue, encodeValue, jsonSchemaFor, normalizeFieldDefinition, INT64_MAX, INT64_MIN,
+  decodeValue, encodeValue, jsonSchemaFor, normalizeFieldDefinition, INT64_MAX, INT64_MIN,
 } from '../../../src/collections/fields/index.js';
+import { columnType } from '../../../src/store/sqlite/column-types.js';
 import type { Field } from '../../../src/collections/types.js';
 
 function define(input: Record<string, unknown>): Field {

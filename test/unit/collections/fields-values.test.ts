@@ -1,7 +1,8 @@
 // Value codecs of text, editor, email, url, bool, json, select, relation, autodate.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeValue, encodeValue, shouldEncode, columnType, jsonSchemaFor, JSON_MAX_BYTES } from '../../../src/collections/fields/index.js';
+import { decodeValue, encodeValue, shouldEncode, jsonSchemaFor, JSON_MAX_BYTES } from '../../../src/collections/fields/index.js';
+import { columnType } from '../../../src/store/sqlite/column-types.js';
 import type { Field, FieldOptions, FieldType } from '../../../src/collections/types.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 

@@ -1,0 +1,20 @@
+/**
+ * The SQLite column type of each field (its storage class in the record table): numbers are
+ * `REAL`, fixed-point numbers and bools `INTEGER`, everything else `TEXT` (dates as ISO-like
+ * text, multi-valued fields and json as JSON text). Vectors live in a side column of their own
+ * (vector-sql.ts). Spec 1-core-api.md, "Field types"; the values the codecs store
+ * (src/collections/fields/) fit these classes.
+ */
+import type { Field } from '../../collections/types.js';
+import { isFixed } from '../../collections/fields/index.js';
+
+export function columnType(field: Field): 'TEXT' | 'REAL' | 'INTEGER' {
+  switch (field.type) {
+    case 'number':
+      return isFixed(field) ? 'INTEGER' : 'REAL';
+    case 'bool':
+      return 'INTEGER';
+    default:
+      return 'TEXT';
+  }
+}
