@@ -44,6 +44,7 @@ export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
     pattern: '/api/realtime',
     maxBackpressure: REALTIME_MAX_QUEUE,
     upgrade: () => (hub.refuse() ? errorReply(OVERLOADED()) : undefined),
+    bind: (publisher) => hub.bindPublisher((topic, text) => publisher.publish(topic, text)),
     open(ws: WsConnection, req: Req) {
       const start = process.hrtime.bigint();
       const transport: RealtimeTransport = {
@@ -53,6 +54,9 @@ export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
           return ws.dropped;
         },
         close: (code) => ws.close(code ?? 1000),
+        join: (topic) => ws.subscribe(topic),
+        leave: (topic) => ws.unsubscribe(topic),
+        checkQueue: () => ws.checkBackpressure(),
       };
       const client = hub.connect(transport, clientInfo(req));
       ws.data.client = client;

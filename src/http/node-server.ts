@@ -77,6 +77,14 @@ export class NodeHttpServer {
   /** WebSocket endpoints through `ws` (see WsRoute): an upgrade on another path answers 404. */
   private acceptWebSockets(routes: WsRoute[]): void {
     const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+    // pub/sub topics as uWS has them natively: topic → its connections (the same for every route)
+    const topics = new Map<string, Set<WsConnection>>();
+    const publisher = {
+      publish: (topic: string, text: string) => {
+        for (const c of topics.get(topic) ?? []) c.send(text);
+      },
+    };
+    for (const r of routes) r.bind?.(publisher);
     this.server.on('upgrade', (ireq: IncomingMessage, socket: Socket, head: Buffer) => {
       const url = ireq.url ?? '/';
       const q = url.indexOf('?');
@@ -99,21 +107,36 @@ export class NodeHttpServer {
         const max = route.maxBackpressure ?? 1024 * 1024;
         let closed = false;
         let dropped = false;
+        const joined = new Set<string>();
         const conn: WsConnection = {
           data: {},
           get dropped() {
             return dropped;
           },
           send: (text) => {
-            if (closed || ws.readyState !== ws.OPEN) return false;
-            if (ws.bufferedAmount > max) {
-              closed = true;
-              dropped = true;
-              ws.close(WS_SLOW_CONSUMER, 'slow consumer');
-              return false;
-            }
+            if (!conn.checkBackpressure()) return false;
             ws.send(text);
             return true;
+          },
+          checkBackpressure: () => {
+            if (closed || ws.readyState !== ws.OPEN) return false;
+            if (ws.bufferedAmount <= max) return true;
+            closed = true;
+            dropped = true;
+            ws.close(WS_SLOW_CONSUMER, 'slow consumer');
+            return false;
+          },
+          subscribe: (topic) => {
+            let set = topics.get(topic);
+            if (!set) topics.set(topic, (set = new Set()));
+            set.add(conn);
+            joined.add(topic);
+          },
+          unsubscribe: (topic) => {
+            const set = topics.get(topic);
+            set?.delete(conn);
+            if (set?.size === 0) topics.delete(topic);
+            joined.delete(topic);
           },
           close: (code = 1000, reason = '') => {
             if (closed) return;
@@ -123,7 +146,10 @@ export class NodeHttpServer {
           bufferedAmount: () => ws.bufferedAmount,
         };
         ws.on('message', (data, isBinary) => route.message(conn, Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'), isBinary));
-        ws.on('close', (code) => route.close(conn, code));
+        ws.on('close', (code) => {
+          for (const t of [...joined]) conn.unsubscribe(t);
+          route.close(conn, code);
+        });
         ws.on('error', () => ws.terminate());
         route.open(conn, req);
       });

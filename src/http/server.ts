@@ -82,7 +82,7 @@ export class HttpServer {
   /** A WebSocket endpoint on uWS's native WebSockets (see WsRoute). */
   private registerWs(route: WsRoute): void {
     const max = route.maxBackpressure ?? 1024 * 1024;
-    type Data = { conn: WsConnection | null; req: Req };
+    type Data = { conn: WsConnection | null; req: Req; closed: () => void };
     this.app.ws<Data>(route.pattern, {
       // uWS's own limit above ours: the connection is dropped by `send` at `max`, and its close
       // frame still fits behind the queued messages
@@ -107,7 +107,7 @@ export class HttpServer {
           return;
         }
         void req.remoteAddress; // read while the request is valid
-        res.upgrade<Data>({ conn: null, req }, key, protocol, extensions, context);
+        res.upgrade<Data>({ conn: null, req, closed: () => undefined }, key, protocol, extensions, context);
       },
       open: (ws) => {
         const state = ws.getUserData();
@@ -119,15 +119,23 @@ export class HttpServer {
             return dropped;
           },
           send: (text) => {
-            if (closed) return false;
-            if (ws.getBufferedAmount() > max) {
-              closed = true;
-              dropped = true;
-              ws.end(WS_SLOW_CONSUMER, 'slow consumer');
-              return false;
-            }
+            if (!conn.checkBackpressure()) return false;
             ws.send(text, false);
             return true;
+          },
+          checkBackpressure: () => {
+            if (closed) return false;
+            if (ws.getBufferedAmount() <= max) return true;
+            closed = true;
+            dropped = true;
+            ws.end(WS_SLOW_CONSUMER, 'slow consumer');
+            return false;
+          },
+          subscribe: (topic) => {
+            if (!closed) ws.subscribe(topic);
+          },
+          unsubscribe: (topic) => {
+            if (!closed) ws.unsubscribe(topic);
           },
           close: (code = 1000, reason = '') => {
             if (closed) return;
@@ -137,6 +145,10 @@ export class HttpServer {
           bufferedAmount: () => (closed ? 0 : ws.getBufferedAmount()),
         };
         state.conn = conn;
+        // uWS's socket is gone once its close handler runs: no call may reach it after that
+        state.closed = () => {
+          closed = true;
+        };
         route.open(conn, state.req);
       },
       message: (ws, message, isBinary) => {
@@ -144,10 +156,14 @@ export class HttpServer {
         if (conn) route.message(conn, Buffer.from(message).toString('utf8'), isBinary);
       },
       close: (ws, code) => {
-        const conn = ws.getUserData().conn;
-        if (conn) route.close(conn, code);
+        const state = ws.getUserData();
+        if (state.conn) {
+          state.closed();
+          route.close(state.conn, code);
+        }
       },
     });
+    route.bind?.({ publish: (topic, text) => void this.app.publish(topic, text, false) });
   }
 
   private register(route: Route): void {

@@ -116,6 +116,8 @@ export interface WsRoute {
   open(ws: WsConnection, req: Req): void;
   message(ws: WsConnection, data: string, isBinary: boolean): void;
   close(ws: WsConnection, code: number): void;
+  /** receives the endpoint's publisher once the server has registered it */
+  bind?(publisher: WsPublisher): void;
   /** bytes queued per connection before it is dropped (default 1 MiB) */
   maxBackpressure?: number;
 }
@@ -131,6 +133,19 @@ export interface WsConnection {
   readonly data: Record<string, unknown>;
   /** true once the connection was closed for going past maxBackpressure */
   readonly dropped: boolean;
+  /**
+   * Drops the connection (1008) when its queue is past maxBackpressure, as `send` would; false
+   * then (or when closed). For after a `publish`, which queues without asking.
+   */
+  checkBackpressure(): boolean;
+  /** joins a pub/sub topic of this endpoint (uWS's native topics; a set on node:http) */
+  subscribe(topic: string): void;
+  unsubscribe(topic: string): void;
+}
+
+/** Publishing to every connection of an endpoint subscribed to a topic, in one call. */
+export interface WsPublisher {
+  publish(topic: string, text: string): void;
 }
 
 /** Close code for a consumer dropped past its send queue (RFC 6455: policy violation). */

@@ -43,6 +43,14 @@ export interface RealtimeTransport {
   /** true when the last failed send dropped the client for its queue */
   readonly dropped: boolean;
   close(code?: number): void;
+  /**
+   * Native pub/sub (WebSockets): join or leave a topic that `RealtimeHub.publisher` publishes to
+   * in one call for every member; `checkQueue` drops the client (false) when a publish left its
+   * queue past the bound.
+   */
+  join?(topic: string): void;
+  leave?(topic: string): void;
+  checkQueue?(): boolean;
 }
 
 export interface RealtimeLimits {
@@ -80,6 +88,16 @@ export interface Subscription {
   /** compiled for `filterFor` (a superuser's filter skips relation targets' rules) */
   filter: CompiledExpr | null;
   filterFor: { generation: number; superuser: boolean } | null;
+  /** the native topic this subscription is a member of (see RealtimeHub: native fan-out), or null */
+  native: string | null;
+}
+
+/** The members of one native topic: WebSocket subscriptions that every event reaches alike. */
+interface NativeGroup {
+  key: string;
+  topic: string;
+  recordId: string | null;
+  members: Set<Subscription>;
 }
 
 /** A connected client: its transport, caller and subscriptions. */
@@ -291,7 +309,7 @@ export class RealtimeHub {
     }
     if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);
     if (!client.subs.has(name) && client.subs.size >= this.limits.maxSubscriptions) throw ApiError.badRequest(`Too many subscriptions: at most ${this.limits.maxSubscriptions} per connection.`);
-    const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null };
+    const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null, native: null };
     if (sub.filterSrc) this.compileFilter(sub, collection); // throws 400 on a bad filter
     this.unsubscribeTopic(client, name);
     client.subs.set(name, sub);
@@ -314,7 +332,51 @@ export class RealtimeHub {
     return true;
   }
 
+  /**
+   * Native fan-out. A WebSocket subscription whose events every member sees alike (the rule lets
+   * its caller see every record: `@public`, or a superuser; no filter; not an auth collection,
+   * whose emails are per caller) joins a native topic named by collection and topic, and an event
+   * goes out to all of them in one publish (uWS's topics) instead of one send per socket.
+   * Membership is decided again on every batch before anything is published, so a rule change,
+   * a new auth or a session re-check moves a subscription out before the next event.
+   */
+  private publisher: ((topic: string, text: string) => void) | null = null;
+  private nativeByCollection = new Map<string, Map<string, NativeGroup>>();
+
+  /** Called by the WebSocket endpoint once the server can publish. */
+  bindPublisher(publish: (topic: string, text: string) => void): void {
+    this.publisher = publish;
+  }
+
+  private joinNative(sub: Subscription): void {
+    const key = `rt\u0000${sub.collectionId}\u0000${sub.topic}`;
+    if (sub.native === key) return;
+    if (sub.native) this.leaveNative(sub);
+    let groups = this.nativeByCollection.get(sub.collectionId);
+    if (!groups) this.nativeByCollection.set(sub.collectionId, (groups = new Map()));
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { key, topic: sub.topic, recordId: sub.recordId, members: new Set() }));
+    g.members.add(sub);
+    sub.native = key;
+    sub.client.transport.join!(key);
+  }
+
+  private leaveNative(sub: Subscription): void {
+    const key = sub.native;
+    if (!key) return;
+    sub.native = null;
+    const groups = this.nativeByCollection.get(sub.collectionId);
+    const g = groups?.get(key);
+    if (g) {
+      g.members.delete(sub);
+      if (g.members.size === 0) groups!.delete(key);
+      if (groups!.size === 0) this.nativeByCollection.delete(sub.collectionId);
+    }
+    if (!sub.client.closed) sub.client.transport.leave?.(key);
+  }
+
   private dropSub(sub: Subscription): void {
+    this.leaveNative(sub);
     const set = this.byCollection.get(sub.collectionId);
     if (set?.delete(sub)) this.stats.subscriptions--;
     if (set?.size === 0) {
@@ -441,12 +503,21 @@ export class RealtimeHub {
     for (const ch of changes) changed.add(ch.id);
     // Group the interested subscriptions by what decides their verdict.
     const audiences = new Map<string, Audience>();
+    const publish = this.publisher;
     for (const sub of subs) {
       const client = sub.client;
-      if (client.checking || client.closed) continue;
-      if (sub.recordId !== null && !changed.has(sub.recordId)) continue;
+      if (client.checking || client.closed) {
+        if (sub.native) this.leaveNative(sub);
+        continue;
+      }
       const rule: RuleName = sub.recordId ? 'viewRule' : 'listRule';
       const check = this.store.rules.check(c, rule, client.principal, null, 'GET');
+      if (publish && check.kind === 'all' && !sub.filterSrc && c.type !== 'auth' && client.transport.join) {
+        this.joinNative(sub);
+        continue;
+      }
+      if (sub.native) this.leaveNative(sub);
+      if (sub.recordId !== null && !changed.has(sub.recordId)) continue;
       if (check.kind === 'deny') continue;
       let filterSql: string | null = null;
       let filterParams: SqlValue[] = [];
@@ -472,7 +543,8 @@ export class RealtimeHub {
       }
       a.subs.push(sub);
     }
-    if (audiences.size === 0) return;
+    const natives = this.nativeByCollection.get(c.id);
+    if (audiences.size === 0 && !natives) return;
 
     // The stored rows of created and updated records (expired rows are not sent), once.
     const upserts = changes.filter((ch) => ch.op !== 'delete').map((ch) => ch.id);
@@ -518,6 +590,18 @@ export class RealtimeHub {
           } else text = frame(sub, ch.op, json);
           if (client.transport.send(text)) this.stats.delivered++;
           else this.lost(client);
+        }
+      }
+      if (natives && publish) {
+        for (const g of natives.values()) {
+          if (g.recordId !== null && g.recordId !== ch.id) continue;
+          const first = g.members.values().next().value as Subscription | undefined;
+          if (!first) continue;
+          const json = isDelete ? deleted : render(ch.id, first);
+          publish(g.key, frame(first, ch.op, json));
+          this.stats.delivered += g.members.size;
+          // a publish queues without asking: members past their bound are dropped now
+          for (const sub of g.members) if (!sub.client.transport.checkQueue!()) this.lost(sub.client); // a Set may lose its current entry while iterated
         }
       }
     }

@@ -139,6 +139,35 @@ test('connect, subscribe, and create/update/delete events in order; a delete car
   c.close();
 });
 
+test('a rule change applies to open subscriptions from the next event (native fan-out included)', async () => {
+  await srv.createCollection({
+    name: 'board', type: 'base', listRule: '@public', viewRule: '@public',
+    fields: [{ name: 'title', type: 'text' }, { name: 'n', type: 'number' }],
+  });
+  const anon = await Client.open();
+  const su = await Client.open();
+  await su.ask({ action: 'auth', token: srv.suToken });
+  await anon.ask({ action: 'subscribe', topic: 'board' });
+  await su.ask({ action: 'subscribe', topic: 'board' });
+  const a = await seed(srv, 'board', { title: 'open', n: 1 });
+  await anon.next((f) => f.type === 'event' && f.record.id === a.id);
+  const r = await srv.api('PATCH', '/api/collections/board', { token: srv.suToken, body: { listRule: 'n > 5' } });
+  assert.equal(r.status, 200, r.text);
+  const low = await seed(srv, 'board', { title: 'low', n: 2 });
+  const high = await seed(srv, 'board', { title: 'high', n: 9 });
+  await anon.next((f) => f.type === 'event' && f.record.id === high.id);
+  await su.next((f) => f.type === 'event' && f.record.id === high.id);
+  await srv.api('PATCH', '/api/collections/board', { token: srv.suToken, body: { listRule: null } });
+  const locked = await seed(srv, 'board', { title: 'locked', n: 10 });
+  await su.next((f) => f.type === 'event' && f.record.id === locked.id);
+  await settle();
+  assert.deepEqual(anon.events().map((e) => e.record.title), ['open', 'high'], 'the anonymous client follows the rule');
+  assert.deepEqual(su.events().map((e) => e.record.title), ['open', 'low', 'high', 'locked'], 'superusers see everything');
+  assert.ok(low.id);
+  anon.close();
+  su.close();
+});
+
 test('a record topic hears only that record; unsubscribe stops events', async () => {
   const c = await Client.open();
   const a = await seed(srv, 'news', { title: 'a' });
