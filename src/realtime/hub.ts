@@ -74,6 +74,12 @@ export interface RealtimeMetrics {
   droppedConsumers: number;
   /** connections refused at the cap */
   refusedConnections: number;
+  /**
+   * Server-side delivery time of the last (up to) 1,000 committed batches that had subscribers:
+   * milliseconds from the commit reaching the main thread to the last frame of the batch handed
+   * to the sockets (the kernel and the clients' reading come after). Null before the first.
+   */
+  deliveryMs: { p50: number; p99: number; max: number; batches: number } | null;
 }
 
 /** One subscription of a client. */
@@ -163,7 +169,7 @@ export class RealtimeHub {
   private byCollection = new Map<string, Set<Subscription>>();
   /** authenticated clients by `<collectionId>/<recordId>` of their auth record */
   private byPrincipal = new Map<string, Set<RealtimeClient>>();
-  private queue: ChangeBatch[] = [];
+  private queue: Array<{ batch: ChangeBatch; at: number }> = [];
   private scheduled = false;
   private unsubscribe: () => void;
   private readonly stats = { delivered: 0, droppedConsumers: 0, refusedConnections: 0, ws: 0, sse: 0, subscriptions: 0 };
@@ -198,7 +204,20 @@ export class RealtimeHub {
       delivered: this.stats.delivered,
       droppedConsumers: this.stats.droppedConsumers,
       refusedConnections: this.stats.refusedConnections,
+      deliveryMs: this.deliveryTimes(),
     };
+  }
+
+  /** Ring of recent batch delivery times (ms), for metrics. */
+  private timings = new Float64Array(1000);
+  private timed = 0;
+
+  private deliveryTimes(): RealtimeMetrics['deliveryMs'] {
+    const n = Math.min(this.timed, this.timings.length);
+    if (n === 0) return null;
+    const sorted = Array.from(this.timings.subarray(0, n)).sort((a, b) => a - b);
+    const at = (p: number) => Math.round(sorted[Math.min(n - 1, Math.floor(p * n))] * 100) / 100;
+    return { p50: at(0.5), p99: at(0.99), max: at(1), batches: n };
   }
 
   /** Registers a connected client. */
@@ -461,7 +480,7 @@ export class RealtimeHub {
       for (const [key, set] of this.byPrincipal) if (key.startsWith(`${cid}/`)) for (const c of [...set]) this.recheck(c);
     }
     if (this.byCollection.size === 0) return;
-    this.queue.push(batch);
+    this.queue.push({ batch, at: performance.now() });
     if (!this.scheduled) {
       this.scheduled = true;
       // after the writes of this commit are answered: delivery never delays a write's reply
@@ -473,12 +492,13 @@ export class RealtimeHub {
     this.scheduled = false;
     const batches = this.queue;
     this.queue = [];
-    for (const b of batches) {
+    for (const { batch, at } of batches) {
       try {
-        this.deliver(b);
+        this.deliver(batch);
       } catch (err) {
         this.logger.error(`realtime delivery failed: ${(err as Error)?.stack ?? String(err)}`);
       }
+      this.timings[this.timed++ % this.timings.length] = performance.now() - at;
     }
   }
 

@@ -481,6 +481,8 @@ test('SSE routes: bad requests answer the error envelope', async () => {
 test('metrics for operators (superusers only), capabilities, and upgrades in the request log', async () => {
   const c = await Client.open();
   await c.ask({ action: 'subscribe', topic: 'news' });
+  const rec = await seed(srv, 'news', { title: 'for the metrics' });
+  await c.next((f) => f.type === 'event' && f.record.id === rec.id);
   const anon = await srv.api('GET', '/api/realtime/metrics');
   assert.equal(anon.status, 401);
   const user = await srv.api('GET', '/api/realtime/metrics', { token: alice.token });
@@ -490,6 +492,7 @@ test('metrics for operators (superusers only), capabilities, and upgrades in the
   assert.ok(m.body.connections >= 1 && m.body.websocket >= 1 && m.body.subscriptions >= 1, JSON.stringify(m.body));
   assert.ok(m.body.delivered > 0);
   for (const k of ['sse', 'droppedConsumers', 'refusedConnections']) assert.equal(typeof m.body[k], 'number');
+  assert.ok(m.body.deliveryMs.batches > 0 && m.body.deliveryMs.p99 >= m.body.deliveryMs.p50, JSON.stringify(m.body.deliveryMs));
   const meta = await srv.api('GET', '/api/meta');
   assert.equal(meta.body.capabilities.realtime, true);
   c.close();
