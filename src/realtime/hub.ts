@@ -96,6 +96,9 @@ export interface Subscription {
   filterFor: { generation: number; superuser: boolean } | null;
   /** the native topic this subscription is a member of (see RealtimeHub: native fan-out), or null */
   native: string | null;
+  /** what the membership was decided for: the schema generation and the client's authVersion */
+  nativeGen: number;
+  nativeAuth: number;
 }
 
 /** The members of one native topic: WebSocket subscriptions that every event reaches alike. */
@@ -114,6 +117,8 @@ export class RealtimeClient {
   token: string | null = null;
   /** the token is being re-checked: nothing is delivered until it is */
   checking = false;
+  /** bumped whenever the caller or `checking` changes (native memberships are decided again) */
+  authVersion = 0;
   expiry: NodeJS.Timeout | null = null;
   readonly subs = new Map<string, Subscription>();
   closed = false;
@@ -271,6 +276,7 @@ export class RealtimeHub {
 
   /** Sets the caller of a client (from an SSE POST already authenticated by the route). */
   setPrincipal(client: RealtimeClient, principal: AuthPrincipal | null, token: string | null): void {
+    client.authVersion++;
     if (client.principal) {
       const key = `${client.principal.collection.id}/${String(client.principal.record.id)}`;
       const set = this.byPrincipal.get(key);
@@ -328,7 +334,7 @@ export class RealtimeHub {
     }
     if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);
     if (!client.subs.has(name) && client.subs.size >= this.limits.maxSubscriptions) throw ApiError.badRequest(`Too many subscriptions: at most ${this.limits.maxSubscriptions} per connection.`);
-    const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null, native: null };
+    const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null, native: null, nativeGen: -1, nativeAuth: -1 };
     if (sub.filterSrc) this.compileFilter(sub, collection); // throws 400 on a bad filter
     this.unsubscribeTopic(client, name);
     client.subs.set(name, sub);
@@ -440,6 +446,7 @@ export class RealtimeHub {
     const token = client.token;
     const done = (p: AuthPrincipal | null) => {
       client.checking = false;
+      client.authVersion++;
       if (client.closed || client.token !== token) return;
       if (p) {
         this.setPrincipal(client, p, token);
@@ -458,6 +465,7 @@ export class RealtimeHub {
     }
     if (out instanceof Promise) {
       client.checking = true;
+      client.authVersion++;
       out.then(done, () => done(null));
     } else done(out);
   }
@@ -524,8 +532,11 @@ export class RealtimeHub {
     // Group the interested subscriptions by what decides their verdict.
     const audiences = new Map<string, Audience>();
     const publish = this.publisher;
+    const generation = this.store.registry.schemaGeneration();
     for (const sub of subs) {
       const client = sub.client;
+      // a native member stays one until the schema (rules) or its caller changes: O(1) per socket
+      if (sub.native && sub.nativeGen === generation && sub.nativeAuth === client.authVersion && !client.closed) continue;
       if (client.checking || client.closed) {
         if (sub.native) this.leaveNative(sub);
         continue;
@@ -534,6 +545,8 @@ export class RealtimeHub {
       const check = this.store.rules.check(c, rule, client.principal, null, 'GET');
       if (publish && check.kind === 'all' && !sub.filterSrc && c.type !== 'auth' && client.transport.join) {
         this.joinNative(sub);
+        sub.nativeGen = generation;
+        sub.nativeAuth = client.authVersion;
         continue;
       }
       if (sub.native) this.leaveNative(sub);
