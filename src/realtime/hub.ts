@@ -345,6 +345,8 @@ export class RealtimeHub {
     }
     set.add(sub);
     this.stats.subscriptions++;
+    const check = this.store.rules.check(collection, rule, client.principal, null, 'GET');
+    this.decideNative(sub, collection, check, this.store.registry.schemaGeneration());
     return sub;
   }
 
@@ -384,6 +386,19 @@ export class RealtimeHub {
     g.members.add(sub);
     sub.native = key;
     sub.client.transport.join!(key);
+  }
+
+  /**
+   * Makes `sub` a native member when every event it may see is seen alike (see above); true when
+   * it is one. Decided at subscribe time and again when the schema or the caller changes.
+   */
+  private decideNative(sub: Subscription, c: Collection, check: RuleCheck, generation: number): boolean {
+    const client = sub.client;
+    if (!this.publisher || check.kind !== 'all' || sub.filterSrc || c.type === 'auth' || !client.transport.join || client.checking) return false;
+    this.joinNative(sub);
+    sub.nativeGen = generation;
+    sub.nativeAuth = client.authVersion;
+    return true;
   }
 
   private leaveNative(sub: Subscription): void {
@@ -543,12 +558,7 @@ export class RealtimeHub {
       }
       const rule: RuleName = sub.recordId ? 'viewRule' : 'listRule';
       const check = this.store.rules.check(c, rule, client.principal, null, 'GET');
-      if (publish && check.kind === 'all' && !sub.filterSrc && c.type !== 'auth' && client.transport.join) {
-        this.joinNative(sub);
-        sub.nativeGen = generation;
-        sub.nativeAuth = client.authVersion;
-        continue;
-      }
+      if (this.decideNative(sub, c, check, generation)) continue;
       if (sub.native) this.leaveNative(sub);
       if (sub.recordId !== null && !changed.has(sub.recordId)) continue;
       if (check.kind === 'deny') continue;
