@@ -184,7 +184,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
     }
     const subs = body.subscriptions ?? [];
     if (!Array.isArray(subs) || subs.some((s) => typeof s !== 'string')) {
-      throw ApiError.validation({ subscriptions: { code: 'validation_invalid_value', message: 'Must be an array of topic strings.' } });
+      throw ApiError.validation({ subscriptions: { code: 'validation_type', message: 'Must be an array of topic strings.' } });
     }
     const client = hub.find(body.clientId);
     if (!client || client.transport.kind !== 'sse') throw ApiError.notFound('Missing or invalid client id.');
