@@ -1,12 +1,15 @@
 /**
- * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Rate limiting"): auth-with-password,
- * auth-refresh, auth-logout, request-verification, confirm-verification, request-password-reset,
- * confirm-password-reset. The per-device session routes are in ./auth-sessions.ts.
+ * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Pluggable auth methods", "Magic-link
+ * consume", "Rate limiting"): auth-with-password, auth-refresh, auth-logout, the methods'
+ * initiate and complete, magic-link consume, request-verification, confirm-verification,
+ * request-password-reset, confirm-password-reset. The per-device session routes are in ./auth-sessions.ts.
  */
 import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import { jsonBody } from './request.js';
+import { jsonBody, query } from './request.js';
+import { methodOptions } from '../auth/methods/emailed.js';
+import { magicLinkRedirect } from '../auth/redirects.js';
 import { requireAuthCollection } from './records.js';
 import { hidePrivate } from '../records/records-read.js';
 import { AccountEmails } from '../auth/account-emails.js';
@@ -67,6 +70,34 @@ export function authRoutes(ctx: ApiContext): Route[] {
         }
         if (p?.sid && p.collection.id === c.id) await auth.sessions.revoke(c, String(p.record.id), p.sid).catch(() => {});
         return noContent(clearCookies(insecure));
+      },
+    },
+    // Pluggable sign-in methods (spec 1-core-api.md, "Pluggable auth methods"): 404 for a missing
+    // or non-auth collection, an unknown method or one that is off.
+    {
+      method: 'post', pattern: '/api/collections/:col/auth/:method/initiate', handler: async (req) => {
+        const c = authCollection(req);
+        const out = await auth.initiate(req.params[1], c, jsonBody(req), req);
+        return out === undefined ? noContent() : json(200, JSON.stringify(out));
+      },
+    },
+    {
+      method: 'post', pattern: '/api/collections/:col/auth/:method/complete', handler: async (req) => {
+        const c = authCollection(req);
+        const { record, session } = await auth.signIn(req.params[1], c, jsonBody(req), req);
+        return json(200, body(c, session.token, record), sessionCookies(session, insecure));
+      },
+    },
+    {
+      // The link a magic-link mail carries: consume the token, set the cookies, 302 to a safe target.
+      method: 'get', pattern: '/api/collections/:col/auth/magic-link/consume', handler: async (req) => {
+        const c = authCollection(req);
+        const q = query(req);
+        const opts = methodOptions(c, 'magic_link');
+        const allow = Array.isArray(opts.redirect_allow) ? (opts.redirect_allow as string[]) : [];
+        const target = magicLinkRedirect(q.get('redirect') ?? undefined, allow, opts.redirect_default);
+        const { session } = await auth.signIn('magic_link', c, { token: q.get('token') ?? '' }, req);
+        return { status: 302, body: '', headers: [...sessionCookies(session, insecure), ['Location', target], ['Cache-Control', 'no-store']] };
       },
     },
     { method: 'post', pattern: '/api/collections/:col/request-verification', handler: requestMail('request-verification', 'verify') },

@@ -17,6 +17,7 @@ import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
 import type { AuthMethod } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
+import { MagicLinkMethod, OtpMethod } from './methods/emailed.js';
 import type { Logger } from '../log/logger.js';
 import type { SmtpConfig } from '../config/config.js';
 import type { ConnectionOptions } from 'node:tls';
@@ -93,8 +94,11 @@ export class AuthService {
     this.mailQueue = new BackgroundQueue(logger, 'mail');
     this.mailTransport = createMailTransport(opts, logger, opts.smtpTls);
     this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);
-    const password = new PasswordMethod(store, this.limits, (c, id) => this.loadAuthRecord(c, id));
-    this.methods.set(password.slug, password);
+    const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
+    const password = new PasswordMethod(store, this.limits, load);
+    const magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
+    const otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
+    for (const m of [password, magicLink, otp]) this.methods.set(m.slug, m);
   }
 
   /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */
@@ -193,6 +197,18 @@ export class AuthService {
     if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
     const rec = await method.complete(c, body, client);
     return { record: rec, session: await this.issueSession(c, rec, client) };
+  }
+
+  /**
+   * The first step of a method (POST …/auth/:method/initiate): 404 when the collection or the
+   * method is missing or off; 400 for a method without a first step (password). Returns what the
+   * route answers (undefined: 204).
+   */
+  async initiate(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<unknown> {
+    const method = this.methods.get(slug);
+    if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
+    if (!method.initiate) throw ApiError.badRequest(`The ${slug} method has no initiate step: POST …/auth/${slug}/complete.`);
+    return method.initiate(c, body, client);
   }
 
   /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */

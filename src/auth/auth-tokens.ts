@@ -17,10 +17,13 @@ import { bindValue } from '../store/bind.js';
 import { newId, randomToken } from '../records/ids.js';
 import { nowDate } from '../collections/fields/index.js';
 
-export type AuthTokenKind = 'verify' | 'reset';
+export type AuthTokenKind = 'verify' | 'reset' | 'magic_link';
 
-/** Lifetimes in seconds (PocketBase's defaults: 3 days to verify, 30 minutes to reset). */
-export const AUTH_TOKEN_TTL_S: Record<AuthTokenKind, number> = { verify: 3 * 24 * 3600, reset: 30 * 60 };
+/**
+ * Default lifetimes in seconds (PocketBase's: 3 days to verify, 30 minutes to reset; a magic link
+ * 15 minutes unless `auth.methods.magic_link.ttl_s` says otherwise).
+ */
+export const AUTH_TOKEN_TTL_S: Record<AuthTokenKind, number> = { verify: 3 * 24 * 3600, reset: 30 * 60, magic_link: 15 * 60 };
 
 /** A token row found valid by {@link AuthTokens.find}. */
 export interface FoundToken {
@@ -38,13 +41,13 @@ export class AuthTokens {
    * Creates a token for a record and the address it goes to; drops every expired token.
    * @returns the plaintext token (only ever sent by mail)
    */
-  async issue(kind: AuthTokenKind, c: Collection, recordId: string, email: string): Promise<string> {
+  async issue(kind: AuthTokenKind, c: Collection, recordId: string, email: string, ttlS = AUTH_TOKEN_TTL_S[kind]): Promise<string> {
     const selector = newId();
     const verifier = randomToken(32);
     const now = Date.now();
     // expired rows go in the same job: the table stays small
     const steps = this.store.sql.authTokens.issueSteps({
-      id: selector, hash: sha256(verifier).toString('hex'), kind, collectionId: c.id, recordId, email, created: nowDate(), expires: now + AUTH_TOKEN_TTL_S[kind] * 1000,
+      id: selector, hash: sha256(verifier).toString('hex'), kind, collectionId: c.id, recordId, email, created: nowDate(), expires: now + ttlS * 1000,
     }, now);
     for (const s of steps) s.params = s.params.map(bindValue);
     await this.store.writer.write(steps);

@@ -13,6 +13,7 @@ import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
 import { VECTOR_COLUMN_PREFIX } from '../store/sqlite/vector-sql.js';
 import { authSystemFields } from '../auth/auth-fields.js';
 import { defaultAuthOptions } from '../auth/auth-defaults.js';
+import { isSafeRelativePath } from '../auth/redirects.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from '../records/ids.js';
 import { rateLimitOptionError } from '../auth/rate-limit.js';
@@ -188,7 +189,22 @@ function buildOptions(input: unknown, existing: Collection | undefined, type: 'b
  * Sign-in methods this server implements (`options.auth.methods.<slug>`); enabling any other is
  * refused rather than stored and silently ignored. `password` is on unless `enabled: false`.
  */
-const AVAILABLE_METHODS = new Set(['password']);
+const AVAILABLE_METHODS = new Set(['password', 'magic_link', 'otp']);
+
+/** Errors in the options of the mailed methods (`ttl_s`; magic link's redirects), by option path. */
+function methodOptionErrors(slug: string, m: Record<string, unknown>, errors: Errors): void {
+  const at = `options.auth.methods.${slug}`;
+  if ('ttl_s' in m && (!Number.isInteger(m.ttl_s) || (m.ttl_s as number) < 30 || (m.ttl_s as number) > 7 * 24 * 3600)) {
+    errors[`${at}.ttl_s`] = { code: 'validation_value', message: 'Must be an integer number of seconds from 30 to 604800.' };
+  }
+  if (slug !== 'magic_link') return;
+  if ('redirect_default' in m && !isSafeRelativePath(m.redirect_default)) {
+    errors[`${at}.redirect_default`] = { code: 'validation_value', message: 'Must be a safe relative path: starting with one "/", no "." or ".." segment, no backslash, encoded dot or slash, or control character.' };
+  }
+  if ('redirect_allow' in m && (!Array.isArray(m.redirect_allow) || m.redirect_allow.some((e) => !isSafeRelativePath(e)))) {
+    errors[`${at}.redirect_allow`] = { code: 'validation_value', message: 'Must be an array of safe relative paths (an entry ending in "/" is a prefix).' };
+  }
+}
 
 function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | undefined, fields: Field[], errors: Errors): AuthOptions {
   const base: AuthOptions = prev ?? defaultAuthOptions();
@@ -228,9 +244,12 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
         else if ('enabled' in m && typeof m.enabled !== 'boolean') errors[`options.auth.methods.${slug}.enabled`] = { code: 'validation_type', message: 'Must be a boolean.' };
         else if (!AVAILABLE_METHODS.has(slug) && (m.enabled === true || (slug === 'oauth2' && 'providers' in m))) {
           errors[`options.auth.methods.${slug}`] = { code: 'validation_value', message: `The sign-in method "${slug}" is not available on this server yet.` };
-        } else if ('rate_limit' in m) {
-          const bad = rateLimitOptionError(m.rate_limit);
-          if (bad) errors[`options.auth.methods.${slug}.rate_limit`] = { code: 'validation_value', message: bad };
+        } else {
+          if ('rate_limit' in m) {
+            const bad = rateLimitOptionError(m.rate_limit);
+            if (bad) errors[`options.auth.methods.${slug}.rate_limit`] = { code: 'validation_value', message: bad };
+          }
+          methodOptionErrors(slug, m, errors);
         }
       }
       out.methods = src.methods;

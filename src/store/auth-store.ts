@@ -112,6 +112,8 @@ export interface AuthTokenRowStore {
   consumeStep(selector: string, fail: StepFail): WriteStep;
   /** Steps deleting every token of `kind` for the record. */
   dropAllSteps(kind: string, collectionId: string, recordId: string): WriteStep[];
+  /** The newest token of `kind` for the record (one-time codes are looked up by record), or undefined. */
+  latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined;
 }
 
 /** What `svc superuser create|upsert` writes (see SuperuserAdminStore). */

@@ -252,8 +252,7 @@ test('auth options the server cannot honour are refused with a field error, not 
   const cases: [Record<string, unknown>, string][] = [
     [{ two_factor: 'required' }, 'options.auth.two_factor'],
     [{ two_factor: 'optional' }, 'options.auth.two_factor'],
-    [{ methods: { magic_link: { enabled: true } } }, 'options.auth.methods.magic_link'],
-    [{ methods: { otp: { enabled: true } } }, 'options.auth.methods.otp'],
+    [{ methods: { magic_link: { enabled: true, redirect_default: '//evil.example' } } }, 'options.auth.methods.magic_link.redirect_default'],
     [{ methods: { webauthn: { enabled: true } } }, 'options.auth.methods.webauthn'],
     [{ methods: { oauth2: { enabled: true, providers: [] } } }, 'options.auth.methods.oauth2'],
     [{ methods: { oauth2: { providers: [{ name: 'x' }] } } }, 'options.auth.methods.oauth2'],

@@ -36,6 +36,11 @@ export class SqliteTokenSql implements AuthTokenRowStore {
     return { sql: 'DELETE FROM "_authTokens" WHERE "id" = ?', params: [selector], expect: 'change', fail };
   }
 
+  latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined {
+    const row = this.reader.get('SELECT "id","hash","email","expires" FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ? ORDER BY "created" DESC, "rowid" DESC LIMIT 1', [collectionId, recordId, kind]);
+    return row ? { id: String(row[0]), hash: String(row[1]), email: String(row[2]), expires: Number(row[3]) } : undefined;
+  }
+
   dropAllSteps(kind: string, collectionId: string, recordId: string): WriteStep[] {
     return [{ sql: 'DELETE FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ?', params: [collectionId, recordId, kind] }];
   }
