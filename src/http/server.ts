@@ -417,8 +417,8 @@ export class HttpServer {
         if (ok) return true;
         queued += Buffer.byteLength(text);
         if (queued > max) {
+          end(reply.status, true); // first: close() fires onAborted at once, which would end it as a plain abort
           res.close();
-          end(reply.status, true);
           return false;
         }
         if (!waiting) {

@@ -10,6 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import WebSocket from 'ws';
+import { connect } from 'node:net';
 import { EventSource } from 'eventsource';
 import PocketBase from 'pocketbase';
 import { startSvc, jsonLogLines, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
@@ -544,6 +545,51 @@ test('a slow consumer is dropped with close code 1008; the connection cap answer
   } finally {
     await small.stop();
     rmSync(small.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('an event stream that stops reading is dropped past its queue bound and counted', async () => {
+  const own = await startSvc();
+  try {
+    await own.createCollection({ name: 'big', type: 'base', listRule: '@public', viewRule: '@public', fields: [{ name: 'blob', type: 'text', options: { max: 100000 } }] });
+    // a raw client that opens a stream, subscribes, and then never reads again
+    const url = new URL(own.url);
+    const sock = connect(Number(url.port), url.hostname);
+    let head = '';
+    let closed = false;
+    sock.on('close', () => (closed = true));
+    sock.on('error', () => undefined);
+    const clientId = await new Promise<string>((resolve) => {
+      sock.on('data', function onData(d) {
+        head += d.toString();
+        const m = /data:\{"clientId":"([a-z0-9]+)"\}/.exec(head);
+        if (m) {
+          sock.off('data', onData);
+          resolve(m[1]);
+        }
+      });
+      sock.write(`GET /api/realtime HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`);
+    });
+    const r = await own.api('POST', '/api/realtime', { body: { clientId, subscriptions: ['big/*'] } });
+    assert.equal(r.status, 204, r.text);
+    sock.pause();
+    const blob = 'x'.repeat(80_000);
+    for (let i = 0; i < 400 && !closed; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, () => own.api('POST', '/api/collections/big/records', { token: own.suToken, body: { blob } })));
+    }
+    let m: any = null;
+    for (let i = 0; i < 100; i++) {
+      m = (await own.api('GET', '/api/realtime/metrics', { token: own.suToken })).body;
+      if (m.droppedConsumers >= 1) break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.equal(m.droppedConsumers, 1, JSON.stringify(m) + own.stderr().slice(-2000));
+    assert.equal(m.sse, 0, 'the stream is gone');
+    assert.match(own.stderr(), /dropped a slow consumer \(sse client/);
+    sock.destroy();
+  } finally {
+    await own.stop();
+    rmSync(own.dataDir, { recursive: true, force: true });
   }
 });
 
