@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { startSmtp, type TestSmtp, type Captured } from '../helpers/smtp.js';
-import { MAIL_TOKEN_RE, sleep } from '../helpers/auth-helpers.js';
+import { MAIL_TOKEN_RE, sleep, tokenFromLog } from '../helpers/auth-helpers.js';
+import { jsonLogLines } from '../helpers/server.js';
 
 const PW = 'methods-pass-1';
 let smtp: TestSmtp;
@@ -212,5 +213,36 @@ test('method options are validated', async () => {
   for (const methods of [{ magic_link: { enabled: true, ttl_s: 5 } }, { otp: { enabled: true, ttl_s: 'long' } }, { magic_link: { enabled: true, redirect_allow: ['https://x'] } }, { magic_link: { enabled: 'yes' } }]) {
     const r = await srv.api('POST', '/api/collections', { token: srv.suToken, body: { name: `bad_${Math.random().toString(36).slice(2, 8)}`, type: 'auth', options: { auth: { methods } } } });
     assert.equal(r.status, 400, JSON.stringify(methods));
+  }
+});
+
+test('without a mail transport the link and the code are written to the log, and work', async () => {
+  const bare = await startSvc({ env: { SERVICE_RATE_LIMIT_MAX: '0' } });
+  try {
+    await bare.createCollection({ name: 'members', type: 'auth', fields: [], options: { auth: { methods: { magic_link: { enabled: true }, otp: { enabled: true } } } } });
+    const r = await bare.api('POST', '/api/collections/members/records', { token: bare.suToken, body: { email: 'logged@example.com', password: PW, passwordConfirm: PW } });
+    assert.equal(r.status, 201, r.text);
+    let mark = bare.stderr().length;
+    assert.equal((await bare.api('POST', '/api/collections/members/auth/magic_link/initiate', { body: { identity: 'logged@example.com' } })).status, 204);
+    const token = await tokenFromLog(bare, 'logged@example.com', mark);
+    const ok = await bare.api('POST', '/api/collections/members/auth/magic_link/complete', { body: { token } });
+    assert.equal(ok.status, 200, ok.text);
+
+    mark = bare.stderr().length;
+    assert.equal((await bare.api('POST', '/api/collections/members/auth/otp/initiate', { body: { identity: 'logged@example.com' } })).status, 204);
+    let code = '';
+    for (let i = 0; i < 200 && !code; i++) {
+      for (const rec of jsonLogLines(bare.stderr().slice(mark))) {
+        const m = rec.scope === 'mail' && typeof rec.msg === 'string' ? /sign-in code is (\d{6})/.exec(rec.msg) : null;
+        if (m) code = m[1];
+      }
+      if (!code) await sleep(25);
+    }
+    assert.match(code, /^\d{6}$/, 'the code is in the log');
+    const ok2 = await bare.api('POST', '/api/collections/members/auth/otp/complete', { body: { identity: 'logged@example.com', code } });
+    assert.equal(ok2.status, 200, ok2.text);
+  } finally {
+    await bare.stop();
+    rmSync(bare.dataDir, { recursive: true, force: true });
   }
 });
