@@ -246,3 +246,22 @@ test('without a mail transport the link and the code are written to the log, and
     rmSync(bare.dataDir, { recursive: true, force: true });
   }
 });
+
+test('initiate and complete are rate limited per identity; a method may turn its limit off', async () => {
+  const limited = await startSvc({ env: { SERVICE_RATE_LIMIT_MAX: '3', SERVICE_RATE_LIMIT_WINDOW: '60' } });
+  try {
+    await limited.createCollection({ name: 'members', type: 'auth', fields: [], options: { auth: { methods: { magic_link: { enabled: true }, otp: { enabled: true, rate_limit: 'off' } } } } });
+    const hit = (path: string, body: unknown) => limited.api('POST', `/api/collections/members/auth/${path}`, { body });
+    for (let i = 0; i < 3; i++) assert.equal((await hit('magic_link/initiate', { identity: 'a@example.com' })).status, 204);
+    const over = await hit('magic_link/initiate', { identity: 'a@example.com' });
+    assert.equal(over.status, 429);
+    assert.equal(over.body.code, 'too_many_requests');
+    assert.equal((await hit('magic_link/initiate', { identity: 'b@example.com' })).status, 204, 'another identity has its own budget');
+    for (let i = 0; i < 3; i++) assert.equal((await hit('magic_link/complete', { token: `aaaaaaaaaaaaaaa.${'B'.repeat(43)}` })).status, 400);
+    assert.equal((await hit('magic_link/complete', { token: `aaaaaaaaaaaaaaa.${'B'.repeat(43)}` })).status, 429, 'complete is limited too');
+    for (let i = 0; i < 6; i++) assert.equal((await hit('otp/initiate', { identity: 'a@example.com' })).status, 204, 'rate_limit off');
+  } finally {
+    await limited.stop();
+    rmSync(limited.dataDir, { recursive: true, force: true });
+  }
+});
