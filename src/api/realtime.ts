@@ -21,8 +21,9 @@ import { errorReply } from '../http/common.js';
 import { ApiError, toApiError } from '../errors/api-error.js';
 import { jsonBody } from './request.js';
 import type { RealtimeClient, RealtimeHub, RealtimeTransport } from '../realtime/hub.js';
+import { authFrame, errorFrame } from '../realtime/protocol.js';
 import type { ClientInfo } from '../auth/client.js';
-import { parseCookies } from '../auth/auth-service.js';
+import { credential } from '../auth/auth-service.js';
 
 /** Bytes queued for one client before it is dropped as a slow consumer. */
 export const REALTIME_MAX_QUEUE = 1024 * 1024;
@@ -36,7 +37,6 @@ function clientInfo(req: Req): ClientInfo {
   return { method: 'GET', headers: { ...req.headers }, remoteAddress: req.remoteAddress };
 }
 
-const errorFrame = (message: string) => `{"type":"error","message":${JSON.stringify(message)}}`;
 
 /** The WebSocket endpoint. */
 export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
@@ -96,7 +96,7 @@ async function onFrame(hub: RealtimeHub, client: RealtimeClient, ws: WsConnectio
       case 'auth': {
         if (typeof m.token !== 'string' || m.token === '') throw ApiError.badRequest('auth needs a "token" string.');
         const ok = await hub.authenticate(client, m.token);
-        ws.send(`{"type":"auth","status":"${ok ? 'ok' : 'error'}"}`);
+        ws.send(authFrame(ok));
         return;
       }
       case 'subscribe': {
@@ -193,7 +193,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
     if (client.principal && principal && (client.principal.collection.id !== principal.collection.id || client.principal.record.id !== principal.record.id)) {
       throw ApiError.forbidden('The current and the previous request authorization don\'t match.');
     }
-    const token = principal ? (bearer(req.headers.authorization) ?? parseCookies(req.headers.cookie).get('svc_auth') ?? null) : null;
+    const token = principal ? (credential(req)?.token ?? null) : null;
     // Validate every topic before changing anything.
     const parsed = (subs as string[]).map((raw) => {
       const { topic, filter } = sseTopic(raw);
@@ -221,10 +221,4 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
       },
     },
   ];
-}
-
-/** The raw token of an Authorization header (`Bearer <jwt>` or the bare token). */
-function bearer(header: string): string | null {
-  if (!header) return null;
-  return header.startsWith('Bearer ') || header.startsWith('bearer ') ? header.slice(7).trim() : header.trim();
 }

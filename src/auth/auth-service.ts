@@ -38,6 +38,22 @@ export function loadTokenSecret(dataDir: string): Buffer {
   return secret;
 }
 
+/**
+ * The token a request carries: the Authorization header (`Bearer <jwt>` or the bare token) or,
+ * without one, the `svc_auth` cookie; null when neither.
+ */
+export function credential(req: ClientInfo): { token: string; viaCookie: boolean } | null {
+  let token = req.headers.authorization;
+  let viaCookie = false;
+  if (token) {
+    if (token.startsWith('Bearer ') || token.startsWith('bearer ')) token = token.slice(7).trim();
+  } else if (req.headers.cookie) {
+    token = parseCookies(req.headers.cookie).get('svc_auth') ?? '';
+    viaCookie = token !== '';
+  }
+  return token ? { token, viaCookie } : null;
+}
+
 /** Parses a Cookie header into a map (first occurrence wins). */
 export function parseCookies(header: string): Map<string, string> {
   const out = new Map<string, string>();
@@ -140,15 +156,9 @@ export class AuthService {
    * credentials without a matching X-CSRF-Token on an unsafe method make the request anonymous.
    */
   resolve(req: ClientInfo): AuthPrincipal | null | Promise<AuthPrincipal | null> {
-    let token = req.headers.authorization;
-    let viaCookie = false;
-    if (token) {
-      if (token.startsWith('Bearer ') || token.startsWith('bearer ')) token = token.slice(7).trim();
-    } else if (req.headers.cookie) {
-      token = parseCookies(req.headers.cookie).get('svc_auth') ?? '';
-      viaCookie = token !== '';
-    }
-    if (!token) return null;
+    const cred = credential(req);
+    if (!cred) return null;
+    const { token, viaCookie } = cred;
     const claims = this.tokens.known(token) ?? this.tokens.peek(token);
     if (!claims) return invalid(viaCookie);
     const c = this.store.registry.byId(claims.collectionId);

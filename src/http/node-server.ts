@@ -11,10 +11,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { once } from 'node:events';
 import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
-import type { BodyStream, EventSink, EventStreamBody, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
+import type { BodyStream, EventStreamBody, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
 import type { HttpServerOptions } from './server.js';
 import { Admission, OVERLOADED, TIMED_OUT } from './admission.js';
-import { BODY_METHODS, decodeParams, elapsedMs, errorReply, tooLarge } from './common.js';
+import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, type EventTransport } from './common.js';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WS_SLOW_CONSUMER, type WsConnection, type WsRoute } from './types.js';
 
@@ -381,49 +381,29 @@ export class NodeHttpServer {
     }
   }
 
-  /** An event stream (Reply.events), as server.ts sends it: counted bytes under backpressure, dropped past the cap. */
+  /** An event stream (Reply.events), as server.ts sends it: dropped when node:http holds more than the bound unsent. */
   private openEvents(res: ServerResponse, req: Req, reply: Reply, events: EventStreamBody, start: bigint): void {
     const max = events.maxQueuedBytes ?? 1024 * 1024;
-    let closed = false;
-    const closers: Array<(dropped: boolean) => void> = [];
-    const end = (dropped: boolean) => {
-      if (closed) return;
-      closed = true;
-      this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
-      for (const cb of closers) cb(dropped);
-    };
-    res.once('close', () => end(false));
     const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Content-Type': reply.contentType ?? 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' };
     for (const [k, v] of reply.headers ?? []) headers[k] = v;
     res.writeHead(reply.status, headers);
     res.flushHeaders();
     this.release(); // a long-lived stream is not a request in flight
-    const sink: EventSink = {
+    let gone = () => {};
+    const transport: EventTransport = {
       write: (text) => {
-        if (closed || res.destroyed) return false;
-        res.write(text);
-        if (res.writableLength > max) {
-          end(true);
-          res.destroy();
-          return false;
+        if (res.destroyed) {
+          gone(); // the client went away; its 'close' has not been seen yet
+          return true;
         }
-        return true;
+        res.write(text);
+        return res.writableLength <= max;
       },
-      close: () => {
-        if (closed) return;
-        end(false);
-        res.end();
-      },
-      onClose: (cb) => {
-        closers.push(cb);
-      },
+      end: () => res.end(),
+      abort: () => res.destroy(),
     };
-    try {
-      events.open(sink);
-    } catch (err) {
-      this.opts.onUnexpected(err, req);
-      sink.close();
-    }
+    ({ gone } = openEventStream(events, transport, () => this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start)), (err) => this.opts.onUnexpected(err, req)));
+    res.once('close', () => gone());
   }
 
   private release(): void {

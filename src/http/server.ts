@@ -16,9 +16,9 @@ import type * as UWS from '@trufflesuite/uws-js-unofficial';
 import { ApiError, toApiError } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
-import { WS_SLOW_CONSUMER, type BodyStream, type EventSink, type EventStreamBody, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
+import { WS_SLOW_CONSUMER, type BodyStream, type EventStreamBody, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
 import { Admission, OVERLOADED, TIMED_OUT, type AdmissionLimits } from './admission.js';
-import { BODY_METHODS, decodeParams, elapsedMs, errorReply, tooLarge } from './common.js';
+import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, type EventTransport } from './common.js';
 
 export interface HttpServerOptions extends AdmissionLimits {
   host: string;
@@ -386,17 +386,10 @@ export class HttpServer {
    */
   private openEvents(res: UWS.HttpResponse, req: Req, reply: Reply, events: EventStreamBody, start: bigint): void {
     const max = events.maxQueuedBytes ?? 1024 * 1024;
-    let closed = false;
     let queued = 0;
     let waiting = false;
-    const closers: Array<(dropped: boolean) => void> = [];
-    const end = (status: number, dropped: boolean) => {
-      if (closed) return;
-      closed = true;
-      this.opts.logger.request(req.method, req.path, status, elapsedMs(start));
-      for (const cb of closers) cb(dropped);
-    };
-    res.onAborted(() => end(reply.status, false));
+    let gone = () => {};
+    res.onAborted(() => gone());
     res.cork(() => {
       res.writeStatus(statusLine(reply.status));
       for (const [k, v] of CORS) res.writeHeader(k, v);
@@ -407,20 +400,17 @@ export class HttpServer {
       res.write('');
     });
     this.release(); // a long-lived stream is not a request in flight
-    const sink: EventSink = {
+    // uWS reports backpressure but not how much is queued: the bytes written since it began are
+    // counted until the socket drains.
+    const transport: EventTransport = {
       write: (text) => {
-        if (closed) return false;
         let ok = true;
         res.cork(() => {
           ok = res.write(text);
         });
         if (ok) return true;
         queued += Buffer.byteLength(text);
-        if (queued > max) {
-          end(reply.status, true); // first: close() fires onAborted at once, which would end it as a plain abort
-          res.close();
-          return false;
-        }
+        if (queued > max) return false;
         if (!waiting) {
           waiting = true;
           res.onWritable(() => {
@@ -431,21 +421,10 @@ export class HttpServer {
         }
         return true;
       },
-      close: () => {
-        if (closed) return;
-        res.cork(() => res.end());
-        end(reply.status, false);
-      },
-      onClose: (cb) => {
-        closers.push(cb);
-      },
+      end: () => res.cork(() => res.end()),
+      abort: () => res.close(),
     };
-    try {
-      events.open(sink);
-    } catch (err) {
-      this.opts.onUnexpected(err, req);
-      sink.close();
-    }
+    ({ gone } = openEventStream(events, transport, () => this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start)), (err) => this.opts.onUnexpected(err, req)));
   }
 
   private release(): void {

@@ -33,6 +33,7 @@ import type { ClientInfo } from '../auth/client.js';
 import { hidePrivate } from '../records/record-scope.js';
 import { newId } from '../records/ids.js';
 import { ApiError } from '../errors/api-error.js';
+import { authFrame, errorFrame } from './protocol.js';
 import type { Logger } from '../log/logger.js';
 
 /** How a client receives: one call per event, already framed for its transport. */
@@ -327,11 +328,10 @@ export class RealtimeHub {
     const { collection, recordId } = this.parseTopic(topic);
     const rule: RuleName = recordId ? 'viewRule' : 'listRule';
     const p = client.principal;
-    if (!p?.superuser) {
-      const src = collection[rule];
-      if (src === null || src.trim() === '') throw ApiError.forbidden('Only superusers can subscribe to this collection.');
-      if (requireAuthUnlessPublic && !p && src.trim() !== '@public') throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
-    }
+    // A locked rule denies everyone but superusers (who pass every rule).
+    const check = this.store.rules.check(collection, rule, p, null, 'GET');
+    if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can subscribe to this collection.');
+    if (requireAuthUnlessPublic && !p && !this.store.rules.isPublic(collection, rule)) throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
     if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);
     if (!client.subs.has(name) && client.subs.size >= this.limits.maxSubscriptions) throw ApiError.badRequest(`Too many subscriptions: at most ${this.limits.maxSubscriptions} per connection.`);
     const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null, native: null, nativeGen: -1, nativeAuth: -1 };
@@ -345,7 +345,6 @@ export class RealtimeHub {
     }
     set.add(sub);
     this.stats.subscriptions++;
-    const check = this.store.rules.check(collection, rule, client.principal, null, 'GET');
     this.decideNative(sub, collection, check, this.store.registry.schemaGeneration());
     return sub;
   }
@@ -469,8 +468,8 @@ export class RealtimeHub {
       }
       this.setPrincipal(client, null, null);
       const msg = 'The session ended: deliveries continue as an anonymous client until a new auth.';
-      client.transport.send(client.transport.kind === 'ws' ? `{"type":"auth","status":"error"}` : `id:${client.id}\nevent:PB_AUTH\ndata:{"status":"error"}\n\n`);
-      if (client.transport.kind === 'ws') client.transport.send(`{"type":"error","message":${JSON.stringify(msg)}}`);
+      client.transport.send(client.transport.kind === 'ws' ? authFrame(false) : `id:${client.id}\nevent:PB_AUTH\ndata:{"status":"error"}\n\n`);
+      if (client.transport.kind === 'ws') client.transport.send(errorFrame(msg));
     };
     let out: AuthPrincipal | null | Promise<AuthPrincipal | null>;
     try {
@@ -571,7 +570,7 @@ export class RealtimeHub {
         } catch (err) {
           // the schema changed under the filter: the subscription ends, with a reason
           this.unsubscribeTopic(client, sub.topic);
-          if (client.transport.kind === 'ws') client.transport.send(`{"type":"error","message":${JSON.stringify(`Subscription ${sub.topic} ended: ${(err as Error).message}`)}}`);
+          if (client.transport.kind === 'ws') client.transport.send(errorFrame(`Subscription ${sub.topic} ended: ${(err as Error).message}`));
           continue;
         }
         filterSql = compiled.sql;

@@ -20,3 +20,9 @@ export type ServerFrame =
   | { type: 'error'; message: string }
   | { type: 'event'; topic: string; action: 'create' | 'update' | 'delete'; record: Record<string, unknown> }
   | { type: 'signal'; topic: '__features' };
+
+/** A WebSocket error frame (`{"type":"error","message"}`); the socket stays open. */
+export const errorFrame = (message: string): string => `{"type":"error","message":${JSON.stringify(message)}}`;
+
+/** A WebSocket auth verdict frame. */
+export const authFrame = (ok: boolean): string => `{"type":"auth","status":"${ok ? 'ok' : 'error'}"}`;
