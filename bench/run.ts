@@ -8,7 +8,7 @@
  * the server's peak RSS, the targets, and a CPU profile of each scenario whose target was missed.
  *
  * Options: --quick, --runs=N, --duration=S, --warmup=S, --connections=N, --users=N, --no-profile
- * (full runs profile missed targets by default), --profile (quick runs do not by default). Needs `npm run build` (done by the prebench script) and wrk (ci/install-wrk.sh).
+ * (full runs profile missed targets by default), --profile (quick runs do not by default). Needs `npm run build` (done by the prebench script) and wrk (`bash ci/install-apt.sh wrk wrk`).
  */
 import { cpus, loadavg, totalmem } from 'node:os';
 import { cp, mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';

@@ -93,6 +93,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     maxBodyBytes: MAX_BODY_BYTES,
   };
 
+  ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
   warnPublicRules(store, logger);
   if (store.sql.auth.superuserCount() === 0) {
     logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');

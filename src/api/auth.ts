@@ -11,21 +11,24 @@ import { jsonBody, query } from './request.js';
 import { methodOptions } from '../auth/methods/emailed.js';
 import { magicLinkRedirect } from '../auth/redirects.js';
 import { requireAuthCollection } from './records.js';
-import { hidePrivate } from '../records/records-read.js';
+import { hidePrivate, withLinks } from '../records/records-read.js';
 import { AccountEmails } from '../auth/account-emails.js';
-import type { AuthPrincipal } from '../auth/auth-service.js';
+import { requireOwnCollection, type AuthPrincipal } from '../auth/auth-service.js';
 import type { Collection } from '../collections/types.js';
 import { clearCookies, sessionCookies } from './cookies.js';
+import { ApiError } from '../errors/api-error.js';
 
 export function authRoutes(ctx: ApiContext): Route[] {
   const { store, auth } = ctx;
   const insecure = ctx.config.insecureCookies;
-  const body = (c: Collection, token: string, record: Record<string, unknown>) => {
+  const body = (c: Collection, token: string, record: Record<string, unknown>, meta?: Record<string, unknown>) => {
     const codec = store.codec(c);
     const visible: Record<string, unknown> = {};
     for (const k of Object.keys(record)) if (k !== 'passwordHash' && k !== 'tokenKey' && k !== 'token_epoch') visible[k] = record[k];
-    hidePrivate(c, visible, { superuser: false, collection: c, record });
-    return `{"token":${JSON.stringify(token)},"record":${codec.stringify(visible)}}`;
+    const self = { superuser: false, collection: c, record };
+    hidePrivate(c, visible, self);
+    withLinks(store, c, visible, self);
+    return `{"token":${JSON.stringify(token)},"record":${codec.stringify(visible)}${meta ? `,"meta":${JSON.stringify(meta)}` : ''}}`;
   };
   const authCollection = (req: Req): Collection => {
     const c = store.collection(req.params[0]);
@@ -84,8 +87,45 @@ export function authRoutes(ctx: ApiContext): Route[] {
     {
       method: 'post', pattern: '/api/collections/:col/auth/:method/complete', handler: async (req) => {
         const c = authCollection(req);
-        const { record, session } = await auth.signIn(req.params[1], c, jsonBody(req), req);
-        return json(200, body(c, session.token, record), sessionCookies(session, insecure));
+        const { record, meta, session } = await auth.signIn(req.params[1], c, jsonBody(req), req);
+        return json(200, body(c, session.token, record, meta), sessionCookies(session, insecure));
+      },
+    },
+    {
+      // Passkey registration (spec "Passkey registration"): the signed-in record of this collection.
+      method: 'post', pattern: '/api/collections/:col/auth/webauthn/register/begin', handler: async (req) => {
+        const c = authCollection(req);
+        if (!auth.webauthn.enabled(c)) throw ApiError.notFound();
+        const p = requireOwnCollection(c, await auth.resolve(req));
+        return json(200, JSON.stringify(await auth.webauthn.registerBegin(c, p.record)));
+      },
+    },
+    {
+      method: 'post', pattern: '/api/collections/:col/auth/webauthn/register/finish', handler: async (req) => {
+        const c = authCollection(req);
+        if (!auth.webauthn.enabled(c)) throw ApiError.notFound();
+        const p = requireOwnCollection(c, await auth.resolve(req));
+        await auth.webauthn.registerFinish(c, p.record, jsonBody(req));
+        return json(200, '{}');
+      },
+    },
+    {
+      // The sign-in page's provider list (spec "OAuth2"): 404 unless OAuth2 is on; no secrets.
+      method: 'get', pattern: '/api/collections/:col/auth/oauth2/providers', handler: async (req) => {
+        const c = authCollection(req);
+        if (!auth.oauth2.enabled(c)) throw ApiError.notFound();
+        return json(200, JSON.stringify({ items: await auth.oauth2.list(c) }));
+      },
+    },
+    {
+      // Unlinks a provider (spec "Records": external-auths): the record's owner or a superuser.
+      method: 'del', pattern: '/api/collections/:col/records/:id/external-auths/:provider', handler: async (req) => {
+        const c = authCollection(req);
+        const p = await auth.resolve(req);
+        if (!p) throw ApiError.unauthorized();
+        if (!p.superuser && !(p.collection.id === c.id && p.record.id === req.params[1])) throw ApiError.notFound();
+        await auth.oauth2.unlink(c, req.params[1], req.params[2]);
+        return noContent();
       },
     },
     {

@@ -17,8 +17,8 @@ export function probeRoutes(ctx: ApiContext): Route[] {
     api: 1,
     capabilities: {
       admin: false,
-      oauth2: false,
-      webauthn: false,
+      oauth2: true,
+      webauthn: true,
       realtime: true,
       files: true,
       fts: !ctx.config.features.has('fts5-off'),

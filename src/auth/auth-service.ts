@@ -18,6 +18,8 @@ import type { ClientInfo } from './client.js';
 import type { AuthMethod } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod, OtpMethod } from './methods/emailed.js';
+import { OAuth2Method, type OAuth2StateOptions } from './methods/oauth2.js';
+import { WebAuthnMethod } from './methods/webauthn.js';
 import type { Logger } from '../log/logger.js';
 import type { SmtpConfig } from '../config/config.js';
 import type { ConnectionOptions } from 'node:tls';
@@ -78,6 +80,8 @@ export interface AuthServiceOptions {
   sendmailCommand?: string;
   /** extra TLS options for SMTP (e.g. a private CA); not settable from the environment */
   smtpTls?: ConnectionOptions;
+  /** server-side OAuth2 state (SERVICE_OAUTH_STATE_SERVER, SERVICE_OAUTH_STATE_TTL); default on, 600 s */
+  oauthState?: OAuth2StateOptions;
 }
 
 /** A resolved caller; `sid` is the session row of a table-store token. */
@@ -101,6 +105,8 @@ export class AuthService {
   readonly mailTransport: MailTransport;
   /** Sign-in methods by slug (AuthMethod); every one signs in through `signIn`. */
   readonly methods = new Map<string, AuthMethod>();
+  readonly oauth2: OAuth2Method;
+  readonly webauthn: WebAuthnMethod;
 
   constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
     this.tokens = new TokenService(secret);
@@ -114,7 +120,16 @@ export class AuthService {
     const password = new PasswordMethod(store, this.limits, load);
     const magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
     const otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
-    for (const m of [password, magicLink, otp]) this.methods.set(m.slug, m);
+    const caller = async (client: ClientInfo) => {
+      try {
+        return await this.resolve(client);
+      } catch {
+        return null; // a bad token is no caller: the sign-in goes on as anonymous
+      }
+    };
+    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, caller);
+    this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load);
+    for (const m of [password, magicLink, otp, this.oauth2, this.webauthn]) this.methods.set(m.slug, m);
   }
 
   /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */
@@ -202,11 +217,11 @@ export class AuthService {
    * for the collection (spec, status table: "disabled method"), then the method's proof, then a
    * fresh session. @throws ApiError as the method and issueSession do
    */
-  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
+  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<{ record: Record<string, unknown>; meta?: Record<string, unknown>; session: IssuedSession }> {
     const method = this.methods.get(slug);
     if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
-    const rec = await method.complete(c, body, client);
-    return { record: rec, session: await this.issueSession(c, rec, client) };
+    const { record, meta } = await method.complete(c, body, client);
+    return { record, meta, session: await this.issueSession(c, record, client) };
   }
 
   /**

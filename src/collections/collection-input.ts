@@ -17,6 +17,8 @@ import { isSafeRelativePath } from '../auth/redirects.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from '../records/ids.js';
 import { rateLimitOptionError } from '../auth/rate-limit.js';
+import { providerOptionErrors } from '../auth/methods/oauth2-providers.js';
+import { webauthnOptionErrors } from '../auth/methods/webauthn.js';
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const AUTH_SYSTEM_NAMES = new Set(['email', 'emailVisibility', 'verified']);
@@ -189,11 +191,23 @@ function buildOptions(input: unknown, existing: Collection | undefined, type: 'b
  * Sign-in methods this server implements (`options.auth.methods.<slug>`); enabling any other is
  * refused rather than stored and silently ignored. `password` is on unless `enabled: false`.
  */
-const AVAILABLE_METHODS = new Set(['password', 'magic_link', 'otp']);
+const AVAILABLE_METHODS = new Set(['password', 'magic_link', 'otp', 'oauth2', 'webauthn']);
 
-/** Errors in the options of the mailed methods (`ttl_s`; magic link's redirects), by option path. */
+/**
+ * Errors in a method's options, by option path: the mailed methods' `ttl_s` and magic link's
+ * redirects; OAuth2's providers (providerOptionErrors); WebAuthn's relying party and origins.
+ */
 function methodOptionErrors(slug: string, m: Record<string, unknown>, errors: Errors): void {
   const at = `options.auth.methods.${slug}`;
+  if (slug === 'oauth2') {
+    if ('providers' in m || m.enabled === true) Object.assign(errors, providerOptionErrors(m.providers ?? [], `${at}.providers`));
+    if (m.enabled === true && Array.isArray(m.providers) && m.providers.length === 0) errors[`${at}.providers`] = { code: 'validation_value', message: 'OAuth2 needs at least one provider to be enabled.' };
+    return;
+  }
+  if (slug === 'webauthn') {
+    Object.assign(errors, webauthnOptionErrors(m, at));
+    return;
+  }
   if ('ttl_s' in m && (!Number.isInteger(m.ttl_s) || (m.ttl_s as number) < 30 || (m.ttl_s as number) > 7 * 24 * 3600)) {
     errors[`${at}.ttl_s`] = { code: 'validation_value', message: 'Must be an integer number of seconds from 30 to 604800.' };
   }
@@ -226,7 +240,7 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
     else if (src.two_factor !== 'disabled') errors['options.auth.two_factor'] = { code: 'validation_value', message: `Two-factor authentication is not available on this server yet; "${String(src.two_factor)}" cannot be enforced. Use "disabled".` };
     else out.two_factor = src.two_factor as AuthOptions['two_factor'];
   }
-  if ('oauth2' in src) errors['options.auth.oauth2'] = { code: 'validation_value', message: 'OAuth2 sign-in is not available on this server yet.' };
+  if ('oauth2' in src) errors['options.auth.oauth2'] = { code: 'validation_value', message: 'OAuth2 is configured under options.auth.methods.oauth2 ({enabled, providers}).' };
   if ('require_verified' in src) {
     if (typeof src.require_verified !== 'boolean') errors['options.auth.require_verified'] = { code: 'validation_type', message: 'Must be a boolean.' };
     else out.require_verified = src.require_verified;

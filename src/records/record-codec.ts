@@ -60,6 +60,8 @@ export function buildCodec(c: Collection): RecordCodec {
   // Fields marked hidden are never serialized: the serializer schema is the allowlist.
   for (const f of fields) if (!f.options.hidden) properties[f.name] = jsonSchemaFor(f);
   properties.expand = { type: 'object', additionalProperties: true };
+  // an auth record's provider links, shown to its owner and superusers (records-read.ts, withLinks)
+  if (c.type === 'auth') properties.externalAuths = { type: 'array', items: { type: 'object', properties: { provider: { type: 'string' }, providerId: { type: 'string' } } } };
   const recordSchema = { type: 'object', properties };
   const listSchema = {
     type: 'object',

@@ -58,6 +58,16 @@ export function listConfigFrom(
   return { offset: p.offset, cursor: p.cursor, ...features, tokens: new CursorCodec(p.cursorToken, secret, p.cursorTtlS, states) };
 }
 
+/**
+ * Adds `externalAuths: [{provider, providerId}]` to an auth record viewed by its owner or a
+ * superuser (0-conventions.md, "Sign-in method options"); one indexed read.
+ */
+export function withLinks(store: Store, c: Collection, rec: Record<string, unknown>, principal: Principal | null): void {
+  if (c.type !== 'auth') return;
+  if (!principal?.superuser && !(principal && principal.collection.id === c.id && principal.record.id === rec.id)) return;
+  rec.externalAuths = store.sql.externalAuths.list(c.id, [String(rec.id)]).map((l) => ({ provider: l.provider, providerId: l.providerId }));
+}
+
 export class RecordReader {
   private viewSqlCache = new WeakMap<object, Map<string, string>>();
   private lister: RecordLister;
@@ -116,6 +126,7 @@ export class RecordReader {
     if (!row) throw ApiError.notFound();
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);
+    withLinks(this.store, c, rec, principal);
     return projected(rec, shape);
   }
 

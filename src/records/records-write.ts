@@ -96,10 +96,26 @@ export class RecordWriter {
   }
 
   /**
-   * The validated row of a create, without the password hash (hashing is async): 403 on a denied
-   * create rule, 400 with every field error (those already in `errors` included).
+   * Creates the auth record of a first OAuth2 sign-in (spec 1-core-api.md, "OAuth2": the first
+   * sign-in creates the record): `body` is judged by the create rule as an anonymous caller's
+   * would be, `verified` is what the provider vouches for, there is no password (password sign-in
+   * fails until one is set through a reset), and `extra(id)` (the provider link) runs in the same
+   * write job, so the record and its link exist together or not at all.
+   * @returns the new record's id
+   * @throws ApiError 403 when the create rule denies, 400 on validation, 409 on a conflict (email taken)
    */
-  private prepareCreate(c: Collection, principal: Principal | null, body: Body, filePlan: FilePlan | null, errors: Errors): CreateDraft {
+  async createExternal(c: Collection, body: Body, verified: boolean, extra: (id: string) => WriteStep[]): Promise<string> {
+    const draft = this.prepareCreate(c, null, body, null, {}, { verified });
+    await this.insert(c, draft, body, null, extra(draft.id));
+    return draft.id;
+  }
+
+  /**
+   * The validated row of a create, without the password hash (hashing is async): 403 on a denied
+   * create rule, 400 with every field error (those already in `errors` included). `external`: an
+   * OAuth2 sign-up (`verified` from the provider, no password).
+   */
+  private prepareCreate(c: Collection, principal: Principal | null, body: Body, filePlan: FilePlan | null, errors: Errors, external?: { verified: boolean }): CreateDraft {
     const check = this.store.rules.check(c, 'createRule', principal, body, 'POST');
     if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
     const superuser = !!principal?.superuser;
@@ -121,7 +137,7 @@ export class RecordWriter {
         continue;
       }
       let input = f.type === 'file' && filePlan ? filePlan.values.get(f.name) : body[f.name];
-      if (c.type === 'auth' && f.name === 'verified' && !superuser) input = false; // forced false on signup
+      if (c.type === 'auth' && f.name === 'verified' && !superuser) input = external?.verified ?? false; // forced false on signup
       const res = encodeValue(f, input, 'create');
       if ('error' in res) errors[f.name] = res.error;
       else {
@@ -131,7 +147,7 @@ export class RecordWriter {
     }
     let password: string | null = null;
     if (c.type === 'auth') {
-      password = checkNewPassword(body, minPasswordLength(c), errors);
+      if (!external) password = checkNewPassword(body, minPasswordLength(c), errors);
       cols.push('tokenKey', 'token_epoch');
       vals.push(randomToken(24), 0);
     }
@@ -140,7 +156,7 @@ export class RecordWriter {
   }
 
   /** Queues the INSERT of a prepared create with its relation and create-rule guards. */
-  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null): Promise<WriteResult> {
+  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null, extra?: WriteStep[]): Promise<WriteResult> {
     const { id, check, cols, vals } = draft;
     const steps: WriteStep[] = this.relationGuards(c, body);
     if (draft.chosenId && c.type === 'auth') {
@@ -148,6 +164,7 @@ export class RecordWriter {
       if (guard) steps.push(guard);
     }
     steps.push({ sql: this.insertSql(c, cols), params: vals, creates: { collection: c.id, id } });
+    if (extra) steps.push(...extra);
     if (check.kind === 'where') {
       if (!check.readsRecord) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here

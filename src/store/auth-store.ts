@@ -17,10 +17,10 @@ export type StepFail = NonNullable<WriteStep['fail']>;
 
 /**
  * The system tables that hold rows keyed by (`collectionId`, `recordId`) of an auth record:
- * OAuth2 links, table-store sessions and verification / reset tokens. Deleting an auth record
- * or an auth collection deletes its rows in each (the one list both deletes use).
+ * OAuth2 links, passkeys, table-store sessions and verification / reset tokens. Deleting an auth
+ * record or an auth collection deletes its rows in each (the one list both deletes use).
  */
-export const AUTH_SIDE_TABLES = ['_externalAuths', '_sessions', '_authTokens'] as const;
+export const AUTH_SIDE_TABLES = ['_externalAuths', '_passkeys', '_sessions', '_authTokens'] as const;
 
 /** Auth records: the hidden columns, look-ups by identity and the auth-only updates. */
 export interface AuthRecordStore {
@@ -114,6 +114,45 @@ export interface AuthTokenRowStore {
   dropAllSteps(kind: string, collectionId: string, recordId: string): WriteStep[];
   /** The newest token of `kind` for the record (one-time codes are looked up by record), or undefined. */
   latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined;
+}
+
+/** OAuth2 provider links (`_externalAuths`; spec 1-core-api.md, "OAuth2"). */
+export interface ExternalAuthRowStore {
+  /** The record of `collectionId` linked to the provider account, or undefined. */
+  recordFor(collectionId: string, provider: string, providerId: string): string | undefined;
+  /** The links of these records (oldest first per record). */
+  list(collectionId: string, recordIds: readonly string[]): { recordId: string; provider: string; providerId: string }[];
+  /** Step inserting a link; a provider account linked already fails the job with a constraint error. */
+  linkStep(id: string, collectionId: string, recordId: string, provider: string, providerId: string, created: string): WriteStep;
+  /** Step deleting the record's link to `provider`; fails the job with `fail` when there is none. */
+  unlinkStep(collectionId: string, recordId: string, provider: string, fail: StepFail): WriteStep;
+}
+
+/** A stored WebAuthn credential; byte strings as unpadded base64url, `transports` a JSON array. */
+export interface PasskeyRow {
+  /** the credential id */
+  id: string;
+  recordId: string;
+  /** the COSE public key */
+  publicKey: string;
+  /** the authenticator's signature counter at the last accepted use */
+  counter: number;
+  transports: string;
+}
+
+/** WebAuthn credentials (`_passkeys`; spec 1-core-api.md, "Passkey registration"). */
+export interface PasskeyRowStore {
+  /** The credential `credentialId` of the collection, or undefined. */
+  find(collectionId: string, credentialId: string): PasskeyRow | undefined;
+  /** A record's credentials, oldest first. */
+  list(collectionId: string, recordId: string): PasskeyRow[];
+  /** Step storing a new credential; a taken id fails the job with a constraint error. */
+  addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep;
+  /**
+   * Step recording a use: counter `oldCounter` → `newCounter`, `lastUsed` = `now`; fails the job
+   * with `fail` when the counter moved meanwhile (a concurrent use of a cloned authenticator).
+   */
+  useStep(collectionId: string, credentialId: string, oldCounter: number, newCounter: number, now: string, fail: StepFail): WriteStep;
 }
 
 /** What `svc superuser create|upsert` writes (see SuperuserAdminStore). */

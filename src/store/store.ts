@@ -11,7 +11,7 @@ import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
 import { ApiError } from '../errors/api-error.js';
 import { Caches } from '../cache/caches.js';
-import type { AuthRecordStore, AuthTokenRowStore, SessionRowStore } from './auth-store.js';
+import type { AuthRecordStore, AuthTokenRowStore, ExternalAuthRowStore, PasskeyRowStore, SessionRowStore } from './auth-store.js';
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
 import type { Dialect } from './dialect.js';
@@ -26,8 +26,12 @@ export interface StoreSql {
   auth: AuthRecordStore;
   /** `_sessions` rows of the table session store */
   sessions: SessionRowStore;
-  /** `_authTokens` rows (verification and reset tokens) */
+  /** `_authTokens` rows (verification, reset, magic-link and one-time-code tokens, OAuth2 state, WebAuthn ceremonies) */
   authTokens: AuthTokenRowStore;
+  /** `_externalAuths` rows (OAuth2 provider links) */
+  externalAuths: ExternalAuthRowStore;
+  /** `_passkeys` rows (WebAuthn credentials) */
+  passkeys: PasskeyRowStore;
   /** stored file names of file fields */
   files: FileStore;
   /** collection definitions and their DDL jobs */

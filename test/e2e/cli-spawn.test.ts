@@ -121,12 +121,13 @@ test('explain-code: known, unknown and listing, in text and JSON', () => {
   assert.equal(r.code, 0);
   const list = oneJson(r.stdout);
   assert.deepEqual(Object.keys(list), ['codes']);
-  assert.equal(list.codes.length, 42);
+  assert.equal(list.codes.length, 43);
   assert.deepEqual(Object.keys(list.codes[0]), ['code', 'summary']);
   r = runSvc(['explain-code'], env);
   assert.equal(r.code, 0);
-  assert.equal(r.stdout.trim().split('\n').length, 42);
+  assert.equal(r.stdout.trim().split('\n').length, 43);
   assert.match(r.stdout, /^bad_request\s+The request/m);
+  assert.match(r.stdout, /^bad_gateway\s+An outside service/m);
 });
 
 test('usage errors exit 1; under --json stdout holds exactly one usage error object', () => {

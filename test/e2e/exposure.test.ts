@@ -253,9 +253,10 @@ test('auth options the server cannot honour are refused with a field error, not 
     [{ two_factor: 'required' }, 'options.auth.two_factor'],
     [{ two_factor: 'optional' }, 'options.auth.two_factor'],
     [{ methods: { magic_link: { enabled: true, redirect_default: '//evil.example' } } }, 'options.auth.methods.magic_link.redirect_default'],
-    [{ methods: { webauthn: { enabled: true } } }, 'options.auth.methods.webauthn'],
-    [{ methods: { oauth2: { enabled: true, providers: [] } } }, 'options.auth.methods.oauth2'],
-    [{ methods: { oauth2: { providers: [{ name: 'x' }] } } }, 'options.auth.methods.oauth2'],
+    [{ methods: { webauthn: { enabled: true } } }, 'options.auth.methods.webauthn.rpId'],
+    [{ methods: { webauthn: { enabled: true, rpId: 'example.com', origins: ['https://evil.example'] } } }, 'options.auth.methods.webauthn.origins'],
+    [{ methods: { oauth2: { enabled: true, providers: [] } } }, 'options.auth.methods.oauth2.providers'],
+    [{ methods: { oauth2: { providers: [{ name: 'x' }] } } }, 'options.auth.methods.oauth2.providers.0.kind'],
     [{ oauth2: { enabled: true } }, 'options.auth.oauth2'],
     [{ methods: { password: { enabled: 'yes' } } }, 'options.auth.methods.password.enabled'],
   ];

@@ -21,7 +21,7 @@ import { bindValue } from '../../store/bind.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import type { AuthMethod } from './method.js';
+import type { AuthMethod, MethodResult } from './method.js';
 import type { AuthTokens } from '../auth-tokens.js';
 import type { BackgroundQueue } from '../../mail/queue.js';
 import type { MailMessage, MailTransport } from '../../mail/transports.js';
@@ -81,7 +81,7 @@ abstract class EmailedMethod implements AuthMethod {
     return undefined;
   }
 
-  abstract complete(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>>;
+  abstract complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult>;
 
   /** Issues the secret for a record and returns the message carrying it. */
   protected abstract issue(c: Collection, recordId: string, to: string): Promise<MailMessage>;
@@ -124,7 +124,7 @@ export class MagicLinkMethod extends EmailedMethod {
     };
   }
 
-  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const token = isObject(body) ? body.token : undefined;
     this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKey(client, typeof token === 'string' ? token.split('.')[0] : ''), this.slug);
     if (typeof token !== 'string' || token === '') throw required('token');
@@ -133,7 +133,7 @@ export class MagicLinkMethod extends EmailedMethod {
     await this.run([this.tokens.consumeStep(found, BAD_TOKEN)]);
     const rec = this.loadRecord(c, found.recordId);
     if (!rec) throw ApiError.validation(BAD_TOKEN.data);
-    return rec;
+    return { record: rec };
   }
 }
 
@@ -177,7 +177,7 @@ export class OtpMethod extends EmailedMethod {
     return { to, subject: `Your sign-in code: ${code}`, text: ['Hello,', '', `Your sign-in code is ${code}.`, '', 'It works once. If you did not ask for it, ignore this message.'].join('\n') };
   }
 
-  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
     this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKey(client, b.identity), this.slug);
     const identity = identityOf(body);
@@ -202,6 +202,6 @@ export class OtpMethod extends EmailedMethod {
     }
     this.tries.delete(row.id);
     await this.run([this.store.sql.authTokens.consumeStep(row.id, BAD_CODE)]);
-    return rec;
+    return { record: rec };
   }
 }

@@ -1,12 +1,18 @@
 /**
  * The shape every sign-in method plugs into (spec 1-core-api.md, "Pluggable auth methods"):
- * password today; magic link, one-time code, OAuth2 and passkeys implement the same interface.
+ * password, magic link, one-time code, OAuth2 and passkeys.
  * A method proves who the caller is and returns the auth record; it never issues a session
  * itself: AuthService.signIn is the one path that does (cookies, tokens, session store,
  * `require_verified`, rate limits), so no method can bypass it.
  */
 import type { Collection } from '../../collections/types.js';
 import type { ClientInfo } from '../client.js';
+
+/** What a completed ceremony proves: the whole auth record to sign in, and what the method tells about it (OAuth2's `meta`). */
+export interface MethodResult {
+  record: Record<string, unknown>;
+  meta?: Record<string, unknown>;
+}
 
 export interface AuthMethod {
   /** the method's slug in `options.auth.methods.<slug>` and in its routes */
@@ -30,5 +36,5 @@ export interface AuthMethod {
    * columns included) to sign in.
    * @throws ApiError 400 on a malformed body or a failed proof, 429 past the rate limit
    */
-  complete(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>>;
+  complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult>;
 }

@@ -10,7 +10,7 @@ import type { Store } from '../../store/store.js';
 import { verifyPassword, MAX_PASSWORD_LENGTH } from '../passwords.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import type { AuthMethod } from './method.js';
+import type { AuthMethod, MethodResult } from './method.js';
 
 export class PasswordMethod implements AuthMethod {
   readonly slug = 'password';
@@ -30,7 +30,7 @@ export class PasswordMethod implements AuthMethod {
     return !(typeof m === 'object' && m !== null && (m as { enabled?: unknown }).enabled === false);
   }
 
-  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     this.limits.enforce('auth-with-password', c, this.limits.clientKey(client, b.identity), 'password');
     const errors: Record<string, { code: string; message: string }> = {};
@@ -45,6 +45,6 @@ export class PasswordMethod implements AuthMethod {
     const rec = id !== undefined ? this.loadRecord(c, id) : null;
     const ok = await verifyPassword(rec && typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string);
     if (!ok || !rec) throw ApiError.invalidCredentials();
-    return rec;
+    return { record: rec };
   }
 }

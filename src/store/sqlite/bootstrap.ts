@@ -1,7 +1,7 @@
 /**
  * The system tables every data directory has, created idempotently at startup (and by the CLI
  * before it touches the database): `_collections` (the schema registry), `_superusers` (the
- * built-in auth collection), `_externalAuths` (OAuth2 links) and `_cursorStates` (stateful cursors).
+ * built-in auth collection), `_externalAuths` (OAuth2 links), `_passkeys` (WebAuthn credentials) and `_cursorStates` (stateful cursors).
  */
 import type { WriteStep } from '../write-job.js';
 import type { Collection } from '../../collections/types.js';
@@ -9,6 +9,7 @@ import { authSystemFields } from '../../auth/auth-fields.js';
 import { defaultAuthOptions } from '../../auth/auth-defaults.js';
 import { SESSIONS_DDL } from './session-sql.js';
 import { AUTH_TOKENS_DDL } from './token-sql.js';
+import { LINK_DDL } from './link-sql.js';
 
 export const SUPERUSERS_ID = 'pbc_superusers0';
 
@@ -56,19 +57,12 @@ export function bootstrapSteps(): WriteStep[] {
     },
     { sql: `CREATE UNIQUE INDEX IF NOT EXISTS "_superusers_email" ON "_superusers" ("email" COLLATE NOCASE)`, params: [] },
     {
-      sql: `CREATE TABLE IF NOT EXISTS "_externalAuths" (
-        "id" TEXT PRIMARY KEY NOT NULL, "collectionId" TEXT NOT NULL, "recordId" TEXT NOT NULL,
-        "provider" TEXT NOT NULL, "providerId" TEXT NOT NULL, "created" TEXT NOT NULL,
-        UNIQUE ("collectionId", "provider", "providerId"))`,
-      params: [],
-    },
-    {
       sql: `INSERT OR IGNORE INTO "_collections" ("id","name","type","system","fields","indexes","options","created","updated")
             VALUES (?,?,?,1,?,?,?,?,?)`,
       params: [su.id, su.name, su.type, JSON.stringify(su.fields), '[]', JSON.stringify(su.options), su.created, su.updated],
     },
-    // session rows (table store) and single-use verification / reset tokens
-    ...[...SESSIONS_DDL, ...AUTH_TOKENS_DDL].map((sql) => ({ sql, params: [] })),
+    // session rows (table store), single-use tokens, OAuth2 links and passkeys
+    ...[...SESSIONS_DDL, ...AUTH_TOKENS_DDL, ...LINK_DDL].map((sql) => ({ sql, params: [] })),
     // stateful list cursors (SERVICE_CURSOR_TOKEN=stateful): payload until `expires` (epoch ms)
     { sql: `CREATE TABLE IF NOT EXISTS "_cursorStates" ("id" TEXT PRIMARY KEY NOT NULL, "payload" TEXT NOT NULL, "expires" INTEGER NOT NULL)`, params: [] },
     { sql: `CREATE INDEX IF NOT EXISTS "_cursorStates_expires" ON "_cursorStates" ("expires")`, params: [] },

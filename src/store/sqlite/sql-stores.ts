@@ -4,6 +4,7 @@ import type { Reader } from './reader.js';
 import { SqliteAuthSql } from './auth-sql.js';
 import { SqliteSessionSql } from './session-sql.js';
 import { SqliteTokenSql } from './token-sql.js';
+import { SqliteExternalAuthSql, SqlitePasskeySql } from './link-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
@@ -15,6 +16,8 @@ export function sqliteStores(reader: Reader): StoreSql {
     auth: new SqliteAuthSql(reader),
     sessions: new SqliteSessionSql(reader),
     authTokens: new SqliteTokenSql(reader),
+    externalAuths: new SqliteExternalAuthSql(reader),
+    passkeys: new SqlitePasskeySql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,

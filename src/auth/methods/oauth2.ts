@@ -1,0 +1,191 @@
+/**
+ * OAuth2 sign-in with PKCE (spec 1-core-api.md, "OAuth2", "States and transitions": OAuth state;
+ * 0-conventions.md, "Sign-in method options"). The client holds the PKCE verifier and runs the
+ * authorization redirect; the server hands out the provider's authorization URL and a single-use
+ * state, then exchanges the code.
+ *
+ * initiate `{provider}` → `{authURL, clientId, scopes, state}`. `authURL` carries `client_id`,
+ * `response_type=code`, `scope` and `state`; the client appends `redirect_uri`, `code_challenge`
+ * and `code_challenge_method=S256`. `state` is left out when SERVICE_OAUTH_STATE_SERVER is false.
+ *
+ * complete `{provider, code, codeVerifier, redirectUrl, state}`, in this order of checks:
+ * the body, the redirect allow-list, then the server-side state is consumed (a missing,
+ * mismatched, expired or replayed state is 400 before the provider is contacted); then the code is
+ * exchanged with the verifier and the profile fetched. The account is found by its link; without
+ * one, an authenticated caller of the same collection gets the link on their own record, anyone
+ * else gets a new record (the provider's email, `verified` as the provider vouches, judged by the
+ * create rule) created together with its link. An existing record with the same email is never
+ * linked silently: that is 409, sign in and link from the account instead.
+ */
+import { ApiError } from '../../errors/api-error.js';
+import type { Collection } from '../../collections/types.js';
+import type { Store } from '../../store/store.js';
+import type { WriteStep } from '../../store/write-job.js';
+import type { AuthRateLimits } from '../rate-limit.js';
+import type { ClientInfo } from '../client.js';
+import type { AuthMethod, MethodResult } from './method.js';
+import type { AuthTokens } from '../auth-tokens.js';
+import { methodOptions } from './emailed.js';
+import { newId } from '../../records/ids.js';
+import { nowDate } from '../../collections/fields/index.js';
+import { exchangeCode, fetchProfile, providerEndpoints, providerScopes, type ProviderOptions } from './oauth2-providers.js';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** RFC 7636: 43 to 128 unreserved characters. */
+const VERIFIER_RE = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+const BAD_STATE = { state: { code: 'validation_value', message: 'Invalid, expired or already used state.' } };
+
+/** Creates an auth record for a first sign-in and returns its id (RecordWriter.createExternal). */
+export type ExternalSignup = (c: Collection, body: Record<string, unknown>, verified: boolean, extra: (id: string) => WriteStep[]) => Promise<string>;
+
+/** The caller of a request, or null (AuthService.resolve). */
+export type ResolveCaller = (client: ClientInfo) => Promise<{ collection: Collection; record: Record<string, unknown> } | null>;
+
+export interface OAuth2StateOptions {
+  /** issue and verify state on the server (SERVICE_OAUTH_STATE_SERVER) */
+  server: boolean;
+  /** state lifetime in seconds (SERVICE_OAUTH_STATE_TTL) */
+  ttlS: number;
+}
+
+export class OAuth2Method implements AuthMethod {
+  readonly slug = 'oauth2';
+  readonly stores = ['_externalAuths', '_authTokens'] as const;
+  readonly events = ['auth-success'] as const;
+  /** set by the server once the record writer exists */
+  signup: ExternalSignup | null = null;
+
+  constructor(
+    private store: Store,
+    private limits: AuthRateLimits,
+    private tokens: AuthTokens,
+    private state: OAuth2StateOptions,
+    private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    private resolveCaller: ResolveCaller,
+  ) {}
+
+  enabled(c: Collection): boolean {
+    return methodOptions(c, this.slug).enabled === true;
+  }
+
+  /** The configured providers of a collection (validated when the options were saved). */
+  providers(c: Collection): ProviderOptions[] {
+    const list = methodOptions(c, this.slug).providers;
+    return Array.isArray(list) ? (list as ProviderOptions[]) : [];
+  }
+
+  private provider(c: Collection, name: unknown): ProviderOptions {
+    if (typeof name !== 'string' || name === '') throw ApiError.validation({ provider: { code: 'validation_required', message: 'Missing required value.' } });
+    const p = this.providers(c).find((x) => x.name === name);
+    if (!p) throw ApiError.validation({ provider: { code: 'validation_value', message: `No provider named "${name.slice(0, 60)}" is configured.` } });
+    return p;
+  }
+
+  /**
+   * The sign-in page's list (GET …/auth/oauth2/providers): name, the provider's authorization
+   * endpoint, client id and scopes of each; never a secret.
+   * @throws ApiError 502 when a discovery document cannot be read
+   */
+  async list(c: Collection): Promise<{ name: string; authURL: string; clientId: string; scopes: string[] }[]> {
+    return Promise.all(this.providers(c).map(async (p) => ({ name: p.name, authURL: (await providerEndpoints(p)).authUrl, clientId: p.clientId, scopes: providerScopes(p) })));
+  }
+
+  async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<{ authURL: string; clientId: string; scopes: string[]; state?: string }> {
+    this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKey(client, ''), this.slug);
+    const p = this.provider(c, isObject(body) ? body.provider : undefined);
+    const endpoints = await providerEndpoints(p);
+    const scopes = providerScopes(p);
+    const url = new URL(endpoints.authUrl);
+    url.searchParams.set('client_id', p.clientId);
+    url.searchParams.set('response_type', 'code');
+    url.searchParams.set('scope', scopes.join(' '));
+    if (!this.state.server) return { authURL: url.href, clientId: p.clientId, scopes };
+    // the provider name rides in the row's record column: a state answers for one provider only
+    const state = await this.tokens.issue('oauth_state', c, p.name, '', this.state.ttlS);
+    url.searchParams.set('state', state);
+    return { authURL: url.href, clientId: p.clientId, scopes, state };
+  }
+
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
+    const b = isObject(body) ? body : {};
+    this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKey(client, ''), this.slug);
+    const p = this.provider(c, b.provider);
+    const errors: Record<string, { code: string; message: string }> = {};
+    const missing = { code: 'validation_required', message: 'Missing required value.' };
+    if (typeof b.code !== 'string' || b.code === '') errors.code = missing;
+    else if (b.code.length > 2000) errors.code = { code: 'validation_max', message: 'Must be at most 2000 characters.' };
+    if (typeof b.codeVerifier !== 'string' || b.codeVerifier === '') errors.codeVerifier = missing;
+    else if (!VERIFIER_RE.test(b.codeVerifier)) errors.codeVerifier = { code: 'validation_value', message: 'Must be a PKCE code verifier: 43 to 128 letters, digits, "-", ".", "_" or "~".' };
+    if (typeof b.redirectUrl !== 'string' || b.redirectUrl === '') errors.redirectUrl = missing;
+    else if (!p.redirectUrls.includes(b.redirectUrl)) errors.redirectUrl = { code: 'validation_value', message: 'The redirect URL is not in the provider\'s allow-list.' };
+    if (this.state.server && (typeof b.state !== 'string' || b.state === '')) errors.state = missing;
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    if (this.state.server) await this.consumeState(c, p, b.state as string);
+
+    const endpoints = await providerEndpoints(p);
+    const accessToken = await exchangeCode(p, endpoints, b.code as string, b.codeVerifier as string, b.redirectUrl as string);
+    const profile = await fetchProfile(p, endpoints, accessToken);
+    const meta = { provider: p.name, id: profile.id, email: profile.email, name: profile.name, avatarURL: profile.avatarURL, isNew: false, rawUser: profile.raw };
+
+    const linked = this.store.sql.externalAuths.recordFor(c.id, p.name, profile.id);
+    const caller = await this.callerIn(c, client);
+    if (caller) {
+      // an authenticated user adds the provider to their own record
+      const own = String(caller.record.id);
+      if (linked !== undefined && linked !== own) throw ApiError.conflict('This provider account is already linked to another record.');
+      if (linked === undefined) await this.link(c, own, p.name, profile.id);
+      return { record: this.mustLoad(c, own), meta };
+    }
+    if (linked !== undefined) return { record: this.mustLoad(c, linked), meta };
+
+    // first sign-in: a new record with its link, in one write job
+    if (!profile.email) throw ApiError.validation({ provider: { code: 'validation_value', message: 'The provider did not share an email address; ask for its email scope.' } });
+    if (this.store.sql.auth.byEmail(c, profile.email)) {
+      throw ApiError.conflict('An account with this email already exists. Sign in to it, then complete this provider\'s sign-in while signed in to link it.');
+    }
+    if (!this.signup) throw ApiError.notFound();
+    const fields: Record<string, unknown> = { email: profile.email, emailVisibility: false };
+    const nameField = c.fields.find((f) => f.name === 'name' && f.type === 'text');
+    if (nameField && profile.name) fields.name = profile.name.slice(0, Number(nameField.options.max) > 0 ? Number(nameField.options.max) : 200);
+    const id = await this.signup(c, fields, profile.emailVerified, (recordId) => [this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate())]);
+    return { record: this.mustLoad(c, id), meta: { ...meta, isNew: true } };
+  }
+
+  /** Unlinks a provider from a record (DELETE …/records/:id/external-auths/:provider); 404 when not linked. */
+  async unlink(c: Collection, recordId: string, provider: string): Promise<void> {
+    await this.store.writer.write([this.store.sql.externalAuths.unlinkStep(c.id, recordId, provider, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
+  }
+
+  /** Consumes a server-side state: it must exist, be unexpired, and belong to this collection and provider. */
+  private async consumeState(c: Collection, p: ProviderOptions, state: string): Promise<void> {
+    const found = this.tokens.find('oauth_state', c, state);
+    if (!found) throw ApiError.validation(BAD_STATE);
+    // consumed whatever follows: a state that was tried with the wrong provider is spent too
+    await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_STATE })]);
+    if (found.recordId !== p.name) throw ApiError.validation(BAD_STATE);
+  }
+
+  private async callerIn(c: Collection, client: ClientInfo): Promise<{ record: Record<string, unknown> } | null> {
+    if (!client.headers.authorization && !client.headers.cookie) return null;
+    const who = await this.resolveCaller(client);
+    return who && who.collection.id === c.id ? who : null;
+  }
+
+  private async link(c: Collection, recordId: string, provider: string, providerId: string): Promise<void> {
+    try {
+      await this.store.writer.write([this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, provider, providerId, nowDate())]);
+    } catch (err) {
+      if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This provider account is already linked to a record.');
+      throw err;
+    }
+  }
+
+  private mustLoad(c: Collection, id: string): Record<string, unknown> {
+    const rec = this.loadRecord(c, id);
+    if (!rec) throw ApiError.notFound();
+    return rec;
+  }
+}
+

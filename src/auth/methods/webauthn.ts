@@ -1,0 +1,253 @@
+/**
+ * Passkeys (WebAuthn) as a sign-in method (spec 1-core-api.md, "Pluggable auth methods",
+ * "Passkey registration"; 0-conventions.md, "Sign-in method options": `options.auth.methods.webauthn
+ * = {enabled, rpId, rpName, origins}`). Ceremonies are checked by @simplewebauthn/server.
+ *
+ * A ceremony is a single-use `_authTokens` row (kind `webauthn_register` or `webauthn_login`,
+ * five minutes); the `ceremonyId` is its token and the challenge is HMAC-SHA256(server secret,
+ * ceremonyId), so the challenge is never stored and cannot be guessed without the secret. Every
+ * finish consumes its ceremony before the proof is checked: a failed attempt cannot be retried.
+ *
+ * - Registration (authenticated, own collection): begin → creation options with a discoverable
+ *   (resident) credential required and the record's passkeys excluded; finish verifies the
+ *   attestation (origin one of `origins`, RP id `rpId`) and stores the credential.
+ * - Sign-in: initiate `{identity?}` → request options with no allow-list (discoverable
+ *   credentials; nothing in the answer depends on whether the identity exists); complete verifies
+ *   the assertion against the stored public key, requires the signature counter to move forward
+ *   when the authenticator keeps one (a cloned authenticator is refused), and records the use.
+ */
+import { createHmac } from 'node:crypto';
+import { generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse } from '@simplewebauthn/server';
+import { ApiError, type FieldError } from '../../errors/api-error.js';
+import type { Collection } from '../../collections/types.js';
+import type { Store } from '../../store/store.js';
+import type { AuthRateLimits } from '../rate-limit.js';
+import type { ClientInfo } from '../client.js';
+import type { AuthMethod, MethodResult } from './method.js';
+import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
+import { methodOptions } from './emailed.js';
+import { nowDate } from '../../collections/fields/index.js';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const B64URL = /^[A-Za-z0-9_-]+$/;
+/** Longest accepted byte string (base64url characters): attestation objects are a few KB. */
+const MAX_B64 = 64 * 1024;
+/** How long a browser may take (milliseconds), as told to the client. */
+const CEREMONY_TIMEOUT_MS = 300_000;
+
+/** The relying party of a collection. */
+interface RelyingParty {
+  rpId: string;
+  rpName: string;
+  origins: string[];
+}
+
+const fieldError = (field: string, message: string): ApiError => ApiError.validation({ [field]: { code: 'validation_value', message } });
+const BAD_CEREMONY = { ceremonyId: { code: 'validation_value', message: 'Invalid, expired or already used ceremony.' } };
+
+/**
+ * The errors of `options.auth.methods.webauthn` (keys under `at`): `rpId` a host name, `rpName`
+ * a short string, `origins` a non-empty list of origins (https, or http on localhost) whose host
+ * is `rpId` or under it. Only checked when the method is enabled or the keys are given.
+ */
+export function webauthnOptionErrors(m: Record<string, unknown>, at: string): Record<string, FieldError> {
+  const errors: Record<string, FieldError> = {};
+  if (m.enabled !== true && !('rpId' in m) && !('origins' in m)) return errors;
+  const rpId = m.rpId;
+  const hostOk = typeof rpId === 'string' && rpId.length <= 253 && /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(rpId);
+  if (!hostOk) errors[`${at}.rpId`] = { code: 'validation_value', message: 'Must be the relying party id: a lowercase host name such as "example.com" (no scheme or port).' };
+  if ('rpName' in m && (typeof m.rpName !== 'string' || m.rpName === '' || m.rpName.length > 100)) errors[`${at}.rpName`] = { code: 'validation_value', message: 'Must be a string of 1 to 100 characters.' };
+  const origins = m.origins;
+  const originOk = (o: unknown) => {
+    if (typeof o !== 'string') return false;
+    try {
+      const u = new URL(o);
+      if (u.origin !== o) return false;
+      const local = u.hostname === 'localhost' || u.hostname.endsWith('.localhost');
+      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && local)) return false;
+      return !hostOk || u.hostname === rpId || u.hostname.endsWith(`.${String(rpId)}`);
+    } catch {
+      return false;
+    }
+  };
+  if (!Array.isArray(origins) || origins.length === 0 || !origins.every(originOk)) {
+    errors[`${at}.origins`] = { code: 'validation_value', message: 'Must be a non-empty array of origins ("https://app.example.com"; http only on localhost) on the rpId host or under it.' };
+  }
+  return errors;
+}
+
+export class WebAuthnMethod implements AuthMethod {
+  readonly slug = 'webauthn';
+  readonly stores = ['_passkeys', '_authTokens'] as const;
+  readonly events = ['auth-success'] as const;
+
+  constructor(
+    private store: Store,
+    private limits: AuthRateLimits,
+    private tokens: AuthTokens,
+    private secret: Buffer,
+    private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+  ) {}
+
+  enabled(c: Collection): boolean {
+    return methodOptions(c, this.slug).enabled === true;
+  }
+
+  private rp(c: Collection): RelyingParty {
+    const m = methodOptions(c, this.slug);
+    const rpId = String(m.rpId ?? '');
+    return { rpId, rpName: typeof m.rpName === 'string' && m.rpName ? m.rpName : rpId, origins: Array.isArray(m.origins) ? (m.origins as string[]) : [] };
+  }
+
+  /** The challenge of a ceremony: HMAC-SHA256(secret, ceremonyId), base64url. */
+  private challenge(ceremonyId: string): string {
+    return createHmac('sha256', this.secret).update(`webauthn.${ceremonyId}`).digest('base64url');
+  }
+
+  /** Consumes a ceremony of `kind`: 400 when it is malformed, unknown, expired or used. */
+  private async consume(kind: AuthTokenKind, c: Collection, ceremonyId: unknown): Promise<FoundToken & { ceremonyId: string }> {
+    if (typeof ceremonyId !== 'string' || ceremonyId === '') throw ApiError.validation({ ceremonyId: { code: 'validation_required', message: 'Missing required value.' } });
+    const found = this.tokens.find(kind, c, ceremonyId);
+    if (!found) throw ApiError.validation(BAD_CEREMONY);
+    await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_CEREMONY })]);
+    return { ...found, ceremonyId };
+  }
+
+  /**
+   * Registration begin (POST …/auth/webauthn/register/begin) for the signed-in record: creation
+   * options with `challenge`, `rpId`, `rpName` and `ceremonyId`.
+   */
+  async registerBegin(c: Collection, record: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const rp = this.rp(c);
+    const id = String(record.id);
+    const ceremonyId = await this.tokens.issue('webauthn_register', c, id, '');
+    const challenge = this.challenge(ceremonyId);
+    const existing = this.store.sql.passkeys.list(c.id, id);
+    const options = await generateRegistrationOptions({
+      rpName: rp.rpName,
+      rpID: rp.rpId,
+      userName: String(record.email || id),
+      userID: new TextEncoder().encode(id),
+      challenge: Buffer.from(challenge, 'base64url'),
+      timeout: CEREMONY_TIMEOUT_MS,
+      attestationType: 'none',
+      excludeCredentials: existing.map((k) => ({ id: k.id, transports: parseTransports(k.transports) })),
+      authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+    });
+    return { ...options, challenge, rpId: rp.rpId, rpName: rp.rpName, ceremonyId };
+  }
+
+  /**
+   * Registration finish (POST …/auth/webauthn/register/finish): verifies the attestation and
+   * stores the credential on the signed-in record.
+   * @throws ApiError 400 on a malformed body, a foreign ceremony or a failed attestation; 409 when the credential is registered already
+   */
+  async registerFinish(c: Collection, record: Record<string, unknown>, body: unknown): Promise<void> {
+    const b = isObject(body) ? body : {};
+    const r = isObject(b.response) ? b.response : {};
+    const errors: Record<string, FieldError> = {};
+    byteString(b, 'id', errors);
+    byteString(b, 'rawId', errors);
+    byteString(r, 'clientDataJSON', errors, 'response.clientDataJSON');
+    byteString(r, 'attestationObject', errors, 'response.attestationObject');
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    const ceremony = await this.consume('webauthn_register', c, b.ceremonyId);
+    if (ceremony.recordId !== String(record.id)) throw ApiError.validation(BAD_CEREMONY);
+    const rp = this.rp(c);
+    const transports = Array.isArray(r.transports) ? r.transports.filter((t): t is string => typeof t === 'string' && t.length < 20).slice(0, 8) : [];
+    let info;
+    try {
+      const out = await verifyRegistrationResponse({
+        response: { id: b.id as string, rawId: b.rawId as string, type: 'public-key', response: { clientDataJSON: r.clientDataJSON as string, attestationObject: r.attestationObject as string, transports: transports as never }, clientExtensionResults: {} },
+        expectedChallenge: this.challenge(ceremony.ceremonyId),
+        expectedOrigin: rp.origins,
+        expectedRPID: rp.rpId,
+        requireUserVerification: false,
+      });
+      if (!out.verified) throw new Error('not verified');
+      info = out.registrationInfo;
+    } catch (err) {
+      throw fieldError('response', `The passkey registration could not be verified: ${(err as Error).message}`);
+    }
+    const cred = info.credential;
+    try {
+      await this.store.writer.write([this.store.sql.passkeys.addStep(c.id, {
+        id: cred.id, recordId: String(record.id), publicKey: Buffer.from(cred.publicKey).toString('base64url'), counter: cred.counter, transports: JSON.stringify(cred.transports ?? transports),
+      }, nowDate())]);
+    } catch (err) {
+      if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This passkey is registered already.');
+      throw err;
+    }
+  }
+
+  async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
+    const identity = isObject(body) ? body.identity : undefined;
+    this.limits.enforce('auth-webauthn-initiate', c, this.limits.clientKey(client, identity), this.slug);
+    if (identity !== undefined && (typeof identity !== 'string' || identity.length > 320)) throw fieldError('identity', 'Must be a string of at most 320 characters.');
+    // An identity binds the ceremony to its record (an unknown one to no record, so it can never
+    // complete); the answer is the same either way.
+    let bound = '';
+    if (typeof identity === 'string' && identity.trim() !== '') {
+      bound = this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim()) ?? '-';
+    }
+    const rp = this.rp(c);
+    const ceremonyId = await this.tokens.issue('webauthn_login', c, bound, '');
+    const challenge = this.challenge(ceremonyId);
+    const options = await generateAuthenticationOptions({ rpID: rp.rpId, challenge: Buffer.from(challenge, 'base64url'), timeout: CEREMONY_TIMEOUT_MS, userVerification: 'preferred', allowCredentials: [] });
+    return { ...options, challenge, rpId: rp.rpId, ceremonyId };
+  }
+
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
+    const b = isObject(body) ? body : {};
+    this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKey(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
+    const errors: Record<string, FieldError> = {};
+    for (const k of ['credentialId', 'authenticatorData', 'clientDataJSON', 'signature']) byteString(b, k, errors);
+    if (b.userHandle !== undefined && b.userHandle !== null && b.userHandle !== '') byteString(b, 'userHandle', errors);
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    const ceremony = await this.consume('webauthn_login', c, b.ceremonyId);
+    const key = this.store.sql.passkeys.find(c.id, b.credentialId as string);
+    const refused = () => fieldError('signature', 'The passkey assertion could not be verified.');
+    if (!key) throw fieldError('credentialId', 'No such passkey is registered in this collection.');
+    if (ceremony.recordId !== '' && ceremony.recordId !== key.recordId) throw refused();
+    if (typeof b.userHandle === 'string' && b.userHandle !== '' && Buffer.from(b.userHandle, 'base64url').toString('utf8') !== key.recordId) throw refused();
+    const rp = this.rp(c);
+    let newCounter: number;
+    try {
+      const out = await verifyAuthenticationResponse({
+        response: {
+          id: key.id, rawId: key.id, type: 'public-key', clientExtensionResults: {},
+          response: { authenticatorData: b.authenticatorData as string, clientDataJSON: b.clientDataJSON as string, signature: b.signature as string, userHandle: typeof b.userHandle === 'string' && b.userHandle ? b.userHandle : undefined },
+        },
+        expectedChallenge: this.challenge(ceremony.ceremonyId),
+        expectedOrigin: rp.origins,
+        expectedRPID: rp.rpId,
+        credential: { id: key.id, publicKey: Buffer.from(key.publicKey, 'base64url'), counter: key.counter, transports: parseTransports(key.transports) as never },
+        requireUserVerification: false,
+      });
+      if (!out.verified) throw new Error('not verified');
+      newCounter = out.authenticationInfo.newCounter;
+    } catch {
+      throw refused();
+    }
+    await this.store.writer.write([this.store.sql.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);
+    const record = this.loadRecord(c, key.recordId);
+    if (!record) throw refused();
+    return { record };
+  }
+}
+
+/** Adds to `errors` unless `o[k]` is a non-empty base64url string of bounded length. */
+function byteString(o: Record<string, unknown>, k: string, errors: Record<string, FieldError>, label = k): void {
+  const v = o[k];
+  if (typeof v !== 'string' || v === '') errors[label] = { code: 'validation_required', message: 'Missing required value.' };
+  else if (v.length > MAX_B64 || !B64URL.test(v)) errors[label] = { code: 'validation_value', message: 'Must be unpadded base64url.' };
+}
+
+function parseTransports(json: string): string[] {
+  try {
+    const v = JSON.parse(json);
+    return Array.isArray(v) ? v.filter((t) => typeof t === 'string') : [];
+  } catch {
+    return [];
+  }
+}
