@@ -226,7 +226,8 @@ export class WebAuthnMethod implements AuthMethod {
       });
       if (!out.verified) throw new Error('not verified');
       newCounter = out.authenticationInfo.newCounter;
-    } catch {
+    } catch (err) {
+      if (/counter/i.test((err as Error).message)) throw fieldError('signature', 'The passkey\'s signature counter did not move forward: the authenticator may have been cloned.');
       throw refused();
     }
     await this.store.writer.write([this.store.sql.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);

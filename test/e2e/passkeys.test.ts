@@ -1,0 +1,232 @@
+/**
+ * Passkeys (issue 15; spec 1-core-api.md "Pluggable auth methods" webauthn row, "Passkey
+ * registration"), end to end with a real browser: Debian chromium driven by playwright-core, its
+ * CDP virtual authenticator making the credentials and signatures. Registration (authenticated),
+ * discoverable sign-in, sign-in bound to an identity, and the failure paths: disabled method 404,
+ * unauthenticated registration 401, malformed bodies, replayed and made-up ceremonies, a foreign
+ * origin, a bad signature, an unknown credential, another identity's ceremony and a cloned
+ * authenticator whose signature counter went backwards; none of them leaves a session.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { startSvc, type Svc } from '../helpers/server.js';
+import { NO_BROWSER, launchBrowser, pageWithAuthenticator } from '../helpers/browser.js';
+
+const PW = 'passkey-pass-1';
+let srv: Svc;
+let browser: Browser;
+let page: Page;
+let origin: string;
+
+// Browser code as source text: the test runner's transform would add helpers the page lacks.
+const CODEC = `
+  const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+  const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));`;
+const CREATE = `async (o) => {${CODEC}
+  const cred = await navigator.credentials.create({
+    publicKey: { ...o, challenge: unb64(o.challenge), user: { ...o.user, id: unb64(o.user.id) }, excludeCredentials: (o.excludeCredentials || []).map((c) => ({ ...c, id: unb64(c.id) })) },
+  });
+  const r = cred.response;
+  return { id: cred.id, rawId: b64(cred.rawId), response: { clientDataJSON: b64(r.clientDataJSON), attestationObject: b64(r.attestationObject), transports: r.getTransports() } };
+}`;
+const GET = `async (o) => {${CODEC}
+  const cred = await navigator.credentials.get({ publicKey: { challenge: unb64(o.challenge), rpId: o.rpId, allowCredentials: [], userVerification: o.userVerification, timeout: o.timeout } });
+  const r = cred.response;
+  return { credentialId: b64(cred.rawId), authenticatorData: b64(r.authenticatorData), clientDataJSON: b64(r.clientDataJSON), signature: b64(r.signature), userHandle: r.userHandle ? b64(r.userHandle) : undefined };
+}`;
+
+/** Runs navigator.credentials.create in the page with creation options from register/begin. */
+function createInPage(p: Page, options: unknown): Promise<any> {
+  return p.evaluate(`(${CREATE})(${JSON.stringify(options)})`);
+}
+
+/** Runs navigator.credentials.get in the page with request options from initiate. */
+function getInPage(p: Page, options: unknown): Promise<any> {
+  return p.evaluate(`(${GET})(${JSON.stringify(options)})`);
+}
+
+async function user(email: string, col = 'members'): Promise<{ id: string; token: string }> {
+  const made = await srv.api('POST', `/api/collections/${col}/records`, { body: { email, password: PW, passwordConfirm: PW } });
+  assert.equal(made.status, 201, made.text);
+  const login = await srv.api('POST', `/api/collections/${col}/auth-with-password`, { body: { identity: email, password: PW } });
+  return { id: made.body.id, token: login.body.token };
+}
+
+/** Registers a passkey for the signed-in user through the page's authenticator. */
+async function register(token: string, p: Page = page, col = 'members') {
+  const begin = await srv.api('POST', `/api/collections/${col}/auth/webauthn/register/begin`, { token, body: {} });
+  assert.equal(begin.status, 200, begin.text);
+  const cred = await createInPage(p, begin.body);
+  return { begin: begin.body, finish: { ceremonyId: begin.body.ceremonyId, ...cred } };
+}
+
+async function assertion(identity?: string, col = 'members', p: Page = page) {
+  const init = await srv.api('POST', `/api/collections/${col}/auth/webauthn/initiate`, { body: identity ? { identity } : {} });
+  assert.equal(init.status, 200, init.text);
+  return { ceremonyId: init.body.ceremonyId, ...(await getInPage(p, init.body)) };
+}
+
+const complete = (body: unknown, col = 'members') => srv.api('POST', `/api/collections/${col}/auth/webauthn/complete`, { body });
+
+before(async () => {
+  if (NO_BROWSER) return;
+  srv = await startSvc({ env: { SERVICE_RATE_LIMIT_MAX: '0' } });
+  // WebAuthn needs a secure context and a domain RP id: http://localhost is both
+  origin = srv.url.replace('127.0.0.1', 'localhost');
+  const methods = (origins: string[]) => ({ auth: { methods: { webauthn: { enabled: true, rpId: 'localhost', rpName: 'svc test', origins } } } });
+  await srv.createCollection({ name: 'members', type: 'auth', fields: [], createRule: '@public', viewRule: 'id = @request.auth.id', options: methods([origin]) });
+  await srv.createCollection({ name: 'foreign', type: 'auth', fields: [], createRule: '@public', options: methods([origin]) });
+  await srv.createCollection({ name: 'plain', type: 'auth', fields: [], createRule: '@public' });
+  browser = await launchBrowser();
+  ({ page } = await pageWithAuthenticator(browser));
+  await page.goto(`${origin}/api/health`);
+});
+
+after(async () => {
+  await browser?.close();
+  await srv?.stop();
+  if (srv) rmSync(srv.dataDir, { recursive: true, force: true });
+});
+
+test('meta says webauthn; a disabled method answers 404 on every passkey route; registration needs a session', { skip: NO_BROWSER }, async () => {
+  assert.equal((await srv.api('GET', '/api/meta')).body.capabilities.webauthn, true);
+  const u = await user('plain@example.com', 'plain');
+  for (const [path, token] of [
+    ['/api/collections/plain/auth/webauthn/register/begin', u.token],
+    ['/api/collections/plain/auth/webauthn/register/finish', u.token],
+    ['/api/collections/plain/auth/webauthn/initiate', null],
+    ['/api/collections/plain/auth/webauthn/complete', null],
+  ] as const) {
+    const r = await srv.api('POST', path, { token, body: {} });
+    assert.equal(r.status, 404, `${path}: ${r.text}`);
+  }
+  const anon = await srv.api('POST', '/api/collections/members/auth/webauthn/register/begin', { body: {} });
+  assert.equal(anon.status, 401);
+});
+
+test('register a passkey, then sign in with it (discoverable: no identity) and with an identity', { skip: NO_BROWSER }, async () => {
+  const u = await user('ann@example.com');
+  const { begin, finish } = await register(u.token);
+  assert.equal(begin.rpId, 'localhost');
+  assert.equal(begin.rpName, 'svc test');
+  assert.match(begin.challenge, /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(begin.authenticatorSelection.residentKey, 'required');
+  const done = await srv.api('POST', '/api/collections/members/auth/webauthn/register/finish', { token: u.token, body: finish });
+  assert.equal(done.status, 200, done.text);
+  assert.deepEqual(done.body, {});
+
+  const a = await assertion();
+  const r = await complete(a);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.record.id, u.id);
+  assert.ok(r.body.token);
+  assert.match(r.headers.get('set-cookie') ?? '', /svc_auth=/);
+  const me = await srv.api('GET', `/api/collections/members/records/${u.id}`, { token: r.body.token });
+  assert.equal(me.status, 200, 'the session works');
+
+  const withIdentity = await complete(await assertion('ann@example.com'));
+  assert.equal(withIdentity.status, 200, withIdentity.text);
+  assert.equal(withIdentity.body.record.id, u.id);
+
+  // the same credential cannot be registered twice: the browser is told to exclude it
+  const again = await srv.api('POST', '/api/collections/members/auth/webauthn/register/begin', { token: u.token, body: {} });
+  assert.equal(again.body.excludeCredentials.length, 1);
+  assert.equal(again.body.excludeCredentials[0].id, a.credentialId);
+});
+
+test('a ceremony is single use: a replayed assertion, a made-up ceremony and a registration ceremony are refused', { skip: NO_BROWSER }, async () => {
+  const a = await assertion();
+  assert.equal((await complete(a)).status, 200);
+  const replay = await complete(a);
+  assert.equal(replay.status, 400, replay.text);
+  assert.ok(replay.body.data.ceremonyId);
+  assert.equal(replay.headers.get('set-cookie'), null);
+  const madeUp = await complete({ ...(await assertion()), ceremonyId: 'abcdefghijklmno.bogus' });
+  assert.equal(madeUp.status, 400);
+  // a registration ceremony cannot finish a sign-in
+  const u = await user('reg-cer@example.com');
+  const begin = await srv.api('POST', '/api/collections/members/auth/webauthn/register/begin', { token: u.token, body: {} });
+  const cross = await complete({ ...(await assertion()), ceremonyId: begin.body.ceremonyId });
+  assert.equal(cross.status, 400);
+});
+
+test('a bad signature, an unknown credential, another identity\'s ceremony and malformed bodies give 400 and no session', { skip: NO_BROWSER }, async () => {
+  const a = await assertion();
+  const sig = Buffer.from(a.signature, 'base64url');
+  sig[sig.length - 1] ^= 1;
+  const bad = await complete({ ...a, signature: sig.toString('base64url') });
+  assert.equal(bad.status, 400, bad.text);
+  assert.ok(bad.body.data.signature);
+  assert.equal(bad.headers.get('set-cookie'), null);
+  // the failed attempt spent the ceremony: the genuine assertion cannot follow it
+  assert.equal((await complete(a)).status, 400);
+
+  const unknown = await complete({ ...(await assertion()), credentialId: Buffer.from('not-a-registered-credential').toString('base64url') });
+  assert.equal(unknown.status, 400);
+  assert.ok(unknown.body.data.credentialId);
+
+  // a ceremony bound to another identity refuses ann's passkey
+  await user('bea@example.com');
+  const bound = await complete(await assertion('bea@example.com'));
+  assert.equal(bound.status, 400, bound.text);
+  // an unknown identity gets the same answer shape as a known one
+  const init = await srv.api('POST', '/api/collections/members/auth/webauthn/initiate', { body: { identity: 'nobody@example.com' } });
+  assert.equal(init.status, 200);
+  assert.deepEqual(Object.keys(init.body).sort(), ['allowCredentials', 'ceremonyId', 'challenge', 'rpId', 'timeout', 'userVerification'].sort());
+
+  for (const body of [{}, { ceremonyId: 'x' }, { ...a, authenticatorData: 'not base64url!' }, { ...a, signature: 42 }, { ...a, clientDataJSON: 'x'.repeat(70_000) }]) {
+    const r = await complete(body);
+    assert.equal(r.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`);
+    assert.equal(r.body.code, 'validation_failed');
+  }
+  const finishBad = await srv.api('POST', '/api/collections/members/auth/webauthn/register/finish', { token: (await user('mal@example.com')).token, body: { ceremonyId: 'a', id: 'b' } });
+  assert.equal(finishBad.status, 400);
+});
+
+test('a foreign origin is refused at registration and at sign-in', { skip: NO_BROWSER }, async () => {
+  // a passkey registered while collection "foreign" trusted the page's origin...
+  const p4 = await pageWithAuthenticator(browser);
+  await p4.page.goto(`${origin}/api/health`);
+  const u = await user('far@example.com', 'foreign');
+  const first = await register(u.token, p4.page, 'foreign');
+  assert.equal((await srv.api('POST', '/api/collections/foreign/auth/webauthn/register/finish', { token: u.token, body: first.finish })).status, 200);
+  // ...then the collection trusts only https://app.localhost
+  const patched = await srv.api('PATCH', '/api/collections/foreign', { token: srv.suToken, body: { options: { auth: { methods: { webauthn: { enabled: true, rpId: 'localhost', origins: ['https://app.localhost'] } } } } } });
+  assert.equal(patched.status, 200, patched.text);
+  const s = await complete(await assertion(undefined, 'foreign', p4.page), 'foreign');
+  assert.equal(s.status, 400, s.text);
+  assert.ok(s.body.data.signature);
+  assert.equal(s.headers.get('set-cookie'), null);
+  const v = await user('near@example.com', 'foreign');
+  const { finish } = await register(v.token, p4.page, 'foreign');
+  const r = await srv.api('POST', '/api/collections/foreign/auth/webauthn/register/finish', { token: v.token, body: finish });
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.body.data.response.message, /origin/i);
+  await p4.page.close();
+});
+
+test('a cloned authenticator whose signature counter goes backwards is refused', { skip: NO_BROWSER }, async () => {
+  const u = await user('clone@example.com');
+  const p2 = await pageWithAuthenticator(browser);
+  await p2.page.goto(`${origin}/api/health`);
+  const { finish } = await register(u.token, p2.page);
+  assert.equal((await srv.api('POST', '/api/collections/members/auth/webauthn/register/finish', { token: u.token, body: finish })).status, 200);
+  // export the credential before it is used, as a cloner would
+  const { credentials } = await p2.cdp.send('WebAuthn.getCredentials', { authenticatorId: p2.authenticatorId });
+  const mine = credentials.find((c) => c.userHandle === Buffer.from(u.id).toString('base64'));
+  assert.ok(mine, 'the new credential is on the authenticator');
+  for (let i = 0; i < 2; i++) assert.equal((await complete(await assertion('clone@example.com', 'members', p2.page))).status, 200);
+  await p2.page.close();
+
+  // the clone: the same key on another authenticator, its counter back at 0
+  const p3 = await pageWithAuthenticator(browser);
+  await p3.page.goto(`${origin}/api/health`);
+  await p3.cdp.send('WebAuthn.addCredential', { authenticatorId: p3.authenticatorId, credential: { ...mine!, signCount: 0 } });
+  const r = await complete(await assertion('clone@example.com', 'members', p3.page));
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.body.data.signature.message, /counter/);
+  assert.equal(r.headers.get('set-cookie'), null);
+  await p3.page.close();
+});

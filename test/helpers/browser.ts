@@ -1,0 +1,30 @@
+/**
+ * Debian's chromium driven by playwright-core, with a CDP virtual WebAuthn authenticator: a real
+ * browser making real passkey ceremonies. Tests skip (saying so) when chromium is not installed;
+ * `.ci/run` installs it with ci/install-apt.sh.
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** A skip reason when no browser can run here, else false. */
+export const NO_BROWSER: string | false = existsSync(CHROMIUM) ? false : `chromium is not installed at ${CHROMIUM} (install it with: bash ci/install-apt.sh chromium chromium)`;
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    // as root in a sandbox with a closed network: no sandbox, no background connections
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** A page with a virtual platform authenticator (resident keys, user verification, automatic presence). */
+export async function pageWithAuthenticator(browser: Browser): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
+  const page = await browser.newPage();
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  return { page, cdp, authenticatorId };
+}
