@@ -4,7 +4,7 @@
  * initiate and complete, magic-link consume, request-verification, confirm-verification,
  * request-password-reset, confirm-password-reset. The per-device session routes are in ./auth-sessions.ts.
  */
-import type { Req, Route } from '../http/types.js';
+import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody, query } from './request.js';
@@ -13,7 +13,7 @@ import { magicLinkRedirect } from '../auth/redirects.js';
 import { requireAuthCollection } from './records.js';
 import { hidePrivate, withLinks } from '../records/records-read.js';
 import { AccountEmails } from '../auth/account-emails.js';
-import { requireOwnCollection, type AuthPrincipal } from '../auth/auth-service.js';
+import { requireOwnCollection, type AuthPrincipal, type SignInOutcome } from '../auth/auth-service.js';
 import type { Collection } from '../collections/types.js';
 import { clearCookies, sessionCookies } from './cookies.js';
 import { ApiError } from '../errors/api-error.js';
@@ -29,6 +29,11 @@ export function authRoutes(ctx: ApiContext): Route[] {
     hidePrivate(c, visible, self);
     withLinks(store, c, visible, self);
     return `{"token":${JSON.stringify(token)},"record":${codec.stringify(visible)}${meta ? `,"meta":${JSON.stringify(meta)}` : ''}}`;
+  };
+  /** A sign-in's answer: `{token, record, meta?}` with cookies, or the pending second-factor JSON without. */
+  const signedIn = (c: Collection, out: SignInOutcome): Reply => {
+    if (!out.session) return json(200, JSON.stringify(out.pending));
+    return json(200, body(c, out.session.token, out.record, out.meta), sessionCookies(out.session, insecure));
   };
   const authCollection = (req: Req): Collection => {
     const c = store.collection(req.params[0]);
@@ -49,8 +54,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
     {
       method: 'post', pattern: '/api/collections/:col/auth-with-password', handler: async (req) => {
         const c = authCollection(req);
-        const { record, session } = await auth.signIn('password', c, jsonBody(req), req);
-        return json(200, body(c, session.token, record), sessionCookies(session, insecure));
+        return signedIn(c, await auth.signIn('password', c, jsonBody(req), req));
       },
     },
     {
@@ -87,8 +91,19 @@ export function authRoutes(ctx: ApiContext): Route[] {
     {
       method: 'post', pattern: '/api/collections/:col/auth/:method/complete', handler: async (req) => {
         const c = authCollection(req);
-        const { record, meta, session } = await auth.signIn(req.params[1], c, jsonBody(req), req);
-        return json(200, body(c, session.token, record, meta), sessionCookies(session, insecure));
+        return signedIn(c, await auth.signIn(req.params[1], c, jsonBody(req), req));
+      },
+    },
+    {
+      // Second factors (spec "Two-factor ceremonies"): 404 unknown action or policy disabled.
+      method: 'post', pattern: '/api/collections/:col/auth/two-factor/:action', handler: async (req) => {
+        const c = authCollection(req);
+        const { outcome, session } = await auth.twoFactorAction(req.params[1], c, jsonBody(req), req);
+        if (outcome.kind === 'none') return noContent();
+        if (outcome.kind === 'json') return json(200, JSON.stringify(outcome.body));
+        const rec = body(c, session!.token, outcome.record);
+        const extra = `,"managementToken":${JSON.stringify(outcome.managementToken)}${outcome.recoveryCodes ? `,"recoveryCodes":${JSON.stringify(outcome.recoveryCodes)}` : ''}`;
+        return json(200, `{"status":"authenticated",${rec.slice(1, -1)}${extra}}`, sessionCookies(session!, insecure));
       },
     },
     {
@@ -136,7 +151,10 @@ export function authRoutes(ctx: ApiContext): Route[] {
         const opts = methodOptions(c, 'magic_link');
         const allow = Array.isArray(opts.redirect_allow) ? (opts.redirect_allow as string[]) : [];
         const target = magicLinkRedirect(q.get('redirect') ?? undefined, allow, opts.redirect_default);
-        const { session } = await auth.signIn('magic_link', c, { token: q.get('token') ?? '' }, req);
+        const out = await auth.signIn('magic_link', c, { token: q.get('token') ?? '' }, req);
+        // a second factor is needed: the pending JSON instead of a redirect (spec "Two-factor ceremonies")
+        if (!out.session) return signedIn(c, out);
+        const session = out.session;
         return { status: 302, body: '', headers: [...sessionCookies(session, insecure), ['Location', target], ['Cache-Control', 'no-store']] };
       },
     },

@@ -20,6 +20,7 @@ import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod, OtpMethod } from './methods/emailed.js';
 import { OAuth2Method, type OAuth2StateOptions } from './methods/oauth2.js';
 import { WebAuthnMethod } from './methods/webauthn.js';
+import { TwoFactor, twoFactorPolicy, type PendingLogin } from './two-factor.js';
 import type { Logger } from '../log/logger.js';
 import type { SmtpConfig } from '../config/config.js';
 import type { ConnectionOptions } from 'node:tls';
@@ -84,10 +85,16 @@ export interface AuthServiceOptions {
   oauthState?: OAuth2StateOptions;
 }
 
-/** A resolved caller; `sid` is the session row of a table-store token. */
+/** A resolved caller; `sid` is the session row of a table-store token; `mfa` when it passed a second factor. */
 export interface AuthPrincipal extends Principal {
   sid?: string;
+  mfa?: boolean;
 }
+
+/** A sign-in's outcome: a session, or (second factor needed) the pending answer and no session. */
+export type SignInOutcome =
+  | { record: Record<string, unknown>; meta?: Record<string, unknown>; session: IssuedSession; pending?: undefined }
+  | { record: Record<string, unknown>; meta?: Record<string, unknown>; session?: undefined; pending: PendingLogin };
 
 /** A freshly issued session: the token and its CSRF value (the route layer sets them as cookies), and its table-store row. */
 export interface IssuedSession {
@@ -107,6 +114,7 @@ export class AuthService {
   readonly methods = new Map<string, AuthMethod>();
   readonly oauth2: OAuth2Method;
   readonly webauthn: WebAuthnMethod;
+  readonly twoFactor: TwoFactor;
 
   constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
     this.tokens = new TokenService(secret);
@@ -130,6 +138,7 @@ export class AuthService {
     this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, caller);
     this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load);
     for (const m of [password, magicLink, otp, this.oauth2, this.webauthn]) this.methods.set(m.slug, m);
+    this.twoFactor = new TwoFactor(store, secret, this.webauthn, load);
   }
 
   /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */
@@ -186,8 +195,12 @@ export class AuthService {
       if (viaCookie && UNSAFE.has(req.method) && !(req.headers.csrf && safeEqual(req.headers.csrf, cl.csrf))) return null;
       // Table store: the session row must still exist. A token without one is refused there.
       if (cl.sid ? !this.sessions.check(c, String(rec.id), cl.sid) : sessionMode(c) === 'table') return invalid(viaCookie);
+      // a collection that requires two factors refuses primary-only sessions (spec: the policy
+      // is re-checked on authenticated requests and refresh)
+      if (!cl.mf && twoFactorPolicy(c) === 'required') return invalid(viaCookie);
       const p: AuthPrincipal = { superuser: c.name === '_superusers', collection: c, record: rec };
       if (cl.sid) p.sid = cl.sid;
+      if (cl.mf) p.mfa = true;
       return p;
     };
     const hit = this.tokens.cached(token, tokenKey);
@@ -197,31 +210,55 @@ export class AuthService {
 
   /**
    * Issues a session for an authenticated record: 403 `email_not_verified` when the collection
-   * requires a verified email and the record is not; a new `_sessions` row in table mode (or the
-   * given `sid` kept, on refresh and password change); a token and its CSRF value.
+   * requires a verified email and the record is not; 401 when the two-factor policy needs a
+   * second factor the caller did not pass (`mfa`; custom code must go through the two-factor
+   * ceremony); a new `_sessions` row in table mode (or the given `sid` kept, on refresh and
+   * password change); a token and its CSRF value.
    */
-  async issueSession(c: Collection, rec: Record<string, unknown>, req: ClientInfo, keepSid?: string): Promise<IssuedSession> {
-    if (c.options.auth?.require_verified && rec.verified !== true) {
-      throw new ApiError(403, 'email_not_verified', 'The account email must be verified before signing in.');
-    }
+  async issueSession(c: Collection, rec: Record<string, unknown>, req: ClientInfo, keepSid?: string, mfa = false): Promise<IssuedSession> {
+    checkVerified(c, rec);
     const id = String(rec.id);
+    if (!mfa && this.twoFactor.needsFactor(c, id)) throw new ApiError(401, 'unauthorized', 'A second factor is required: complete the two-factor ceremony.');
     let sid = keepSid;
     if (sid) this.sessions.touch(sid);
     else if (sessionMode(c) === 'table') sid = await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) });
-    const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid);
+    const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid, mfa);
     return { token, csrf, sid };
   }
 
   /**
    * Signs in with `method` (the one path every sign-in method takes): 404 when the method is off
-   * for the collection (spec, status table: "disabled method"), then the method's proof, then a
-   * fresh session. @throws ApiError as the method and issueSession do
+   * for the collection (spec, status table: "disabled method"), then the method's proof, then
+   * `require_verified`, then the two-factor policy (a pending answer instead of a session when a
+   * second factor is needed; a passkey sign-in counts as both factors), then a fresh session.
+   * @throws ApiError as the method and issueSession do
    */
-  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<{ record: Record<string, unknown>; meta?: Record<string, unknown>; session: IssuedSession }> {
+  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<SignInOutcome> {
     const method = this.methods.get(slug);
     if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
     const { record, meta } = await method.complete(c, body, client);
-    return { record, meta, session: await this.issueSession(c, record, client) };
+    checkVerified(c, record);
+    const strong = slug === 'webauthn';
+    if (!strong) {
+      const pending = await this.twoFactor.gate(c, String(record.id));
+      if (pending) return { record, meta, pending };
+    }
+    return { record, meta, session: await this.issueSession(c, record, client, undefined, strong) };
+  }
+
+  /**
+   * A two-factor ceremony action (POST …/auth/two-factor/<action>); a completed login comes back
+   * with its two-factor session. @throws ApiError as TwoFactor.action does
+   */
+  async twoFactorAction(action: string, c: Collection, body: unknown, client: ClientInfo): Promise<{ outcome: Awaited<ReturnType<TwoFactor['action']>>; session?: IssuedSession }> {
+    if (c.type !== 'auth' || twoFactorPolicy(c) === 'disabled') throw ApiError.notFound();
+    let caller: AuthPrincipal | null = null;
+    if (action === 'enroll') caller = requireOwnCollection(c, await this.resolve(client));
+    const outcome = await this.twoFactor.action(action, c, body, caller?.record ?? null);
+    if (outcome.kind !== 'session') return { outcome };
+    const fresh = this.loadAuthRecord(c, String(outcome.record.id)) ?? outcome.record;
+    outcome.record = fresh;
+    return { outcome, session: await this.issueSession(c, fresh, client, undefined, true) };
   }
 
   /**
@@ -239,7 +276,7 @@ export class AuthService {
   /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
   async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
     const p = requireOwnCollection(c, principal);
-    return { record: p.record, session: await this.issueSession(c, p.record, req, p.sid) };
+    return { record: p.record, session: await this.issueSession(c, p.record, req, p.sid, !!p.mfa) };
   }
 
   /**
@@ -264,7 +301,7 @@ export class AuthService {
     const fresh = owner ? this.loadAuthRecord(c, recordId) : null;
     if (fresh) {
       try {
-        session = await this.issueSession(c, fresh, req, principal!.sid);
+        session = await this.issueSession(c, fresh, req, principal!.sid, !!principal!.mfa);
         keep = session.sid ?? null;
       } catch (err) {
         if (!(err instanceof ApiError && err.code === 'email_not_verified')) throw err;
@@ -279,6 +316,13 @@ export class AuthService {
 export function requireOwnCollection(c: Collection, principal: AuthPrincipal | null): AuthPrincipal {
   if (!principal || principal.collection.id !== c.id) throw ApiError.unauthorized('The token does not belong to this collection.');
   return principal;
+}
+
+/** 403 `email_not_verified` when the collection requires a verified email and the record is not. */
+function checkVerified(c: Collection, rec: Record<string, unknown>): void {
+  if (c.options.auth?.require_verified && rec.verified !== true) {
+    throw new ApiError(403, 'email_not_verified', 'The account email must be verified before signing in.');
+  }
 }
 
 function invalid(viaCookie: boolean): null {

@@ -30,6 +30,8 @@ export interface TokenClaims {
   csrf: string;
   /** session row id (table session store) */
   sid?: string;
+  /** the session passed a second factor (or a passkey sign-in) */
+  mf?: boolean;
   exp: number;
 }
 
@@ -54,12 +56,14 @@ export class TokenService {
 
   /**
    * Issues a token for a record with the given token key and epoch (and session row id, table
-   * store): `{token, csrf}`, valid for TOKEN_TTL_S seconds.
+   * store; `mf` when the session passed a second factor): `{token, csrf}`, valid for
+   * TOKEN_TTL_S seconds.
    */
-  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string): Promise<{ token: string; csrf: string }> {
+  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string, mf = false): Promise<{ token: string; csrf: string }> {
     const csrf = randomToken(18);
     const claims: Record<string, unknown> = { id: recordId, collectionId, type: 'auth', ep: epoch, csrf };
     if (sid) claims.sid = sid;
+    if (mf) claims.mf = 1;
     const now = Math.floor(Date.now() / 1000);
     claims.iat = now;
     claims.exp = now + TOKEN_TTL_S;
@@ -75,6 +79,7 @@ export class TokenService {
       if (typeof c.id !== 'string' || typeof c.collectionId !== 'string' || c.type !== 'auth' || typeof c.exp !== 'number') return null;
       const claims: TokenClaims = { id: c.id, collectionId: c.collectionId, type: 'auth', ep: Number(c.ep ?? 0), csrf: String(c.csrf ?? ''), exp: c.exp };
       if (typeof c.sid === 'string' && c.sid) claims.sid = c.sid;
+      if ((c as { mf?: unknown }).mf === 1) claims.mf = true;
       return claims;
     } catch {
       return null;

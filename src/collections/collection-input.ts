@@ -236,8 +236,6 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
   }
   if ('two_factor' in src) {
     if (!['disabled', 'optional', 'required'].includes(src.two_factor as string)) errors['options.auth.two_factor'] = { code: 'validation_value', message: 'Must be disabled, optional or required.' };
-    // Refused until second factors exist: stored and ignored, the policy would promise what no login enforces.
-    else if (src.two_factor !== 'disabled') errors['options.auth.two_factor'] = { code: 'validation_value', message: `Two-factor authentication is not available on this server yet; "${String(src.two_factor)}" cannot be enforced. Use "disabled".` };
     else out.two_factor = src.two_factor as AuthOptions['two_factor'];
   }
   if ('oauth2' in src) errors['options.auth.oauth2'] = { code: 'validation_value', message: 'OAuth2 is configured under options.auth.methods.oauth2 ({enabled, providers}).' };

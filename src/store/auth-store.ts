@@ -17,10 +17,10 @@ export type StepFail = NonNullable<WriteStep['fail']>;
 
 /**
  * The system tables that hold rows keyed by (`collectionId`, `recordId`) of an auth record:
- * OAuth2 links, passkeys, table-store sessions and verification / reset tokens. Deleting an auth
+ * OAuth2 links, passkeys, second factors and their attempts, table-store sessions and tokens. Deleting an auth
  * record or an auth collection deletes its rows in each (the one list both deletes use).
  */
-export const AUTH_SIDE_TABLES = ['_externalAuths', '_passkeys', '_sessions', '_authTokens'] as const;
+export const AUTH_SIDE_TABLES = ['_externalAuths', '_passkeys', '_totpFactors', '_recoveryCodes', '_mfaAttempts', '_mfaTries', '_sessions', '_authTokens'] as const;
 
 /** Auth records: the hidden columns, look-ups by identity and the auth-only updates. */
 export interface AuthRecordStore {
@@ -138,14 +138,18 @@ export interface PasskeyRow {
   /** the authenticator's signature counter at the last accepted use */
   counter: number;
   transports: string;
+  /** enrolled as a second factor (two-factor enroll) rather than registered as a sign-in passkey */
+  factor: boolean;
 }
 
 /** WebAuthn credentials (`_passkeys`; spec 1-core-api.md, "Passkey registration"). */
 export interface PasskeyRowStore {
   /** The credential `credentialId` of the collection, or undefined. */
   find(collectionId: string, credentialId: string): PasskeyRow | undefined;
-  /** A record's credentials, oldest first. */
-  list(collectionId: string, recordId: string): PasskeyRow[];
+  /** A record's credentials, oldest first; only second factors (or only sign-in passkeys) with `factor`. */
+  list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[];
+  /** Step deleting one of the record's credentials (or all its second-factor ones without `id`). */
+  removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep;
   /** Step storing a new credential; a taken id fails the job with a constraint error. */
   addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep;
   /**
@@ -153,6 +157,56 @@ export interface PasskeyRowStore {
    * with `fail` when the counter moved meanwhile (a concurrent use of a cloned authenticator).
    */
   useStep(collectionId: string, credentialId: string, oldCounter: number, newCounter: number, now: string, fail: StepFail): WriteStep;
+}
+
+/** A pending two-factor attempt, enrollment or management capability (`_mfaAttempts`). */
+export interface MfaAttemptRow {
+  /** the token's selector */
+  id: string;
+  /** hex SHA-256 of the token's verifier */
+  hash: string;
+  collectionId: string;
+  recordId: string;
+  /** `login` (factor_required), `enroll` (enrollment_required or `enroll`), `manage` (management capability) */
+  purpose: 'login' | 'enroll' | 'manage';
+  /** failed proofs so far */
+  tries: number;
+  /** ceremony state (a TOTP enrollment's encrypted secret), JSON or '' */
+  data: string;
+  /** epoch ms */
+  expires: number;
+}
+
+/** Second factors (spec 1-core-api.md, "Two-factor ceremonies", "Two-factor limits"). */
+export interface MfaRowStore {
+  /** The record's TOTP factors (secrets as stored: encrypted). */
+  totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[];
+  addTotpStep(id: string, collectionId: string, recordId: string, secret: string, lastStep: number, created: string): WriteStep;
+  /** Step accepting time step `step` of a TOTP factor; fails with `fail` unless it is newer than the last accepted one (reuse). */
+  useTotpStep(id: string, step: number, fail: StepFail): WriteStep;
+  /** Step deleting the record's TOTP factors. */
+  removeTotpStep(collectionId: string, recordId: string): WriteStep;
+  /** The record's unused recovery codes (hashed). */
+  recoveryCodes(collectionId: string, recordId: string): { id: string; hash: string }[];
+  /** Steps replacing the record's recovery codes with `codes` (none: delete them). */
+  replaceRecoveryStep(collectionId: string, recordId: string, codes: { id: string; hash: string }[], created: string): WriteStep[];
+  /** Step spending one recovery code; fails with `fail` when it was spent meanwhile. */
+  useRecoveryStep(id: string, fail: StepFail): WriteStep;
+  /** An attempt by selector in a collection, or undefined. */
+  attempt(id: string, collectionId: string): MfaAttemptRow | undefined;
+  /** Steps dropping expired attempts, then inserting `row`. */
+  addAttemptSteps(row: MfaAttemptRow, created: string, nowMs: number): WriteStep[];
+  setAttemptDataStep(id: string, data: string): WriteStep;
+  /** Steps counting a failed proof, deleting the attempt at `maxTries`. */
+  failAttemptSteps(id: string, maxTries: number): WriteStep[];
+  /** Step consuming an attempt; fails with `fail` when it is gone. */
+  consumeAttemptStep(id: string, fail: StepFail): WriteStep;
+  /** Step deleting the record's attempts of these purposes. */
+  dropAttemptsStep(collectionId: string, recordId: string, purposes: readonly string[]): WriteStep;
+  /** Proofs submitted for the account after `sinceMs` (the durable account limit). */
+  triesSince(collectionId: string, recordId: string, sinceMs: number): number;
+  /** Steps recording one proof at `nowMs`, dropping the account's entries older than `windowMs`. */
+  addTrySteps(collectionId: string, recordId: string, nowMs: number, windowMs: number): WriteStep[];
 }
 
 /** What `svc superuser create|upsert` writes (see SuperuserAdminStore). */

@@ -250,8 +250,7 @@ test('secrets in client filters are refused; operator rules keep full access', a
 test('auth options the server cannot honour are refused with a field error, not stored', async () => {
   const make = (name: string, auth: Record<string, unknown>) => srv.api('POST', '/api/collections', { token: su, body: { name, type: 'auth', fields: [], options: { auth } } });
   const cases: [Record<string, unknown>, string][] = [
-    [{ two_factor: 'required' }, 'options.auth.two_factor'],
-    [{ two_factor: 'optional' }, 'options.auth.two_factor'],
+    [{ two_factor: 'always' }, 'options.auth.two_factor'],
     [{ methods: { magic_link: { enabled: true, redirect_default: '//evil.example' } } }, 'options.auth.methods.magic_link.redirect_default'],
     [{ methods: { webauthn: { enabled: true } } }, 'options.auth.methods.webauthn.rpId'],
     [{ methods: { webauthn: { enabled: true, rpId: 'example.com', origins: ['https://evil.example'] } } }, 'options.auth.methods.webauthn.origins'],
@@ -266,7 +265,7 @@ test('auth options the server cannot honour are refused with a field error, not 
     assert.ok(r.body.data[key], `${JSON.stringify(auth)}: field error under ${key}: ${r.text}`);
     assertError(await srv.api('GET', `/api/collections/refused_${i}`, { token: su }), 404, 'not_found');
   }
-  const sup = await srv.api('PATCH', '/api/collections/_superusers', { token: su, body: { options: { auth: { two_factor: 'required' } } } });
+  const sup = await srv.api('PATCH', '/api/collections/_superusers', { token: su, body: { options: { auth: { two_factor: 'sometimes' } } } });
   assertError(sup, 400, 'validation_failed');
   assert.equal((await srv.api('GET', '/api/collections/_superusers', { token: su })).body.options.auth.two_factor, 'disabled');
   // what the server does honour is accepted: disabled two-factor, a disabled method block, password off

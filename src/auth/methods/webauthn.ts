@@ -25,6 +25,9 @@ import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import type { AuthMethod, MethodResult } from './method.js';
 import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
+import type { PasskeyRow } from '../../store/auth-store.js';
+import type { WriteStep } from '../../store/write-job.js';
+import { decodeAttestationObject, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import { methodOptions } from './emailed.js';
 import { nowDate } from '../../collections/fields/index.js';
 
@@ -117,24 +120,8 @@ export class WebAuthnMethod implements AuthMethod {
    * Registration begin (POST …/auth/webauthn/register/begin) for the signed-in record: creation
    * options with `challenge`, `rpId`, `rpName` and `ceremonyId`.
    */
-  async registerBegin(c: Collection, record: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const rp = this.rp(c);
-    const id = String(record.id);
-    const ceremonyId = await this.tokens.issue('webauthn_register', c, id, '');
-    const challenge = this.challenge(ceremonyId);
-    const existing = this.store.sql.passkeys.list(c.id, id);
-    const options = await generateRegistrationOptions({
-      rpName: rp.rpName,
-      rpID: rp.rpId,
-      userName: String(record.email || id),
-      userID: new TextEncoder().encode(id),
-      challenge: Buffer.from(challenge, 'base64url'),
-      timeout: CEREMONY_TIMEOUT_MS,
-      attestationType: 'none',
-      excludeCredentials: existing.map((k) => ({ id: k.id, transports: parseTransports(k.transports) })),
-      authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
-    });
-    return { ...options, challenge, rpId: rp.rpId, rpName: rp.rpName, ceremonyId };
+  registerBegin(c: Collection, record: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return this.registrationOptions(c, record, 'webauthn_register', this.store.sql.passkeys.list(c.id, String(record.id)));
   }
 
   /**
@@ -151,64 +138,100 @@ export class WebAuthnMethod implements AuthMethod {
     byteString(r, 'clientDataJSON', errors, 'response.clientDataJSON');
     byteString(r, 'attestationObject', errors, 'response.attestationObject');
     if (Object.keys(errors).length) throw ApiError.validation(errors);
-    const ceremony = await this.consume('webauthn_register', c, b.ceremonyId);
-    if (ceremony.recordId !== String(record.id)) throw ApiError.validation(BAD_CEREMONY);
+    if (b.id !== b.rawId) throw fieldError('rawId', 'Must equal id.');
+    const cred = await this.verifyRegistration(c, String(record.id), 'webauthn_register', {
+      ceremonyId: b.ceremonyId, id: b.id as string, clientDataJSON: r.clientDataJSON as string, attestationObject: r.attestationObject as string, transports: r.transports,
+    });
+    await this.store.writer.write([this.storeStep(c, cred, false)]).catch(passkeyConflict);
+  }
+
+  /**
+   * Creation options for `record` under a new ceremony of `kind` (bound to the record), a
+   * discoverable credential required and `exclude` listed as registered already.
+   */
+  async registrationOptions(c: Collection, record: Record<string, unknown>, kind: AuthTokenKind, exclude: PasskeyRow[]): Promise<Record<string, unknown>> {
     const rp = this.rp(c);
-    const transports = Array.isArray(r.transports) ? r.transports.filter((t): t is string => typeof t === 'string' && t.length < 20).slice(0, 8) : [];
-    let info;
+    const id = String(record.id);
+    const ceremonyId = await this.tokens.issue(kind, c, id, '');
+    const challenge = this.challenge(ceremonyId);
+    const options = await generateRegistrationOptions({
+      rpName: rp.rpName,
+      rpID: rp.rpId,
+      userName: String(record.email || id),
+      userID: new TextEncoder().encode(id),
+      challenge: Buffer.from(challenge, 'base64url'),
+      timeout: CEREMONY_TIMEOUT_MS,
+      attestationType: 'none',
+      excludeCredentials: exclude.map((k) => ({ id: k.id, transports: parseTransports(k.transports) })),
+      authenticatorSelection: { residentKey: 'required', userVerification: 'preferred' },
+    });
+    return { ...options, challenge, rpId: rp.rpId, rpName: rp.rpName, ceremonyId };
+  }
+
+  /**
+   * Consumes a registration ceremony of `kind` for `recordId` and verifies the attestation
+   * (origin one of `origins`, RP id, challenge). `id` may be left out: it is then read from the
+   * attestation. Answers the credential to store (not stored).
+   * @throws ApiError 400 on a bad ceremony or a failed attestation (field `response`)
+   */
+  async verifyRegistration(c: Collection, recordId: string, kind: AuthTokenKind, input: { ceremonyId: unknown; id?: string; clientDataJSON: string; attestationObject: string; transports?: unknown }): Promise<Omit<PasskeyRow, 'factor'>> {
+    const ceremony = await this.consume(kind, c, input.ceremonyId);
+    if (ceremony.recordId !== recordId) throw ApiError.validation(BAD_CEREMONY);
+    const rp = this.rp(c);
+    const transports = Array.isArray(input.transports) ? input.transports.filter((t): t is string => typeof t === 'string' && t.length < 20).slice(0, 8) : [];
     try {
+      const id = input.id ?? credentialIdOf(input.attestationObject);
       const out = await verifyRegistrationResponse({
-        response: { id: b.id as string, rawId: b.rawId as string, type: 'public-key', response: { clientDataJSON: r.clientDataJSON as string, attestationObject: r.attestationObject as string, transports: transports as never }, clientExtensionResults: {} },
+        response: { id, rawId: id, type: 'public-key', response: { clientDataJSON: input.clientDataJSON, attestationObject: input.attestationObject, transports: transports as never }, clientExtensionResults: {} },
         expectedChallenge: this.challenge(ceremony.ceremonyId),
         expectedOrigin: rp.origins,
         expectedRPID: rp.rpId,
         requireUserVerification: false,
       });
       if (!out.verified) throw new Error('not verified');
-      info = out.registrationInfo;
+      const cred = out.registrationInfo.credential;
+      return { id: cred.id, recordId, publicKey: Buffer.from(cred.publicKey).toString('base64url'), counter: cred.counter, transports: JSON.stringify(cred.transports ?? transports) };
     } catch (err) {
       throw fieldError('response', `The passkey registration could not be verified: ${(err as Error).message}`);
     }
-    const cred = info.credential;
-    try {
-      await this.store.writer.write([this.store.sql.passkeys.addStep(c.id, {
-        id: cred.id, recordId: String(record.id), publicKey: Buffer.from(cred.publicKey).toString('base64url'), counter: cred.counter, transports: JSON.stringify(cred.transports ?? transports),
-      }, nowDate())]);
-    } catch (err) {
-      if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This passkey is registered already.');
-      throw err;
-    }
   }
 
-  async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
-    const identity = isObject(body) ? body.identity : undefined;
-    this.limits.enforce('auth-webauthn-initiate', c, this.limits.clientKey(client, identity), this.slug);
-    if (identity !== undefined && (typeof identity !== 'string' || identity.length > 320)) throw fieldError('identity', 'Must be a string of at most 320 characters.');
-    // An identity binds the ceremony to its record (an unknown one to no record, so it can never
-    // complete); the answer is the same either way.
-    let bound = '';
-    if (typeof identity === 'string' && identity.trim() !== '') {
-      bound = this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim()) ?? '-';
-    }
+  /** The write step storing a verified credential (a second factor with `factor`). */
+  storeStep(c: Collection, cred: Omit<PasskeyRow, 'factor'>, factor: boolean): WriteStep {
+    return this.store.sql.passkeys.addStep(c.id, { ...cred, factor }, nowDate());
+  }
+
+  /**
+   * Request options under a new ceremony of `kind`; `bound` ties the ceremony to a record ('' for
+   * none), `allow` lists the acceptable credentials (empty: any discoverable one).
+   */
+  async assertionOptions(c: Collection, kind: AuthTokenKind, bound: string, allow: PasskeyRow[]): Promise<Record<string, unknown>> {
     const rp = this.rp(c);
-    const ceremonyId = await this.tokens.issue('webauthn_login', c, bound, '');
+    const ceremonyId = await this.tokens.issue(kind, c, bound, '');
     const challenge = this.challenge(ceremonyId);
-    const options = await generateAuthenticationOptions({ rpID: rp.rpId, challenge: Buffer.from(challenge, 'base64url'), timeout: CEREMONY_TIMEOUT_MS, userVerification: 'preferred', allowCredentials: [] });
+    const options = await generateAuthenticationOptions({
+      rpID: rp.rpId, challenge: Buffer.from(challenge, 'base64url'), timeout: CEREMONY_TIMEOUT_MS, userVerification: 'preferred',
+      allowCredentials: allow.map((k) => ({ id: k.id, transports: parseTransports(k.transports) })),
+    });
     return { ...options, challenge, rpId: rp.rpId, ceremonyId };
   }
 
-  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
-    const b = isObject(body) ? body : {};
-    this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKey(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
+  /**
+   * Consumes an assertion ceremony of `kind` and verifies the assertion in `b` against the stored
+   * credential it names (which `accept` must allow), the counter moving forward; records the use.
+   * Answers the credential.
+   * @throws ApiError 400 (fields `ceremonyId`, `credentialId`, `signature`) when anything fails
+   */
+  async verifyAssertion(c: Collection, kind: AuthTokenKind, b: Record<string, unknown>, accept: (key: PasskeyRow) => boolean): Promise<PasskeyRow> {
     const errors: Record<string, FieldError> = {};
     for (const k of ['credentialId', 'authenticatorData', 'clientDataJSON', 'signature']) byteString(b, k, errors);
     if (b.userHandle !== undefined && b.userHandle !== null && b.userHandle !== '') byteString(b, 'userHandle', errors);
     if (Object.keys(errors).length) throw ApiError.validation(errors);
-    const ceremony = await this.consume('webauthn_login', c, b.ceremonyId);
+    const ceremony = await this.consume(kind, c, b.ceremonyId);
     const key = this.store.sql.passkeys.find(c.id, b.credentialId as string);
     const refused = () => fieldError('signature', 'The passkey assertion could not be verified.');
     if (!key) throw fieldError('credentialId', 'No such passkey is registered in this collection.');
-    if (ceremony.recordId !== '' && ceremony.recordId !== key.recordId) throw refused();
+    if ((ceremony.recordId !== '' && ceremony.recordId !== key.recordId) || !accept(key)) throw refused();
     if (typeof b.userHandle === 'string' && b.userHandle !== '' && Buffer.from(b.userHandle, 'base64url').toString('utf8') !== key.recordId) throw refused();
     const rp = this.rp(c);
     let newCounter: number;
@@ -231,10 +254,43 @@ export class WebAuthnMethod implements AuthMethod {
       throw refused();
     }
     await this.store.writer.write([this.store.sql.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);
+    return key;
+  }
+
+  async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
+    const identity = isObject(body) ? body.identity : undefined;
+    this.limits.enforce('auth-webauthn-initiate', c, this.limits.clientKey(client, identity), this.slug);
+    if (identity !== undefined && (typeof identity !== 'string' || identity.length > 320)) throw fieldError('identity', 'Must be a string of at most 320 characters.');
+    // An identity binds the ceremony to its record (an unknown one to no record, so it can never
+    // complete); the answer is the same either way.
+    let bound = '';
+    if (typeof identity === 'string' && identity.trim() !== '') {
+      bound = this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim()) ?? '-';
+    }
+    return this.assertionOptions(c, 'webauthn_login', bound, []);
+  }
+
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
+    const b = isObject(body) ? body : {};
+    this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKey(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
+    const key = await this.verifyAssertion(c, 'webauthn_login', b, () => true);
     const record = this.loadRecord(c, key.recordId);
-    if (!record) throw refused();
+    if (!record) throw fieldError('signature', 'The passkey assertion could not be verified.');
     return { record };
   }
+}
+
+function passkeyConflict(err: unknown): never {
+  if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This passkey is registered already.');
+  throw err;
+}
+
+/** The credential id (base64url) inside an attestation object's authenticator data. */
+function credentialIdOf(attestationObject: string): string {
+  const att = decodeAttestationObject(Buffer.from(attestationObject, 'base64url'));
+  const id = parseAuthenticatorData(att.get('authData')).credentialID;
+  if (!id) throw new Error('the attestation carries no credential');
+  return Buffer.from(id).toString('base64url');
 }
 
 /** Adds to `errors` unless `o[k]` is a non-empty base64url string of bounded length. */

@@ -19,7 +19,7 @@ export const LINK_DDL = [
   `CREATE TABLE IF NOT EXISTS "_passkeys" (
     "id" TEXT PRIMARY KEY NOT NULL, "collectionId" TEXT NOT NULL, "recordId" TEXT NOT NULL,
     "publicKey" TEXT NOT NULL, "counter" INTEGER NOT NULL DEFAULT 0, "transports" TEXT NOT NULL DEFAULT '[]',
-    "created" TEXT NOT NULL, "lastUsed" TEXT)`,
+    "factor" INTEGER NOT NULL DEFAULT 0, "created" TEXT NOT NULL, "lastUsed" TEXT)`,
   `CREATE INDEX IF NOT EXISTS "_passkeys_record" ON "_passkeys" ("collectionId", "recordId")`,
 ];
 
@@ -55,23 +55,31 @@ export class SqliteExternalAuthSql implements ExternalAuthRowStore {
   }
 }
 
+const COLS = '"id","recordId","publicKey","counter","transports","factor"';
+const passkey = (r: unknown[]): PasskeyRow => ({ id: String(r[0]), recordId: String(r[1]), publicKey: String(r[2]), counter: Number(r[3]), transports: String(r[4]), factor: Number(r[5]) === 1 });
+
 export class SqlitePasskeySql implements PasskeyRowStore {
   constructor(private reader: Reader) {}
 
   find(collectionId: string, credentialId: string): PasskeyRow | undefined {
-    const r = this.reader.get('SELECT "id","recordId","publicKey","counter","transports" FROM "_passkeys" WHERE "id" = ? AND "collectionId" = ?', [credentialId, collectionId]);
-    return r ? { id: String(r[0]), recordId: String(r[1]), publicKey: String(r[2]), counter: Number(r[3]), transports: String(r[4]) } : undefined;
+    const r = this.reader.get(`SELECT ${COLS} FROM "_passkeys" WHERE "id" = ? AND "collectionId" = ?`, [credentialId, collectionId]);
+    return r ? passkey(r) : undefined;
   }
 
-  list(collectionId: string, recordId: string): PasskeyRow[] {
-    return this.reader.all('SELECT "id","recordId","publicKey","counter","transports" FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY "created"', [collectionId, recordId])
-      .map((r) => ({ id: String(r[0]), recordId: String(r[1]), publicKey: String(r[2]), counter: Number(r[3]), transports: String(r[4]) }));
+  list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[] {
+    const only = factor === undefined ? '' : ` AND "factor" = ${factor ? 1 : 0}`;
+    return this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY "created"`, [collectionId, recordId]).map(passkey);
+  }
+
+  removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep {
+    if (id === null) return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 1', params: [collectionId, recordId] };
+    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "id" = ?', params: [collectionId, recordId, id], expect: 'change', fail };
   }
 
   addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep {
     return {
-      sql: 'INSERT INTO "_passkeys" ("id","collectionId","recordId","publicKey","counter","transports","created") VALUES (?,?,?,?,?,?,?)',
-      params: [row.id, collectionId, row.recordId, row.publicKey, row.counter, row.transports, created],
+      sql: 'INSERT INTO "_passkeys" ("id","collectionId","recordId","publicKey","counter","transports","factor","created") VALUES (?,?,?,?,?,?,?,?)',
+      params: [row.id, collectionId, row.recordId, row.publicKey, row.counter, row.transports, row.factor ? 1 : 0, created],
     };
   }
 

@@ -5,6 +5,7 @@ import { SqliteAuthSql } from './auth-sql.js';
 import { SqliteSessionSql } from './session-sql.js';
 import { SqliteTokenSql } from './token-sql.js';
 import { SqliteExternalAuthSql, SqlitePasskeySql } from './link-sql.js';
+import { SqliteMfaSql } from './mfa-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
@@ -18,6 +19,7 @@ export function sqliteStores(reader: Reader): StoreSql {
     authTokens: new SqliteTokenSql(reader),
     externalAuths: new SqliteExternalAuthSql(reader),
     passkeys: new SqlitePasskeySql(reader),
+    mfa: new SqliteMfaSql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,
