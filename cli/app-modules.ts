@@ -33,7 +33,8 @@ export interface RunningServer {
 
 /** Shape of src/server.ts. */
 export interface ServerModule {
-  startServer(config: ServeConfig, logger: Logger): Promise<RunningServer>;
+  /** `app`: an app made by defineApp (src/app/app.ts), served with the server */
+  startServer(config: ServeConfig, logger: Logger, app?: never): Promise<RunningServer>;
 }
 
 const SUPERUSER_ADMIN_MODULE = '../src/auth/superuser-admin.js';

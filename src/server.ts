@@ -40,6 +40,9 @@ import { installFieldCipher, loadEncryptionKey } from './records/encryption.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
+import { AppRuntime, type AppHandle } from './app/runtime.js';
+import type { AppDefinition } from './app/definition.js';
+import { registerCustomMethodSlugs } from './collections/collection-input.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -53,7 +56,12 @@ export interface RunningServer {
 }
 
 
-export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
+/**
+ * Starts the server on `config`; `app` (checked by defineApp) adds an embedding program's hooks,
+ * routes, jobs and sign-in methods, and its `features` and `pagination` override the config's.
+ */
+export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
+  if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
   ensureDataDir(config.dataDir);
   createDatabaseFile(config.dataDir);
@@ -94,6 +102,10 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   };
 
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
+  if (app) {
+    ctx.app = new AppRuntime(app, ctx, logger);
+    registerCustomMethodSlugs(ctx.app.customMethodSlugs());
+  }
   warnPublicRules(store, logger);
   if (store.sql.auth.superuserCount() === 0) {
     logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
@@ -109,6 +121,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     ...authRoutes(ctx),
     ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
     ...authSessionRoutes(ctx),
+    ...(ctx.app ? ctx.app.routes() : []),
     {
       method: 'options', pattern: '/*', handler: () => ({
         status: 204, body: '', headers: [
@@ -144,6 +157,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     await reader.close();
     throw err;
   }
+  const stopJobs = ctx.app ? ctx.app.startJobs() : async () => {};
   const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c));
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
@@ -158,6 +172,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
         stopTtl();
         hub.closeAll();
         await http.drain();
+        await stopJobs(); // running jobs finish (they may still write)
         await ctx.auth.close(); // queued auth mail still needs the writer
         await writer.close();
         await reader.close();
@@ -165,6 +180,18 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
       })();
       return stopping;
     },
+  };
+}
+
+/** `config` with an app definition's `features` added and its `pagination` choices applied. */
+function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): ServeConfig {
+  const features = new Set(config.features);
+  for (const f of app.features ?? []) features.add(f);
+  const p = app.pagination ?? {};
+  return {
+    ...config,
+    features,
+    pagination: { ...config.pagination, offset: p.offset ?? config.pagination.offset, cursor: p.cursor ?? config.pagination.cursor, cursorToken: p.cursorToken ?? config.pagination.cursorToken },
   };
 }
 

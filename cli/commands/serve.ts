@@ -15,8 +15,37 @@ import { importServer, type RunningServer } from '../app-modules.js';
 import { ConfigError, loadServeConfig, type Flags, type ServeConfig } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError, type DataDirLock } from '../../src/config/data-dir-lock.js';
 import { bootstrapLogger, createLogger, type Logger } from '../../src/log/logger.js';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { defineApp, isApp, type App } from '../../src/app/app.js';
+import { AppDefinitionError } from '../../src/app/definition.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * The app module `file` names (--app / SERVICE_APP), checked: its default export made by
+ * defineApp, or a plain definition object that defineApp then checks. Undefined without a file.
+ * @throws Error naming the file when it cannot be loaded or its definition is invalid
+ */
+async function loadApp(file: string | undefined): Promise<App | undefined> {
+  if (!file) return undefined;
+  const path = resolve(file);
+  let mod: { default?: unknown };
+  try {
+    mod = await import(pathToFileURL(path).href);
+  } catch (err) {
+    throw new Error(`cannot load the app ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const def = mod.default;
+  if (isApp(def)) return def;
+  if (typeof def !== 'object' || def === null) throw new Error(`the app ${path} has no default export: export default defineApp({...})`);
+  try {
+    return defineApp(def as never);
+  } catch (err) {
+    if (err instanceof AppDefinitionError) throw new Error(`the app ${path}: ${err.message}`);
+    throw err;
+  }
+}
 
 export class ServeCommand extends SvcCommand {
   static paths = [['serve']];
@@ -44,6 +73,7 @@ export class ServeCommand extends SvcCommand {
   features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, fts5-off' });
   bodyLimit = Option.String('--body-limit', { description: 'Largest JSON request body in bytes (default 1048576); multipart uploads have their own limit' });
   bodyTimeout = Option.String('--body-timeout', { description: 'Seconds a request body may take to arrive (default 30)' });
+  app = Option.String('--app', { description: 'An app module (ES module whose default export is defineApp(...)) to serve; or SERVICE_APP' });
 
   /** The flags in the shape loadServeConfig takes (long names without dashes). */
   private flags(): Flags {
@@ -111,9 +141,17 @@ export class ServeCommand extends SvcCommand {
     for (const s of SIGNALS) process.on(s, onSignal);
     try {
       let server: RunningServer;
+      let app: Awaited<ReturnType<typeof loadApp>>;
+      try {
+        app = await loadApp(this.app ?? this.context.env.SERVICE_APP);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        logger.error(message, 'app');
+        return this.fail('app', message, {}, false);
+      }
       try {
         const { startServer } = await (this.context.loadServer ?? importServer)();
-        server = await startServer(config, logger);
+        server = await startServer(config, logger, app as never);
       } catch (err) {
         const message = `cannot start the server: ${err instanceof Error ? err.message : String(err)}`;
         logger.error(message);

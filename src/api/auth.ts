@@ -60,7 +60,12 @@ export function authRoutes(ctx: ApiContext): Route[] {
     {
       method: 'post', pattern: '/api/collections/:col/auth-refresh', handler: async (req) => {
         const c = authCollection(req);
-        const { record, session } = await auth.refresh(c, await auth.resolve(req), req);
+        const app = ctx.app;
+        const around = app ? {
+          before: (rec: Record<string, unknown>) => app.authHook('beforeRefresh', 'refresh', c, rec),
+          after: (rec: Record<string, unknown>) => app.authHook('afterRefresh', 'refresh', c, rec),
+        } : undefined;
+        const { record, session } = await auth.refresh(c, await auth.resolve(req), req, around);
         return json(200, body(c, session.token, record), sessionCookies(session, insecure));
       },
     },
@@ -75,7 +80,10 @@ export function authRoutes(ctx: ApiContext): Route[] {
         } catch {
           p = null;
         }
-        if (p?.sid && p.collection.id === c.id) await auth.sessions.revoke(c, String(p.record.id), p.sid).catch(() => {});
+        const own = p && p.collection.id === c.id ? p : null;
+        if (own && ctx.app) await ctx.app.authHook('beforeLogout', 'logout', c, own.record); // may abort: nothing ends
+        if (own?.sid) await auth.sessions.revoke(c, String(own.record.id), own.sid).catch(() => {});
+        if (own && ctx.app) await ctx.app.authHook('afterLogout', 'logout', c, own.record);
         return noContent(clearCookies(insecure));
       },
     },

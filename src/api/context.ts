@@ -6,6 +6,7 @@ import type { AuthService } from '../auth/auth-service.js';
 import type { CollectionsService } from '../collections/collections-service.js';
 import type { Logger } from '../log/logger.js';
 import type { ServeConfig } from '../config/config.js';
+import type { AppRuntime } from '../app/runtime.js';
 
 export interface ApiContext {
   store: Store;
@@ -17,4 +18,6 @@ export interface ApiContext {
   config: ServeConfig;
   /** bytes; published as limits.maxUploadSize and enforced on request bodies */
   maxBodyBytes: number;
+  /** an embedding app's hooks, routes and jobs (absent for the standalone server) */
+  app?: AppRuntime;
 }

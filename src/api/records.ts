@@ -91,8 +91,11 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const principal = auth.resolve(req);
         // The reply's shape (`fields`, `expand`); no query string (the common create) parses nothing.
         const shape = readShape(req.query);
+        // an app's record hooks run around the write (src/app/runtime.ts); without them the plain path
+        const hooked = ctx.app?.hooksOf(c) ? ctx.app : null;
         const create = (p: Principal | null, input: WriteBody) =>
-          writes.create(c, p, stripServerManaged(c, input.body), input.uploads).then(({ row }) => respond(201, c, row, p, shape));
+          (hooked ? hooked.create(c, p, stripServerManaged(c, input.body) as Record<string, unknown>, input.uploads) : writes.create(c, p, stripServerManaged(c, input.body), input.uploads))
+            .then(({ row }) => respond(201, c, row, p, shape));
         // A JSON body from a resolved caller goes straight to the write (the hot path of scenario
         // 5); a pending token check or a multipart body is awaited first.
         if (principal instanceof Promise || isMultipart(req)) return (async () => create(await principal, await recordWriteBody(req, c)))();
@@ -106,9 +109,21 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const input = await recordWriteBody(req, c); // JSON or multipart with files
         const body = stripServerManaged(c, input.body);
         auth.limitPasswordChange(c, req.params[1], principal, body, req); // scope pwchange; superusers exempt
-        const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body, input.uploads);
+        const changesPassword = c.type === 'auth' && typeof body === 'object' && body !== null && 'password' in body;
+        const app = ctx.app;
+        if (app && changesPassword) {
+          const target = auth.loadAuthRecord(c, req.params[1]);
+          if (target) await app.authHook('beforePasswordChange', 'password_change', c, target);
+        }
+        const { row, passwordChanged } = app?.hooksOf(c)
+          ? await app.update(c, req.params[1], principal, body as Record<string, unknown>, input.uploads)
+          : await writes.update(c, req.params[1], principal, body, input.uploads);
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
         const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
+        if (app && passwordChanged) {
+          const changed = auth.loadAuthRecord(c, req.params[1]);
+          if (changed) await app.authHook('afterPasswordChange', 'password_change', c, changed);
+        }
         const headers = session ? sessionCookies(session, ctx.config.insecureCookies) : undefined;
         return respond(200, c, row, principal, readShape(req.query), headers);
       },
@@ -117,7 +132,8 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'del', pattern: `${BASE}/:id`, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        await writes.delete(c, req.params[1], principal);
+        if (ctx.app?.hooksOf(c)) await ctx.app.delete(c, req.params[1], principal);
+        else await writes.delete(c, req.params[1], principal);
         return noContent();
       },
     },

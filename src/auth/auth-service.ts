@@ -91,6 +91,23 @@ export interface AuthPrincipal extends Principal {
   mfa?: boolean;
 }
 
+/** The tag of a sign-in for the auth-success handler (spec "Events": login hook). */
+export type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+
+/**
+ * Application hooks around session issue (set by an embedding app, src/app/runtime.ts):
+ * `beforeAuthSuccess` may throw to refuse (password sign-in and refresh), `authSuccess` runs after
+ * every issued sign-in session and must not throw.
+ */
+export interface AuthServiceHooks {
+  beforeAuthSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>) => Promise<void>;
+  authSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>) => Promise<void>;
+}
+
+const BUILT_IN_TAGS = new Set(['password', 'oauth2', 'magic_link', 'otp', 'webauthn']);
+/** A method slug as an auth-event tag: built-ins by name, anything else `custom`. */
+export const tagOf = (slug: string): SignInTag => (BUILT_IN_TAGS.has(slug) ? (slug as SignInTag) : 'custom');
+
 /** A sign-in's outcome: a session, or (second factor needed) the pending answer and no session. */
 export type SignInOutcome =
   | { record: Record<string, unknown>; meta?: Record<string, unknown>; session: IssuedSession; pending?: undefined }
@@ -115,6 +132,8 @@ export class AuthService {
   readonly oauth2: OAuth2Method;
   readonly webauthn: WebAuthnMethod;
   readonly twoFactor: TwoFactor;
+  /** an embedding app's hooks (none for the standalone server) */
+  hooks: AuthServiceHooks = {};
 
   constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
     this.tokens = new TokenService(secret);
@@ -238,12 +257,16 @@ export class AuthService {
     if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
     const { record, meta } = await method.complete(c, body, client);
     checkVerified(c, record);
+    const tag = tagOf(slug);
+    if (tag === 'password') await this.hooks.beforeAuthSuccess?.(tag, c, record);
     const strong = slug === 'webauthn';
     if (!strong) {
-      const pending = await this.twoFactor.gate(c, String(record.id));
+      const pending = await this.twoFactor.gate(c, String(record.id), tag);
       if (pending) return { record, meta, pending };
     }
-    return { record, meta, session: await this.issueSession(c, record, client, undefined, strong) };
+    const session = await this.issueSession(c, record, client, undefined, strong);
+    await this.hooks.authSuccess?.(tag, c, record);
+    return { record, meta, session };
   }
 
   /**
@@ -258,7 +281,9 @@ export class AuthService {
     if (outcome.kind !== 'session') return { outcome };
     const fresh = this.loadAuthRecord(c, String(outcome.record.id)) ?? outcome.record;
     outcome.record = fresh;
-    return { outcome, session: await this.issueSession(c, fresh, client, undefined, true) };
+    const session = await this.issueSession(c, fresh, client, undefined, true);
+    await this.hooks.authSuccess?.(outcome.method, c, fresh);
+    return { outcome, session };
   }
 
   /**
@@ -274,9 +299,14 @@ export class AuthService {
   }
 
   /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
-  async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
+  async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo, around?: { before?: (rec: Record<string, unknown>) => Promise<void>; after?: (rec: Record<string, unknown>) => Promise<void> }): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
     const p = requireOwnCollection(c, principal);
-    return { record: p.record, session: await this.issueSession(c, p.record, req, p.sid, !!p.mfa) };
+    await this.hooks.beforeAuthSuccess?.('refresh', c, p.record);
+    await around?.before?.(p.record);
+    const session = await this.issueSession(c, p.record, req, p.sid, !!p.mfa);
+    await this.hooks.authSuccess?.('refresh', c, p.record);
+    await around?.after?.(p.record);
+    return { record: p.record, session };
   }
 
   /**

@@ -35,6 +35,9 @@ import { decryptStored, encryptStored } from '../records/encryption.js';
 import type { WebAuthnMethod } from './methods/webauthn.js';
 import { methodOptions } from './methods/emailed.js';
 
+/** The sign-in tags of auth events (auth-service.ts SignInTag). */
+type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+
 /** Attempt lifetime and tries, the account limit, the management capability, recovery codes. */
 export const MFA_ATTEMPT_TTL_MS = 5 * 60_000;
 export const MFA_ATTEMPT_TRIES = 5;
@@ -61,7 +64,7 @@ export interface PendingLogin {
 /** A ceremony's outcome: a JSON answer, a new session for the record, or nothing (204). */
 export type CeremonyOutcome =
   | { kind: 'json'; body: unknown }
-  | { kind: 'session'; record: Record<string, unknown>; managementToken: string; recoveryCodes?: string[] }
+  | { kind: 'session'; record: Record<string, unknown>; managementToken: string; recoveryCodes?: string[]; method: SignInTag }
   | { kind: 'none' };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -109,25 +112,25 @@ export class TwoFactor {
   /**
    * After a primary login: null to sign in at once, else the pending answer (and a new attempt).
    */
-  async gate(c: Collection, recordId: string): Promise<PendingLogin | null> {
+  async gate(c: Collection, recordId: string, method: SignInTag): Promise<PendingLogin | null> {
     const policy = twoFactorPolicy(c);
     if (policy === 'disabled') return null;
     const factors = this.factorsOf(c, recordId);
-    if (factors.length) return this.pending(c, recordId, 'login', 'factor_required', factors);
-    if (policy === 'required') return this.pending(c, recordId, 'enroll', 'enrollment_required', this.available(c));
+    if (factors.length) return this.pending(c, recordId, 'login', 'factor_required', factors, method);
+    if (policy === 'required') return this.pending(c, recordId, 'enroll', 'enrollment_required', this.available(c), method);
     return null;
   }
 
-  private async pending(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], status: PendingLogin['status'], factors: FactorKind[]): Promise<PendingLogin> {
-    const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS);
+  private async pending(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], status: PendingLogin['status'], factors: FactorKind[], method: SignInTag): Promise<PendingLogin> {
+    const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify({ method }));
     return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: this.store.sql.mfa.recoveryCodes(c.id, recordId).length };
   }
 
-  private async newAttempt(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], ttlMs: number): Promise<string> {
+  private async newAttempt(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], ttlMs: number, data = ''): Promise<string> {
     const id = newId();
     const verifier = randomToken(32);
     const now = Date.now();
-    await this.write(this.store.sql.mfa.addAttemptSteps({ id, hash: sha256(verifier).toString('hex'), collectionId: c.id, recordId, purpose, tries: 0, data: '', expires: now + ttlMs }, nowDate(), now));
+    await this.write(this.store.sql.mfa.addAttemptSteps({ id, hash: sha256(verifier).toString('hex'), collectionId: c.id, recordId, purpose, tries: 0, data, expires: now + ttlMs }, nowDate(), now));
     return `${id}.${verifier}`;
   }
 
@@ -184,7 +187,7 @@ export class TwoFactor {
     if (!caller) throw ApiError.unauthorized();
     const id = String(caller.id);
     if (this.factorsOf(c, id).length) throw ApiError.conflict('A second factor is enrolled already; add another with a management token (enroll-begin with the managementToken as pendingToken).');
-    return { kind: 'json', body: await this.pending(c, id, 'enroll', 'enrollment_required', this.available(c)) };
+    return { kind: 'json', body: await this.pending(c, id, 'enroll', 'enrollment_required', this.available(c), 'refresh') };
   }
 
   private factorOf(b: Record<string, unknown>, allowed: readonly string[]): string {
@@ -201,7 +204,7 @@ export class TwoFactor {
     }
     const secret = generateSecret();
     const ceremonyId = newId();
-    await this.write([this.store.sql.mfa.setAttemptDataStep(a.id, JSON.stringify({ ceremonyId, secret: encryptStored(c.id, PENDING_FIELD, a.id, secret) }))]);
+    await this.write([this.store.sql.mfa.setAttemptDataStep(a.id, JSON.stringify({ ...parseJson(a.data), ceremonyId, secret: encryptStored(c.id, PENDING_FIELD, a.id, secret) }))]);
     const label = String(rec.email || rec.id);
     return { kind: 'json', body: { ceremonyId, secret, algorithm: 'SHA1', digits: 6, period: 30, uri: generateURI({ issuer: 'svc', label, secret, algorithm: 'sha1', digits: 6, period: 30 }) } };
   }
@@ -247,7 +250,7 @@ export class TwoFactor {
       if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This passkey is registered already.');
       throw err;
     });
-    return this.success(c, a.recordId, codes);
+    return this.success(c, a, codes);
   }
 
   private async initiate(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
@@ -292,7 +295,7 @@ export class TwoFactor {
     steps.push(this.store.sql.mfa.consumeAttemptStep(a.id, { status: 401, code: 'unauthorized', message: 'The pending token is invalid, expired or used up; sign in again.' }));
     steps.push(...this.store.sql.mfa.addTrySteps(c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS));
     await this.write(steps);
-    return this.success(c, a.recordId);
+    return this.success(c, a);
   }
 
   private async replaceRecovery(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
@@ -342,9 +345,11 @@ export class TwoFactor {
   }
 
   /** The record signs in with both factors: its management token (and first recovery codes). */
-  private async success(c: Collection, recordId: string, recoveryCodes?: string[]): Promise<CeremonyOutcome> {
-    const managementToken = await this.newAttempt(c, recordId, 'manage', MFA_MANAGE_TTL_MS);
-    return { kind: 'session', record: this.record(c, recordId), managementToken, recoveryCodes };
+  private async success(c: Collection, a: MfaAttemptRow, recoveryCodes?: string[]): Promise<CeremonyOutcome> {
+    const managementToken = await this.newAttempt(c, a.recordId, 'manage', MFA_MANAGE_TTL_MS);
+    const method = parseJson(a.data)?.method;
+    // a management token (adding a factor while signed in) renews the session: tag `refresh`
+    return { kind: 'session', record: this.record(c, a.recordId), managementToken, recoveryCodes, method: typeof method === 'string' ? (method as SignInTag) : 'refresh' };
   }
 
   private write(steps: WriteStep[]): Promise<unknown> {

@@ -193,6 +193,11 @@ function buildOptions(input: unknown, existing: Collection | undefined, type: 'b
  */
 const AVAILABLE_METHODS = new Set(['password', 'magic_link', 'otp', 'oauth2', 'webauthn']);
 
+/** Makes an embedding app's custom sign-in method slugs acceptable in `options.auth.methods`. */
+export function registerCustomMethodSlugs(slugs: readonly string[]): void {
+  for (const s of slugs) AVAILABLE_METHODS.add(s);
+}
+
 /**
  * Errors in a method's options, by option path: the mailed methods' `ttl_s` and magic link's
  * redirects; OAuth2's providers (providerOptionErrors); WebAuthn's relying party and origins.

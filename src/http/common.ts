@@ -93,3 +93,18 @@ export function openEventStream(events: EventStreamBody, t: EventTransport, log:
   }
   return { gone: () => end(false) };
 }
+
+/**
+ * Resolves once `waiters` is called back (the last request in flight ended) or after `timeoutMs`,
+ * at once when nothing is in flight (`inFlight` 0). Used by both engines' drain.
+ */
+export function untilIdle(inFlight: number, waiters: Array<() => void>, timeoutMs: number): Promise<void> {
+  if (inFlight === 0) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, timeoutMs);
+    waiters.push(() => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

@@ -14,7 +14,7 @@ import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { BodyStream, EventStreamBody, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
 import type { HttpServerOptions } from './server.js';
 import { Admission, OVERLOADED, TIMED_OUT } from './admission.js';
-import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, type EventTransport } from './common.js';
+import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WS_SLOW_CONSUMER, type WsConnection, type WsRoute } from './types.js';
 
@@ -175,15 +175,7 @@ export class NodeHttpServer {
     this.admission.close();
     this.server.close();
     this.server.closeIdleConnections();
-    if (this.inFlight > 0) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, timeoutMs);
-        this.idleWaiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+    await untilIdle(this.inFlight, this.idleWaiters, timeoutMs);
     for (const s of this.sockets) s.destroy();
   }
 

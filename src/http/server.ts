@@ -18,7 +18,7 @@ import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
 import { WS_SLOW_CONSUMER, type BodyStream, type EventStreamBody, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
 import { Admission, OVERLOADED, TIMED_OUT, type AdmissionLimits } from './admission.js';
-import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, type EventTransport } from './common.js';
+import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
 
 export interface HttpServerOptions extends AdmissionLimits {
   host: string;
@@ -61,7 +61,11 @@ export class HttpServer {
     });
   }
 
-  /** Stops accepting connections and resolves when no request is in flight. */
+  /**
+   * Stops accepting connections, resolves when no request is in flight, then closes every
+   * connection left (idle keep-alive ones too: an embedding program goes on running after stop,
+   * and a kept connection must not reach routes whose database is closed).
+   */
   async drain(timeoutMs = 10_000): Promise<void> {
     this.draining = true;
     this.admission.close();
@@ -69,14 +73,8 @@ export class HttpServer {
       this.uWS.us_listen_socket_close(this.listenSocket);
       this.listenSocket = null;
     }
-    if (this.inFlight === 0) return;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, timeoutMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    await untilIdle(this.inFlight, this.idleWaiters, timeoutMs);
+    (this.app as { close?: () => unknown }).close?.();
   }
 
   /** A WebSocket endpoint on uWS's native WebSockets (see WsRoute). */

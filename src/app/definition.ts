@@ -1,0 +1,341 @@
+/**
+ * The app definition (0-conventions.md, "Embedding: the app definition"; spec 1-core-api.md,
+ * "What the service does": framework): the shapes an embedding program writes, and `defineApp`,
+ * which checks a definition synchronously and completely (every problem in one
+ * AppDefinitionError) before any port opens.
+ *
+ * This build runs these keys: `features`, `pagination`, `hooks` (records and auth), `onAuthSuccess`,
+ * `routes`, `jobs` and `authMethods` (custom sign-in methods). The spec's other keys (`collections`,
+ * `migrations`, `flags`, `experiments`, `stateRoute`, `mail`, `mailer`, `tenancy`, `featureRoutes`)
+ * are refused by name with a problem that says so, never accepted and ignored.
+ */
+import { Cron } from 'croner';
+import { KNOWN_FEATURES, type FeatureName } from '../config/config.js';
+import { lookupCode } from '../errors/codes.js';
+
+/** An auth record as application code sees it (no password hash or token key). */
+export type AuthRecord = Record<string, unknown> & { id: string; collectionId: string; collectionName: string };
+
+/** What `event.method` of an auth event says (spec "Events": login hook tags). */
+export type AuthMethodTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+
+/** A record hook's event; a before-hook may change `record` (the data to write) or throw to abort. */
+export interface RecordHookEvent<A = AppHandleLike> {
+  /** create/update before: the data to write (change it in place); after: the stored record; delete: the record */
+  record: Record<string, unknown>;
+  /** the caller's record, or null (anonymous or application code) */
+  auth: AuthRecord | null;
+  app: A;
+  /** the collection's name */
+  collection: string;
+}
+
+export type RecordHook<A = AppHandleLike> = (event: RecordHookEvent<A>) => void | Promise<void>;
+
+/** The hooks of one collection. */
+export interface RecordHooks<A = AppHandleLike> {
+  beforeCreate?: RecordHook<A>;
+  afterCreate?: RecordHook<A>;
+  beforeUpdate?: RecordHook<A>;
+  afterUpdate?: RecordHook<A>;
+  beforeDelete?: RecordHook<A>;
+  afterDelete?: RecordHook<A>;
+}
+
+/** What a lifecycle hook's `event.method` says: the sign-in's tag, or the action (`logout`, `password_change`). */
+export type AuthEventTag = AuthMethodTag | 'logout' | 'password_change';
+
+/** An auth hook's event. */
+export interface AuthHookEvent<A = AppHandleLike> {
+  /** the sign-in's tag (auth-success hooks; `refresh` for refresh hooks), else the action */
+  method: AuthEventTag;
+  /** the signed-in record */
+  record: AuthRecord;
+  auth: AuthRecord | null;
+  app: A;
+  collection: string;
+}
+
+export type AuthHook<A = AppHandleLike> = (event: AuthHookEvent<A>) => void | Promise<void>;
+
+/** The auth lifecycle hooks (spec "Events"); a before-hook that throws aborts before any session change. */
+export interface AuthHooks<A = AppHandleLike> {
+  beforeRefresh?: AuthHook<A>;
+  afterRefresh?: AuthHook<A>;
+  beforeLogout?: AuthHook<A>;
+  afterLogout?: AuthHook<A>;
+  /** fires on password sign-in (method `password`) and refresh (method `refresh`) */
+  beforeAuthSuccess?: AuthHook<A>;
+  beforePasswordChange?: AuthHook<A>;
+  afterPasswordChange?: AuthHook<A>;
+}
+
+/** A custom route's context. */
+export interface RouteContext<A = AppHandleLike> {
+  /** `:param` segments, decoded */
+  params: Record<string, string>;
+  /** the query string, first value per key */
+  query: Record<string, string>;
+  /** the parsed JSON body (null without one) */
+  body: unknown;
+  /** the caller's record, or null */
+  auth: AuthRecord | null;
+  app: A;
+  /** the request id (X-Request-Id answer header and the request log) */
+  requestId: string;
+}
+
+export type RouteMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** A custom route: the handler returns the JSON body (status 200) or throws an ApiError. */
+export interface RouteDefinition<A = AppHandleLike> {
+  method: RouteMethod | Lowercase<RouteMethod>;
+  /** `/api/...` with `:param` segments */
+  path: `/${string}`;
+  /** `public` (default), `authed` (any signed-in record, else 401) or `superuser` (else 401/403) */
+  auth?: 'public' | 'authed' | 'superuser';
+  /** per client address: at most `max` requests per `windowS` seconds, else 429 */
+  rateLimit?: { max: number; windowS: number };
+  handler: (ctx: RouteContext<A>) => unknown;
+}
+
+/** A scheduled job's context. */
+export interface JobContext<A = AppHandleLike> {
+  app: A;
+  /** the job's name */
+  job: string;
+  /** when the schedule fired */
+  scheduledAt: Date;
+}
+
+/** A scheduled job: five-field cron `schedule`; at most `poolSize` runs at once (default 1), extra ticks are skipped. */
+export interface JobDefinition<A = AppHandleLike> {
+  name: string;
+  schedule: string;
+  poolSize?: number;
+  handler: (ctx: JobContext<A>) => unknown;
+}
+
+/** A custom sign-in method's context. */
+export interface AuthMethodContext<A = AppHandleLike> {
+  /** the auth collection's name */
+  collection: string;
+  body: unknown;
+  app: A;
+}
+
+/**
+ * A custom sign-in method under `options.auth.methods.<slug>` (on with `enabled: true`):
+ * `complete` proves who the caller is and answers the record's id; svc issues the session
+ * (require_verified, two-factor policy, the auth-success handler with method `custom`).
+ */
+export interface CustomAuthMethod<A = AppHandleLike> {
+  /** lowercase letters, digits and `_`; not a built-in slug */
+  slug: string;
+  /** the first step (optional): its answer is the route's JSON (undefined: 204) */
+  initiate?: (ctx: AuthMethodContext<A>) => unknown;
+  /** answers the signed-in record's id (or the record); throw an ApiError to refuse */
+  complete: (ctx: AuthMethodContext<A>) => string | { id: string } | Promise<string | { id: string }>;
+}
+
+/** Pagination of list endpoints (spec "Pagination configuration"). */
+export interface PaginationOptions {
+  offset?: boolean;
+  cursor?: boolean;
+  cursorToken?: 'stateless' | 'signed' | 'stateful';
+}
+
+/** The structural minimum of the `app` handle the events carry (see AppHandle in runtime.ts). */
+export interface AppHandleLike {
+  records(collection: string): unknown;
+  log: { info(msg: string): void; warn(msg: string): void; error(msg: string): void };
+}
+
+/** An embedding program's definition of its backend. */
+export interface AppDefinition<A = AppHandleLike> {
+  /** build options, as `--features` takes them */
+  features?: FeatureName[];
+  pagination?: PaginationOptions;
+  hooks?: { records?: Record<string, RecordHooks<A>>; auth?: AuthHooks<A> };
+  /** fired after every successful sign-in and refresh (errors are logged; the session stands) */
+  onAuthSuccess?: AuthHook<A>;
+  routes?: RouteDefinition<A>[];
+  jobs?: JobDefinition<A>[];
+  authMethods?: CustomAuthMethod<A>[];
+}
+
+/** Thrown by defineApp: every problem of a definition, one per line. */
+export class AppDefinitionError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid app definition:\n${problems.map((p) => `- ${p}`).join('\n')}`);
+    this.name = 'AppDefinitionError';
+    this.problems = problems;
+  }
+}
+
+const KNOWN_KEYS = ['features', 'pagination', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods'];
+/** Keys of the spec this build does not run yet: refused by name rather than ignored. */
+const NOT_YET = ['collections', 'migrations', 'flags', 'experiments', 'stateRoute', 'mail', 'mailer', 'tenancy', 'featureRoutes'];
+const RECORD_HOOKS = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'];
+const AUTH_HOOKS = ['beforeRefresh', 'afterRefresh', 'beforeLogout', 'afterLogout', 'beforeAuthSuccess', 'beforePasswordChange', 'afterPasswordChange'];
+const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const BUILT_IN_METHODS = ['password', 'magic_link', 'otp', 'oauth2', 'webauthn'];
+/** Paths the server owns: a custom route may not shadow them. */
+const RESERVED_PREFIXES = ['/api/collections', '/api/realtime', '/api/files', '/api/health', '/api/meta', '/api/settings', '/api/features', '/api/state', '/_/'];
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isFn = (v: unknown): v is (...a: unknown[]) => unknown => typeof v === 'function';
+
+/** True for a five-field cron expression croner accepts. */
+export function isCronExpression(s: unknown): s is string {
+  if (typeof s !== 'string' || s.trim().split(/\s+/).length !== 5) return false;
+  try {
+    new Cron(s, { paused: true }).stop();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks a definition and answers it unchanged (frozen).
+ * @throws AppDefinitionError listing every problem
+ */
+export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Readonly<AppDefinition<A>> {
+  const problems: string[] = [];
+  const p = (m: string) => problems.push(m);
+  if (!isObject(definition)) throw new AppDefinitionError(['the definition must be an object']);
+  for (const k of Object.keys(definition)) {
+    if (NOT_YET.includes(k)) p(`${k}: not available in this build yet (supported keys: ${KNOWN_KEYS.join(', ')})`);
+    else if (!KNOWN_KEYS.includes(k)) p(`${k}: unknown key (known: ${KNOWN_KEYS.join(', ')})`);
+  }
+  const d = definition as Record<string, unknown>;
+
+  if (d.features !== undefined) {
+    if (!Array.isArray(d.features)) p('features: must be an array');
+    else for (const f of d.features) if (!KNOWN_FEATURES.includes(f as FeatureName)) p(`features: unknown feature ${JSON.stringify(f)} (known: ${KNOWN_FEATURES.join(', ')})`);
+  }
+  if (d.pagination !== undefined) {
+    const pg = d.pagination;
+    if (!isObject(pg)) p('pagination: must be an object');
+    else {
+      for (const k of Object.keys(pg)) if (!['offset', 'cursor', 'cursorToken'].includes(k)) p(`pagination.${k}: unknown key`);
+      for (const k of ['offset', 'cursor']) if (pg[k] !== undefined && typeof pg[k] !== 'boolean') p(`pagination.${k}: must be a boolean`);
+      if (pg.cursorToken !== undefined && !['stateless', 'signed', 'stateful'].includes(pg.cursorToken as string)) p('pagination.cursorToken: must be stateless, signed or stateful');
+      if (pg.offset === false && pg.cursor === false) p('pagination: offset and cursor cannot both be off');
+    }
+  }
+  if (d.hooks !== undefined) {
+    if (!isObject(d.hooks)) p('hooks: must be an object');
+    else {
+      for (const k of Object.keys(d.hooks)) if (k !== 'records' && k !== 'auth') p(`hooks.${k}: unknown key (records, auth)`);
+      const rec = d.hooks.records;
+      if (rec !== undefined) {
+        if (!isObject(rec)) p('hooks.records: must be an object keyed by collection name');
+        else for (const [col, hooks] of Object.entries(rec)) {
+          if (!isObject(hooks)) { p(`hooks.records.${col}: must be an object`); continue; }
+          for (const [name, fn] of Object.entries(hooks)) {
+            if (!RECORD_HOOKS.includes(name)) p(`hooks.records.${col}.${name}: unknown hook (${RECORD_HOOKS.join(', ')})`);
+            else if (!isFn(fn)) p(`hooks.records.${col}.${name}: must be a function`);
+          }
+        }
+      }
+      const auth = d.hooks.auth;
+      if (auth !== undefined) {
+        if (!isObject(auth)) p('hooks.auth: must be an object');
+        else for (const [name, fn] of Object.entries(auth)) {
+          if (!AUTH_HOOKS.includes(name)) p(`hooks.auth.${name}: unknown hook (${AUTH_HOOKS.join(', ')})`);
+          else if (!isFn(fn)) p(`hooks.auth.${name}: must be a function`);
+        }
+      }
+    }
+  }
+  if (d.onAuthSuccess !== undefined && !isFn(d.onAuthSuccess)) p('onAuthSuccess: must be a function');
+
+  if (d.routes !== undefined) {
+    if (!Array.isArray(d.routes)) p('routes: must be an array');
+    else {
+      const seen = new Set<string>();
+      d.routes.forEach((r, i) => {
+        const at = `routes[${i}]`;
+        if (!isObject(r)) return void p(`${at}: must be an object`);
+        for (const k of Object.keys(r)) if (!['method', 'path', 'auth', 'handler', 'rateLimit'].includes(k)) p(`${at}.${k}: unknown key`);
+        const method = typeof r.method === 'string' ? r.method.toUpperCase() : '';
+        if (!ROUTE_METHODS.includes(method)) p(`${at}.method: must be one of ${ROUTE_METHODS.join(', ')}`);
+        const bad = routePathProblem(r.path);
+        if (bad) p(`${at}.path: ${bad}`);
+        if (r.auth !== undefined && !['public', 'authed', 'superuser'].includes(r.auth as string)) p(`${at}.auth: must be public, authed or superuser`);
+        if (!isFn(r.handler)) p(`${at}.handler: must be a function`);
+        if (r.rateLimit !== undefined) {
+          const rl = r.rateLimit;
+          if (!isObject(rl) || !Number.isInteger(rl.max) || (rl.max as number) < 1 || !Number.isInteger(rl.windowS) || (rl.windowS as number) < 1) p(`${at}.rateLimit: must be {max, windowS} with positive integers`);
+        }
+        if (!bad && method) {
+          const key = `${method} ${String(r.path).replace(/:[^/]+/g, ':')}`;
+          if (seen.has(key)) p(`${at}: ${method} ${String(r.path)} is defined twice`);
+          seen.add(key);
+        }
+      });
+    }
+  }
+
+  if (d.jobs !== undefined) {
+    if (!Array.isArray(d.jobs)) p('jobs: must be an array');
+    else {
+      const names = new Set<string>();
+      d.jobs.forEach((j, i) => {
+        const at = `jobs[${i}]`;
+        if (!isObject(j)) return void p(`${at}: must be an object`);
+        for (const k of Object.keys(j)) if (!['name', 'schedule', 'handler', 'poolSize'].includes(k)) p(`${at}.${k}: unknown key`);
+        if (typeof j.name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(j.name)) p(`${at}.name: must be 1 to 64 letters, digits, ".", "_" or "-"`);
+        else if (names.has(j.name)) p(`${at}.name: the job name ${JSON.stringify(j.name)} is used twice`);
+        else names.add(j.name);
+        if (!isCronExpression(j.schedule)) p(`${at}.schedule: ${JSON.stringify(j.schedule)} is not a five-field cron expression (minute hour day-of-month month day-of-week)`);
+        if (j.poolSize !== undefined && (!Number.isInteger(j.poolSize) || (j.poolSize as number) < 1 || (j.poolSize as number) > 64)) p(`${at}.poolSize: must be an integer from 1 to 64`);
+        if (!isFn(j.handler)) p(`${at}.handler: must be a function`);
+      });
+    }
+  }
+
+  if (d.authMethods !== undefined) {
+    if (!Array.isArray(d.authMethods)) p('authMethods: must be an array');
+    else {
+      const slugs = new Set<string>();
+      d.authMethods.forEach((m, i) => {
+        const at = `authMethods[${i}]`;
+        if (!isObject(m)) return void p(`${at}: must be an object`);
+        for (const k of Object.keys(m)) if (!['slug', 'initiate', 'complete'].includes(k)) p(`${at}.${k}: unknown key`);
+        if (typeof m.slug !== 'string' || !/^[a-z][a-z0-9_]{0,39}$/.test(m.slug)) p(`${at}.slug: must be 1 to 40 lowercase letters, digits or "_", starting with a letter`);
+        else if (BUILT_IN_METHODS.includes(m.slug)) p(`${at}.slug: "${m.slug}" is a built-in method`);
+        else if (slugs.has(m.slug)) p(`${at}.slug: "${m.slug}" is used twice`);
+        else slugs.add(m.slug);
+        if (!isFn(m.complete)) p(`${at}.complete: must be a function`);
+        if (m.initiate !== undefined && !isFn(m.initiate)) p(`${at}.initiate: must be a function`);
+      });
+    }
+  }
+
+  if (problems.length) throw new AppDefinitionError(problems);
+  return Object.freeze({ ...definition });
+}
+
+/** Why a custom route path is refused, or null. */
+function routePathProblem(path: unknown): string | null {
+  if (typeof path !== 'string') return 'must be a string';
+  if (!path.startsWith('/api/')) return 'must start with /api/';
+  if (path.length > 200) return 'must be at most 200 characters';
+  if (/[?#\s\\]/.test(path) || path.includes('//') || (path.endsWith('/') && path !== '/')) return 'must be a plain path: no query, fragment, space, backslash, empty segment or trailing slash';
+  for (const seg of path.split('/').slice(1)) {
+    if (seg.startsWith(':') ? !/^:[A-Za-z_][A-Za-z0-9_]*$/.test(seg) : !/^[A-Za-z0-9._~!$&'()*+,;=@-]+$/.test(seg)) return `bad segment ${JSON.stringify(seg)} (":name" parameters or plain URL characters)`;
+  }
+  const names = path.split('/').filter((s) => s.startsWith(':'));
+  if (new Set(names).size !== names.length) return 'a parameter name appears twice';
+  if (RESERVED_PREFIXES.some((r) => path === r || path.startsWith(r.endsWith('/') ? r : `${r}/`))) return `${path} is under a path the server owns (${RESERVED_PREFIXES.join(', ')})`;
+  return null;
+}
+
+/** True when `code` may be sent by application code (a registered error code). */
+export function isRegisteredCode(code: string): boolean {
+  return lookupCode(code) !== undefined;
+}

@@ -1,0 +1,342 @@
+/**
+ * An app definition at work inside a running server (0-conventions.md, "Embedding: the app
+ * definition"; spec 1-core-api.md "Events"): the `app` handle application code gets, record hooks
+ * around the record writes, the auth hooks and the auth-success handler, custom routes, custom
+ * sign-in methods and scheduled jobs.
+ *
+ * Errors from application code: an ApiError with a registered code keeps its status and code; an
+ * ApiError with an unregistered code and anything else thrown become 500 `internal` (logged with
+ * the route or hook that threw). After-hooks and the auth-success handler run after the commit:
+ * their failures are logged and the answer stands.
+ */
+import { Cron } from 'croner';
+import { ApiError } from '../errors/api-error.js';
+import type { Collection } from '../collections/types.js';
+import type { ApiContext } from '../api/context.js';
+import type { Principal } from '../rules/access.js';
+import type { Logger } from '../log/logger.js';
+import type { Route, Req, Reply } from '../http/types.js';
+import { json, noContent } from '../http/types.js';
+import { parseListQuery } from '../records/list-query.js';
+import type { Uploads } from '../files/record-files.js';
+import type { WriteResult } from '../records/records-write.js';
+import type { AuthMethod, MethodResult } from '../auth/methods/method.js';
+import { methodOptions } from '../auth/methods/emailed.js';
+import type { ClientInfo } from '../auth/client.js';
+import { RateLimiter } from '../auth/rate-limit.js';
+import { jsonBody } from '../api/request.js';
+import {
+  isRegisteredCode,
+  type AppDefinition, type AuthEventTag, type AuthHookEvent, type AuthHooks, type AuthRecord, type CustomAuthMethod, type JobDefinition, type RecordHooks,
+} from './definition.js';
+
+/** Records of one collection for application code; superuser rights unless made with `asUser`. */
+export interface RecordsHandle {
+  /** The record, or ApiError 404. */
+  get(id: string): Promise<Record<string, unknown>>;
+  /** One list page (`filter`, `sort`, `page`, `perPage`, `cursor`, `limit` as the REST API takes them). */
+  list(query?: Record<string, string | number>): Promise<{ items: Record<string, unknown>[]; [k: string]: unknown }>;
+  /** Creates a record (hooks run); answers the stored record. */
+  create(data: Record<string, unknown>): Promise<Record<string, unknown>>;
+  update(id: string, data: Record<string, unknown>): Promise<Record<string, unknown>>;
+  delete(id: string): Promise<void>;
+  /** The same collection under the rules as `auth` (null: anonymous) would see them. */
+  asUser(auth: AuthRecord | null): RecordsHandle;
+}
+
+/** What application code gets as `app` / `ctx.app` / `event.app`. */
+export interface AppHandle {
+  records(collection: string): RecordsHandle;
+  log: { debug(msg: string): void; info(msg: string): void; warn(msg: string): void; error(msg: string): void };
+}
+
+const HIDDEN = new Set(['passwordHash', 'tokenKey', 'token_epoch']);
+
+/** An auth record without its hidden columns. */
+export function publicAuthRecord(rec: Record<string, unknown> | null | undefined): AuthRecord | null {
+  if (!rec) return null;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(rec)) if (!HIDDEN.has(k)) out[k] = rec[k];
+  return out as AuthRecord;
+}
+
+export class AppRuntime {
+  readonly handle: AppHandle;
+  private recordHooks = new Map<string, RecordHooks<AppHandle>>();
+  private authHooks: AuthHooks<AppHandle>;
+
+  constructor(private def: AppDefinition<AppHandle>, private ctx: ApiContext, private logger: Logger) {
+    for (const [name, hooks] of Object.entries(def.hooks?.records ?? {})) this.recordHooks.set(name.toLowerCase(), hooks);
+    this.authHooks = def.hooks?.auth ?? {};
+    const log = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string) => logger[level](String(msg), 'app');
+    this.handle = { records: (name) => this.recordsHandle(name, 'superuser'), log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') } };
+    ctx.auth.hooks = {
+      beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true) : undefined,
+      authSuccess: def.onAuthSuccess ? (tag, c, rec) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false) : undefined,
+    };
+    for (const m of def.authMethods ?? []) ctx.auth.methods.set(m.slug, new CustomMethod(m, this, ctx));
+  }
+
+  /** The slugs of the app's custom sign-in methods (collection options may enable them). */
+  customMethodSlugs(): string[] {
+    return (this.def.authMethods ?? []).map((m) => m.slug);
+  }
+
+  /** The hooks of a collection, or undefined (the write then takes the plain path). */
+  hooksOf(c: Collection): RecordHooks<AppHandle> | undefined {
+    return this.recordHooks.get(c.name.toLowerCase());
+  }
+
+  /** Runs an auth lifecycle hook by name (beforeRefresh, afterLogout, …) if the app has it; before-hooks throw to abort. */
+  async authHook(name: keyof AuthHooks, tag: AuthEventTag, c: Collection, record: Record<string, unknown>): Promise<void> {
+    const fn = this.authHooks[name];
+    if (fn) await this.runAuthHook(name, fn, tag, c, record, name.startsWith('before'));
+  }
+
+  private async runAuthHook(name: string, fn: (e: AuthHookEvent<AppHandle>) => unknown, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, before: boolean): Promise<void> {
+    const rec = publicAuthRecord(record)!;
+    try {
+      await fn({ method: tag, record: rec, auth: rec, app: this.handle, collection: c.name });
+    } catch (err) {
+      if (before) throw this.appError(err, `auth hook ${name}`);
+      this.logger.error(`auth hook ${name} failed (the answer stands): ${describe(err)}`, 'app');
+    }
+  }
+
+  /**
+   * An error thrown by application code as the API answers it: a registered ApiError as is,
+   * anything else 500 `internal` (logged).
+   */
+  appError(err: unknown, where: string): ApiError {
+    if (err instanceof ApiError && isRegisteredCode(err.code)) return err;
+    if (err instanceof ApiError) this.logger.error(`${where} threw an ApiError with the unregistered code "${err.code}"; answering 500 (register codes in src/errors/codes.ts)`, 'app');
+    else this.logger.error(`${where} failed: ${describe(err)}`, 'app');
+    return new ApiError(500, 'internal', 'Something went wrong while processing your request.');
+  }
+
+  // ----- record writes with hooks -----
+
+  /** Create with the collection's hooks: before (may change `body` or abort, nothing written), the write, after. */
+  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null): Promise<WriteResult> {
+    const hooks = this.hooksOf(c);
+    if (hooks?.beforeCreate) await this.before('beforeCreate', hooks.beforeCreate, c, principal, body);
+    const out = await this.ctx.writes.create(c, principal, body, uploads);
+    if (hooks?.afterCreate) await this.after('afterCreate', hooks.afterCreate, c, principal, this.ctx.store.codec(c).fromRow(out.row));
+    return out;
+  }
+
+  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null): Promise<WriteResult> {
+    const hooks = this.hooksOf(c);
+    if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body);
+    const out = await this.ctx.writes.update(c, id, principal, body, uploads);
+    if (hooks?.afterUpdate) await this.after('afterUpdate', hooks.afterUpdate, c, principal, this.ctx.store.codec(c).fromRow(out.row));
+    return out;
+  }
+
+  async delete(c: Collection, id: string, principal: Principal | null): Promise<void> {
+    const hooks = this.hooksOf(c);
+    const row = hooks?.beforeDelete || hooks?.afterDelete ? this.ctx.reads.rowById(c, id) : undefined;
+    const rec = row ? this.ctx.store.codec(c).fromRow(row) : null;
+    if (hooks?.beforeDelete && rec) await this.before('beforeDelete', hooks.beforeDelete, c, principal, rec);
+    await this.ctx.writes.delete(c, id, principal);
+    if (hooks?.afterDelete && rec) await this.after('afterDelete', hooks.afterDelete, c, principal, rec);
+  }
+
+  private async before(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>): Promise<void> {
+    try {
+      await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
+    } catch (err) {
+      throw this.appError(err, `record hook ${c.name}.${name}`);
+    }
+  }
+
+  private async after(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>): Promise<void> {
+    try {
+      await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
+    } catch (err) {
+      this.logger.error(`record hook ${c.name}.${name} failed after the commit (the answer stands): ${describe(err)}`, 'app');
+    }
+  }
+
+  // ----- the records handle -----
+
+  private principalOf(auth: AuthRecord): Principal {
+    const c = this.ctx.store.registry.byId(String(auth.collectionId)) ?? this.ctx.store.registry.find(String(auth.collectionName));
+    if (!c || c.type !== 'auth') throw new Error('asUser: not an auth record');
+    const record = this.ctx.auth.loadAuthRecord(c, String(auth.id));
+    if (!record) throw ApiError.notFound();
+    return { superuser: c.name === '_superusers', collection: c, record };
+  }
+
+  /** `actor`: 'superuser' (application code's default), null (anonymous) or an auth record. */
+  private recordsHandle(name: string, actor: AuthRecord | null | 'superuser'): RecordsHandle {
+    const { store, reads } = this.ctx;
+    const principal = (): Principal | null => {
+      if (actor === null) return null;
+      if (actor === 'superuser') return { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
+      return this.principalOf(actor);
+    };
+    const col = () => store.collection(name);
+    return {
+      get: async (id) => reads.view(col(), id, principal(), { expand: null, projection: null }),
+      list: async (query = {}) => {
+        const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+        return JSON.parse(await reads.list(col(), principal(), parseListQuery(qs)));
+      },
+      create: async (data) => {
+        const c = col();
+        const out = await this.create(c, principal(), { ...data }, null);
+        return store.codec(c).visibleFromRow(out.row);
+      },
+      update: async (id, data) => {
+        const c = col();
+        const out = await this.update(c, id, principal(), { ...data }, null);
+        return store.codec(c).visibleFromRow(out.row);
+      },
+      delete: async (id) => this.delete(col(), id, principal()),
+      asUser: (auth) => this.recordsHandle(name, auth),
+    };
+  }
+
+  // ----- custom routes -----
+
+  /** The app's routes, ahead of the catch-all. */
+  routes(): Route[] {
+    const limiter = new RateLimiter();
+    return (this.def.routes ?? []).map((r, i) => {
+      const names = r.path.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1));
+      const method = r.method.toLowerCase() === 'delete' ? 'del' : (r.method.toLowerCase() as Route['method']);
+      const where = `route ${r.method.toUpperCase()} ${r.path}`;
+      return {
+        method,
+        pattern: r.path,
+        handler: async (req: Req): Promise<Reply> => {
+          if (r.rateLimit && !limiter.hit(`${i}:${req.remoteAddress}`, { max: r.rateLimit.max, windowS: r.rateLimit.windowS })) throw ApiError.tooManyRequests();
+          const caller = await this.ctx.auth.resolve(req);
+          if (r.auth === 'authed' && !caller) throw ApiError.unauthorized();
+          if (r.auth === 'superuser') {
+            if (!caller) throw ApiError.unauthorized();
+            if (!caller.superuser) throw ApiError.forbidden('Only superusers can perform this request.');
+          }
+          const params: Record<string, string> = {};
+          names.forEach((n, k) => (params[n] = req.params[k]));
+          const query: Record<string, string> = {};
+          for (const [k, v] of new URLSearchParams(req.query)) if (!(k in query)) query[k] = v;
+          const body = req.body && req.body.length ? jsonBody(req) : null;
+          let out: unknown;
+          try {
+            out = await r.handler({ params, query, body, auth: publicAuthRecord(caller?.record), app: this.handle, requestId: '' });
+          } catch (err) {
+            throw this.appError(err, where);
+          }
+          if (out === undefined) return noContent();
+          let text: string;
+          try {
+            text = JSON.stringify(out);
+          } catch (err) {
+            throw this.appError(err, `${where} (its answer is not JSON)`);
+          }
+          return json(200, text);
+        },
+      };
+    });
+  }
+
+  // ----- jobs -----
+
+  /** Starts the scheduled jobs; the returned function stops the schedules and waits for running jobs. */
+  startJobs(): () => Promise<void> {
+    const runners = (this.def.jobs ?? []).map((j) => new JobRunner(j, this.handle, this.logger));
+    const crons = runners.map((r) => new Cron(r.job.schedule, () => void r.tick()));
+    return async () => {
+      for (const c of crons) c.stop();
+      await Promise.allSettled(runners.map((r) => r.idle()));
+    };
+  }
+}
+
+/**
+ * One scheduled job: each tick runs the handler unless `poolSize` runs (default 1) are still
+ * going, in which case the tick is skipped and logged; failures are logged with the job's name.
+ */
+export class JobRunner {
+  private running = new Set<Promise<void>>();
+
+  constructor(readonly job: JobDefinition<AppHandle>, private app: AppHandle, private logger: Logger) {}
+
+  /** Runs the job now unless the pool is full; answers whether it ran. */
+  tick(now = new Date()): boolean {
+    const pool = this.job.poolSize ?? 1;
+    if (this.running.size >= pool) {
+      this.logger.warn(`job ${this.job.name}: skipped a tick, ${this.running.size} run(s) still going (poolSize ${pool})`, 'jobs');
+      return false;
+    }
+    const started = Date.now();
+    const run = (async () => {
+      try {
+        await this.job.handler({ app: this.app, job: this.job.name, scheduledAt: now });
+        this.logger.info(`job ${this.job.name} finished in ${Date.now() - started} ms`, 'jobs');
+      } catch (err) {
+        this.logger.error(`job ${this.job.name} failed: ${describe(err)}`, 'jobs');
+      }
+    })();
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+    return true;
+  }
+
+  /** Resolves when no run is going. */
+  async idle(): Promise<void> {
+    while (this.running.size) await Promise.allSettled([...this.running]);
+  }
+}
+
+/** A custom sign-in method as an AuthMethod: the app proves the caller; svc issues the session. */
+class CustomMethod implements AuthMethod {
+  readonly slug: string;
+  readonly stores = [] as const;
+  readonly events = ['auth-success'] as const;
+  readonly initiate?: (c: Collection, body: unknown, client: ClientInfo) => Promise<unknown>;
+
+  constructor(private def: CustomAuthMethod<AppHandle>, private rt: AppRuntime, private ctx: ApiContext) {
+    this.slug = def.slug;
+    if (def.initiate) {
+      const init = def.initiate;
+      this.initiate = async (c, body, client) => {
+        this.limit(c, `auth-${this.slug}-initiate`, client);
+        try {
+          return await init({ collection: c.name, body, app: rt.handle });
+        } catch (err) {
+          throw rt.appError(err, `auth method ${this.slug}.initiate`);
+        }
+      };
+    }
+  }
+
+  private limit(c: Collection, scope: string, client: ClientInfo): void {
+    const limits = this.ctx.auth.limits;
+    limits.enforce(scope, c, limits.clientKey(client, ''), this.slug);
+  }
+
+  enabled(c: Collection): boolean {
+    return methodOptions(c, this.slug).enabled === true;
+  }
+
+  async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
+    this.limit(c, `auth-${this.slug}-complete`, client);
+    let out: string | { id: string };
+    try {
+      out = await this.def.complete({ collection: c.name, body, app: this.rt.handle });
+    } catch (err) {
+      throw this.rt.appError(err, `auth method ${this.slug}.complete`);
+    }
+    const id = typeof out === 'string' ? out : out?.id;
+    const record = typeof id === 'string' ? this.ctx.auth.loadAuthRecord(c, id) : null;
+    if (!record) throw this.rt.appError(new Error(`complete answered ${JSON.stringify(id)}, which names no record of "${c.name}"`), `auth method ${this.slug}.complete`);
+    return { record };
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}

@@ -1,0 +1,117 @@
+/**
+ * defineApp's checks (issue 17; 0-conventions.md "Embedding: the app definition"): every problem
+ * of a definition in one AppDefinitionError, synchronously; and JobRunner's pool (no overlap
+ * beyond poolSize, failures logged, idle waits for running jobs).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AppDefinitionError, defineApp, isCronExpression } from '../../../src/app/definition.js';
+import { defineApp as defineRunnable, isApp } from '../../../src/app/app.js';
+import { JobRunner } from '../../../src/app/runtime.js';
+import type { Logger } from '../../../src/log/logger.js';
+
+function problems(def: unknown): string[] {
+  try {
+    defineApp(def as never);
+  } catch (err) {
+    assert.ok(err instanceof AppDefinitionError, String(err));
+    return err.problems;
+  }
+  assert.fail('accepted');
+}
+
+const noop = () => {};
+
+test('a valid definition is accepted and frozen; defineApp from the package root adds start()', () => {
+  const def = defineApp({
+    features: ['vector'],
+    pagination: { offset: true, cursor: false, cursorToken: 'signed' },
+    hooks: { records: { posts: { beforeCreate: noop, afterDelete: noop } }, auth: { beforeRefresh: noop } },
+    onAuthSuccess: noop,
+    routes: [{ method: 'GET', path: '/api/things/:id', auth: 'authed', handler: noop }, { method: 'get', path: '/api/things', handler: noop }],
+    jobs: [{ name: 'nightly', schedule: '0 3 * * *', poolSize: 2, handler: noop }],
+    authMethods: [{ slug: 'pin', complete: () => 'id' }],
+  });
+  assert.ok(Object.isFrozen(def));
+  const app = defineRunnable({ routes: [{ method: 'POST', path: '/api/x', handler: noop }] });
+  assert.ok(isApp(app));
+  assert.equal(typeof app.start, 'function');
+  assert.ok(!isApp({ routes: [] }));
+});
+
+test('every problem is listed at once', () => {
+  const p = problems({
+    colections: [],
+    migrations: [],
+    features: ['warp-drive'],
+    pagination: { offset: false, cursor: false, extra: 1 },
+    hooks: { records: { posts: { beforeSave: noop, afterCreate: 'nope' } }, auth: { onLogin: noop }, other: {} },
+    onAuthSuccess: 42,
+    routes: [
+      { method: 'FETCH', path: '/api/a', handler: noop },
+      { method: 'GET', path: 'api/b', handler: noop },
+      { method: 'GET', path: '/api/c/:id/:id', handler: noop },
+      { method: 'GET', path: '/api/collections/x', handler: noop },
+      { method: 'GET', path: '/api/d?x=1', handler: noop },
+      { method: 'GET', path: '/api/e', auth: 'admin', handler: noop },
+      { method: 'GET', path: '/api/f' },
+      { method: 'GET', path: '/api/g/:id', handler: noop },
+      { method: 'get', path: '/api/g/:other', handler: noop },
+      { method: 'GET', path: '/api/h', rateLimit: { max: 0, windowS: 1 }, handler: noop },
+    ],
+    jobs: [
+      { name: 'a', schedule: '* * * *', handler: noop },
+      { name: 'b', schedule: '61 * * * *', handler: noop },
+      { name: 'c', schedule: '* * * * *', poolSize: 0, handler: noop },
+      { name: 'c', schedule: '* * * * *', handler: noop },
+      { name: 'bad name!', schedule: '* * * * *' },
+    ],
+    authMethods: [{ slug: 'password', complete: noop }, { slug: 'Bad-Slug', complete: noop }, { slug: 'x' }, { slug: 'y', complete: noop }, { slug: 'y', complete: noop }],
+  });
+  const expect = [
+    'colections: unknown key', 'migrations: not available in this build yet', 'features: unknown feature "warp-drive"',
+    'pagination.extra: unknown key', 'pagination: offset and cursor cannot both be off',
+    'hooks.other: unknown key', 'hooks.records.posts.beforeSave: unknown hook', 'hooks.records.posts.afterCreate: must be a function', 'hooks.auth.onLogin: unknown hook',
+    'onAuthSuccess: must be a function',
+    'routes[0].method', 'routes[1].path: must start with /api/', 'routes[2].path: a parameter name appears twice', 'routes[3].path: /api/collections/x is under a path the server owns',
+    'routes[4].path: must be a plain path', 'routes[5].auth', 'routes[6].handler', 'routes[8]: GET /api/g/:other is defined twice', 'routes[9].rateLimit',
+    'jobs[0].schedule', 'jobs[1].schedule', 'jobs[2].poolSize', 'jobs[3].name: the job name "c" is used twice', 'jobs[4].name', 'jobs[4].handler',
+    'authMethods[0].slug: "password" is a built-in method', 'authMethods[1].slug', 'authMethods[2].complete', 'authMethods[4].slug: "y" is used twice',
+  ];
+  for (const e of expect) assert.ok(p.some((x) => x.includes(e)), `missing "${e}" in:\n${p.join('\n')}`);
+  assert.equal(p.length, expect.length, p.join('\n'));
+});
+
+test('not an object; cron expressions are five fields', () => {
+  assert.throws(() => defineApp(null as never), AppDefinitionError);
+  assert.ok(isCronExpression('*/5 * * * *'));
+  assert.ok(isCronExpression('0 9 * * 1-5'));
+  assert.ok(!isCronExpression('* * * * * *'), 'six fields');
+  assert.ok(!isCronExpression('0 25 * * *'));
+  assert.ok(!isCronExpression(5));
+});
+
+test('JobRunner: at most poolSize runs at once, extra ticks skipped, failures logged, idle waits', async () => {
+  const lines: string[] = [];
+  const logger = { debug: noop, info: noop, warn: (m: string) => lines.push(`warn ${m}`), error: (m: string) => lines.push(`error ${m}`) } as unknown as Logger;
+  let release: () => void = noop;
+  let runs = 0;
+  const runner = new JobRunner({ name: 'slow', schedule: '* * * * *', poolSize: 2, handler: async () => { runs++; await new Promise<void>((r) => (release = r)); } }, {} as never, logger);
+  assert.equal(runner.tick(), true);
+  const firstRelease = release;
+  assert.equal(runner.tick(), true);
+  assert.equal(runner.tick(), false, 'the pool of 2 is full');
+  assert.ok(lines.some((l) => l.includes('skipped a tick')));
+  let idle = false;
+  const waiting = runner.idle().then(() => (idle = true));
+  firstRelease();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(idle, false, 'one run still going');
+  release();
+  await waiting;
+  assert.equal(runs, 2);
+  const failing = new JobRunner({ name: 'broken', schedule: '* * * * *', handler: () => { throw new Error('nope'); } }, {} as never, logger);
+  failing.tick();
+  await failing.idle();
+  assert.ok(lines.some((l) => l.startsWith('error job broken failed')));
+});
