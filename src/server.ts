@@ -43,6 +43,8 @@ import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
 import { AppRuntime, type AppHandle } from './app/runtime.js';
 import type { AppDefinition } from './app/definition.js';
 import { registerCustomMethodSlugs } from './collections/collection-input.js';
+import { FeatureService } from './settings/features.js';
+import { settingsRoutes } from './api/settings.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -102,6 +104,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   };
 
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
+  ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
+  const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   if (app) {
     ctx.app = new AppRuntime(app, ctx, logger);
     registerCustomMethodSlugs(ctx.app.customMethodSlugs());
@@ -113,8 +117,10 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
 
   const hub = new RealtimeHub(store, ctx.auth, logger, { ...DEFAULT_REALTIME_LIMITS, maxConnections: config.limits.realtimeMaxConnections });
   ctx.auth.sessions.onEnded = (collectionId, recordId) => hub.sessionEnded(collectionId, recordId);
+  ctx.features.onOverrideChange = () => hub.signal('__features');
   const routes: Route[] = [
-    ...probeRoutes(ctx),
+    ...probeRoutes(ctx, statePath),
+    ...settingsRoutes(ctx, statePath),
     ...realtimeRoutes(ctx, hub),
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),

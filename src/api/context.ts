@@ -7,6 +7,7 @@ import type { CollectionsService } from '../collections/collections-service.js';
 import type { Logger } from '../log/logger.js';
 import type { ServeConfig } from '../config/config.js';
 import type { AppRuntime } from '../app/runtime.js';
+import type { FeatureService } from '../settings/features.js';
 
 export interface ApiContext {
   store: Store;
@@ -20,4 +21,6 @@ export interface ApiContext {
   maxBodyBytes: number;
   /** an embedding app's hooks, routes and jobs (absent for the standalone server) */
   app?: AppRuntime;
+  /** settings, the declared flags and experiments (none declared by the standalone server) */
+  features?: FeatureService;
 }

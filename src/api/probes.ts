@@ -7,7 +7,8 @@ import { json } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { versionInfo } from '../meta/version-info.js';
 
-export function probeRoutes(ctx: ApiContext): Route[] {
+/** `statePath`: where the public state route is mounted (null: off), published as `endpoints.state`. */
+export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/state'): Route[] {
   const v = versionInfo();
   const http = v.http.engine === 'uws' ? { engine: v.http.engine, package: v.http.package, version: v.http.version } : { engine: v.http.engine };
   const health = JSON.stringify({ status: 'ok', backend: 'libsql', svc: v.svc, commit: v.commit, components: v.components, http });
@@ -30,7 +31,7 @@ export function probeRoutes(ctx: ApiContext): Route[] {
       devMode: false,
       collectionsFrozen: false,
     },
-    endpoints: { state: null },
+    endpoints: { state: statePath },
     limits: { maxUploadSize: ctx.maxBodyBytes, maxPerPage: 500 },
   });
   return [

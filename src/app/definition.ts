@@ -162,6 +162,12 @@ export interface AppDefinition<A = AppHandleLike> {
   routes?: RouteDefinition<A>[];
   jobs?: JobDefinition<A>[];
   authMethods?: CustomAuthMethod<A>[];
+  /** declared feature flags: `/api/features`, `/api/state`, overrides in settings `flag:<name>` */
+  flags?: { name: string; default: boolean; description?: string }[];
+  /** declared experiments: a subject is bucketed over the variants' weights; `sticky` keeps its first variant */
+  experiments?: { name: string; variants: { name: string; weight: number }[]; sticky?: boolean; description?: string }[];
+  /** where the public state route mounts (default `/api/state`), or false for none */
+  stateRoute?: `/${string}` | false;
 }
 
 /** Thrown by defineApp: every problem of a definition, one per line. */
@@ -174,9 +180,9 @@ export class AppDefinitionError extends Error {
   }
 }
 
-const KNOWN_KEYS = ['features', 'pagination', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods'];
+const KNOWN_KEYS = ['features', 'pagination', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute'];
 /** Keys of the spec this build does not run yet: refused by name rather than ignored. */
-const NOT_YET = ['collections', 'migrations', 'flags', 'experiments', 'stateRoute', 'mail', 'mailer', 'tenancy', 'featureRoutes'];
+const NOT_YET = ['collections', 'migrations', 'mail', 'mailer', 'tenancy', 'featureRoutes'];
 const RECORD_HOOKS = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'];
 const AUTH_HOOKS = ['beforeRefresh', 'afterRefresh', 'beforeLogout', 'afterLogout', 'beforeAuthSuccess', 'beforePasswordChange', 'afterPasswordChange'];
 const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -314,6 +320,59 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
         if (m.initiate !== undefined && !isFn(m.initiate)) p(`${at}.initiate: must be a function`);
       });
     }
+  }
+
+  const FEATURE_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+  if (d.flags !== undefined) {
+    if (!Array.isArray(d.flags)) p('flags: must be an array');
+    else {
+      const names = new Set<string>();
+      d.flags.forEach((f, i) => {
+        const at = `flags[${i}]`;
+        if (!isObject(f)) return void p(`${at}: must be an object`);
+        for (const k of Object.keys(f)) if (!['name', 'default', 'description'].includes(k)) p(`${at}.${k}: unknown key`);
+        if (typeof f.name !== 'string' || !FEATURE_NAME.test(f.name)) p(`${at}.name: must be 1 to 64 lowercase letters, digits, ".", "_" or "-"`);
+        else if (names.has(f.name)) p(`${at}.name: the flag ${JSON.stringify(f.name)} is declared twice`);
+        else names.add(f.name);
+        if (typeof f.default !== 'boolean') p(`${at}.default: must be a boolean`);
+        if (f.description !== undefined && typeof f.description !== 'string') p(`${at}.description: must be a string`);
+      });
+    }
+  }
+  if (d.experiments !== undefined) {
+    if (!Array.isArray(d.experiments)) p('experiments: must be an array');
+    else {
+      const names = new Set<string>();
+      d.experiments.forEach((e, i) => {
+        const at = `experiments[${i}]`;
+        if (!isObject(e)) return void p(`${at}: must be an object`);
+        for (const k of Object.keys(e)) if (!['name', 'variants', 'sticky', 'description'].includes(k)) p(`${at}.${k}: unknown key`);
+        if (typeof e.name !== 'string' || !FEATURE_NAME.test(e.name)) p(`${at}.name: must be 1 to 64 lowercase letters, digits, ".", "_" or "-"`);
+        else if (names.has(e.name)) p(`${at}.name: the experiment ${JSON.stringify(e.name)} is declared twice`);
+        else names.add(e.name);
+        const v = e.variants;
+        if (!Array.isArray(v) || v.length < 1 || v.length > 100) p(`${at}.variants: must be an array of 1 to 100 {name, weight}`);
+        else {
+          const vn = new Set<string>();
+          let total = 0;
+          v.forEach((x, k) => {
+            if (!isObject(x) || typeof x.name !== 'string' || x.name === '' || x.name.length > 64) return void p(`${at}.variants[${k}].name: must be a non-empty string of at most 64 characters`);
+            if (vn.has(x.name)) p(`${at}.variants[${k}].name: ${JSON.stringify(x.name)} appears twice`);
+            vn.add(x.name);
+            if (!Number.isInteger(x.weight) || (x.weight as number) < 0 || (x.weight as number) > 1_000_000) p(`${at}.variants[${k}].weight: must be an integer from 0 to 1000000`);
+            else total += x.weight as number;
+          });
+          if (total === 0) p(`${at}.variants: the weights must add up to more than 0`);
+        }
+        if (e.sticky !== undefined && typeof e.sticky !== 'boolean') p(`${at}.sticky: must be a boolean`);
+        if (e.description !== undefined && typeof e.description !== 'string') p(`${at}.description: must be a string`);
+      });
+    }
+  }
+  if (d.stateRoute !== undefined && d.stateRoute !== false) {
+    const bad = d.stateRoute === '/api/state' ? null : routePathProblem(d.stateRoute);
+    if (bad) p(`stateRoute: ${bad} (or false to turn the route off)`);
+    else if (String(d.stateRoute).includes(':')) p('stateRoute: must be a fixed path, without parameters');
   }
 
   if (problems.length) throw new AppDefinitionError(problems);

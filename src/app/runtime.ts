@@ -47,6 +47,17 @@ export interface RecordsHandle {
 /** What application code gets as `app` / `ctx.app` / `event.app`. */
 export interface AppHandle {
   records(collection: string): RecordsHandle;
+  /** settings (opaque strings by key; `flag:<name>` and `exp:<name>:weights` are overrides) */
+  settings: {
+    get(key: string): string | undefined;
+    set(key: string, value: string): Promise<void>;
+    delete(key: string): Promise<void>;
+  };
+  /** the declared flags and experiments, resolved as `/api/state` resolves them */
+  flags: {
+    enabled(name: string): boolean;
+    variant(experiment: string, subject: string): Promise<string | undefined>;
+  };
   log: { debug(msg: string): void; info(msg: string): void; warn(msg: string): void; error(msg: string): void };
 }
 
@@ -69,7 +80,20 @@ export class AppRuntime {
     for (const [name, hooks] of Object.entries(def.hooks?.records ?? {})) this.recordHooks.set(name.toLowerCase(), hooks);
     this.authHooks = def.hooks?.auth ?? {};
     const log = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string) => logger[level](String(msg), 'app');
-    this.handle = { records: (name) => this.recordsHandle(name, 'superuser'), log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') } };
+    const features = () => ctx.features!;
+    this.handle = {
+      records: (name) => this.recordsHandle(name, 'superuser'),
+      settings: {
+        get: (key) => features().get(key)?.value,
+        set: async (key, value) => void (await features().put(key, value)),
+        delete: (key) => features().delete(key),
+      },
+      flags: {
+        enabled: (name) => features().flag(name),
+        variant: (experiment, subject) => features().variant(experiment, subject),
+      },
+      log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
+    };
     ctx.auth.hooks = {
       beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true) : undefined,
       authSuccess: def.onAuthSuccess ? (tag, c, rec) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false) : undefined,

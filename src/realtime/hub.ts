@@ -251,6 +251,19 @@ export class RealtimeHub {
   }
 
   /** Closes every client (shutdown). */
+  /**
+   * Sends every client `{"type":"signal","topic":<topic>}` (SSE: an event named `topic` with that
+   * JSON): `__features` after a flag or experiment override changes (0-conventions.md, "Realtime
+   * protocol"). Counts as delivered.
+   */
+  signal(topic: string): void {
+    const frame = JSON.stringify({ type: 'signal', topic });
+    for (const c of this.clients.values()) {
+      const text = c.transport.kind === 'ws' ? frame : `id:${c.id}\nevent:${topic}\ndata:${frame}\n\n`;
+      if (c.transport.send(text)) this.stats.delivered++;
+    }
+  }
+
   closeAll(): void {
     this.unsubscribe();
     for (const c of [...this.clients.values()]) {

@@ -11,6 +11,7 @@ import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
 import { ApiError } from '../errors/api-error.js';
 import { Caches } from '../cache/caches.js';
+import type { SettingsRowStore } from './settings-store.js';
 import type { AuthRecordStore, AuthTokenRowStore, ExternalAuthRowStore, MfaRowStore, PasskeyRowStore, SessionRowStore } from './auth-store.js';
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
@@ -34,6 +35,8 @@ export interface StoreSql {
   passkeys: PasskeyRowStore;
   /** second factors: TOTP, recovery codes, attempts, the account limit */
   mfa: MfaRowStore;
+  /** settings and sticky experiment assignments */
+  settings: SettingsRowStore;
   /** stored file names of file fields */
   files: FileStore;
   /** collection definitions and their DDL jobs */

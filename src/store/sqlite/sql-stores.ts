@@ -6,6 +6,7 @@ import { SqliteSessionSql } from './session-sql.js';
 import { SqliteTokenSql } from './token-sql.js';
 import { SqliteExternalAuthSql, SqlitePasskeySql } from './link-sql.js';
 import { SqliteMfaSql } from './mfa-sql.js';
+import { SqliteSettingsSql } from './settings-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
@@ -20,6 +21,7 @@ export function sqliteStores(reader: Reader): StoreSql {
     externalAuths: new SqliteExternalAuthSql(reader),
     passkeys: new SqlitePasskeySql(reader),
     mfa: new SqliteMfaSql(reader),
+    settings: new SqliteSettingsSql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,

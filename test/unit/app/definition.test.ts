@@ -82,6 +82,29 @@ test('every problem is listed at once', () => {
   assert.equal(p.length, expect.length, p.join('\n'));
 });
 
+test('flags, experiments and stateRoute are checked', () => {
+  const p = problems({
+    flags: [{ name: 'Bad Name', default: true }, { name: 'a', default: 'yes' }, { name: 'a', default: true }, { name: 'b', default: true, extra: 1 }],
+    experiments: [
+      { name: 'e1', variants: [] },
+      { name: 'e2', variants: [{ name: 'x', weight: 0 }, { name: 'y', weight: 0 }] },
+      { name: 'e3', variants: [{ name: 'x', weight: 1 }, { name: 'x', weight: 1.5 }], sticky: 'yes' },
+      { name: 'e3', variants: [{ name: 'z', weight: 1 }] },
+    ],
+    stateRoute: '/api/collections/state',
+  });
+  const expect = [
+    'flags[0].name', 'flags[1].default', 'flags[2].name: the flag "a" is declared twice', 'flags[3].extra: unknown key',
+    'experiments[0].variants', 'experiments[1].variants: the weights must add up', 'experiments[2].variants[1].name: "x" appears twice',
+    'experiments[2].variants[1].weight', 'experiments[2].sticky', 'experiments[3].name: the experiment "e3" is declared twice', 'stateRoute:',
+  ];
+  for (const e of expect) assert.ok(p.some((x) => x.includes(e)), `missing "${e}" in:\n${p.join('\n')}`);
+  assert.equal(p.length, expect.length, p.join('\n'));
+  assert.doesNotThrow(() => defineApp({ stateRoute: false }));
+  assert.doesNotThrow(() => defineApp({ stateRoute: '/api/my-state' }));
+  assert.doesNotThrow(() => defineApp({ stateRoute: '/api/state' }));
+});
+
 test('not an object; cron expressions are five fields', () => {
   assert.throws(() => defineApp(null as never), AppDefinitionError);
   assert.ok(isCronExpression('*/5 * * * *'));

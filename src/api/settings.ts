@@ -1,0 +1,68 @@
+/**
+ * Settings and feature state (spec 1-core-api.md, "Settings", "Probes and discovery": `/api/state`):
+ * `/api/settings` and `/api/features` for superusers (401 anonymous, 403 other callers), and the
+ * public state route at `/api/state` or where the app's `stateRoute` puts it (absent when false).
+ */
+import type { Req, Route } from '../http/types.js';
+import { json, noContent } from '../http/types.js';
+import { ApiError } from '../errors/api-error.js';
+import type { ApiContext } from './context.js';
+import { jsonBody } from './request.js';
+
+export function settingsRoutes(ctx: ApiContext, statePath: string | null): Route[] {
+  const { auth } = ctx;
+  const features = ctx.features!;
+  const superuser = async (req: Req): Promise<void> => {
+    const p = await auth.resolve(req);
+    if (!p) throw ApiError.unauthorized();
+    if (!p.superuser) throw ApiError.forbidden('Only superusers can perform this request.');
+  };
+  const routes: Route[] = [
+    {
+      method: 'get', pattern: '/api/settings', handler: async (req) => {
+        await superuser(req);
+        return json(200, JSON.stringify({ items: features.list() }));
+      },
+    },
+    {
+      method: 'get', pattern: '/api/settings/:key', handler: async (req) => {
+        await superuser(req);
+        const s = features.get(req.params[0]);
+        if (!s) throw ApiError.notFound();
+        return json(200, JSON.stringify({ key: s.key, value: s.value }));
+      },
+    },
+    {
+      method: 'put', pattern: '/api/settings/:key', handler: async (req) => {
+        await superuser(req);
+        const b = jsonBody(req);
+        if (typeof b !== 'object' || b === null || Array.isArray(b)) throw ApiError.badRequest('The request body must be a JSON object: {"value": "<string>"}.');
+        const s = await features.put(req.params[0], (b as Record<string, unknown>).value);
+        return json(200, JSON.stringify({ key: s.key, value: s.value }));
+      },
+    },
+    {
+      method: 'del', pattern: '/api/settings/:key', handler: async (req) => {
+        await superuser(req);
+        await features.delete(req.params[0]);
+        return noContent();
+      },
+    },
+    {
+      method: 'get', pattern: '/api/features', handler: async (req) => {
+        await superuser(req);
+        return json(200, JSON.stringify(features.features()));
+      },
+    },
+  ];
+  if (statePath) {
+    routes.push({
+      method: 'get', pattern: statePath, handler: async (req) => {
+        const subject = new URLSearchParams(req.query).get('subject') ?? '';
+        if (subject.length > 500) throw ApiError.validation({ subject: { code: 'validation_max', message: 'Must be at most 500 characters.' } });
+        return json(200, JSON.stringify(await features.state(subject)));
+      },
+    });
+  }
+  return routes;
+}

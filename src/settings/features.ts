@@ -1,0 +1,200 @@
+/**
+ * Settings, the declared registry of flags and experiments, and their resolution (spec
+ * 1-core-api.md, "Setting", "Feature flag and experiment", `/api/settings`, `/api/features`,
+ * `/api/state`; 0-conventions.md "Embedding": `flags`, `experiments`, `stateRoute`).
+ *
+ * Settings are opaque strings under keys, kept in `_settings` and mirrored in memory (this process
+ * writes every change, so the mirror is exact and `/api/state` reads no table for flags). A flag's
+ * value is its override (`flag:<name>` = `true`/`false`) or its default. An experiment assigns a
+ * subject by xxhash32 of `<experiment>:<subject>` over the weights (the override in
+ * `exp:<name>:weights`, a JSON array of integers, or the declared ones); a sticky experiment keeps
+ * the first variant a (non-empty) subject got in `_assignments`: resolving reads it (cached), and
+ * only a subject's first-ever resolve takes the writer.
+ */
+import { xxh32 } from '@node-rs/xxhash';
+import { ApiError } from '../errors/api-error.js';
+import type { Store } from '../store/store.js';
+import { bindValue } from '../store/bind.js';
+import { nowDate } from '../collections/fields/index.js';
+import { experimentWeightsKey, flagKey, type Setting } from './setting.js';
+
+/** A declared flag (app definition `flags`). */
+export interface FlagDefinition {
+  name: string;
+  default: boolean;
+  description?: string;
+}
+
+/** A declared experiment (app definition `experiments`). */
+export interface ExperimentDefinition {
+  name: string;
+  variants: { name: string; weight: number }[];
+  sticky?: boolean;
+  description?: string;
+}
+
+/** `/api/features` entries (spec "Feature flag and experiment"). */
+export interface FlagView { name: string; default: boolean; description: string; override: string | null }
+export interface ExperimentView { name: string; variants: string[]; weights: number[]; sticky: boolean; description: string; weight_override: string | null }
+
+/** Longest setting key and value accepted (characters). */
+export const MAX_SETTING_KEY = 200;
+export const MAX_SETTING_VALUE = 64 * 1024;
+/** Sticky assignments kept in memory. */
+const ASSIGNMENT_CACHE = 100_000;
+
+export class FeatureService {
+  private settings = new Map<string, Setting>();
+  private assigned = new Map<string, string>();
+  private flagsByName: Map<string, FlagDefinition>;
+  private experimentsByName: Map<string, ExperimentDefinition>;
+  /** called after a flag or experiment override changes (the realtime `__features` signal) */
+  onOverrideChange: (() => void) | null = null;
+
+  constructor(private store: Store, readonly flags: readonly FlagDefinition[] = [], readonly experiments: readonly ExperimentDefinition[] = []) {
+    for (const s of store.sql.settings.all()) this.settings.set(s.key, s);
+    this.flagsByName = new Map(flags.map((f) => [f.name, f]));
+    this.experimentsByName = new Map(experiments.map((e) => [e.name, e]));
+  }
+
+  // ----- settings -----
+
+  list(): Setting[] {
+    return [...this.settings.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  get(key: string): Setting | undefined {
+    return this.settings.get(key);
+  }
+
+  /**
+   * Creates or replaces a setting. A declared flag's override must be `true` or `false`; a
+   * declared experiment's weights a JSON array of non-negative integers, one per variant, with a
+   * positive sum.
+   * @throws ApiError 400 for a bad key or value
+   */
+  async put(key: string, value: unknown): Promise<Setting> {
+    checkKey(key);
+    if (typeof value !== 'string') throw ApiError.validation({ value: { code: 'validation_type', message: 'Must be a string.' } });
+    if (value.length > MAX_SETTING_VALUE) throw ApiError.validation({ value: { code: 'validation_max', message: `Must be at most ${MAX_SETTING_VALUE} characters.` } });
+    const override = this.overrideProblem(key, value);
+    if (override) throw ApiError.validation({ value: { code: 'validation_value', message: override } });
+    const now = nowDate();
+    await this.write([this.store.sql.settings.putStep(key, value, now)]);
+    const prev = this.settings.get(key);
+    const s: Setting = { key, value, created: prev?.created ?? now, updated: now };
+    this.settings.set(key, s);
+    if (this.isOverrideKey(key)) this.changed();
+    return s;
+  }
+
+  /** Deletes a setting. @throws ApiError 404 when absent */
+  async delete(key: string): Promise<void> {
+    checkKey(key);
+    await this.write([this.store.sql.settings.deleteStep(key, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
+    this.settings.delete(key);
+    if (this.isOverrideKey(key)) this.changed();
+  }
+
+  private isOverrideKey(key: string): boolean {
+    return key.startsWith('flag:') || (key.startsWith('exp:') && key.endsWith(':weights'));
+  }
+
+  private changed(): void {
+    // the weights may have moved: cached sticky variants stay (they are persisted), nothing else is cached
+    this.onOverrideChange?.();
+  }
+
+  private overrideProblem(key: string, value: string): string | null {
+    if (key.startsWith('flag:') && this.flagsByName.has(key.slice(5)) && value !== 'true' && value !== 'false') return 'A flag override is "true" or "false".';
+    const m = /^exp:(.+):weights$/.exec(key);
+    const e = m ? this.experimentsByName.get(m[1]) : undefined;
+    if (e && !parseWeights(value, e.variants.length)) return `Experiment weights are a JSON array of ${e.variants.length} non-negative integers with a positive sum.`;
+    return null;
+  }
+
+  // ----- the registry -----
+
+  /** `/api/features`: the declared flags and experiments with their overrides. */
+  features(): { flags: FlagView[]; experiments: ExperimentView[] } {
+    return {
+      flags: this.flags.map((f) => ({ name: f.name, default: f.default, description: f.description ?? '', override: this.settings.get(flagKey(f.name))?.value ?? null })),
+      experiments: this.experiments.map((e) => ({
+        name: e.name, variants: e.variants.map((v) => v.name), weights: e.variants.map((v) => v.weight), sticky: !!e.sticky,
+        description: e.description ?? '', weight_override: this.settings.get(experimentWeightsKey(e.name))?.value ?? null,
+      })),
+    };
+  }
+
+  /** A flag's value: its override, else its default; false for an undeclared flag. */
+  flag(name: string): boolean {
+    const f = this.flagsByName.get(name);
+    if (!f) return false;
+    const o = this.settings.get(flagKey(name))?.value;
+    return o === 'true' ? true : o === 'false' ? false : f.default;
+  }
+
+  /** The variant `subject` gets in an experiment ('' subject: the anonymous assignment); undefined for an undeclared one. */
+  async variant(name: string, subject: string): Promise<string | undefined> {
+    const e = this.experimentsByName.get(name);
+    if (!e) return undefined;
+    if (!e.sticky || subject === '') return this.bucket(e, subject);
+    const key = `${name}\u0000${subject}`;
+    const hit = this.assigned.get(key);
+    if (hit !== undefined) return hit;
+    let v = this.store.sql.settings.assignment(name, subject);
+    if (v === undefined) {
+      v = this.bucket(e, subject);
+      await this.write([this.store.sql.settings.assignStep(name, subject, v, nowDate())]);
+      // a concurrent first resolve (another process) may have won: the stored one counts
+      v = this.store.sql.settings.assignment(name, subject) ?? v;
+    }
+    if (this.assigned.size >= ASSIGNMENT_CACHE) this.assigned.clear();
+    this.assigned.set(key, v);
+    return v;
+  }
+
+  /** `/api/state?subject=`: every flag's value and every experiment's variant for the subject. */
+  async state(subject: string): Promise<{ flags: Record<string, boolean>; experiments: Record<string, string> }> {
+    const flags: Record<string, boolean> = {};
+    for (const f of this.flags) flags[f.name] = this.flag(f.name);
+    const experiments: Record<string, string> = {};
+    for (const e of this.experiments) experiments[e.name] = (await this.variant(e.name, subject))!;
+    return { flags, experiments };
+  }
+
+  private bucket(e: ExperimentDefinition, subject: string): string {
+    const override = this.settings.get(experimentWeightsKey(e.name))?.value;
+    const weights = (override !== undefined ? parseWeights(override, e.variants.length) : null) ?? e.variants.map((v) => v.weight);
+    const total = weights.reduce((a, b) => a + b, 0);
+    let point = xxh32(`${e.name}:${subject}`, 0) % total;
+    for (let i = 0; i < weights.length; i++) {
+      if (point < weights[i]) return e.variants[i].name;
+      point -= weights[i];
+    }
+    return e.variants[e.variants.length - 1].name;
+  }
+
+  private write(steps: ReturnType<Store['sql']['settings']['putStep']>[]): Promise<unknown> {
+    for (const s of steps) s.params = s.params.map(bindValue);
+    return this.store.writer.write(steps);
+  }
+}
+
+/** 400 unless `key` is 1 to 200 characters without control characters or `/`. */
+function checkKey(key: string): void {
+  if (typeof key !== 'string' || key === '' || key.length > MAX_SETTING_KEY || /[\u0000-\u001f\u007f/]/.test(key)) {
+    throw ApiError.validation({ key: { code: 'validation_value', message: `A setting key is 1 to ${MAX_SETTING_KEY} characters, without "/" or control characters.` } });
+  }
+}
+
+/** A weights override: a JSON array of `n` non-negative integers with a positive sum, or null. */
+export function parseWeights(value: string, n: number): number[] | null {
+  try {
+    const w = JSON.parse(value);
+    if (!Array.isArray(w) || w.length !== n || !w.every((x) => Number.isInteger(x) && x >= 0 && x <= 1_000_000)) return null;
+    return w.reduce((a: number, b: number) => a + b, 0) > 0 ? w : null;
+  } catch {
+    return null;
+  }
+}
