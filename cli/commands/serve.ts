@@ -22,6 +22,17 @@ import { AppDefinitionError } from '../../src/app/definition.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
+/** Registers tsx's ESM loader for a `.ts` app. @throws Error saying how to run it without tsx */
+async function registerTypeScript(path: string): Promise<void> {
+  const api = 'tsx/esm/api';
+  try {
+    const { register } = (await import(api)) as { register: () => unknown };
+    register();
+  } catch {
+    throw new Error(`${path} is TypeScript: install tsx in the project (npm install -D tsx) or compile the app to .js first`);
+  }
+}
+
 /**
  * The app module `file` names (--app / SERVICE_APP), checked: its default export made by
  * defineApp, or a plain definition object that defineApp then checks. Undefined without a file.
@@ -32,6 +43,8 @@ async function loadApp(file: string | undefined): Promise<App | undefined> {
   const path = resolve(file);
   let mod: { default?: unknown };
   try {
+    // a TypeScript app needs a loader: tsx's, when the project has it installed
+    if (/\.[cm]?ts$/.test(path)) await registerTypeScript(path);
     mod = await import(pathToFileURL(path).href);
   } catch (err) {
     throw new Error(`cannot load the app ${path}: ${err instanceof Error ? err.message : String(err)}`);

@@ -57,10 +57,12 @@ export function settingsRoutes(ctx: ApiContext, statePath: string | null): Route
   ];
   if (statePath) {
     routes.push({
-      method: 'get', pattern: statePath, handler: async (req) => {
-        const subject = new URLSearchParams(req.query).get('subject') ?? '';
+      // synchronous when the subject's state is cached or needs no write (the common case)
+      method: 'get', pattern: statePath, handler: (req) => {
+        const subject = req.query === '' ? '' : (new URLSearchParams(req.query).get('subject') ?? '');
         if (subject.length > 500) throw ApiError.validation({ subject: { code: 'validation_max', message: 'Must be at most 500 characters.' } });
-        return json(200, JSON.stringify(await features.state(subject)));
+        const body = features.stateJson(subject);
+        return typeof body === 'string' ? json(200, body) : body.then((b) => json(200, b));
       },
     });
   }

@@ -46,6 +46,8 @@ const ASSIGNMENT_CACHE = 100_000;
 export class FeatureService {
   private settings = new Map<string, Setting>();
   private assigned = new Map<string, string>();
+  /** `/api/state` bodies by subject, valid until an override changes */
+  private stateCache = new Map<string, string>();
   private flagsByName: Map<string, FlagDefinition>;
   private experimentsByName: Map<string, ExperimentDefinition>;
   /** called after a flag or experiment override changes (the realtime `__features` signal) */
@@ -101,7 +103,8 @@ export class FeatureService {
   }
 
   private changed(): void {
-    // the weights may have moved: cached sticky variants stay (they are persisted), nothing else is cached
+    // values and weights may have moved: cached states go; sticky variants stay (they are persisted)
+    this.stateCache.clear();
     this.onOverrideChange?.();
   }
 
@@ -152,6 +155,46 @@ export class FeatureService {
     if (this.assigned.size >= ASSIGNMENT_CACHE) this.assigned.clear();
     this.assigned.set(key, v);
     return v;
+  }
+
+  /**
+   * The `/api/state` body for a subject, as JSON: answered from a per-subject cache (bounded,
+   * cleared when an override changes), else at once when no sticky experiment needs a first
+   * assignment written, else after that write.
+   */
+  stateJson(subject: string): string | Promise<string> {
+    const hit = this.stateCache.get(subject);
+    if (hit !== undefined) return hit;
+    const now = this.stateSync(subject);
+    if (now) return this.remember(subject, now);
+    return this.state(subject).then((st) => this.remember(subject, st));
+  }
+
+  private remember(subject: string, st: { flags: Record<string, boolean>; experiments: Record<string, string> }): string {
+    const text = JSON.stringify(st);
+    if (this.stateCache.size >= ASSIGNMENT_CACHE) this.stateCache.clear();
+    this.stateCache.set(subject, text);
+    return text;
+  }
+
+  /** The state without a write: null when a sticky experiment has no stored variant for the subject yet. */
+  private stateSync(subject: string): { flags: Record<string, boolean>; experiments: Record<string, string> } | null {
+    const flags: Record<string, boolean> = {};
+    for (const f of this.flags) flags[f.name] = this.flag(f.name);
+    const experiments: Record<string, string> = {};
+    for (const e of this.experiments) {
+      if (!e.sticky || subject === '') {
+        experiments[e.name] = this.bucket(e, subject);
+        continue;
+      }
+      const key = `${e.name}\u0000${subject}`;
+      const v = this.assigned.get(key) ?? this.store.sql.settings.assignment(e.name, subject);
+      if (v === undefined) return null;
+      if (this.assigned.size >= ASSIGNMENT_CACHE) this.assigned.clear();
+      this.assigned.set(key, v);
+      experiments[e.name] = v;
+    }
+    return { flags, experiments };
   }
 
   /** `/api/state?subject=`: every flag's value and every experiment's variant for the subject. */

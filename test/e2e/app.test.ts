@@ -215,6 +215,18 @@ test('a bad app definition is refused before any port opens, every problem liste
   }
 });
 
+test('a TypeScript app module is served (through tsx)', async () => {
+  const ts = await startSvc({ args: [`--app=${join(ROOT, 'test', 'fixtures', 'app-typed.ts')}`] });
+  try {
+    const r = await ts.api('GET', '/api/greet/ts');
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body, { greeting: 'hello ts' });
+  } finally {
+    await ts.stop();
+    rmSync(ts.dataDir, { recursive: true, force: true });
+  }
+});
+
 test('app.start() serves in the embedding process and stops cleanly', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-start-'));
   try {
