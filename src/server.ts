@@ -45,6 +45,7 @@ import type { AppDefinition } from './app/definition.js';
 import { registerCustomMethodSlugs } from './collections/collection-input.js';
 import { FeatureService } from './settings/features.js';
 import { settingsRoutes } from './api/settings.js';
+import { applyDeclaredCollections } from './app/declared-collections.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -106,9 +107,19 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
   ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
+  // custom sign-in slugs first: a declared collection may turn them on
+  if (app?.authMethods?.length) registerCustomMethodSlugs(app.authMethods.map((m) => m.slug));
+  if (app?.collections?.length) {
+    try {
+      await applyDeclaredCollections(app.collections as unknown as Record<string, unknown>[], ctx.collections, store, logger);
+    } catch (err) {
+      await writer.close();
+      await reader.close();
+      throw err;
+    }
+  }
   if (app) {
     ctx.app = new AppRuntime(app, ctx, logger);
-    registerCustomMethodSlugs(ctx.app.customMethodSlugs());
   }
   warnPublicRules(store, logger);
   if (store.sql.auth.superuserCount() === 0) {

@@ -3,10 +3,24 @@
 //
 //   npx svc superuser create --email=admin@example.com --password=change-me-please
 //   npx svc serve --app=examples/tasks/app.js
-//   (then create the `tasks` collection: see examples/tasks/README.md)
 import { defineApp, ApiError } from 'svc';
 
 export default defineApp({
+  // created on the first start, kept in step with this declaration afterwards
+  collections: [
+    { name: 'users', type: 'auth', fields: [{ name: 'name', type: 'text' }], createRule: '@public', viewRule: 'id = @request.auth.id', updateRule: 'id = @request.auth.id' },
+    {
+      name: 'tasks', type: 'base',
+      fields: [
+        { name: 'title', type: 'text' },
+        { name: 'status', type: 'text' },
+        { name: 'owner', type: 'relation', options: { collection: 'users', maxSelect: 1 } },
+        { name: 'due', type: 'date' },
+      ],
+      listRule: 'owner = @request.auth.id', viewRule: 'owner = @request.auth.id',
+      createRule: '@request.auth.id != ""', updateRule: 'owner = @request.auth.id', deleteRule: null,
+    },
+  ],
   hooks: {
     records: {
       tasks: {

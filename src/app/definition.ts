@@ -138,6 +138,20 @@ export interface CustomAuthMethod<A = AppHandleLike> {
   complete: (ctx: AuthMethodContext<A>) => string | { id: string } | Promise<string | { id: string }>;
 }
 
+/** A declared collection: the REST API's collection JSON. */
+export interface CollectionDefinition {
+  name: string;
+  type?: 'base' | 'auth';
+  fields?: Record<string, unknown>[];
+  indexes?: unknown[];
+  listRule?: string | null;
+  viewRule?: string | null;
+  createRule?: string | null;
+  updateRule?: string | null;
+  deleteRule?: string | null;
+  options?: Record<string, unknown>;
+}
+
 /** Pagination of list endpoints (spec "Pagination configuration"). */
 export interface PaginationOptions {
   offset?: boolean;
@@ -155,6 +169,12 @@ export interface AppHandleLike {
 export interface AppDefinition<A = AppHandleLike> {
   /** build options, as `--features` takes them */
   features?: FeatureName[];
+  /**
+   * Declared collections (the REST API's collection JSON; a relation field may name its target by
+   * `options.collection`): created at start when missing, updated when they differ, never a change
+   * that drops data (src/app/declared-collections.ts).
+   */
+  collections?: CollectionDefinition[];
   pagination?: PaginationOptions;
   hooks?: { records?: Record<string, RecordHooks<A>>; auth?: AuthHooks<A> };
   /** fired after every successful sign-in and refresh (errors are logged; the session stands) */
@@ -180,9 +200,9 @@ export class AppDefinitionError extends Error {
   }
 }
 
-const KNOWN_KEYS = ['features', 'pagination', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute'];
+const KNOWN_KEYS = ['features', 'pagination', 'collections', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute'];
 /** Keys of the spec this build does not run yet: refused by name rather than ignored. */
-const NOT_YET = ['collections', 'migrations', 'mail', 'mailer', 'tenancy', 'featureRoutes'];
+const NOT_YET = ['migrations', 'mail', 'mailer', 'tenancy', 'featureRoutes'];
 const RECORD_HOOKS = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'];
 const AUTH_HOOKS = ['beforeRefresh', 'afterRefresh', 'beforeLogout', 'afterLogout', 'beforeAuthSuccess', 'beforePasswordChange', 'afterPasswordChange'];
 const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -230,6 +250,23 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
       for (const k of ['offset', 'cursor']) if (pg[k] !== undefined && typeof pg[k] !== 'boolean') p(`pagination.${k}: must be a boolean`);
       if (pg.cursorToken !== undefined && !['stateless', 'signed', 'stateful'].includes(pg.cursorToken as string)) p('pagination.cursorToken: must be stateless, signed or stateful');
       if (pg.offset === false && pg.cursor === false) p('pagination: offset and cursor cannot both be off');
+    }
+  }
+  if (d.collections !== undefined) {
+    if (!Array.isArray(d.collections)) p('collections: must be an array of collections (the REST API JSON)');
+    else {
+      const names = new Set<string>();
+      d.collections.forEach((c, i) => {
+        const at = `collections[${i}]`;
+        if (!isObject(c)) return void p(`${at}: must be an object`);
+        if (typeof c.name === 'string' && c.name.startsWith('_')) p(`${at}.name: system collections cannot be declared`);
+        else if (typeof c.name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,62}$/.test(c.name)) p(`${at}.name: must be a collection name (a letter, then letters, digits or "_")`);
+        else if (names.has(c.name.toLowerCase())) p(`${at}.name: "${c.name}" is declared twice`);
+        else names.add(c.name.toLowerCase());
+        if (c.type !== undefined && c.type !== 'base' && c.type !== 'auth') p(`${at}.type: must be base or auth`);
+        if (c.fields !== undefined && (!Array.isArray(c.fields) || !c.fields.every(isObject))) p(`${at}.fields: must be an array of field objects`);
+        for (const r of ['listRule', 'viewRule', 'createRule', 'updateRule', 'deleteRule']) if (c[r] !== undefined && c[r] !== null && typeof c[r] !== 'string') p(`${at}.${r}: must be a string or null`);
+      });
     }
   }
   if (d.hooks !== undefined) {

@@ -20,12 +20,6 @@ async function user(email: string): Promise<string> {
 
 before(async () => {
   srv = await startSvc({ args: [`--app=${join(ROOT, 'examples', 'tasks', 'app.js')}`] });
-  await srv.createCollection({
-    name: 'tasks', type: 'base',
-    fields: [{ name: 'title', type: 'text' }, { name: 'status', type: 'text' }, { name: 'owner', type: 'text' }, { name: 'due', type: 'date' }],
-    listRule: 'owner = @request.auth.id', viewRule: 'owner = @request.auth.id', createRule: '@request.auth.id != ""', updateRule: 'owner = @request.auth.id', deleteRule: null,
-  });
-  await srv.createCollection({ name: 'users', type: 'auth', fields: [], createRule: '@public' });
 });
 
 after(async () => {

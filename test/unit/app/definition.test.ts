@@ -105,6 +105,13 @@ test('flags, experiments and stateRoute are checked', () => {
   assert.doesNotThrow(() => defineApp({ stateRoute: '/api/state' }));
 });
 
+test('declared collections are checked for shape', () => {
+  const p = problems({ collections: [{ name: 'posts' }, { name: 'Posts' }, { name: '_secret' }, { name: '1x' }, { name: 'ok', type: 'view' }, { name: 'f', fields: 'x' }, { name: 'r', listRule: 5 }, 'nope'] });
+  const expect = ['collections[1].name: "Posts" is declared twice', 'collections[2].name: system collections', 'collections[3].name', 'collections[4].type', 'collections[5].fields', 'collections[6].listRule', 'collections[7]: must be an object'];
+  for (const e of expect) assert.ok(p.some((x) => x.includes(e)), `missing "${e}" in:\n${p.join('\n')}`);
+  assert.equal(p.length, expect.length, p.join('\n'));
+});
+
 test('not an object; cron expressions are five fields', () => {
   assert.throws(() => defineApp(null as never), AppDefinitionError);
   assert.ok(isCronExpression('*/5 * * * *'));
