@@ -188,6 +188,21 @@ export interface AppDefinition<A = AppHandleLike> {
   experiments?: { name: string; variants: { name: string; weight: number }[]; sticky?: boolean; description?: string }[];
   /** where the public state route mounts (default `/api/state`), or false for none */
   stateRoute?: `/${string}` | false;
+  /**
+   * Accounts (tenancy): `resolve` says whether the signed-in caller belongs to the account named
+   * by the X-Account-Id header and with what role (null: not a member); `accounts` lists every
+   * account the caller belongs to. They feed `@request.account.id`, `.role` and `.ids` in rules.
+   */
+  tenancy?: {
+    resolve: (ctx: TenancyContext<A>, accountId: string) => { role: string } | null | Promise<{ role: string } | null>;
+    accounts?: (ctx: TenancyContext<A>) => string[] | Promise<string[]>;
+  };
+}
+
+/** What a tenancy resolver gets: the signed-in caller and the app. */
+export interface TenancyContext<A = AppHandleLike> {
+  auth: AuthRecord;
+  app: A;
 }
 
 /** Thrown by defineApp: every problem of a definition, one per line. */
@@ -200,9 +215,9 @@ export class AppDefinitionError extends Error {
   }
 }
 
-const KNOWN_KEYS = ['features', 'pagination', 'collections', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute'];
+const KNOWN_KEYS = ['features', 'pagination', 'collections', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'tenancy'];
 /** Keys of the spec this build does not run yet: refused by name rather than ignored. */
-const NOT_YET = ['migrations', 'mail', 'mailer', 'tenancy', 'featureRoutes'];
+const NOT_YET = ['migrations', 'mail', 'mailer', 'featureRoutes'];
 const RECORD_HOOKS = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'];
 const AUTH_HOOKS = ['beforeRefresh', 'afterRefresh', 'beforeLogout', 'afterLogout', 'beforeAuthSuccess', 'beforePasswordChange', 'afterPasswordChange'];
 const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -359,6 +374,15 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
     }
   }
 
+  if (d.tenancy !== undefined) {
+    const t = d.tenancy;
+    if (!isObject(t)) p('tenancy: must be an object {resolve, accounts?}');
+    else {
+      for (const k of Object.keys(t)) if (k !== 'resolve' && k !== 'accounts') p(`tenancy.${k}: unknown key (resolve, accounts)`);
+      if (!isFn(t.resolve)) p('tenancy.resolve: must be a function (ctx, accountId) → {role} | null');
+      if (t.accounts !== undefined && !isFn(t.accounts)) p('tenancy.accounts: must be a function (ctx) → account ids');
+    }
+  }
   const FEATURE_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
   if (d.flags !== undefined) {
     if (!Array.isArray(d.flags)) p('flags: must be an array');

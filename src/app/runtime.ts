@@ -14,6 +14,7 @@ import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { ApiContext } from '../api/context.js';
 import type { Principal } from '../rules/access.js';
+import type { AccountContext } from '../rules/compiler.js';
 import type { Logger } from '../log/logger.js';
 import type { Route, Req, Reply } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
@@ -100,6 +101,26 @@ export class AppRuntime {
       authSuccess: def.onAuthSuccess ? (tag, c, rec) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false) : undefined,
     };
     for (const m of def.authMethods ?? []) ctx.auth.methods.set(m.slug, new CustomMethod(m, this, ctx));
+    if (def.tenancy) ctx.auth.tenancy = (p, accountId) => this.resolveAccount(p, accountId);
+  }
+
+  /**
+   * The caller's account context from the app's tenancy resolver: the active account (X-Account-Id)
+   * with its role when the caller belongs to it, and every account it belongs to (`accounts`, or
+   * just the active one). Null when it belongs to none of them. A resolver that throws answers
+   * 500 (fails closed).
+   */
+  private async resolveAccount(p: Principal, accountId: string): Promise<AccountContext | null> {
+    const t = this.def.tenancy!;
+    const ctx = { auth: publicAuthRecord(p.record)!, app: this.handle };
+    try {
+      const member = accountId !== '' && accountId.length <= 200 ? await t.resolve(ctx, accountId) : null;
+      const ids = t.accounts ? (await t.accounts(ctx)).filter((x) => typeof x === 'string') : member ? [accountId] : [];
+      if (!member && ids.length === 0) return null;
+      return { id: member ? accountId : '', role: member && typeof member.role === 'string' ? member.role : '', ids };
+    } catch (err) {
+      throw this.appError(err, 'tenancy resolver');
+    }
   }
 
   /** The slugs of the app's custom sign-in methods (collection options may enable them). */

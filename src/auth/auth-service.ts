@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { Principal } from '../rules/access.js';
+import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
@@ -134,6 +135,11 @@ export class AuthService {
   readonly twoFactor: TwoFactor;
   /** an embedding app's hooks (none for the standalone server) */
   hooks: AuthServiceHooks = {};
+  /**
+   * An app's tenancy resolver (src/app/runtime.ts): the caller's active account (named by
+   * X-Account-Id) with its role, and every account it belongs to; null when it does not belong.
+   */
+  tenancy: ((p: AuthPrincipal, accountId: string) => Promise<AccountContext | null>) | null = null;
 
   constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
     this.tokens = new TokenService(secret);
@@ -223,8 +229,17 @@ export class AuthService {
       return p;
     };
     const hit = this.tokens.cached(token, tokenKey);
-    if (hit) return check(hit);
-    return this.tokens.verify(token, tokenKey).then(check);
+    const principal = hit ? check(hit) : this.tokens.verify(token, tokenKey).then(check);
+    if (!this.tenancy) return principal;
+    return Promise.resolve(principal).then((p) => this.withAccount(p, req.headers.account ?? ''));
+  }
+
+  /** The principal with its active account resolved by the app's tenancy resolver (superusers keep none). */
+  private async withAccount(p: AuthPrincipal | null, accountId: string): Promise<AuthPrincipal | null> {
+    if (!p || p.superuser || !this.tenancy) return p;
+    const account = await this.tenancy(p, accountId);
+    if (account) p.account = account;
+    return p;
   }
 
   /**

@@ -17,6 +17,8 @@ export interface ClientInfo {
     /** X-Forwarded-For and X-Real-IP, read only behind a trusted proxy */
     readonly forwardedFor: string;
     readonly realIp: string;
+    /** X-Account-Id, the active account an app's tenancy resolver checks ('' or absent: none) */
+    readonly account?: string;
   };
   /** the peer address */
   readonly remoteAddress: string;

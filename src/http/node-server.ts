@@ -435,6 +435,7 @@ function readHeaders(r: IncomingMessage): RequestHeaders {
     accept: header(r, 'accept'),
     range: header(r, 'range'),
     ifNoneMatch: header(r, 'if-none-match'),
+    account: header(r, 'x-account-id'),
   };
 }
 

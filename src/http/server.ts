@@ -476,7 +476,9 @@ function readHeaders(r: UWS.HttpRequest, body: boolean, file: boolean): RequestH
     accept: '',
     range: '',
     ifNoneMatch: '',
+    account: '',
   };
+  if (h.authorization || h.cookie) h.account = r.getHeader('x-account-id');
   if (body) {
     h.contentType = r.getHeader('content-type');
     // The CSRF token only matters next to a cookie credential (auth-service.ts).

@@ -15,6 +15,8 @@ export interface RequestHeaders {
   accept: string;
   range: string;
   ifNoneMatch: string;
+  /** X-Account-Id: the active account (tenancy); read only next to a credential */
+  account: string;
 }
 
 export interface Req {

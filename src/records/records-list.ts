@@ -78,7 +78,7 @@ export class RecordLister {
     const filterText = qs.filter;
     if (filterText) {
       const compiled = this.compileFilter(c, filterText, principal);
-      where.add(compiled.sql, bindParams(compiled, { auth: principal?.record ?? null, data: null, method: 'GET' }));
+      where.add(compiled.sql, bindParams(compiled, { auth: principal?.record ?? null, data: null, method: 'GET', account: principal?.account }));
     }
     where.addTtl(c);
     const search = searchPlan(c, qs.search, this.cfg.fts);

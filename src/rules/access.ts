@@ -5,7 +5,7 @@
  */
 import type { Collection, RuleName } from '../collections/types.js';
 import type { SqlValue } from '../store/bind.js';
-import { bindParams, compileExpression, type CompiledExpr, type SchemaLookup } from './compiler.js';
+import { bindParams, compileExpression, type AccountContext, type CompiledExpr, type SchemaLookup } from './compiler.js';
 
 /** The authenticated caller: a record of an auth collection, or a superuser. */
 export interface Principal {
@@ -13,6 +13,8 @@ export interface Principal {
   collection: Collection;
   /** the whole auth record, hidden columns included, plus collectionId and collectionName */
   record: Record<string, unknown>;
+  /** the active account (an app's tenancy resolver), for `@request.account.*` */
+  account?: AccountContext;
 }
 
 /** What a rule means for one request: deny outright, allow everything, or a SQL condition. */
@@ -73,7 +75,7 @@ export class RuleBook {
     const compiled = this.compiled(c, rule);
     if (compiled === 'locked') return DENY;
     if (compiled === 'public') return ALL;
-    const params = bindParams(compiled, { auth: principal ? principal.record : null, data, method });
+    const params = bindParams(compiled, { auth: principal ? principal.record : null, data, method, account: principal?.account });
     return { kind: 'where', sql: compiled.sql, params, readsRecord: compiled.readsRecord };
   }
 

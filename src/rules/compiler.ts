@@ -36,7 +36,8 @@ export type ParamSlot =
   | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string }
   | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
   | { kind: 'method'; like?: boolean }
-  | { kind: 'account'; field: 'id' | 'role'; like?: boolean }
+  /** @request.account.id / .role, or `ids` (a JSON array of the principal's account ids, for `in`) */
+  | { kind: 'account'; field: 'id' | 'role' | 'ids'; like?: boolean }
   /** the current time as a date string (expiry clauses of relation hops) */
   | { kind: 'now' };
 
@@ -72,6 +73,15 @@ export interface RequestContext {
   auth: Record<string, unknown> | null;
   data: Record<string, unknown> | null;
   method: string;
+  /** the active account (tenancy): absent without a resolver or an account the principal belongs to */
+  account?: AccountContext;
+}
+
+/** The principal's active account and role, and every account it belongs to (spec "@request.account.*"). */
+export interface AccountContext {
+  id: string;
+  role: string;
+  ids: string[];
 }
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -110,7 +120,8 @@ const FOREIGN_ID = '#';
  * Resolves every slot of `expr` for one request. `@request.auth.*` is `''` when anonymous and
  * null for a field the auth record lacks, and `@request.auth.id` compared with ids of another
  * collection than the caller's matches none; `@request.data.*` is null when absent;
- * `@request.account.*` is always `''` (no tenancy resolver yet). Objects/arrays bind as JSON text.
+ * `@request.account.id`/`.role` are `''` and `.ids` empty unless the app's tenancy resolver placed
+ * the principal in an account (rules using them then fail closed). Objects/arrays bind as JSON text.
  */
 export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
   return expr.params.map((slot) => {
@@ -131,7 +142,8 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
         value = ctx.method;
         break;
       case 'account':
-        value = '';
+        if (slot.field === 'ids') return JSON.stringify(ctx.account?.ids ?? []);
+        value = ctx.account ? ctx.account[slot.field] : '';
         break;
       case 'now':
         return nowDate();

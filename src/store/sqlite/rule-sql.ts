@@ -146,11 +146,15 @@ class ExprCompiler {
   }
 
   private inList(e: InExpr): Frag {
-    // The account list is always empty until a tenancy resolver exists, so `x in
-    // @request.account.ids` can never hold: rules that rely on it fail closed.
-    if (e.accountIds || e.items.length === 0) return { sql: '0', params: [] };
+    if (e.items.length === 0 && !e.accountIds) return { sql: '0', params: [] };
     const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
     const L = this.side(e.left, path, undefined, false);
+    if (e.accountIds) {
+      // the principal's accounts, bound as one JSON array (empty without a tenancy resolver: never holds)
+      const pred = `${L.sql} IN (SELECT value FROM json_each(?))`;
+      const params: ParamSlot[] = [...L.params, { kind: 'account', field: 'ids' }];
+      return L.sources.length > 0 ? { sql: exists(L.sources, L.conds, pred), params: [...L.condParams, ...params] } : { sql: pred, params };
+    }
     const members = e.items.filter((item) => item.value !== null);
     const parts: Frag[] = [];
     if (members.length > 0) {

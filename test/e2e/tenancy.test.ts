@@ -1,0 +1,80 @@
+/**
+ * Tenancy (issue 17; 0-conventions.md "Embedding": `tenancy`; spec 1-core-api.md
+ * `@request.account.id`, `.role`, `.ids`): a two-account app whose members see only their active
+ * account's records (X-Account-Id), create only where their role allows, and update in any
+ * account they belong to; a non-member naming an account, no account, and anonymous callers all
+ * fail closed.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, startSvc, type Svc } from '../helpers/server.js';
+
+let srv: Svc;
+const PW = 'tenant-pass-1';
+const ids: Record<string, string> = {};
+const tokens: Record<string, string> = {};
+
+const as = (who: string, account?: string) => ({ token: tokens[who], headers: account ? { 'X-Account-Id': account } : {} });
+
+before(async () => {
+  srv = await startSvc({ args: [`--app=${join(ROOT, 'test', 'fixtures', 'app-tenancy.mjs')}`], env: { SERVICE_RATE_LIMIT_MAX: '0' } });
+  for (const who of ['ann', 'bob']) {
+    const made = await srv.api('POST', '/api/collections/people/records', { body: { email: `${who}@example.com`, password: PW, passwordConfirm: PW } });
+    ids[who] = made.body.id;
+    tokens[who] = (await srv.api('POST', '/api/collections/people/auth-with-password', { body: { identity: `${who}@example.com`, password: PW } })).body.token;
+  }
+  for (const [person, account, role] of [['ann', 'acme', 'editor'], ['ann', 'globex', 'viewer'], ['bob', 'globex', 'editor']]) {
+    await srv.api('POST', '/api/collections/memberships/records', { token: srv.suToken, body: { person: ids[person], account, role } });
+  }
+  for (const [title, account] of [['acme plan', 'acme'], ['globex plan', 'globex']]) {
+    const r = await srv.api('POST', '/api/collections/docs/records', { token: srv.suToken, body: { title, account } });
+    ids[title] = r.body.id;
+  }
+});
+
+after(async () => {
+  await srv?.stop();
+  if (srv) rmSync(srv.dataDir, { recursive: true, force: true });
+});
+
+test('members see only the active account\'s records', async () => {
+  const acme = await srv.api('GET', '/api/collections/docs/records', as('ann', 'acme'));
+  assert.deepEqual(acme.body.items.map((d: any) => d.title), ['acme plan']);
+  const globex = await srv.api('GET', '/api/collections/docs/records', as('ann', 'globex'));
+  assert.deepEqual(globex.body.items.map((d: any) => d.title), ['globex plan']);
+  assert.equal((await srv.api('GET', `/api/collections/docs/records/${ids['globex plan']}`, as('ann', 'acme'))).status, 404);
+  assert.equal((await srv.api('GET', `/api/collections/docs/records/${ids['acme plan']}`, as('ann', 'acme'))).status, 200);
+  const bobAcme = await srv.api('GET', '/api/collections/docs/records', as('bob', 'acme'));
+  assert.equal(bobAcme.body.items.length, 0, 'naming an account one does not belong to gives nothing');
+});
+
+test('no account, an unknown account, a malformed one, and anonymous callers fail closed', async () => {
+  for (const [label, opts] of [
+    ['no header', as('ann')],
+    ['unknown account', as('ann', 'initech')],
+    ['malformed', as('ann', '" || 1 = 1 || "')],
+    ['anonymous', { token: null, headers: { 'X-Account-Id': 'acme' } }],
+  ] as const) {
+    const r = await srv.api('GET', '/api/collections/docs/records', opts as never);
+    assert.equal(r.status, 200, `${label}: ${r.text}`);
+    assert.equal(r.body.items.length, 0, label);
+  }
+});
+
+test('create follows the role in the active account; update any account the member belongs to', async () => {
+  const ok = await srv.api('POST', '/api/collections/docs/records', { ...as('ann', 'acme'), body: { title: 'acme memo', account: 'acme' } });
+  assert.equal(ok.status, 201, ok.text);
+  const viewer = await srv.api('POST', '/api/collections/docs/records', { ...as('ann', 'globex'), body: { title: 'nope', account: 'globex' } });
+  assert.equal(viewer.status, 403, 'a viewer cannot create');
+  const elsewhere = await srv.api('POST', '/api/collections/docs/records', { ...as('ann', 'acme'), body: { title: 'nope', account: 'globex' } });
+  assert.equal(elsewhere.status, 403, 'not into another account');
+  // @request.account.ids: ann belongs to acme and globex, bob only to globex
+  const annUpdate = await srv.api('PATCH', `/api/collections/docs/records/${ids['globex plan']}`, { ...as('ann'), body: { title: 'globex plan v2' } });
+  assert.equal(annUpdate.status, 200, annUpdate.text);
+  const bobUpdate = await srv.api('PATCH', `/api/collections/docs/records/${ids['acme plan']}`, { ...as('bob'), body: { title: 'hijack' } });
+  assert.equal(bobUpdate.status, 404);
+  const check = await srv.api('GET', `/api/collections/docs/records/${ids['acme plan']}`, as('ann', 'acme'));
+  assert.equal(check.body.title, 'acme plan');
+});
