@@ -4,5 +4,5 @@
  */
 export { defineApp, isApp, type App, type StartOptions, type RunningApp } from './app/app.js';
 export { AppDefinitionError, type AppDefinition, type AuthEventTag, type AuthHook, type AuthHookEvent, type AuthHooks, type AuthMethodContext, type AuthMethodTag, type AuthRecord, type CollectionDefinition, type CustomAuthMethod, type JobContext, type JobDefinition, type PaginationOptions, type RecordHook, type RecordHookEvent, type RecordHooks, type RouteContext, type RouteDefinition, type RouteMethod, type TenancyContext } from './app/definition.js';
-export type { AppHandle, RecordsHandle } from './app/runtime.js';
+export type { AppHandle, BatchOp, RecordsHandle } from './app/runtime.js';
 export { ApiError } from './errors/api-error.js';

@@ -20,7 +20,7 @@ import type { Route, Req, Reply } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import { parseListQuery } from '../records/list-query.js';
 import type { Uploads } from '../files/record-files.js';
-import type { WriteResult } from '../records/records-write.js';
+import { WriteBatch, type WriteResult } from '../records/records-write.js';
 import type { AuthMethod, MethodResult } from '../auth/methods/method.js';
 import { methodOptions } from '../auth/methods/emailed.js';
 import type { ClientInfo } from '../auth/client.js';
@@ -46,9 +46,22 @@ export interface RecordsHandle {
   asUser(auth: AuthRecord | null): RecordsHandle;
 }
 
+/** One write of `app.batch`. */
+export type BatchOp =
+  | { collection: string; action: 'create'; data: Record<string, unknown> }
+  | { collection: string; action: 'update'; id: string; data: Record<string, unknown> }
+  | { collection: string; action: 'delete'; id: string };
+
 /** What application code gets as `app` / `ctx.app` / `event.app`. */
 export interface AppHandle {
   records(collection: string): RecordsHandle;
+  /**
+   * Several writes as one transaction: all committed together or none (the first failure, a
+   * validation error, a rule, a hook or a constraint, is thrown and nothing is written). Hooks run
+   * as for single writes. Answers each write's stored record (null for a delete). As superuser,
+   * or under the rules as `options.asUser`. At most 1,000 writes, no files.
+   */
+  batch(ops: BatchOp[], options?: { asUser?: AuthRecord | null }): Promise<Array<Record<string, unknown> | null>>;
   /** settings (opaque strings by key; `flag:<name>` and `exp:<name>:weights` are overrides) */
   settings: {
     get(key: string): string | undefined;
@@ -85,6 +98,7 @@ export class AppRuntime {
     const features = () => ctx.features!;
     this.handle = {
       records: (name) => this.recordsHandle(name, 'superuser'),
+      batch: (ops, options) => this.batch(ops, options?.asUser === undefined ? 'superuser' : options.asUser),
       settings: {
         get: (key) => features().get(key)?.value,
         set: async (key, value) => void (await features().put(key, value)),
@@ -163,28 +177,28 @@ export class AppRuntime {
   // ----- record writes with hooks -----
 
   /** Create with the collection's hooks: before (may change `body` or abort, nothing written), the write, after. */
-  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null): Promise<WriteResult> {
+  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
     if (hooks?.beforeCreate) await this.before('beforeCreate', hooks.beforeCreate, c, principal, body);
-    const out = await this.ctx.writes.create(c, principal, body, uploads);
+    const out = await this.ctx.writes.create(c, principal, body, uploads, batch);
     if (hooks?.afterCreate) await this.after('afterCreate', hooks.afterCreate, c, principal, this.ctx.store.codec(c).fromRow(out.row));
     return out;
   }
 
-  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
     if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body);
-    const out = await this.ctx.writes.update(c, id, principal, body, uploads);
+    const out = await this.ctx.writes.update(c, id, principal, body, uploads, batch);
     if (hooks?.afterUpdate) await this.after('afterUpdate', hooks.afterUpdate, c, principal, this.ctx.store.codec(c).fromRow(out.row));
     return out;
   }
 
-  async delete(c: Collection, id: string, principal: Principal | null): Promise<void> {
+  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch): Promise<void> {
     const hooks = this.hooksOf(c);
     const row = hooks?.beforeDelete || hooks?.afterDelete ? this.ctx.reads.rowById(c, id) : undefined;
     const rec = row ? this.ctx.store.codec(c).fromRow(row) : null;
     if (hooks?.beforeDelete && rec) await this.before('beforeDelete', hooks.beforeDelete, c, principal, rec);
-    await this.ctx.writes.delete(c, id, principal);
+    await this.ctx.writes.delete(c, id, principal, batch);
     if (hooks?.afterDelete && rec) await this.after('afterDelete', hooks.afterDelete, c, principal, rec);
   }
 
@@ -202,6 +216,47 @@ export class AppRuntime {
     } catch (err) {
       this.logger.error(`record hook ${c.name}.${name} failed after the commit (the answer stands): ${describe(err)}`, 'app');
     }
+  }
+
+  // ----- batches -----
+
+  private async batch(ops: BatchOp[], actor: AuthRecord | null | 'superuser'): Promise<Array<Record<string, unknown> | null>> {
+    if (!Array.isArray(ops) || ops.length === 0 || ops.length > 1000) throw new TypeError('app.batch: give 1 to 1,000 writes');
+    const { store } = this.ctx;
+    const principal = this.actorPrincipal(actor);
+    const batch = new WriteBatch(store.writer);
+    let first: unknown;
+    const runs = ops.map(async (op): Promise<Record<string, unknown> | null> => {
+      const c = store.collection(op.collection);
+      if (op.action === 'create') return store.codec(c).visibleFromRow((await this.create(c, principal, { ...op.data }, null, batch)).row);
+      if (op.action === 'update') return store.codec(c).visibleFromRow((await this.update(c, op.id, principal, { ...op.data }, null, batch)).row);
+      if (op.action === 'delete') {
+        await this.delete(c, op.id, principal, batch);
+        return null;
+      }
+      throw new TypeError(`app.batch: unknown action ${JSON.stringify((op as { action?: unknown }).action)}`);
+    });
+    // every write either hands in its steps or fails first; one failure writes nothing
+    const handedIn = new Set<number>();
+    runs.forEach((r, i) => r.catch((err) => {
+      if (handedIn.has(i)) return;
+      first ??= err;
+      batch.failedEarly();
+    }));
+    await batch.whenAll(ops.length);
+    for (let i = 0; i < ops.length; i++) handedIn.add(i);
+    await batch.commit(first);
+    const settled = await Promise.allSettled(runs);
+    const failed = settled.find((x) => x.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (first !== undefined) throw first;
+    if (failed) throw failed.reason;
+    return settled.map((x) => (x as PromiseFulfilledResult<Record<string, unknown> | null>).value);
+  }
+
+  private actorPrincipal(actor: AuthRecord | null | 'superuser'): Principal | null {
+    if (actor === null) return null;
+    if (actor === 'superuser') return { superuser: true, collection: this.ctx.store.registry.find('_superusers')!, record: { id: '' } };
+    return this.principalOf(actor);
   }
 
   // ----- the records handle -----

@@ -11,7 +11,7 @@ import { ApiError, type FieldError } from '../errors/api-error.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { Store } from '../store/store.js';
-import type { WriteStep } from '../store/write-job.js';
+import type { StepResult, WriteStep } from '../store/write-job.js';
 import { WriteError } from '../store/sqlite/writer-client.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
@@ -55,6 +55,75 @@ export interface WriteResult {
   passwordChanged: boolean;
 }
 
+/**
+ * Several record writes committed as one write job (all or nothing): each write hands its steps
+ * to `write` instead of the writer; `commit()` sends them together once every write has handed
+ * its steps in or failed before that (then nothing is written), and gives each write its
+ * results. Used by the app handle's `batch` (src/app/runtime.ts).
+ */
+export class WriteBatch {
+  private parts: Array<{ steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void }> = [];
+  private expected = Infinity;
+  private failures = 0;
+  private onReady: (() => void) | null = null;
+
+  constructor(private writer: { write(steps: WriteStep[]): Promise<StepResult[]> }) {}
+
+  /** Collects one write's steps; resolves with its results after the commit. */
+  write(steps: WriteStep[]): Promise<StepResult[]> {
+    const p = new Promise<StepResult[]>((resolve, reject) => this.parts.push({ steps, resolve, reject }));
+    this.check();
+    return p;
+  }
+
+  /** Resolves once `n` writes have handed in their steps or failed before (see failedEarly). */
+  whenAll(n: number): Promise<void> {
+    this.expected = n;
+    return new Promise((resolve) => {
+      this.onReady = resolve;
+      this.check();
+    });
+  }
+
+  /** Counts a write that failed before handing in steps (validation, a rule, a hook). */
+  failedEarly(): void {
+    this.failures++;
+    this.check();
+  }
+
+  private check(): void {
+    if (this.parts.length + this.failures < this.expected || !this.onReady) return;
+    const ready = this.onReady;
+    this.onReady = null;
+    ready();
+  }
+
+  /** How many writes have handed in their steps. */
+  get size(): number {
+    return this.parts.length;
+  }
+
+  /** Commits every collected write in one job, or (with `cancel`) fails them all unwritten. */
+  async commit(cancel?: unknown): Promise<void> {
+    const parts = this.parts;
+    this.parts = [];
+    if (cancel !== undefined) {
+      for (const p of parts) p.reject(cancel);
+      return;
+    }
+    try {
+      const results = await this.writer.write(parts.flatMap((p) => p.steps));
+      let at = 0;
+      for (const p of parts) {
+        p.resolve(results.slice(at, at + p.steps.length));
+        at += p.steps.length;
+      }
+    } catch (err) {
+      for (const p of parts) p.reject(err);
+    }
+  }
+}
+
 export class RecordWriter {
   /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
   private ruleVerdicts = new Map<string, boolean>();
@@ -71,20 +140,20 @@ export class RecordWriter {
    * and becomes one write job at once: no async frame holds the request's state while it waits
    * for the group commit. Auth records (password hashing) and file changes take the async path.
    */
-  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
+  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: WriteBatch): Promise<WriteResult> {
     let touchesFiles: boolean;
     try {
       if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
       touchesFiles = !!this.files?.touches(c, body, uploads);
-      if (c.type !== 'auth' && !touchesFiles) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null);
+      if (c.type !== 'auth' && !touchesFiles) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null, undefined, batch);
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.createAsync(c, principal, body, uploads, touchesFiles);
+    return this.createAsync(c, principal, body, uploads, touchesFiles, batch);
   }
 
   /** The create of an auth record (password hash) or of one with file changes (`touchesFiles`). */
-  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean): Promise<WriteResult> {
+  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean, batch?: WriteBatch): Promise<WriteResult> {
     const errors: Errors = {};
     const filePlan = touchesFiles && this.files ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
     const draft = this.prepareCreate(c, principal, body, filePlan, errors);
@@ -92,7 +161,7 @@ export class RecordWriter {
       draft.cols.push('passwordHash');
       draft.vals.push(await hashPassword(draft.password));
     }
-    return this.insert(c, draft, body, filePlan);
+    return this.insert(c, draft, body, filePlan, undefined, batch);
   }
 
   /**
@@ -156,7 +225,7 @@ export class RecordWriter {
   }
 
   /** Queues the INSERT of a prepared create with its relation and create-rule guards. */
-  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null, extra?: WriteStep[]): Promise<WriteResult> {
+  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null, extra?: WriteStep[], batch?: WriteBatch): Promise<WriteResult> {
     const { id, check, cols, vals } = draft;
     const steps: WriteStep[] = this.relationGuards(c, body);
     if (draft.chosenId && c.type === 'auth') {
@@ -182,7 +251,7 @@ export class RecordWriter {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     const row = vals.slice(0, 3 + c.fields.length);
-    return this.withFiles(c, id, filePlan, () => this.queue(steps)).then(() => ({ row, passwordChanged: false }), conflictError);
+    return this.withFiles(c, id, filePlan, () => this.queue(steps, batch)).then(() => ({ row, passwordChanged: false }), conflictError);
   }
 
   /**
@@ -243,7 +312,7 @@ export class RecordWriter {
    * Updates a record; 404 when absent or the update rule fails; 409 when a concurrent update
    * changed a file field this one changes. `uploads` as for create.
    */
-  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: WriteBatch): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     const check = this.store.rules.check(c, 'updateRule', principal, body, 'PATCH');
     if (check.kind === 'deny') throw ApiError.notFound();
@@ -301,7 +370,7 @@ export class RecordWriter {
       fail: { status: 404, code: 'not_found', message: 'The requested resource was not found.' },
     });
     steps.push({ sql: this.store.sql.records.rowById(c, codec.columns), params: [id], returnRows: true });
-    const results = await this.withFiles(c, id, filePlan, () => this.run(steps));
+    const results = await this.withFiles(c, id, filePlan, () => this.run(steps, batch));
     return { row: results[results.length - 1].rows![0], passwordChanged };
   }
 
@@ -331,7 +400,7 @@ export class RecordWriter {
   }
 
   /** Deletes a record (relation triggers cascade or unset references); 404 when absent or denied. */
-  async delete(c: Collection, id: string, principal: Principal | null): Promise<void> {
+  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch): Promise<void> {
     const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
     if (check.kind === 'deny') throw ApiError.notFound();
     const steps: WriteStep[] = [
@@ -346,7 +415,7 @@ export class RecordWriter {
       // The record's links, sessions and pending verification/reset tokens go with it.
       steps.push(...this.store.sql.auth.recordSideRowsDeleteSteps(c.id, id));
     }
-    await this.run(steps); // caches drop the record and what cascaded from it through the change feed
+    await this.run(steps, batch); // caches drop the record and what cascaded from it through the change feed
     await this.files?.deleted(c, id);
   }
 
@@ -402,17 +471,17 @@ export class RecordWriter {
   }
 
   /** Queues `steps`; constraint failures answer 409 (see conflictError). */
-  private run(steps: WriteStep[]) {
-    return this.queue(steps).catch(conflictError);
+  private run(steps: WriteStep[], batch?: WriteBatch) {
+    return this.queue(steps, batch).catch(conflictError);
   }
 
   /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
-  private queue(steps: WriteStep[]) {
+  private queue(steps: WriteStep[], batch?: WriteBatch) {
     for (const s of steps) {
       const p = s.params;
       for (let i = 0; i < p.length; i++) p[i] = bindValue(p[i]);
     }
-    return this.store.writer.write(steps);
+    return (batch ?? this.store.writer).write(steps);
   }
 }
 

@@ -141,6 +141,23 @@ test('app.records(…).asUser applies the rules as that user; the default handle
   assert.ok(all.body.posts >= 2);
 });
 
+test('app.batch: several writes commit together or not at all (a refusing hook, a missing record)', async () => {
+  const ok = await srv.api('POST', '/api/batch', { body: { tag: 't-ok', title: 'Batch Post' } });
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.body.length, 2);
+  assert.equal(ok.body[0].target, 't-ok');
+  assert.equal(ok.body[1].slug, 'batch-post', 'hooks run inside a batch');
+  assert.ok((await audit()).some((a) => a.action === 'batch' && a.target === 't-ok'));
+
+  const refused = await srv.api('POST', '/api/batch', { body: { tag: 't-refused', title: 'forbidden' } });
+  assert.equal(refused.status, 403, refused.text);
+  const missing = await srv.api('POST', '/api/batch', { body: { tag: 't-missing', title: 'x', updateId: 'nosuchrecord000' } });
+  assert.equal(missing.status, 404, missing.text);
+  const log = await audit();
+  assert.ok(!log.some((a) => a.target === 't-refused'), 'a hook refusal wrote nothing');
+  assert.ok(!log.some((a) => a.target === 't-missing'), 'a failing write in the job rolled the other back');
+});
+
 test('auth hooks and the auth-success handler: method tags, a refusing before-hook, refresh, logout, password change', async () => {
   const m = await member('hooks@example.com');
   const log = await audit();
