@@ -95,7 +95,8 @@ async function onFrame(hub: RealtimeHub, client: RealtimeClient, ws: WsConnectio
     switch (m.action) {
       case 'auth': {
         if (typeof m.token !== 'string' || m.token === '') throw ApiError.badRequest('auth needs a "token" string.');
-        const ok = await hub.authenticate(client, m.token);
+        if (m.account !== undefined && (typeof m.account !== 'string' || m.account.length > 200)) throw ApiError.badRequest('"account" must be a string (the active account, as X-Account-Id).');
+        const ok = await hub.authenticate(client, m.token, (m.account as string | undefined) ?? '');
         ws.send(authFrame(ok));
         return;
       }

@@ -116,6 +116,8 @@ export class RealtimeClient {
   principal: AuthPrincipal | null = null;
   /** the bearer token the principal came from (re-checked when the session may have ended) */
   token: string | null = null;
+  /** the active account named in the auth frame (tenancy), '' for none */
+  account = '';
   /** the token is being re-checked: nothing is delivered until it is */
   checking = false;
   /** bumped whenever the caller or `checking` changes (native memberships are decided again) */
@@ -273,11 +275,13 @@ export class RealtimeHub {
   }
 
   /**
-   * Authenticates a client with a bearer token. Resolves true when the token is valid (the
+   * Authenticates a client with a bearer token (and, for an app with tenancy, its active
+   * `account`, as X-Account-Id names it on REST). Resolves true when the token is valid (the
    * client is then that caller), false otherwise (the client is anonymous).
    */
-  async authenticate(client: RealtimeClient, token: string): Promise<boolean> {
+  async authenticate(client: RealtimeClient, token: string, account = ''): Promise<boolean> {
     let principal: AuthPrincipal | null = null;
+    client.account = account;
     try {
       principal = await this.auth.resolve(this.clientInfo(client, token));
     } catch {
@@ -459,7 +463,8 @@ export class RealtimeHub {
   }
 
   private clientInfo(client: RealtimeClient, token: string): ClientInfo {
-    return { method: 'GET', headers: { ...client.info.headers, authorization: `Bearer ${token}`, cookie: '', csrf: '' }, remoteAddress: client.info.remoteAddress };
+    const headers = { ...client.info.headers, authorization: `Bearer ${token}`, cookie: '', csrf: '', account: client.account || client.info.headers.account || '' };
+    return { method: 'GET', headers, remoteAddress: client.info.remoteAddress };
   }
 
   /**

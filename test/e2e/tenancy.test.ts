@@ -9,6 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import WebSocket from 'ws';
 import { ROOT, startSvc, type Svc } from '../helpers/server.js';
 
 let srv: Svc;
@@ -77,4 +78,27 @@ test('create follows the role in the active account; update any account the memb
   assert.equal(bobUpdate.status, 404);
   const check = await srv.api('GET', `/api/collections/docs/records/${ids['acme plan']}`, as('ann', 'acme'));
   assert.equal(check.body.title, 'acme plan');
+});
+
+test('realtime: an auth frame names the active account; events follow the account rules', async () => {
+  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
+  const frames: any[] = [];
+  ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+  await new Promise((r) => ws.once('open', r));
+  const until = async (pred: () => boolean, ms = 5000) => {
+    const end = Date.now() + ms;
+    while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  };
+  ws.send(JSON.stringify({ action: 'auth', token: tokens.ann, account: 'acme' }));
+  await until(() => frames.some((f) => f.type === 'auth'));
+  assert.equal(frames.find((f) => f.type === 'auth').status, 'ok');
+  ws.send(JSON.stringify({ action: 'subscribe', topic: 'docs' }));
+  await until(() => frames.some((f) => f.type === 'ack'));
+  await srv.api('POST', '/api/collections/docs/records', { token: srv.suToken, body: { title: 'globex secret', account: 'globex' } });
+  await srv.api('POST', '/api/collections/docs/records', { token: srv.suToken, body: { title: 'acme news', account: 'acme' } });
+  await until(() => frames.some((f) => f.type === 'event'));
+  await new Promise((r) => setTimeout(r, 300));
+  ws.close();
+  const titles = frames.filter((f) => f.type === 'event').map((f) => f.record.title);
+  assert.deepEqual(titles, ['acme news'], 'only the active account\'s record arrives');
 });
