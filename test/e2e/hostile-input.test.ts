@@ -93,6 +93,15 @@ test('a multipart body that ends inside a file part is a 400, and the server liv
   assert.equal((await srv.api('GET', '/api/health')).status, 200);
 });
 
+test('a multipart update of an id no record can have is a 404 before any file is written (it was a 500; fuzz seed 265793528)', async () => {
+  const B = 'x'.repeat(80);
+  const body = `--${B}\r\nContent-Disposition: form-data; name="doc"; filename="../../etc/passwd"\r\n\r\n{bad json\r\n--${B}--\r\n`;
+  for (const id of ['8t%609g2', 'short', 'UPPERCASEID0000']) {
+    const r = await fetch(`${srv.url}/api/collections/things/records/${id}`, { method: 'PATCH', headers: { 'content-type': `multipart/form-data; boundary=${B}` }, body });
+    assertError({ status: r.status, headers: r.headers, body: JSON.parse(await r.text()), text: '' }, 404, 'not_found');
+  }
+});
+
 test('a multipart part without a name is a 400 (it was a 500)', async () => {
   const B = 'x'.repeat(80);
   const body = `--${B}\r\nContent-Disposition: form-data; name=""; filename="a.txt"\r\nContent-Transfer-Encoding: base64\r\n\r\nabc\r\n--${B}\r\nContent-Disposition: form-data; name=""\r\n\r\nv\r\n--${B}--\r\n`;
