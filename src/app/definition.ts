@@ -12,12 +12,13 @@
 import { Cron } from 'croner';
 import { KNOWN_FEATURES, type FeatureName } from '../config/config.js';
 import { lookupCode } from '../errors/codes.js';
+import type { SignInTag } from '../auth/methods/method.js';
 
 /** An auth record as application code sees it (no password hash or token key). */
 export type AuthRecord = Record<string, unknown> & { id: string; collectionId: string; collectionName: string };
 
 /** What `event.method` of an auth event says (spec "Events": login hook tags). */
-export type AuthMethodTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+export type AuthMethodTag = SignInTag;
 
 /** A record hook's event; a before-hook may change `record` (the data to write) or throw to abort. */
 export interface RecordHookEvent<A = AppHandleLike> {

@@ -22,7 +22,7 @@ import { parseListQuery } from '../records/list-query.js';
 import type { Uploads } from '../files/record-files.js';
 import { WriteBatch, type WriteResult } from '../records/records-write.js';
 import type { AuthMethod, MethodResult } from '../auth/methods/method.js';
-import { methodOptions } from '../auth/methods/emailed.js';
+import { methodEnabled } from '../auth/methods/emailed.js';
 import type { ClientInfo } from '../auth/client.js';
 import type { AuthPrincipal } from '../auth/auth-service.js';
 import { RateLimiter } from '../auth/rate-limit.js';
@@ -431,7 +431,7 @@ class CustomMethod implements AuthMethod {
   }
 
   enabled(c: Collection): boolean {
-    return methodOptions(c, this.slug).enabled === true;
+    return methodEnabled(c, this.slug);
   }
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {

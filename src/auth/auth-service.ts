@@ -16,7 +16,7 @@ import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
-import type { AuthMethod } from './methods/method.js';
+import type { AuthMethod, SignInTag } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod, OtpMethod } from './methods/emailed.js';
 import { OAuth2Method, type OAuth2StateOptions } from './methods/oauth2.js';
@@ -92,8 +92,7 @@ export interface AuthPrincipal extends Principal {
   mfa?: boolean;
 }
 
-/** The tag of a sign-in for the auth-success handler (spec "Events": login hook). */
-export type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+export type { SignInTag } from './methods/method.js';
 
 /**
  * Application hooks around session issue (set by an embedding app, src/app/runtime.ts):

@@ -34,9 +34,7 @@ import { nowDate } from '../collections/fields/index.js';
 import { decryptStored, encryptStored } from '../records/encryption.js';
 import type { WebAuthnMethod } from './methods/webauthn.js';
 import { methodOptions } from './methods/emailed.js';
-
-/** The sign-in tags of auth events (auth-service.ts SignInTag). */
-type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+import type { SignInTag } from './methods/method.js';
 
 /** Attempt lifetime and tries, the account limit, the management capability, recovery codes. */
 export const MFA_ATTEMPT_TTL_MS = 5 * 60_000;
@@ -247,7 +245,7 @@ export class TwoFactor {
     // a factor change: every session and pending attempt of the record ends
     steps.push(...this.invalidateSteps(c, a.recordId), ...this.store.sql.mfa.addTrySteps(c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS));
     await this.write(steps).catch((err) => {
-      if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This passkey is registered already.');
+      if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
       throw err;
     });
     return this.success(c, a, codes);

@@ -36,6 +36,11 @@ export function methodOptions(c: Collection, slug: string): Record<string, unkno
   return isObject(m) ? m : {};
 }
 
+/** Whether the pluggable method `slug` is on for `c`: only with `options.auth.methods.<slug>.enabled: true`. */
+export function methodEnabled(c: Collection, slug: string): boolean {
+  return methodOptions(c, slug).enabled === true;
+}
+
 const required = (field: string) => ApiError.validation({ [field]: { code: 'validation_required', message: 'Missing required value.' } });
 
 /** The `identity` of a body: a non-empty string of at most 320 characters, else 400. */
@@ -61,7 +66,7 @@ abstract class EmailedMethod implements AuthMethod {
   ) {}
 
   enabled(c: Collection): boolean {
-    return methodOptions(c, this.slug).enabled === true;
+    return methodEnabled(c, this.slug);
   }
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<undefined> {

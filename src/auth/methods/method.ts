@@ -8,6 +8,9 @@
 import type { Collection } from '../../collections/types.js';
 import type { ClientInfo } from '../client.js';
 
+/** What an auth event says of a sign-in (spec "Events": the login hook's `method`). */
+export type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
+
 /** What a completed ceremony proves: the whole auth record to sign in, and what the method tells about it (OAuth2's `meta`). */
 export interface MethodResult {
   record: Record<string, unknown>;

@@ -25,7 +25,7 @@ import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import type { AuthMethod, MethodResult } from './method.js';
 import type { AuthTokens } from '../auth-tokens.js';
-import { methodOptions } from './emailed.js';
+import { methodEnabled, methodOptions } from './emailed.js';
 import { newId } from '../../records/ids.js';
 import { nowDate } from '../../collections/fields/index.js';
 import { exchangeCode, fetchProfile, providerEndpoints, providerScopes, type ProviderOptions } from './oauth2-providers.js';
@@ -67,7 +67,7 @@ export class OAuth2Method implements AuthMethod {
   ) {}
 
   enabled(c: Collection): boolean {
-    return methodOptions(c, this.slug).enabled === true;
+    return methodEnabled(c, this.slug);
   }
 
   /** The configured providers of a collection (validated when the options were saved). */
@@ -177,7 +177,7 @@ export class OAuth2Method implements AuthMethod {
     try {
       await this.store.writer.write([this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, provider, providerId, nowDate())]);
     } catch (err) {
-      if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This provider account is already linked to a record.');
+      if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This provider account is already linked to a record.');
       throw err;
     }
   }

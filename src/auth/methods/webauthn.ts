@@ -28,7 +28,7 @@ import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
 import type { PasskeyRow } from '../../store/auth-store.js';
 import type { WriteStep } from '../../store/write-job.js';
 import { decodeAttestationObject, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
-import { methodOptions } from './emailed.js';
+import { methodEnabled, methodOptions } from './emailed.js';
 import { nowDate } from '../../collections/fields/index.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -93,7 +93,7 @@ export class WebAuthnMethod implements AuthMethod {
   ) {}
 
   enabled(c: Collection): boolean {
-    return methodOptions(c, this.slug).enabled === true;
+    return methodEnabled(c, this.slug);
   }
 
   private rp(c: Collection): RelyingParty {
@@ -142,7 +142,10 @@ export class WebAuthnMethod implements AuthMethod {
     const cred = await this.verifyRegistration(c, String(record.id), 'webauthn_register', {
       ceremonyId: b.ceremonyId, id: b.id as string, clientDataJSON: r.clientDataJSON as string, attestationObject: r.attestationObject as string, transports: r.transports,
     });
-    await this.store.writer.write([this.storeStep(c, cred, false)]).catch(passkeyConflict);
+    await this.store.writer.write([this.storeStep(c, cred, false)]).catch((err) => {
+      if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
+      throw err;
+    });
   }
 
   /**
@@ -278,11 +281,6 @@ export class WebAuthnMethod implements AuthMethod {
     if (!record) throw fieldError('signature', 'The passkey assertion could not be verified.');
     return { record };
   }
-}
-
-function passkeyConflict(err: unknown): never {
-  if ((err as { sqliteCode?: string }).sqliteCode?.startsWith('SQLITE_CONSTRAINT')) throw ApiError.conflict('This passkey is registered already.');
-  throw err;
 }
 
 /** The credential id (base64url) inside an attestation object's authenticator data. */
