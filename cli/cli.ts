@@ -13,6 +13,7 @@ import { ExplainCodeCommand } from './commands/explain-code.js';
 import { ServeCommand } from './commands/serve.js';
 import { SuperuserCreateCommand } from './commands/superuser/create.js';
 import { SuperuserUpsertCommand } from './commands/superuser/upsert.js';
+import { MigrateCommand, MigratePreviewCommand, MigrateStatusCommand } from './commands/migrate.js';
 import { productVersion } from '../src/meta/version-info.js';
 
 /** A fresh Cli with every command registered. */
@@ -25,7 +26,7 @@ export function buildCli(): Cli<SvcContext> {
   });
   cli.register(Builtins.HelpCommand);
   cli.register(Builtins.VersionCommand);
-  for (const command of [VersionCommand, ExplainCodeCommand, ServeCommand, SuperuserCreateCommand, SuperuserUpsertCommand]) {
+  for (const command of [VersionCommand, ExplainCodeCommand, ServeCommand, SuperuserCreateCommand, SuperuserUpsertCommand, MigrateCommand, MigrateStatusCommand, MigratePreviewCommand]) {
     cli.register(command);
   }
   return cli;

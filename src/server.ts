@@ -45,7 +45,12 @@ import type { AppDefinition } from './app/definition.js';
 import { registerCustomMethodSlugs } from './collections/collection-input.js';
 import { FeatureService } from './settings/features.js';
 import { settingsRoutes } from './api/settings.js';
+import { accountRoutes } from './api/account.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
+import { featureNames } from './app/definition.js';
+import { loadMigrations } from './app/migrations.js';
+import { applyMigrations } from './store/sqlite/migrations-sql.js';
+import { MailService, PluginTransport } from './mail/mail-service.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -97,13 +102,15 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     store,
     reads: new RecordReader(store, listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store)),
     writes: new RecordWriter(store, files),
-    auth: new AuthService(store, secret, config, logger),
+    auth: new AuthService(store, secret, config, logger, app?.mailer ? new PluginTransport(app.mailer) : undefined),
     collections: new CollectionsService(store, files),
     logger,
     config,
     maxBodyBytes: MAX_BODY_BYTES,
   };
 
+  ctx.mail = new MailService(ctx.auth.mailTransport, !!(app?.mail || app?.mailer), logger);
+  if (app?.mail) ctx.mailGroup = app.mail;
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
   ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
@@ -112,6 +119,20 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   if (app?.collections?.length) {
     try {
       await applyDeclaredCollections(app.collections as unknown as Record<string, unknown>[], ctx.collections, store, logger);
+    } catch (err) {
+      await writer.close();
+      await reader.close();
+      throw err;
+    }
+  }
+  if (app?.migrations) {
+    // after the declared collections (a migration may fill a field just declared), before serving
+    try {
+      const applied = await applyMigrations(dbPath, await loadMigrations(app.migrations), (id, ms) => logger.info(`applied migration ${id} in ${Math.round(ms)} ms`, 'migrate'));
+      if (applied.length) {
+        reader.endSnapshot();
+        registry.load(sql.schema.loadAll()); // a migration may have changed collections
+      }
     } catch (err) {
       await writer.close();
       await reader.close();
@@ -131,7 +152,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   ctx.features.onOverrideChange = () => hub.signal('__features');
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
-    ...settingsRoutes(ctx, statePath),
+    ...settingsRoutes(ctx, statePath, app?.featureRoutes),
+    ...accountRoutes(ctx),
     ...realtimeRoutes(ctx, hub),
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
@@ -190,6 +212,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         hub.closeAll();
         await http.drain();
         await stopJobs(); // running jobs finish (they may still write)
+        await ctx.mail!.close(); // queued app mail goes out
         await ctx.auth.close(); // queued auth mail still needs the writer
         await writer.close();
         await reader.close();
@@ -203,7 +226,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
 /** `config` with an app definition's `features` added and its `pagination` choices applied. */
 function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): ServeConfig {
   const features = new Set(config.features);
-  for (const f of app.features ?? []) features.add(f);
+  for (const f of featureNames(app.features)) features.add(f);
   const p = app.pagination ?? {};
   return {
     ...config,

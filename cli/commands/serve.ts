@@ -15,50 +15,9 @@ import { importServer, type RunningServer } from '../app-modules.js';
 import { ConfigError, loadServeConfig, type Flags, type ServeConfig } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError, type DataDirLock } from '../../src/config/data-dir-lock.js';
 import { bootstrapLogger, createLogger, type Logger } from '../../src/log/logger.js';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { defineApp, isApp, type App } from '../../src/app/app.js';
-import { AppDefinitionError } from '../../src/app/definition.js';
+import { loadApp } from '../load-app.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
-
-/** Registers tsx's ESM loader for a `.ts` app. @throws Error saying how to run it without tsx */
-async function registerTypeScript(path: string): Promise<void> {
-  const api = 'tsx/esm/api';
-  try {
-    const { register } = (await import(api)) as { register: () => unknown };
-    register();
-  } catch {
-    throw new Error(`${path} is TypeScript: install tsx in the project (npm install -D tsx) or compile the app to .js first`);
-  }
-}
-
-/**
- * The app module `file` names (--app / SERVICE_APP), checked: its default export made by
- * defineApp, or a plain definition object that defineApp then checks. Undefined without a file.
- * @throws Error naming the file when it cannot be loaded or its definition is invalid
- */
-async function loadApp(file: string | undefined): Promise<App | undefined> {
-  if (!file) return undefined;
-  const path = resolve(file);
-  let mod: { default?: unknown };
-  try {
-    // a TypeScript app needs a loader: tsx's, when the project has it installed
-    if (/\.[cm]?ts$/.test(path)) await registerTypeScript(path);
-    mod = await import(pathToFileURL(path).href);
-  } catch (err) {
-    throw new Error(`cannot load the app ${path}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const def = mod.default;
-  if (isApp(def)) return def;
-  if (typeof def !== 'object' || def === null) throw new Error(`the app ${path} has no default export: export default defineApp({...})`);
-  try {
-    return defineApp(def as never);
-  } catch (err) {
-    if (err instanceof AppDefinitionError) throw new Error(`the app ${path}: ${err.message}`);
-    throw err;
-  }
-}
 
 export class ServeCommand extends SvcCommand {
   static paths = [['serve']];
@@ -83,7 +42,7 @@ export class ServeCommand extends SvcCommand {
   insecureCookies = Option.Boolean('--insecure-cookies', false, { description: 'Auth cookies without Secure (plain-HTTP development)' });
   trustProxy = Option.Boolean('--trust-proxy', { description: 'Use forwarded-address headers for the client key' });
   ignoreLock = Option.Boolean('--ignore-lock', false, { description: 'Start even if another process holds the data directory' });
-  features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, fts5-off' });
+  features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, fts5-off, dev-tools' });
   bodyLimit = Option.String('--body-limit', { description: 'Largest JSON request body in bytes (default 1048576); multipart uploads have their own limit' });
   bodyTimeout = Option.String('--body-timeout', { description: 'Seconds a request body may take to arrive (default 30)' });
   app = Option.String('--app', { description: 'An app module (ES module whose default export is defineApp(...)) to serve; or SERVICE_APP' });

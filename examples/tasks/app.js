@@ -1,5 +1,6 @@
 // A small task tracker on svc: a hook that normalizes new tasks, a route that closes a task for
-// its owner, a superuser summary route, and a job that marks overdue tasks every minute.
+// its owner, a superuser summary route, a job that marks overdue tasks every minute and, behind
+// the `overdue-mail` flag, mails their owners; one data migration in ./migrations.
 //
 //   npx svc superuser create --email=admin@example.com --password=change-me-please
 //   npx svc serve --app=examples/tasks/app.js
@@ -21,6 +22,12 @@ export default defineApp({
       createRule: '@request.auth.id != ""', updateRule: 'owner = @request.auth.id', deleteRule: null,
     },
   ],
+  // applied in file-name order before the server serves (and by `svc migrate`)
+  migrations: new URL('./migrations', import.meta.url),
+  // turn on with: PUT /api/settings/flag:overdue-mail {"value":"true"} (superuser)
+  flags: [{ name: 'overdue-mail', default: false, description: 'mail owners when a task becomes overdue' }],
+  // queued mail; delivered through SERVICE_SMTP_* (or written to the log when unset)
+  mail: {},
   hooks: {
     records: {
       tasks: {
@@ -59,7 +66,17 @@ export default defineApp({
       handler: async ({ app }) => {
         const now = new Date().toISOString().replace('T', ' ');
         const late = await app.records('tasks').list({ filter: `status = "open" && due != "" && due < "${now}"`, perPage: 100 });
-        for (const t of late.items) await app.records('tasks').update(t.id, { status: 'overdue' });
+        for (const t of late.items) {
+          await app.records('tasks').update(t.id, { status: 'overdue' });
+          if (!app.flags.enabled('overdue-mail') || !t.owner) continue;
+          const owner = await app.records('users').get(t.owner);
+          await app.mail.enqueue({
+            to: owner.email,
+            subject: `Overdue: ${t.title}`,
+            text: app.mail.render('Hi {{ name }}, "{{ title }}" is past its due date.', { name: owner.name || owner.email, title: t.title }, { html: false }),
+            html: app.mail.render('<p>Hi {{ name }}, <b>{{ title }}</b> is past its due date.</p>', { name: owner.name || owner.email, title: t.title }),
+          });
+        }
         if (late.items.length) app.log.info(`marked ${late.items.length} task(s) overdue`);
       },
     },

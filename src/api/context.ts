@@ -9,6 +9,9 @@ import type { ServeConfig } from '../config/config.js';
 import type { AppRuntime } from '../app/runtime.js';
 import type { FeatureService } from '../settings/features.js';
 
+import type { MailService } from '../mail/mail-service.js';
+import type { MailGroup } from '../app/definition.js';
+
 export interface ApiContext {
   store: Store;
   reads: RecordReader;
@@ -23,4 +26,8 @@ export interface ApiContext {
   app?: AppRuntime;
   /** settings, the declared flags and experiments (none declared by the standalone server) */
   features?: FeatureService;
+  /** mail from application code (`app.mail`) */
+  mail?: MailService;
+  /** the app's mail group; absent: no mail routes (2-uploads-and-mail.md, "Mail configuration") */
+  mailGroup?: MailGroup;
 }

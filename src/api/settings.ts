@@ -1,7 +1,8 @@
 /**
  * Settings and feature state (spec 1-core-api.md, "Settings", "Probes and discovery": `/api/state`):
  * `/api/settings` and `/api/features` for superusers (401 anonymous, 403 other callers), and the
- * public state route at `/api/state` or where the app's `stateRoute` puts it (absent when false).
+ * public state route at `/api/state` or where the app's `stateRoute` puts it (absent when false);
+ * with the app's mail group, `GET /api/mail/config` (superusers; 2-uploads-and-mail.md).
  */
 import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
@@ -9,7 +10,11 @@ import { ApiError } from '../errors/api-error.js';
 import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
 
-export function settingsRoutes(ctx: ApiContext, statePath: string | null): Route[] {
+/**
+ * `statePath`: the public state route (null: none); `featurePrefix`: where the feature registry
+ * route mounts (the app's `featureRoutes`, default `/api`).
+ */
+export function settingsRoutes(ctx: ApiContext, statePath: string | null, featurePrefix = '/api'): Route[] {
   const { auth } = ctx;
   const features = ctx.features!;
   const superuser = async (req: Req): Promise<void> => {
@@ -49,12 +54,27 @@ export function settingsRoutes(ctx: ApiContext, statePath: string | null): Route
       },
     },
     {
-      method: 'get', pattern: '/api/features', handler: async (req) => {
+      method: 'get', pattern: `${featurePrefix}/features`, handler: async (req) => {
         await superuser(req);
         return json(200, JSON.stringify(features.features()));
       },
     },
   ];
+  if (ctx.mailGroup) {
+    const group = ctx.mailGroup;
+    const config = JSON.stringify({
+      require_verified_sender: group.require_verified_sender === true,
+      check_suppression: group.check_suppression === true,
+      webhook_configured: typeof group.webhook_secret === 'string',
+      unsubscribe_configured: false,
+    });
+    routes.push({
+      method: 'get', pattern: '/api/mail/config', handler: async (req) => {
+        await superuser(req);
+        return json(200, config);
+      },
+    });
+  }
   if (statePath) {
     routes.push({
       // synchronous when the subject's state is cached or needs no write (the common case)

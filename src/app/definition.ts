@@ -4,15 +4,17 @@
  * which checks a definition synchronously and completely (every problem in one
  * AppDefinitionError) before any port opens.
  *
- * This build runs these keys: `features`, `pagination`, `hooks` (records and auth), `onAuthSuccess`,
- * `routes`, `jobs` and `authMethods` (custom sign-in methods). The spec's other keys (`collections`,
- * `migrations`, `flags`, `experiments`, `stateRoute`, `mail`, `mailer`, `tenancy`, `featureRoutes`)
- * are refused by name with a problem that says so, never accepted and ignored.
+ * Keys: `features`, `pagination`, `collections`, `migrations`, `hooks` (records and auth),
+ * `onAuthSuccess`, `routes`, `jobs`, `authMethods` (custom sign-in methods, an extension), `flags`,
+ * `experiments`, `stateRoute`, `featureRoutes`, `mail`, `mailer` and `tenancy`. The `mail` group's
+ * sender and suppression policies are refused by name while this build lacks them.
  */
 import { Cron } from 'croner';
 import { KNOWN_FEATURES, type FeatureName } from '../config/config.js';
 import { lookupCode } from '../errors/codes.js';
 import type { SignInTag } from '../auth/methods/method.js';
+import { migrationProblems, type MigrationsOption } from './migrations.js';
+import type { Mailer } from '../mail/mail-service.js';
 
 /** An auth record as application code sees it (no password hash or token key). */
 export type AuthRecord = Record<string, unknown> & { id: string; collectionId: string; collectionName: string };
@@ -82,8 +84,11 @@ export interface RouteContext<A = AppHandleLike> {
   /** the caller's record, or null */
   auth: AuthRecord | null;
   app: A;
-  /** the request id (X-Request-Id answer header and the request log) */
-  requestId: string;
+  /**
+   * the request's id: the caller's (or proxy's) X-Request-Id when well formed, else one made for
+   * it; failures of application code during the request are logged with it
+   */
+  readonly requestId: string;
 }
 
 export type RouteMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -166,10 +171,34 @@ export interface AppHandleLike {
   log: { info(msg: string): void; warn(msg: string): void; error(msg: string): void };
 }
 
+/**
+ * Build options as an object (0-conventions.md, "Build flags"): `vector: true`, `fts5: false`,
+ * `resumableUploads: true`, `devTools: true`.
+ */
+export interface FeatureOptions {
+  vector?: boolean;
+  fts5?: boolean;
+  resumableUploads?: boolean;
+  devTools?: boolean;
+}
+
+/** The app's mail group (2-uploads-and-mail.md, "Mail configuration"): present turns on queued delivery and `/api/mail/config`. */
+export interface MailGroup {
+  require_verified_sender?: boolean;
+  check_suppression?: boolean;
+  webhook_secret?: string;
+}
+
 /** An embedding program's definition of its backend. */
 export interface AppDefinition<A = AppHandleLike> {
-  /** build options, as `--features` takes them */
-  features?: FeatureName[];
+  /** build options: an object (`{ vector: true, fts5: false }`) or the names `--features` takes */
+  features?: FeatureOptions | FeatureName[];
+  /**
+   * Migrations: `[{id, up(tx)}]` in run order, or a directory (path or file: URL) of
+   * `NNNN_name.sql` / `NNNN_name.js` files; pending ones run before the port opens and under
+   * `svc migrate`, each in one transaction with the row recording it.
+   */
+  migrations?: MigrationsOption;
   /**
    * Declared collections (the REST API's collection JSON; a relation field may name its target by
    * `options.collection`): created at start when missing, updated when they differ, never a change
@@ -189,6 +218,12 @@ export interface AppDefinition<A = AppHandleLike> {
   experiments?: { name: string; variants: { name: string; weight: number }[]; sticky?: boolean; description?: string }[];
   /** where the public state route mounts (default `/api/state`), or false for none */
   stateRoute?: `/${string}` | false;
+  /** the mount prefix of the feature registry route (default `/api`: `GET /api/features`) */
+  featureRoutes?: `/${string}`;
+  /** the mail group: queued delivery (`app.mail.enqueue`) and `GET /api/mail/config` */
+  mail?: MailGroup;
+  /** the mail backend for every message, auth mail included (default: SERVICE_SMTP_* / the log) */
+  mailer?: Mailer;
   /**
    * Accounts (tenancy): `resolve` says whether the signed-in caller belongs to the account named
    * by the X-Account-Id header and with what role (null: not a member); `accounts` lists every
@@ -216,15 +251,29 @@ export class AppDefinitionError extends Error {
   }
 }
 
-const KNOWN_KEYS = ['features', 'pagination', 'collections', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'tenancy'];
-/** Keys of the spec this build does not run yet: refused by name rather than ignored. */
-const NOT_YET = ['migrations', 'mail', 'mailer', 'featureRoutes'];
+const KNOWN_KEYS = ['features', 'pagination', 'collections', 'migrations', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'featureRoutes', 'mail', 'mailer', 'tenancy'];
+/** The feature object's keys and the `--features` names they stand for (true, or false for fts5). */
+const FEATURE_KEYS: Record<string, { on: boolean; name: FeatureName }> = {
+  vector: { on: true, name: 'vector' },
+  fts5: { on: false, name: 'fts5-off' },
+  resumableUploads: { on: true, name: 'resumable-uploads' },
+  devTools: { on: true, name: 'dev-tools' },
+};
+
+/** The `--features` names a definition's `features` turns on. */
+export function featureNames(features: FeatureOptions | FeatureName[] | undefined): FeatureName[] {
+  if (!features) return [];
+  if (Array.isArray(features)) return features;
+  const out: FeatureName[] = [];
+  for (const [k, v] of Object.entries(features)) if (FEATURE_KEYS[k] && v === FEATURE_KEYS[k].on) out.push(FEATURE_KEYS[k].name);
+  return out;
+}
 const RECORD_HOOKS = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'];
 const AUTH_HOOKS = ['beforeRefresh', 'afterRefresh', 'beforeLogout', 'afterLogout', 'beforeAuthSuccess', 'beforePasswordChange', 'afterPasswordChange'];
 const ROUTE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const BUILT_IN_METHODS = ['password', 'magic_link', 'otp', 'oauth2', 'webauthn'];
 /** Paths the server owns: a custom route may not shadow them. */
-const RESERVED_PREFIXES = ['/api/collections', '/api/realtime', '/api/files', '/api/health', '/api/meta', '/api/settings', '/api/features', '/api/state', '/_/'];
+const RESERVED_PREFIXES = ['/api/collections', '/api/realtime', '/api/files', '/api/health', '/api/meta', '/api/settings', '/api/features', '/api/state', '/api/account', '/api/mail', '/api/senders', '/api/uploads', '/_/'];
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isFn = (v: unknown): v is (...a: unknown[]) => unknown => typeof v === 'function';
@@ -249,14 +298,42 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
   const p = (m: string) => problems.push(m);
   if (!isObject(definition)) throw new AppDefinitionError(['the definition must be an object']);
   for (const k of Object.keys(definition)) {
-    if (NOT_YET.includes(k)) p(`${k}: not available in this build yet (supported keys: ${KNOWN_KEYS.join(', ')})`);
-    else if (!KNOWN_KEYS.includes(k)) p(`${k}: unknown key (known: ${KNOWN_KEYS.join(', ')})`);
+    if (!KNOWN_KEYS.includes(k)) p(`${k}: unknown key (known: ${KNOWN_KEYS.join(', ')})`);
   }
   const d = definition as Record<string, unknown>;
 
   if (d.features !== undefined) {
-    if (!Array.isArray(d.features)) p('features: must be an array');
-    else for (const f of d.features) if (!KNOWN_FEATURES.includes(f as FeatureName)) p(`features: unknown feature ${JSON.stringify(f)} (known: ${KNOWN_FEATURES.join(', ')})`);
+    if (Array.isArray(d.features)) {
+      for (const f of d.features) if (!KNOWN_FEATURES.includes(f as FeatureName)) p(`features: unknown feature ${JSON.stringify(f)} (known: ${KNOWN_FEATURES.join(', ')})`);
+    } else if (isObject(d.features)) {
+      for (const [k, v] of Object.entries(d.features)) {
+        if (!FEATURE_KEYS[k]) p(`features.${k}: unknown feature (known: ${Object.keys(FEATURE_KEYS).join(', ')})`);
+        else if (typeof v !== 'boolean') p(`features.${k}: must be a boolean`);
+      }
+    } else p('features: must be an object ({ vector: true, … }) or an array of feature names');
+  }
+  if (d.migrations !== undefined) for (const m of migrationProblems(d.migrations)) p(m);
+  if (d.mail !== undefined) {
+    if (!isObject(d.mail)) p('mail: must be an object (the mail group: require_verified_sender, check_suppression, webhook_secret)');
+    else {
+      for (const [k, v] of Object.entries(d.mail)) {
+        if (k === 'require_verified_sender' || k === 'check_suppression') {
+          if (typeof v !== 'boolean') p(`mail.${k}: must be a boolean`);
+          else if (v) p(`mail.${k}: sender identities and suppressions are not available in this build yet`);
+        } else if (k === 'webhook_secret') {
+          if (typeof v !== 'string' || v.length < 16) p('mail.webhook_secret: must be a string of at least 16 characters');
+          else p('mail.webhook_secret: the bounce webhook is not available in this build yet');
+        } else p(`mail.${k}: unknown key (require_verified_sender, check_suppression, webhook_secret)`);
+      }
+    }
+  }
+  if (d.mailer !== undefined && (!isObject(d.mailer) || !isFn(d.mailer.send) || (d.mailer.close !== undefined && !isFn(d.mailer.close)))) {
+    p('mailer: must be a mail backend: an object with send(message) (and optionally close())');
+  }
+  if (d.featureRoutes !== undefined) {
+    const fr = d.featureRoutes;
+    if (typeof fr !== 'string' || !/^\/[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(fr) || fr.length > 100) p('featureRoutes: must be a path prefix such as /api/admin (plain segments, no trailing slash)');
+    else if (fr.startsWith('/_/') || fr === '/_' || ['/api/collections', '/api/realtime', '/api/files', '/api/settings'].some((r) => fr === r || fr.startsWith(`${r}/`))) p(`featureRoutes: ${fr} is under a path the server owns`);
   }
   if (d.pagination !== undefined) {
     const pg = d.pagination;

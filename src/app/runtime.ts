@@ -26,7 +26,9 @@ import { methodEnabled } from '../auth/methods/emailed.js';
 import type { ClientInfo } from '../auth/client.js';
 import type { AuthPrincipal } from '../auth/auth-service.js';
 import { RateLimiter } from '../auth/rate-limit.js';
-import { jsonBody } from '../api/request.js';
+import { jsonBody, requestId } from '../api/request.js';
+import type { MailMessage } from '../mail/mail-service.js';
+import { renderTemplate, type RenderOptions } from '../mail/templates.js';
 import {
   isRegisteredCode,
   type AppDefinition, type AuthEventTag, type AuthHookEvent, type AuthHooks, type AuthRecord, type CustomAuthMethod, type JobDefinition, type RecordHooks,
@@ -73,6 +75,15 @@ export interface AppHandle {
     enabled(name: string): boolean;
     variant(experiment: string, subject: string): Promise<string | undefined>;
   };
+  /** mail (2-uploads-and-mail.md, "Mail send API"); failures are MailError with the spec's condition as `code` */
+  mail: {
+    /** checks and delivers now through the mail backend */
+    send(message: MailMessage): Promise<void>;
+    /** checks now, then delivers from the named queue (default `default`); needs the app's `mail` group or `mailer` */
+    enqueue(message: MailMessage, options?: { queue?: string }): Promise<void>;
+    /** the template syntax of the spec (see renderTemplate) */
+    render(template: string, vars?: Record<string, unknown>, options?: RenderOptions): string;
+  };
   log: { debug(msg: string): void; info(msg: string): void; warn(msg: string): void; error(msg: string): void };
 }
 
@@ -108,11 +119,16 @@ export class AppRuntime {
         enabled: (name) => features().flag(name),
         variant: (experiment, subject) => features().variant(experiment, subject),
       },
+      mail: {
+        send: (message) => ctx.mail!.send(message),
+        enqueue: async (message, options) => ctx.mail!.enqueue(message, options),
+        render: renderTemplate,
+      },
       log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     };
     ctx.auth.hooks = {
-      beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true) : undefined,
-      authSuccess: def.onAuthSuccess ? (tag, c, rec) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false) : undefined,
+      beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true, client && requestId(client)) : undefined,
+      authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client && requestId(client)) : undefined,
     };
     for (const m of def.authMethods ?? []) ctx.auth.methods.set(m.slug, new CustomMethod(m, this, ctx));
     if (def.tenancy) ctx.auth.tenancy = (p, accountId) => this.resolveAccount(p, accountId);
@@ -147,74 +163,80 @@ export class AppRuntime {
     return this.recordHooks.get(c.name.toLowerCase());
   }
 
-  /** Runs an auth lifecycle hook by name (beforeRefresh, afterLogout, …) if the app has it; before-hooks throw to abort. */
-  async authHook(name: keyof AuthHooks, tag: AuthEventTag, c: Collection, record: Record<string, unknown>): Promise<void> {
+  /**
+   * Runs an auth lifecycle hook by name (beforeRefresh, afterLogout, …) if the app has it;
+   * before-hooks throw to abort. `rid`: the request id its failure is logged with.
+   */
+  async authHook(name: keyof AuthHooks, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, rid?: string): Promise<void> {
     const fn = this.authHooks[name];
-    if (fn) await this.runAuthHook(name, fn, tag, c, record, name.startsWith('before'));
+    if (fn) await this.runAuthHook(name, fn, tag, c, record, name.startsWith('before'), rid);
   }
 
-  private async runAuthHook(name: string, fn: (e: AuthHookEvent<AppHandle>) => unknown, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, before: boolean): Promise<void> {
+  private async runAuthHook(name: string, fn: (e: AuthHookEvent<AppHandle>) => unknown, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, before: boolean, rid?: string): Promise<void> {
     const rec = publicAuthRecord(record)!;
     try {
       await fn({ method: tag, record: rec, auth: rec, app: this.handle, collection: c.name });
     } catch (err) {
-      if (before) throw this.appError(err, `auth hook ${name}`);
-      this.logger.error(`auth hook ${name} failed (the answer stands): ${describe(err)}`, 'app');
+      if (before) throw this.appError(err, `auth hook ${name}`, rid);
+      this.logger.error(`auth hook ${name} failed${inRequest(rid)} (the answer stands): ${describe(err)}`, 'app');
     }
   }
 
   /**
    * An error thrown by application code as the API answers it: a registered ApiError as is,
-   * anything else 500 `internal` (logged).
+   * anything else 500 `internal` (logged, with the request id `rid` when there is a request).
    */
-  appError(err: unknown, where: string): ApiError {
+  appError(err: unknown, where: string, rid?: string): ApiError {
     if (err instanceof ApiError && isRegisteredCode(err.code)) return err;
-    if (err instanceof ApiError) this.logger.error(`${where} threw an ApiError with the unregistered code "${err.code}"; answering 500 (register codes in src/errors/codes.ts)`, 'app');
-    else this.logger.error(`${where} failed: ${describe(err)}`, 'app');
+    if (err instanceof ApiError) this.logger.error(`${where}${inRequest(rid)} threw an ApiError with the unregistered code "${err.code}"; answering 500 (register codes in src/errors/codes.ts)`, 'app');
+    else this.logger.error(`${where} failed${inRequest(rid)}: ${describe(err)}`, 'app');
     return new ApiError(500, 'internal', 'Something went wrong while processing your request.');
   }
 
   // ----- record writes with hooks -----
 
-  /** Create with the collection's hooks: before (may change `body` or abort, nothing written), the write, after. */
-  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch): Promise<WriteResult> {
+  /**
+   * Create with the collection's hooks: before (may change `body` or abort, nothing written), the
+   * write, after. `rid`: the request id hook failures are logged with.
+   */
+  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: string): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
-    if (hooks?.beforeCreate) await this.before('beforeCreate', hooks.beforeCreate, c, principal, body);
+    if (hooks?.beforeCreate) await this.before('beforeCreate', hooks.beforeCreate, c, principal, body, rid);
     const out = await this.ctx.writes.create(c, principal, body, uploads, batch);
-    if (hooks?.afterCreate) await this.after('afterCreate', hooks.afterCreate, c, principal, this.ctx.store.codec(c).fromRow(out.row));
+    if (hooks?.afterCreate) await this.after('afterCreate', hooks.afterCreate, c, principal, this.ctx.store.codec(c).fromRow(out.row), rid);
     return out;
   }
 
-  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: string): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
-    if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body);
+    if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body, rid);
     const out = await this.ctx.writes.update(c, id, principal, body, uploads, batch);
-    if (hooks?.afterUpdate) await this.after('afterUpdate', hooks.afterUpdate, c, principal, this.ctx.store.codec(c).fromRow(out.row));
+    if (hooks?.afterUpdate) await this.after('afterUpdate', hooks.afterUpdate, c, principal, this.ctx.store.codec(c).fromRow(out.row), rid);
     return out;
   }
 
-  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch): Promise<void> {
+  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch, rid?: string): Promise<void> {
     const hooks = this.hooksOf(c);
     const row = hooks?.beforeDelete || hooks?.afterDelete ? this.ctx.reads.rowById(c, id) : undefined;
     const rec = row ? this.ctx.store.codec(c).fromRow(row) : null;
-    if (hooks?.beforeDelete && rec) await this.before('beforeDelete', hooks.beforeDelete, c, principal, rec);
+    if (hooks?.beforeDelete && rec) await this.before('beforeDelete', hooks.beforeDelete, c, principal, rec, rid);
     await this.ctx.writes.delete(c, id, principal, batch);
-    if (hooks?.afterDelete && rec) await this.after('afterDelete', hooks.afterDelete, c, principal, rec);
+    if (hooks?.afterDelete && rec) await this.after('afterDelete', hooks.afterDelete, c, principal, rec, rid);
   }
 
-  private async before(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>): Promise<void> {
+  private async before(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: string): Promise<void> {
     try {
       await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
     } catch (err) {
-      throw this.appError(err, `record hook ${c.name}.${name}`);
+      throw this.appError(err, `record hook ${c.name}.${name}`, rid);
     }
   }
 
-  private async after(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>): Promise<void> {
+  private async after(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: string): Promise<void> {
     try {
       await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
     } catch (err) {
-      this.logger.error(`record hook ${c.name}.${name} failed after the commit (the answer stands): ${describe(err)}`, 'app');
+      this.logger.error(`record hook ${c.name}.${name} failed after the commit${inRequest(rid)} (the answer stands): ${describe(err)}`, 'app');
     }
   }
 
@@ -335,11 +357,11 @@ export class AppRuntime {
         const body = req.body && req.body.length ? jsonBody(req) : null;
         let out: unknown;
         try {
-          out = r.handler({ params, query, body, auth: publicAuthRecord(caller?.record), app: this.handle, requestId: '' });
+          out = r.handler({ params, query, body, auth: publicAuthRecord(caller?.record), app: this.handle, get requestId() { return requestId(req); } });
         } catch (err) {
-          throw this.appError(err, where);
+          throw this.appError(err, where, requestId(req));
         }
-        if (out instanceof Promise) return out.then(reply, (err) => { throw this.appError(err, where); });
+        if (out instanceof Promise) return out.then(reply, (err) => { throw this.appError(err, where, requestId(req)); });
         return reply(out);
       };
       return {
@@ -447,6 +469,11 @@ class CustomMethod implements AuthMethod {
     if (!record) throw this.rt.appError(new Error(`complete answered ${JSON.stringify(id)}, which names no record of "${c.name}"`), `auth method ${this.slug}.complete`);
     return { record };
   }
+}
+
+/** ` (request <id>)`, or nothing outside a request. */
+function inRequest(rid: string | undefined): string {
+  return rid ? ` (request ${rid})` : '';
 }
 
 function describe(err: unknown): string {

@@ -8,7 +8,7 @@
  */
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { Principal } from '../rules/access.js';
@@ -100,8 +100,8 @@ export type { SignInTag } from './methods/method.js';
  * every issued sign-in session and must not throw.
  */
 export interface AuthServiceHooks {
-  beforeAuthSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>) => Promise<void>;
-  authSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>) => Promise<void>;
+  beforeAuthSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>, client?: ClientInfo) => Promise<void>;
+  authSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>, client?: ClientInfo) => Promise<void>;
 }
 
 const BUILT_IN_TAGS = new Set(['password', 'oauth2', 'magic_link', 'otp', 'webauthn']);
@@ -140,13 +140,18 @@ export class AuthService {
    */
   tenancy: ((p: AuthPrincipal, accountId: string) => Promise<AccountContext | null>) | null = null;
 
-  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger) {
+  /** `transport`: the mail backend (default: the one SERVICE_SMTP_* / SERVICE_SENDMAIL_COMMAND configure, else the log) */
+  /** signs the active-account cookie (`svc_account`) */
+  private accountKey: Buffer;
+
+  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger, transport?: MailTransport) {
+    this.accountKey = createHmac('sha256', secret).update('svc account cookie v1').digest();
     this.tokens = new TokenService(secret);
     this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
     const budget: Budget = { max: opts.rateLimit?.max ?? 10, windowS: opts.rateLimit?.windowS ?? 60 };
     this.limits = new AuthRateLimits(budget, !!opts.trustProxy);
     this.mailQueue = new BackgroundQueue(logger, 'mail');
-    this.mailTransport = createMailTransport(opts, logger, opts.smtpTls);
+    this.mailTransport = transport ?? createMailTransport(opts, logger, opts.smtpTls);
     this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);
     const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
     const password = new PasswordMethod(store, this.limits, load);
@@ -230,7 +235,7 @@ export class AuthService {
     const hit = this.tokens.cached(token, tokenKey);
     const principal = hit ? check(hit) : this.tokens.verify(token, tokenKey).then(check);
     if (!this.tenancy) return principal;
-    return Promise.resolve(principal).then((p) => this.withAccount(p, req.headers.account ?? ''));
+    return Promise.resolve(principal).then((p) => this.withAccount(p, req.headers.account || this.cookieAccount(p, req.headers.cookie)));
   }
 
   /** The principal with its active account resolved by the app's tenancy resolver (superusers keep none). */
@@ -239,6 +244,29 @@ export class AuthService {
     const account = await this.tenancy(p, accountId);
     if (account) p.account = account;
     return p;
+  }
+
+  /**
+   * The `svc_account` cookie's value naming `accountId` as the active account of `p`: the id and
+   * an HMAC over the principal and the id, so it cannot be forged, altered or carried to another
+   * record. Membership is still checked by the tenancy resolver on every request.
+   */
+  accountCookie(p: AuthPrincipal, accountId: string): string {
+    return `${Buffer.from(accountId).toString('base64url')}.${this.accountSignature(p, accountId)}`;
+  }
+
+  private accountSignature(p: AuthPrincipal, accountId: string): string {
+    return createHmac('sha256', this.accountKey).update(`${p.collection.id}\u0000${String(p.record.id)}\u0000${accountId}`).digest('base64url');
+  }
+
+  /** The account a valid `svc_account` cookie names for `p`, else ''. */
+  private cookieAccount(p: AuthPrincipal | null, cookie: string): string {
+    if (!p || !cookie.includes('svc_account=')) return '';
+    const value = parseCookies(cookie).get('svc_account') ?? '';
+    const dot = value.indexOf('.');
+    if (dot <= 0) return '';
+    const accountId = Buffer.from(value.slice(0, dot), 'base64url').toString();
+    return safeEqual(value.slice(dot + 1), this.accountSignature(p, accountId)) ? accountId : '';
   }
 
   /**
@@ -272,14 +300,14 @@ export class AuthService {
     const { record, meta } = await method.complete(c, body, client);
     checkVerified(c, record);
     const tag = tagOf(slug);
-    if (tag === 'password') await this.hooks.beforeAuthSuccess?.(tag, c, record);
+    if (tag === 'password') await this.hooks.beforeAuthSuccess?.(tag, c, record, client);
     const strong = slug === 'webauthn';
     if (!strong) {
       const pending = await this.twoFactor.gate(c, String(record.id), tag);
       if (pending) return { record, meta, pending };
     }
     const session = await this.issueSession(c, record, client, undefined, strong);
-    await this.hooks.authSuccess?.(tag, c, record);
+    await this.hooks.authSuccess?.(tag, c, record, client);
     return { record, meta, session };
   }
 
@@ -296,7 +324,7 @@ export class AuthService {
     const fresh = this.loadAuthRecord(c, String(outcome.record.id)) ?? outcome.record;
     outcome.record = fresh;
     const session = await this.issueSession(c, fresh, client, undefined, true);
-    await this.hooks.authSuccess?.(outcome.method, c, fresh);
+    await this.hooks.authSuccess?.(outcome.method, c, fresh, client);
     return { outcome, session };
   }
 
@@ -315,10 +343,10 @@ export class AuthService {
   /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
   async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo, around?: { before?: (rec: Record<string, unknown>) => Promise<void>; after?: (rec: Record<string, unknown>) => Promise<void> }): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
     const p = requireOwnCollection(c, principal);
-    await this.hooks.beforeAuthSuccess?.('refresh', c, p.record);
+    await this.hooks.beforeAuthSuccess?.('refresh', c, p.record, req);
     await around?.before?.(p.record);
     const session = await this.issueSession(c, p.record, req, p.sid, !!p.mfa);
-    await this.hooks.authSuccess?.('refresh', c, p.record);
+    await this.hooks.authSuccess?.('refresh', c, p.record, req);
     await around?.after?.(p.record);
     return { record: p.record, session };
   }

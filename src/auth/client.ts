@@ -19,6 +19,8 @@ export interface ClientInfo {
     readonly realIp: string;
     /** X-Account-Id, the active account an app's tenancy resolver checks ('' or absent: none) */
     readonly account?: string;
+    /** X-Request-Id as sent */
+    readonly requestId?: string;
   };
   /** the peer address */
   readonly remoteAddress: string;

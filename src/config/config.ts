@@ -16,7 +16,7 @@ export { ConfigError } from './parse.js';
 export type { Flags } from './parse.js';
 
 /** Feature names `--features` / `SERVICE_FEATURES` accept (0-conventions.md, "Build flags"). */
-export const KNOWN_FEATURES = ['vector', 'resumable-uploads', 'fts5-off'] as const;
+export const KNOWN_FEATURES = ['vector', 'resumable-uploads', 'fts5-off', 'dev-tools'] as const;
 export type FeatureName = (typeof KNOWN_FEATURES)[number];
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -199,7 +199,8 @@ export function resolveDataDir(flags: Flags, env: NodeJS.ProcessEnv, cwd: string
   return path.resolve(cwd, src ? src.value : DEFAULT_DATA_DIR);
 }
 
-function loadFeatures(flags: Flags, env: NodeJS.ProcessEnv): Set<FeatureName> {
+/** `--features` / SERVICE_FEATURES as a set of known names. @throws ConfigError for an unknown name */
+export function loadFeatures(flags: Flags, env: NodeJS.ProcessEnv): Set<FeatureName> {
   const src = pick(flags, 'features', env, 'SERVICE_FEATURES');
   const out = new Set<FeatureName>();
   if (!src) return out;

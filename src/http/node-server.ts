@@ -436,6 +436,7 @@ function readHeaders(r: IncomingMessage): RequestHeaders {
     range: header(r, 'range'),
     ifNoneMatch: header(r, 'if-none-match'),
     account: header(r, 'x-account-id'),
+    requestId: header(r, 'x-request-id'),
   };
 }
 

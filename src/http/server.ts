@@ -477,6 +477,7 @@ function readHeaders(r: UWS.HttpRequest, body: boolean, file: boolean): RequestH
     range: '',
     ifNoneMatch: '',
     account: '',
+    requestId: r.getHeader('x-request-id'),
   };
   if (h.authorization || h.cookie) h.account = r.getHeader('x-account-id');
   if (body) {

@@ -17,6 +17,8 @@ export interface RequestHeaders {
   ifNoneMatch: string;
   /** X-Account-Id: the active account (tenancy); read only next to a credential */
   account: string;
+  /** X-Request-Id as sent ('' when absent); see requestId() in src/api/request.ts */
+  requestId: string;
 }
 
 export interface Req {

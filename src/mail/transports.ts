@@ -18,16 +18,22 @@ const loadNodemailer = () => (nodemailer ??= import('nodemailer'));
 import type { SmtpConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 
-/** One plain-text message. */
+/**
+ * One message as transports take it: a plain-text body, an HTML body or both (then
+ * multipart/alternative, text first); `from` overrides the transport's sender.
+ */
 export interface MailMessage {
   to: string;
   subject: string;
-  text: string;
+  text?: string;
+  html?: string;
+  replyTo?: string;
+  from?: string;
 }
 
 export interface MailTransport {
-  /** `log`, `command` or `smtp` */
-  readonly kind: 'log' | 'command' | 'smtp';
+  /** `log`, `command`, `smtp`, or `plugin` (the app definition's `mailer`) */
+  readonly kind: 'log' | 'command' | 'smtp' | 'plugin';
   /** Delivers one message; rejects when delivery failed. */
   send(msg: MailMessage): Promise<void>;
   close(): void;
@@ -53,7 +59,11 @@ export class LogTransport implements MailTransport {
   readonly kind = 'log';
   constructor(private logger: Logger) {}
   async send(msg: MailMessage): Promise<void> {
-    this.logger.info(`to=${msg.to} subject=${JSON.stringify(msg.subject)} text=${JSON.stringify(msg.text)}`, 'mail');
+    const from = msg.from ? `from=${msg.from} ` : '';
+    const replyTo = msg.replyTo ? ` reply_to=${msg.replyTo}` : '';
+    const text = msg.text !== undefined ? ` text=${JSON.stringify(msg.text)}` : '';
+    const html = msg.html !== undefined ? ` html=${JSON.stringify(msg.html)}` : '';
+    this.logger.info(`${from}to=${msg.to}${replyTo} subject=${JSON.stringify(msg.subject)}${text}${html}`, 'mail');
   }
   close(): void {}
 }
@@ -61,8 +71,13 @@ export class LogTransport implements MailTransport {
 /** The message as RFC 5322 bytes (nodemailer composes and encodes the headers). */
 export async function composeMessage(from: string, msg: MailMessage): Promise<Buffer> {
   const composer = (await loadNodemailer()).createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
-  const info = await composer.sendMail({ from, to: msg.to, subject: msg.subject, text: msg.text });
+  const info = await composer.sendMail(nodemailerMessage(from, msg));
   return info.message as Buffer;
+}
+
+/** nodemailer's message object; with both bodies it writes multipart/alternative, text first. */
+function nodemailerMessage(from: string, msg: MailMessage): Record<string, unknown> {
+  return { from: msg.from || from, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html, replyTo: msg.replyTo };
 }
 
 /** Pipes the message into a local command. */
@@ -127,7 +142,7 @@ export class SmtpTransport implements MailTransport {
 
   async send(msg: MailMessage): Promise<void> {
     this.transporter ??= loadNodemailer().then((m) => m.createTransport(this.options as never) as Transporter);
-    await (await this.transporter).sendMail({ from: this.from, to: msg.to, subject: msg.subject, text: msg.text });
+    await (await this.transporter).sendMail(nodemailerMessage(this.from, msg));
   }
 
   close(): void {

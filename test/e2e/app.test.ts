@@ -70,7 +70,7 @@ test('before-create changes the record; after-create sees the commit; a refusing
   const teapot = await srv.api('POST', '/api/collections/posts/records', { body: { title: 'teapot' } });
   assert.equal(teapot.status, 500, 'an unregistered code is not sent');
   assert.equal(await count('posts'), before, 'nothing written');
-  assert.match(srv.stderr(), /record hook posts\.beforeCreate failed: Error: boom/);
+  assert.match(srv.stderr(), /record hook posts\.beforeCreate failed \(request [0-9a-f]{16}\): Error: boom/);
   assert.match(srv.stderr(), /unregistered code \\?"teapot\\?"/);
 });
 

@@ -1,7 +1,8 @@
 /**
  * The example app (examples/tasks/app.js) served by `svc serve --app=`, used the way its README
  * says: the hook normalizes tasks, the close route works for the owner only, the summary is for
- * superusers, and the minutely job marks past-due tasks overdue.
+ * superusers, the minutely job marks past-due tasks overdue and, with the `overdue-mail` flag
+ * on, queues a mail to the owner; the example's migration runs at the first start.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,6 +44,8 @@ test('the tasks example: hook, owner-only close route, superuser summary, overdu
   assert.equal(closed.status, 200, closed.text);
   assert.deepEqual(closed.body, { id: made.body.id, status: 'done' });
 
+  const flag = await srv.api('PUT', '/api/settings/flag:overdue-mail', { token: srv.suToken, body: { value: 'true' } });
+  assert.equal(flag.status, 200, flag.text);
   const late = await srv.api('POST', '/api/collections/tasks/records', { token: ann, body: { title: 'Late one', due: '2020-01-01 00:00:00.000Z' } });
   assert.equal((await srv.api('GET', '/api/tasks/summary', { token: ann })).status, 403);
   const deadline = Date.now() + 75_000;
@@ -58,4 +61,9 @@ test('the tasks example: hook, owner-only close route, superuser summary, overdu
   }
   const view = await srv.api('GET', `/api/collections/tasks/records/${late.body.id}`, { token: ann });
   assert.equal(view.body.status, 'overdue');
+  // the flag is on: the owner's mail went through the queue to the log transport (no SMTP here)
+  const mailed = () => /"scope":"mail","msg":"to=ann@example\.com subject=\\"Overdue: Late one\\" text=\\"Hi ann@example\.com, .*html=\\"<p>Hi ann@example\.com, <b>Late one<\/b>/.test(srv.stderr());
+  for (let i = 0; i < 40 && !mailed(); i++) await sleep(100);
+  assert.ok(mailed(), 'the overdue mail was queued and delivered (log transport)');
+  assert.match(srv.stderr(), /applied migration 0001_open_untitled_status/, 'the example migration ran at the first start');
 });

@@ -102,3 +102,46 @@ test('realtime: an auth frame names the active account; events follow the accoun
   const titles = frames.filter((f) => f.type === 'event').map((f) => f.record.title);
   assert.deepEqual(titles, ['acme news'], 'only the active account\'s record arrives');
 });
+
+test('the signed account cookie: PUT /api/account checks membership and sets it; it selects the account; forged or foreign cookies select nothing', async () => {
+  const docs = async (token: string, cookie: string, account?: string) => {
+    const headers: Record<string, string> = { cookie };
+    if (account) headers['X-Account-Id'] = account;
+    const r = await srv.api('GET', '/api/collections/docs/records', { token, headers });
+    assert.equal(r.status, 200, r.text);
+    return r.body.items.map((d: any) => d.title);
+  };
+  assert.equal((await srv.api('PUT', '/api/account', { token: null, body: { id: 'acme' } })).status, 401);
+  const notMember = await srv.api('PUT', '/api/account', { token: tokens.bob, body: { id: 'acme' } });
+  assert.equal(notMember.status, 403);
+  assert.equal(notMember.headers.get('set-cookie'), null, 'no cookie for a non-member');
+  assert.equal((await srv.api('PUT', '/api/account', { token: tokens.ann, body: {} })).status, 400);
+
+  const chosen = await srv.api('PUT', '/api/account', { token: tokens.ann, body: { id: 'acme' } });
+  assert.equal(chosen.status, 200, chosen.text);
+  assert.deepEqual(chosen.body, { id: 'acme', role: 'editor', ids: ['acme', 'globex'] });
+  const setCookie = chosen.headers.get('set-cookie') ?? '';
+  assert.match(setCookie, /^svc_account=[^;]+; Path=\/; HttpOnly; SameSite=Strict/);
+  const cookie = setCookie.split(';')[0];
+
+  const only = (titles: string[], account: string) => titles.length > 0 && titles.every((t) => t.startsWith(`${account} `));
+  assert.ok(only(await docs(tokens.ann, cookie), 'acme'), 'the cookie selects the account');
+  assert.ok(only(await docs(tokens.ann, cookie, 'globex'), 'globex'), 'X-Account-Id wins over the cookie');
+  const view = await srv.api('GET', '/api/account', { token: tokens.ann, headers: { cookie } });
+  assert.deepEqual(view.body, { id: 'acme', role: 'editor', ids: ['acme', 'globex'] });
+
+  // the id part changed to another account: the signature no longer matches
+  const [, sig] = cookie.slice('svc_account='.length).split('.');
+  const forged = `svc_account=${Buffer.from('globex').toString('base64url')}.${sig}`;
+  assert.deepEqual(await docs(tokens.ann, forged), [], 'an altered cookie selects nothing');
+  // bob belongs to globex only; ann's acme cookie is bound to ann
+  assert.deepEqual(await docs(tokens.bob, cookie), [], "another member's cookie selects nothing");
+  const bobGlobex = await srv.api('PUT', '/api/account', { token: tokens.bob, body: { id: 'globex' } });
+  const bobCookie = (bobGlobex.headers.get('set-cookie') ?? '').split(';')[0];
+  assert.ok(only(await docs(tokens.bob, bobCookie), 'globex'));
+  assert.deepEqual(await docs(tokens.ann, bobCookie), [], "bob's cookie does not work for ann either");
+
+  const cleared = await srv.api('DELETE', '/api/account', { token: tokens.ann, headers: { cookie } });
+  assert.equal(cleared.status, 204);
+  assert.match(cleared.headers.get('set-cookie') ?? '', /^svc_account=; Path=\/; Max-Age=0/);
+});

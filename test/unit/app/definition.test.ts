@@ -5,7 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AppDefinitionError, defineApp, isCronExpression } from '../../../src/app/definition.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { AppDefinitionError, defineApp, featureNames, isCronExpression } from '../../../src/app/definition.js';
 import { defineApp as defineRunnable, isApp } from '../../../src/app/app.js';
 import { JobRunner } from '../../../src/app/runtime.js';
 import type { Logger } from '../../../src/log/logger.js';
@@ -42,7 +46,7 @@ test('a valid definition is accepted and frozen; defineApp from the package root
 test('every problem is listed at once', () => {
   const p = problems({
     colections: [],
-    migrations: [],
+    migrations: [{ id: '', up: 1 }],
     features: ['warp-drive'],
     pagination: { offset: false, cursor: false, extra: 1 },
     hooks: { records: { posts: { beforeSave: noop, afterCreate: 'nope' } }, auth: { onLogin: noop }, other: {} },
@@ -69,7 +73,7 @@ test('every problem is listed at once', () => {
     authMethods: [{ slug: 'password', complete: noop }, { slug: 'Bad-Slug', complete: noop }, { slug: 'x' }, { slug: 'y', complete: noop }, { slug: 'y', complete: noop }],
   });
   const expect = [
-    'colections: unknown key', 'migrations: not available in this build yet', 'features: unknown feature "warp-drive"',
+    'colections: unknown key', 'migrations[0].id: must be a string', 'migrations[0].up: must be a function', 'features: unknown feature "warp-drive"',
     'pagination.extra: unknown key', 'pagination: offset and cursor cannot both be off',
     'hooks.other: unknown key', 'hooks.records.posts.beforeSave: unknown hook', 'hooks.records.posts.afterCreate: must be a function', 'hooks.auth.onLogin: unknown hook',
     'onAuthSuccess: must be a function',
@@ -103,6 +107,51 @@ test('flags, experiments and stateRoute are checked', () => {
   assert.doesNotThrow(() => defineApp({ stateRoute: false }));
   assert.doesNotThrow(() => defineApp({ stateRoute: '/api/my-state' }));
   assert.doesNotThrow(() => defineApp({ stateRoute: '/api/state' }));
+});
+
+test('migrations, mail, mailer, featureRoutes and the features object are checked', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-mig-'));
+  try {
+    writeFileSync(join(dir, '0001_first.sql'), 'SELECT 1;');
+    writeFileSync(join(dir, 'README.md'), 'notes');
+    assert.doesNotThrow(() => defineApp({ migrations: dir }), 'a directory of migration files');
+    assert.doesNotThrow(() => defineApp({ migrations: pathToFileURL(dir) }), 'a file: URL');
+    writeFileSync(join(dir, 'second.sql'), 'SELECT 2;');
+    writeFileSync(join(dir, '0002_x.sql'), '');
+    writeFileSync(join(dir, '0002_x.js'), '');
+    const p = problems({
+      migrations: dir,
+      features: { vector: true, warp: true, fts5: 'no' },
+      mail: { require_verified_sender: true, check_suppression: 'yes', webhook_secret: 'short', bounce: 1 },
+      mailer: { deliver: noop },
+      featureRoutes: '/api/admin/',
+    });
+    const expect = [
+      'migrations: second.sql is not a migration file name', 'migrations: two files are named 0002_x',
+      'features.warp: unknown feature', 'features.fts5: must be a boolean',
+      'mail.require_verified_sender: sender identities and suppressions are not available in this build yet', 'mail.check_suppression: must be a boolean',
+      'mail.webhook_secret: must be a string of at least 16 characters', 'mail.bounce: unknown key',
+      'mailer: must be a mail backend', 'featureRoutes: must be a path prefix',
+    ];
+    for (const e of expect) assert.ok(p.some((x) => x.includes(e)), `missing "${e}" in:\n${p.join('\n')}`);
+    assert.equal(p.length, expect.length, p.join('\n'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const more = problems({
+    migrations: [{ id: 'a', up: noop }, { id: 'a', up: noop, down: noop }],
+    featureRoutes: '/api/collections',
+    features: 'vector',
+    mail: { webhook_secret: 'a-secret-of-enough-length' },
+  });
+  for (const e of ['migrations[1].id: "a" is used twice', 'migrations[1].down: unknown key', 'featureRoutes: /api/collections is under a path the server owns', 'features: must be an object', 'mail.webhook_secret: the bounce webhook is not available']) {
+    assert.ok(more.some((x) => x.includes(e)), `missing "${e}" in:\n${more.join('\n')}`);
+  }
+  assert.deepEqual(problems({ migrations: '/no/such/dir' }), ['migrations: the directory /no/such/dir does not exist']);
+  assert.deepEqual(problems({ migrations: 42 }), ['migrations: must be an array of {id, up(tx)} or a directory path']);
+  assert.doesNotThrow(() => defineApp({ features: { devTools: true, fts5: false }, mail: {}, mailer: { send: noop }, featureRoutes: '/api/admin', migrations: [{ id: '0001', up: noop }] }));
+  assert.deepEqual(featureNames({ vector: true, fts5: false, devTools: true, resumableUploads: false }), ['vector', 'fts5-off', 'dev-tools']);
+  assert.deepEqual(featureNames({ fts5: true, vector: false }), []);
 });
 
 test('declared collections are checked for shape', () => {

@@ -1,0 +1,214 @@
+/**
+ * Mail from application code (2-uploads-and-mail.md, "Mail message", "Mail send API", "Errors";
+ * 0-conventions.md, "Mail from application code"): `app.mail.send`, `app.mail.enqueue` and
+ * `app.mail.render`.
+ *
+ * Every message is checked before any backend or queue is touched: addresses through an RFC 5322
+ * parser (`email-addresses`) and the same address check the email fields use, no CR, LF or other
+ * control characters in a header value (`HeaderInjection`), at least one body (`EmptyBody`), and
+ * bounded sizes. `send` delivers through the backend now; `enqueue` hands the checked message to
+ * a named background queue (in memory, retried with backoff) and answers at once; without the
+ * app's `mail` group or a `mailer` there is no `mail` job kind and enqueue fails `UnknownJobKind`.
+ */
+import emailAddresses from 'email-addresses';
+import { isValidEmail } from '../collections/fields/index.js';
+import type { Logger } from '../log/logger.js';
+import { BackgroundQueue } from './queue.js';
+import type { MailMessage as TransportMessage, MailTransport } from './transports.js';
+
+/** The spec's mail error conditions. */
+export type MailErrorCode = 'InvalidAddress' | 'HeaderInjection' | 'EmptyBody' | 'UnknownJobKind' | 'SenderNotVerified' | 'RecipientSuppressed' | 'MessageTooLarge';
+
+/** A refused message; `code` is the spec's condition name, `field` the offending message field. */
+export class MailError extends Error {
+  constructor(readonly code: MailErrorCode, message: string, readonly field?: string) {
+    super(message);
+    this.name = 'MailError';
+  }
+}
+
+/** A message as application code writes it (the spec's fields). */
+export interface MailMessage {
+  /** one address, `a@example.com` or `Name <a@example.com>` */
+  to: string;
+  /** no CR, LF or control characters */
+  subject: string;
+  text?: string;
+  html?: string;
+  reply_to?: string;
+  /** overrides the backend's sender for this message; default null */
+  from?: string | null;
+}
+
+/**
+ * A mail backend (the app definition's `mailer`): gets each checked message, `from` null when the
+ * message names none (the backend's own sender applies). Rejecting means not delivered.
+ */
+export interface Mailer {
+  send(message: Required<Pick<MailMessage, 'to' | 'subject'>> & { from: string | null; text?: string; html?: string; reply_to?: string }): unknown;
+  close?(): unknown;
+}
+
+/** Largest body (text or HTML), in UTF-16 code units. */
+export const MAX_BODY_LENGTH = 5 * 1024 * 1024;
+/** Longest subject, in characters. */
+export const MAX_SUBJECT_LENGTH = 998;
+/** Most named queues. */
+const MAX_QUEUES = 32;
+/** Delivery attempts of an enqueued message and the waits between them (ms). */
+const RETRY_DELAYS_MS = [1_000, 5_000, 30_000];
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/;
+
+function checkAddress(field: string, value: unknown, required: boolean): string | undefined {
+  if (value === undefined || value === null || value === '') {
+    if (required) throw new MailError('InvalidAddress', `${field}: an address is required`, field);
+    return undefined;
+  }
+  if (typeof value !== 'string') throw new MailError('InvalidAddress', `${field}: must be a string`, field);
+  if (CONTROL.test(value)) throw new MailError('HeaderInjection', `${field}: line breaks and control characters are not allowed`, field);
+  const parsed = value.length <= 998 ? emailAddresses.parseOneAddress(value) : null;
+  if (!parsed || parsed.type !== 'mailbox' || !isValidEmail(parsed.address)) {
+    throw new MailError('InvalidAddress', `${field}: ${JSON.stringify(value.slice(0, 100))} is not one valid email address`, field);
+  }
+  return value.trim();
+}
+
+/**
+ * Checks a message and answers it ready for a transport.
+ * @throws MailError InvalidAddress, HeaderInjection, EmptyBody or MessageTooLarge; TypeError for a
+ *   value of the wrong type or an unknown field
+ */
+export function checkMessage(message: unknown): TransportMessage {
+  if (typeof message !== 'object' || message === null) throw new TypeError('the message must be an object {to, subject, text?, html?, reply_to?, from?}');
+  const m = message as Record<string, unknown>;
+  for (const k of Object.keys(m)) {
+    if (!['to', 'subject', 'text', 'html', 'reply_to', 'from'].includes(k)) throw new TypeError(`unknown message field "${k}" (to, subject, text, html, reply_to, from)`);
+  }
+  const to = checkAddress('to', m.to, true)!;
+  const replyTo = checkAddress('reply_to', m.reply_to, false);
+  const from = checkAddress('from', m.from, false);
+  if (typeof m.subject !== 'string') throw new TypeError('subject: must be a string');
+  if (CONTROL.test(m.subject)) throw new MailError('HeaderInjection', 'subject: line breaks and control characters are not allowed', 'subject');
+  if (m.subject.length > MAX_SUBJECT_LENGTH) throw new MailError('MessageTooLarge', `subject: at most ${MAX_SUBJECT_LENGTH} characters`, 'subject');
+  for (const k of ['text', 'html'] as const) {
+    if (m[k] !== undefined && m[k] !== null && typeof m[k] !== 'string') throw new TypeError(`${k}: must be a string`);
+    if (typeof m[k] === 'string' && (m[k] as string).length > MAX_BODY_LENGTH) throw new MailError('MessageTooLarge', `${k}: at most ${MAX_BODY_LENGTH} characters`, k);
+  }
+  const text = typeof m.text === 'string' && m.text !== '' ? m.text : undefined;
+  const html = typeof m.html === 'string' && m.html !== '' ? m.html : undefined;
+  if (text === undefined && html === undefined) throw new MailError('EmptyBody', 'a message needs a text or an html body', 'text');
+  const out: TransportMessage = { to, subject: m.subject };
+  if (text !== undefined) out.text = text;
+  if (html !== undefined) out.html = html;
+  if (replyTo) out.replyTo = replyTo;
+  if (from) out.from = from;
+  return out;
+}
+
+/** The app definition's `mailer` as a transport. */
+export class PluginTransport implements MailTransport {
+  readonly kind = 'plugin';
+  constructor(private mailer: Mailer) {}
+  async send(msg: TransportMessage): Promise<void> {
+    const out: Parameters<Mailer['send']>[0] = { to: msg.to, subject: msg.subject, from: msg.from ?? null };
+    if (msg.text !== undefined) out.text = msg.text;
+    if (msg.html !== undefined) out.html = msg.html;
+    if (msg.replyTo !== undefined) out.reply_to = msg.replyTo;
+    await this.mailer.send(out);
+  }
+  close(): void {
+    void this.mailer.close?.();
+  }
+}
+
+/** `app.mail`: checked sending, named background queues. */
+export class MailService {
+  private queues = new Map<string, BackgroundQueue>();
+  private closed = false;
+
+  /**
+   * @param transport the backend every message goes through
+   * @param queued whether the `mail` job kind exists (the app has a `mail` group or a `mailer`)
+   */
+  constructor(readonly transport: MailTransport, private queued: boolean, private logger: Logger) {}
+
+  /**
+   * Checks and delivers one message now; resolves once the backend took it.
+   * @throws MailError before anything is sent; the backend's error when delivery fails
+   */
+  async send(message: MailMessage): Promise<void> {
+    await this.transport.send(checkMessage(message));
+  }
+
+  /**
+   * Checks a message and queues it for delivery on `options.queue` (default `default`); answers
+   * at once. A failed delivery is retried three times (after 1, 5 and 30 s), then logged.
+   * @throws MailError UnknownJobKind without mail configured; the checks of `send`
+   */
+  enqueue(message: MailMessage, options: { queue?: string } = {}): void {
+    if (!this.queued) throw new MailError('UnknownJobKind', 'enqueue needs mail configured: give the app definition a `mail` group (or a `mailer`)');
+    const msg = checkMessage(message);
+    const name = options.queue ?? 'default';
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new MailError('UnknownJobKind', 'queue: 1 to 64 letters, digits, ".", "_" or "-"');
+    let q = this.queues.get(name);
+    if (!q) {
+      if (this.queues.size >= MAX_QUEUES) throw new MailError('UnknownJobKind', `at most ${MAX_QUEUES} mail queues`);
+      q = new BackgroundQueue(this.logger, `mail:${name}`);
+      this.queues.set(name, q);
+    }
+    if (this.closed || !q.push(() => this.deliver(msg, name))) throw new Error(`mail queue ${name} is ${this.closed ? 'closed' : 'full'}`);
+  }
+
+  private async deliver(msg: TransportMessage, queue: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.transport.send(msg);
+        return;
+      } catch (err) {
+        if (attempt >= RETRY_DELAYS_MS.length || this.closed) {
+          this.logger.error(`mail to ${msg.to} (queue ${queue}) failed after ${attempt + 1} attempt(s): ${(err as Error)?.message ?? String(err)}`, 'mail');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt]));
+      }
+    }
+  }
+
+  /** Messages queued or being delivered, over every queue. */
+  get pending(): number {
+    let n = 0;
+    for (const q of this.queues.values()) n += q.pending;
+    return n;
+  }
+
+  /** Stops intake and waits (bounded) for queued messages to go out. */
+  async close(deadlineMs = 10_000): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.queues.values()].map((q) => q.close(deadlineMs)));
+  }
+}
+
+/**
+ * A mailer that keeps messages in memory instead of delivering them (the spec's capture backend,
+ * usable in any build): for tests and development.
+ */
+export function captureMailer(): Mailer & {
+  readonly messages: Parameters<Mailer['send']>[0][];
+  count(): number;
+  get(index: number): Parameters<Mailer['send']>[0] | undefined;
+  /** the first message whose subject or body contains `text` */
+  find(text: string): Parameters<Mailer['send']>[0] | undefined;
+  reset(): void;
+} {
+  const messages: Parameters<Mailer['send']>[0][] = [];
+  return {
+    messages,
+    send: (m) => void messages.push({ ...m }),
+    count: () => messages.length,
+    get: (i) => messages[i],
+    find: (t) => messages.find((m) => m.subject.includes(t) || (m.text ?? '').includes(t) || (m.html ?? '').includes(t)),
+    reset: () => void messages.splice(0),
+  };
+}
