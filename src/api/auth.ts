@@ -7,7 +7,7 @@
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import { jsonBody, query, requestId } from './request.js';
+import { jsonBody, query } from './request.js';
 import { methodOptions } from '../auth/methods/emailed.js';
 import { magicLinkRedirect } from '../auth/redirects.js';
 import { requireAuthCollection } from './records.js';
@@ -62,8 +62,8 @@ export function authRoutes(ctx: ApiContext): Route[] {
         const c = authCollection(req);
         const app = ctx.app;
         const around = app ? {
-          before: (rec: Record<string, unknown>) => app.authHook('beforeRefresh', 'refresh', c, rec, requestId(req)),
-          after: (rec: Record<string, unknown>) => app.authHook('afterRefresh', 'refresh', c, rec, requestId(req)),
+          before: (rec: Record<string, unknown>) => app.authHook('beforeRefresh', 'refresh', c, rec, req),
+          after: (rec: Record<string, unknown>) => app.authHook('afterRefresh', 'refresh', c, rec, req),
         } : undefined;
         const { record, session } = await auth.refresh(c, await auth.resolve(req), req, around);
         return json(200, body(c, session.token, record), sessionCookies(session, insecure));
@@ -81,9 +81,9 @@ export function authRoutes(ctx: ApiContext): Route[] {
           p = null;
         }
         const own = p && p.collection.id === c.id ? p : null;
-        if (own && ctx.app) await ctx.app.authHook('beforeLogout', 'logout', c, own.record, requestId(req)); // may abort: nothing ends
+        if (own && ctx.app) await ctx.app.authHook('beforeLogout', 'logout', c, own.record, req); // may abort: nothing ends
         if (own?.sid) await auth.sessions.revoke(c, String(own.record.id), own.sid).catch(() => {});
-        if (own && ctx.app) await ctx.app.authHook('afterLogout', 'logout', c, own.record, requestId(req));
+        if (own && ctx.app) await ctx.app.authHook('afterLogout', 'logout', c, own.record, req);
         return noContent(clearCookies(insecure));
       },
     },

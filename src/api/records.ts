@@ -3,7 +3,7 @@ import { ApiError } from '../errors/api-error.js';
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import { jsonBody, query, requestId } from './request.js';
+import { jsonBody, query } from './request.js';
 import { isMultipart, recordWriteBody, type WriteBody } from './multipart.js';
 import { ownerMatches, type Principal } from '../rules/access.js';
 import type { Collection } from '../collections/types.js';
@@ -94,7 +94,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         // an app's record hooks run around the write (src/app/runtime.ts); without them the plain path
         const hooked = ctx.app?.hooksOf(c) ? ctx.app : null;
         const create = (p: Principal | null, input: WriteBody) =>
-          (hooked ? hooked.create(c, p, stripServerManaged(c, input.body) as Record<string, unknown>, input.uploads, undefined, requestId(req)) : writes.create(c, p, stripServerManaged(c, input.body), input.uploads))
+          (hooked ? hooked.create(c, p, stripServerManaged(c, input.body) as Record<string, unknown>, input.uploads, undefined, req) : writes.create(c, p, stripServerManaged(c, input.body), input.uploads))
             .then(({ row }) => respond(201, c, row, p, shape));
         // A JSON body from a resolved caller goes straight to the write (the hot path of scenario
         // 5); a pending token check or a multipart body is awaited first.
@@ -113,16 +113,16 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const app = ctx.app;
         if (app && changesPassword) {
           const target = auth.loadAuthRecord(c, req.params[1]);
-          if (target) await app.authHook('beforePasswordChange', 'password_change', c, target, requestId(req));
+          if (target) await app.authHook('beforePasswordChange', 'password_change', c, target, req);
         }
         const { row, passwordChanged } = app?.hooksOf(c)
-          ? await app.update(c, req.params[1], principal, body as Record<string, unknown>, input.uploads, undefined, requestId(req))
+          ? await app.update(c, req.params[1], principal, body as Record<string, unknown>, input.uploads, undefined, req)
           : await writes.update(c, req.params[1], principal, body, input.uploads);
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
         const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
         if (app && passwordChanged) {
           const changed = auth.loadAuthRecord(c, req.params[1]);
-          if (changed) await app.authHook('afterPasswordChange', 'password_change', c, changed, requestId(req));
+          if (changed) await app.authHook('afterPasswordChange', 'password_change', c, changed, req);
         }
         const headers = session ? sessionCookies(session, ctx.config.insecureCookies) : undefined;
         return respond(200, c, row, principal, readShape(req.query), headers);
@@ -132,7 +132,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'del', pattern: `${BASE}/:id`, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        if (ctx.app?.hooksOf(c)) await ctx.app.delete(c, req.params[1], principal, undefined, requestId(req));
+        if (ctx.app?.hooksOf(c)) await ctx.app.delete(c, req.params[1], principal, undefined, req);
         else await writes.delete(c, req.params[1], principal);
         return noContent();
       },

@@ -127,8 +127,8 @@ export class AppRuntime {
       log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     };
     ctx.auth.hooks = {
-      beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true, client && requestId(client)) : undefined,
-      authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client && requestId(client)) : undefined,
+      beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true, client) : undefined,
+      authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client) : undefined,
     };
     for (const m of def.authMethods ?? []) ctx.auth.methods.set(m.slug, new CustomMethod(m, this, ctx));
     if (def.tenancy) ctx.auth.tenancy = (p, accountId) => this.resolveAccount(p, accountId);
@@ -165,14 +165,14 @@ export class AppRuntime {
 
   /**
    * Runs an auth lifecycle hook by name (beforeRefresh, afterLogout, …) if the app has it;
-   * before-hooks throw to abort. `rid`: the request id its failure is logged with.
+   * before-hooks throw to abort. `rid`: the request whose id its failure is logged with.
    */
-  async authHook(name: keyof AuthHooks, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, rid?: string): Promise<void> {
+  async authHook(name: keyof AuthHooks, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, rid?: RequestRef): Promise<void> {
     const fn = this.authHooks[name];
     if (fn) await this.runAuthHook(name, fn, tag, c, record, name.startsWith('before'), rid);
   }
 
-  private async runAuthHook(name: string, fn: (e: AuthHookEvent<AppHandle>) => unknown, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, before: boolean, rid?: string): Promise<void> {
+  private async runAuthHook(name: string, fn: (e: AuthHookEvent<AppHandle>) => unknown, tag: AuthEventTag, c: Collection, record: Record<string, unknown>, before: boolean, rid?: RequestRef): Promise<void> {
     const rec = publicAuthRecord(record)!;
     try {
       await fn({ method: tag, record: rec, auth: rec, app: this.handle, collection: c.name });
@@ -184,9 +184,9 @@ export class AppRuntime {
 
   /**
    * An error thrown by application code as the API answers it: a registered ApiError as is,
-   * anything else 500 `internal` (logged, with the request id `rid` when there is a request).
+   * anything else 500 `internal` (logged, with the id of the request `rid` when there is one).
    */
-  appError(err: unknown, where: string, rid?: string): ApiError {
+  appError(err: unknown, where: string, rid?: RequestRef): ApiError {
     if (err instanceof ApiError && isRegisteredCode(err.code)) return err;
     if (err instanceof ApiError) this.logger.error(`${where}${inRequest(rid)} threw an ApiError with the unregistered code "${err.code}"; answering 500 (register codes in src/errors/codes.ts)`, 'app');
     else this.logger.error(`${where} failed${inRequest(rid)}: ${describe(err)}`, 'app');
@@ -197,9 +197,9 @@ export class AppRuntime {
 
   /**
    * Create with the collection's hooks: before (may change `body` or abort, nothing written), the
-   * write, after. `rid`: the request id hook failures are logged with.
+   * write, after. `rid`: the request whose id hook failures are logged with.
    */
-  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: string): Promise<WriteResult> {
+  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: RequestRef): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
     if (hooks?.beforeCreate) await this.before('beforeCreate', hooks.beforeCreate, c, principal, body, rid);
     const out = await this.ctx.writes.create(c, principal, body, uploads, batch);
@@ -207,7 +207,7 @@ export class AppRuntime {
     return out;
   }
 
-  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: string): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: RequestRef): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
     if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body, rid);
     const out = await this.ctx.writes.update(c, id, principal, body, uploads, batch);
@@ -215,7 +215,7 @@ export class AppRuntime {
     return out;
   }
 
-  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch, rid?: string): Promise<void> {
+  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch, rid?: RequestRef): Promise<void> {
     const hooks = this.hooksOf(c);
     const row = hooks?.beforeDelete || hooks?.afterDelete ? this.ctx.reads.rowById(c, id) : undefined;
     const rec = row ? this.ctx.store.codec(c).fromRow(row) : null;
@@ -224,7 +224,7 @@ export class AppRuntime {
     if (hooks?.afterDelete && rec) await this.after('afterDelete', hooks.afterDelete, c, principal, rec, rid);
   }
 
-  private async before(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: string): Promise<void> {
+  private async before(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: RequestRef): Promise<void> {
     try {
       await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
     } catch (err) {
@@ -232,7 +232,7 @@ export class AppRuntime {
     }
   }
 
-  private async after(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: string): Promise<void> {
+  private async after(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: RequestRef): Promise<void> {
     try {
       await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
     } catch (err) {
@@ -357,11 +357,11 @@ export class AppRuntime {
         const body = req.body && req.body.length ? jsonBody(req) : null;
         let out: unknown;
         try {
-          out = r.handler({ params, query, body, auth: publicAuthRecord(caller?.record), app: this.handle, get requestId() { return requestId(req); } });
+          out = r.handler(new RouteCall(params, query, body, publicAuthRecord(caller?.record), this.handle, req));
         } catch (err) {
-          throw this.appError(err, where, requestId(req));
+          throw this.appError(err, where, req);
         }
-        if (out instanceof Promise) return out.then(reply, (err) => { throw this.appError(err, where, requestId(req)); });
+        if (out instanceof Promise) return out.then(reply, (err) => { throw this.appError(err, where, req); });
         return reply(out);
       };
       return {
@@ -471,9 +471,28 @@ class CustomMethod implements AuthMethod {
   }
 }
 
+/** A custom route handler's `ctx`: the request id is made only when asked for. */
+class RouteCall {
+  constructor(
+    readonly params: Record<string, string>,
+    readonly query: Record<string, string>,
+    readonly body: unknown,
+    readonly auth: AuthRecord | null,
+    readonly app: AppHandle,
+    private readonly req: Req,
+  ) {}
+
+  get requestId(): string {
+    return requestId(this.req);
+  }
+}
+
+/** The request application code runs in: its id is made only when a failure is logged. */
+export type RequestRef = { readonly headers: { readonly requestId?: string } };
+
 /** ` (request <id>)`, or nothing outside a request. */
-function inRequest(rid: string | undefined): string {
-  return rid ? ` (request ${rid})` : '';
+function inRequest(req: RequestRef | undefined): string {
+  return req ? ` (request ${requestId(req)})` : '';
 }
 
 function describe(err: unknown): string {

@@ -184,7 +184,8 @@ export class HttpServer {
    * conditional and range headers only for routes that ask (`route.fileHeaders`).
    */
   private handle(res: UWS.HttpResponse, ureq: UWS.HttpRequest, route: Route, method: string, paramCount: number): void {
-    const start = process.hrtime.bigint();
+    // the clock is read only for the request log (its duration_ms)
+    const start = this.opts.logger.requestsEnabled ? process.hrtime.bigint() : 0n;
     const path = ureq.getUrl();
     const hasBody = BODY_METHODS.has(method);
     const state = { aborted: false, done: false };
@@ -255,7 +256,7 @@ export class HttpServer {
   /** Answers `reply` and closes the connection (a body that is cut off is never read to its end). */
   private closeWith(res: UWS.HttpResponse, req: Req, reply: Reply, start: bigint): void {
     res.cork(() => {
-      res.writeStatus(statusLine(reply.status));
+      if (reply.status !== 200) res.writeStatus(statusLine(reply.status)); // uWS writes 200 OK by default
       for (const [k, v] of CORS) res.writeHeader(k, v);
       res.writeHeader('Content-Type', 'application/json');
       res.end(reply.body, true);
@@ -302,7 +303,7 @@ export class HttpServer {
     // Linux), so a client never holds an answer whose record is not in the log yet.
     if (!stream) this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(start));
     res.cork(() => {
-      res.writeStatus(statusLine(reply.status));
+      if (reply.status !== 200) res.writeStatus(statusLine(reply.status)); // uWS writes 200 OK by default
       for (const [k, v] of CORS) res.writeHeader(k, v);
       if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
       if (this.draining) res.writeHeader('Connection', 'close');
@@ -389,7 +390,7 @@ export class HttpServer {
     let gone = () => {};
     res.onAborted(() => gone());
     res.cork(() => {
-      res.writeStatus(statusLine(reply.status));
+      if (reply.status !== 200) res.writeStatus(statusLine(reply.status)); // uWS writes 200 OK by default
       for (const [k, v] of CORS) res.writeHeader(k, v);
       if (reply.headers) for (const [k, v] of reply.headers) res.writeHeader(k, v);
       res.writeHeader('Content-Type', reply.contentType ?? 'text/event-stream');
