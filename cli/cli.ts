@@ -14,6 +14,10 @@ import { ServeCommand } from './commands/serve.js';
 import { SuperuserCreateCommand } from './commands/superuser/create.js';
 import { SuperuserUpsertCommand } from './commands/superuser/upsert.js';
 import { MigrateCommand, MigratePreviewCommand, MigrateStatusCommand } from './commands/migrate.js';
+import { BackupCommand, RestoreCommand } from './commands/backup.js';
+import { SchemaApplyCommand, SchemaDumpCommand } from './commands/schema.js';
+import { ImportCommand } from './commands/import.js';
+import { DoctorCommand } from './commands/doctor.js';
 import { productVersion } from '../src/meta/version-info.js';
 
 /** A fresh Cli with every command registered. */
@@ -26,7 +30,7 @@ export function buildCli(): Cli<SvcContext> {
   });
   cli.register(Builtins.HelpCommand);
   cli.register(Builtins.VersionCommand);
-  for (const command of [VersionCommand, ExplainCodeCommand, ServeCommand, SuperuserCreateCommand, SuperuserUpsertCommand, MigrateCommand, MigrateStatusCommand, MigratePreviewCommand]) {
+  for (const command of [VersionCommand, ExplainCodeCommand, ServeCommand, SuperuserCreateCommand, SuperuserUpsertCommand, MigrateCommand, MigrateStatusCommand, MigratePreviewCommand, SchemaDumpCommand, SchemaApplyCommand, ImportCommand, BackupCommand, RestoreCommand, DoctorCommand]) {
     cli.register(command);
   }
   return cli;

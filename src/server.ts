@@ -4,21 +4,13 @@
  * in-flight requests, commits every queued write and closes the database, so no acknowledged
  * write is lost.
  */
-import { availableParallelism } from 'node:os';
-import { createDatabaseFile, databasePath, ensureDataDir, looseModes } from './files/data-paths.js';
 import type { ServeConfig } from './config/config.js';
 import type { Logger } from './log/logger.js';
-import { WriterClient } from './store/sqlite/writer-client.js';
-import { Reader } from './store/sqlite/reader.js';
-import { bootstrapSteps } from './store/sqlite/bootstrap.js';
-import { bindValue } from './store/bind.js';
-import { CollectionRegistry } from './collections/collection-registry.js';
-import { Store } from './store/store.js';
-import { sqliteStores } from './store/sqlite/sql-stores.js';
+import type { Store } from './store/store.js';
 import { RecordReader, listConfigFrom } from './records/records-read.js';
-import { prepareFullText } from './records/search.js';
+import { DEFAULT_SLOW_QUERY_MS, SlowQueryLog } from './ops/slow-queries.js';
 import { RecordWriter } from './records/records-write.js';
-import { AuthService, loadTokenSecret } from './auth/auth-service.js';
+import { AuthService } from './auth/auth-service.js';
 import { CollectionsService } from './collections/collections-service.js';
 import { RULE_NAMES } from './collections/types.js';
 import { startTtlCollector } from './records/ttl-gc.js';
@@ -33,10 +25,7 @@ import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
 import { authRoutes } from './api/auth.js';
 import { fileRoutes } from './api/files.js';
-import { FileStorage, storageRoot } from './files/files.js';
-import { RecordFiles } from './files/record-files.js';
 import { FileTokens } from './files/file-tokens.js';
-import { installFieldCipher, loadEncryptionKey } from './records/encryption.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
@@ -47,6 +36,7 @@ import { FeatureService } from './settings/features.js';
 import { settingsRoutes } from './api/settings.js';
 import { accountRoutes } from './api/account.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
+import { openDataDir } from './store/open.js';
 import { featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
@@ -71,36 +61,13 @@ export interface RunningServer {
 export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
   if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
-  ensureDataDir(config.dataDir);
-  createDatabaseFile(config.dataDir);
-  const dbPath = databasePath(config.dataDir);
-  const secret = loadTokenSecret(config.dataDir);
-  installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
-  const writer = await WriterClient.start(dbPath);
-  await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
-  const loose = looseModes(config.dataDir);
-  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
-  // One reader worker: on a 2-core machine the main thread and one worker already use both cores
-  // for reads, and each worker isolate costs resident memory.
-  const reader = new Reader(dbPath, Math.max(1, Math.min(2, availableParallelism() - 1)));
-  writer.onCommit = () => reader.endSnapshot();
-  const sql = sqliteStores(reader);
-  const registry = new CollectionRegistry();
-  registry.load(sql.schema.loadAll());
-
-  const store = new Store(registry, reader, writer, sql);
-  try {
-    // fts5-off refuses a schema with searchable fields; otherwise missing indexes are (re)built
-    for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
-  } catch (err) {
-    await writer.close();
-    await reader.close();
-    throw err;
-  }
-  const files = new RecordFiles(new FileStorage(storageRoot(config.dataDir)), store);
+  const { dbPath, secret, store, files, close: closeData } = await openDataDir(config, logger);
+  const { reader, registry, sql } = store;
+  const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
+  const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
   const ctx: ApiContext = {
     store,
-    reads: new RecordReader(store, listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store)),
+    reads: new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries }),
     writes: new RecordWriter(store, files),
     auth: new AuthService(store, secret, config, logger, app?.mailer ? new PluginTransport(app.mailer) : undefined),
     collections: new CollectionsService(store, files),
@@ -120,8 +87,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     try {
       await applyDeclaredCollections(app.collections as unknown as Record<string, unknown>[], ctx.collections, store, logger);
     } catch (err) {
-      await writer.close();
-      await reader.close();
+      await closeData();
       throw err;
     }
   }
@@ -134,8 +100,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         registry.load(sql.schema.loadAll()); // a migration may have changed collections
       }
     } catch (err) {
-      await writer.close();
-      await reader.close();
+      await closeData();
       throw err;
     }
   }
@@ -192,8 +157,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   try {
     port = await http.listen();
   } catch (err) {
-    await writer.close();
-    await reader.close();
+    await closeData();
     throw err;
   }
   const stopJobs = ctx.app ? ctx.app.startJobs() : async () => {};
@@ -214,8 +178,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         await stopJobs(); // running jobs finish (they may still write)
         await ctx.mail!.close(); // queued app mail goes out
         await ctx.auth.close(); // queued auth mail still needs the writer
-        await writer.close();
-        await reader.close();
+        await slowQueries?.close();
+        await closeData();
         logger.info('stopped; all acknowledged writes are committed');
       })();
       return stopping;

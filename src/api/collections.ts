@@ -1,4 +1,7 @@
-/** Collections API (superuser only): 401 without auth, 403 for a non-superuser. */
+/**
+ * Collections API (superuser only): 401 without auth, 403 for a non-superuser; with frozen
+ * collections (spec 1-core-api.md: `collections_frozen`) create, update and delete answer 403.
+ */
 import { ApiError } from '../errors/api-error.js';
 import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
@@ -14,6 +17,10 @@ export function collectionRoutes(ctx: ApiContext): Route[] {
     if (!p.superuser) throw ApiError.forbidden('Only superusers can perform this request.');
     return p;
   };
+  const changing = async (req: Req): Promise<void> => {
+    await superuser(req);
+    if (ctx.config.collectionsFrozen) throw new ApiError(403, 'collections_frozen', 'Collection definitions are frozen on this server; change them with `svc schema apply`.');
+  };
   return [
     {
       method: 'get', pattern: '/api/collections', handler: async (req) => {
@@ -24,7 +31,7 @@ export function collectionRoutes(ctx: ApiContext): Route[] {
     },
     {
       method: 'post', pattern: '/api/collections', handler: async (req) => {
-        await superuser(req);
+        await changing(req);
         const c = await ctx.collections.create(jsonBody(req));
         return json(201, JSON.stringify(collectionToJson(c)));
       },
@@ -37,14 +44,14 @@ export function collectionRoutes(ctx: ApiContext): Route[] {
     },
     {
       method: 'patch', pattern: '/api/collections/:idOrName', handler: async (req) => {
-        await superuser(req);
+        await changing(req);
         const c = await ctx.collections.update(req.params[0], jsonBody(req));
         return json(200, JSON.stringify(collectionToJson(c)));
       },
     },
     {
       method: 'del', pattern: '/api/collections/:idOrName', handler: async (req) => {
-        await superuser(req);
+        await changing(req);
         await ctx.collections.delete(req.params[0]);
         return noContent();
       },

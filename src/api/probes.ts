@@ -30,7 +30,7 @@ export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/st
       objectStore: false,
       devMode: ctx.config.features.has('dev-tools'),
       mail: ctx.mailGroup !== undefined,
-      collectionsFrozen: false,
+      collectionsFrozen: ctx.config.collectionsFrozen,
     },
     endpoints: { state: statePath },
     limits: { maxUploadSize: ctx.maxBodyBytes, maxPerPage: 500 },

@@ -59,6 +59,11 @@ export interface ServeConfig {
   trustProxy: boolean;
   /** Skip the data-directory process lock. */
   ignoreLock: boolean;
+  /**
+   * Collection definitions are frozen (`--freeze-collections`, SERVICE_COLLECTIONS_FROZEN): the
+   * REST schema-changing endpoints answer 403 `collections_frozen`; `svc schema apply` changes them.
+   */
+  collectionsFrozen: boolean;
   features: Set<FeatureName>;
   /** Global auth rate limit: `max` attempts per `windowS` seconds; max 0 disables it. */
   rateLimit: { max: number; windowS: number };
@@ -73,6 +78,12 @@ export interface ServeConfig {
   encryptionKey?: Buffer;
   /** Request limits (issue 12); see loadLimits. */
   limits: RequestLimits;
+  /**
+   * SERVICE_SLOW_QUERY_MS: a record list taking at least this many milliseconds is written to the
+   * slow-query log (src/ops/slow-queries.ts) that `svc doctor` reads; 0 turns the log off.
+   * Default 200 (also when absent).
+   */
+  slowQueryMs?: number;
 }
 
 /**
@@ -254,6 +265,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   const maxSrc = pick(flags, null, env, 'SERVICE_RATE_LIMIT_MAX');
   const winSrc = pick(flags, null, env, 'SERVICE_RATE_LIMIT_WINDOW');
   const ttlSrc = pick(flags, null, env, 'SERVICE_OAUTH_STATE_TTL');
+  const slowSrc = pick(flags, null, env, 'SERVICE_SLOW_QUERY_MS');
   const sendmail = env.SERVICE_SENDMAIL_COMMAND?.trim();
   const config: ServeConfig = {
     host,
@@ -265,6 +277,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
     insecureCookies: flagOrEnvBool(flags, 'insecure-cookies', env, null, false),
     trustProxy: flagOrEnvBool(flags, 'trust-proxy', env, 'SERVICE_TRUST_PROXY', false),
     ignoreLock: flagOrEnvBool(flags, 'ignore-lock', env, null, false),
+    collectionsFrozen: flagOrEnvBool(flags, 'freeze-collections', env, 'SERVICE_COLLECTIONS_FROZEN', false),
     features: loadFeatures(flags, env),
     rateLimit: {
       max: maxSrc ? parseInteger(maxSrc, 0) : 10,
@@ -276,6 +289,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
     },
     pagination: loadPagination(env),
     limits: loadLimits(flags, env),
+    slowQueryMs: slowSrc ? parseInteger(slowSrc, 0) : 200,
   };
   const smtp = loadSmtp(env);
   if (smtp) config.smtp = smtp;

@@ -27,6 +27,7 @@ import {
 } from '../store/sqlite/list-sql.js';
 import type { ReadShape } from './records-read.js';
 import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from '../store/sqlite/keyset.js';
+import type { SlowQueryLog } from '../ops/slow-queries.js';
 
 export const DEFAULT_PER_PAGE = 30;
 export const MAX_PER_PAGE = 500;
@@ -40,6 +41,14 @@ export interface ListConfig {
   /** the `vector` feature */
   vector: boolean;
   tokens: CursorCodec;
+  /** the slow-query log (SERVICE_SLOW_QUERY_MS, src/ops/slow-queries.ts); absent when off */
+  slowQueries?: SlowQueryLog | null;
+}
+
+/** The last page query a list ran, kept for the slow-query log (only when the log is on). */
+interface QueryTrace {
+  sql: string;
+  params: SqlValue[];
 }
 
 /** Expand and projection for a page of records (RecordReader.finish). */
@@ -56,6 +65,8 @@ interface Scope {
   filterText: string;
   search: SearchPlan | null;
   vector: VectorPlan | null;
+  /** where the page query is noted for the slow-query log, or null when it is off */
+  trace: QueryTrace | null;
 }
 
 /** Deepest offset page end (page × perPage) answered from a vector index; deeper pages scan exactly. */
@@ -68,8 +79,25 @@ export class RecordLister {
 
   constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
 
-  /** One page as the serialized list body. @throws ApiError 400/403/410 (see the spec's status table) */
+  /**
+   * One page as the serialized list body. With the slow-query log on, the request costs two
+   * clock reads more; one at or over the threshold is handed to the log (which does the rest off
+   * this path). @throws ApiError 400/403/410 (see the spec's status table)
+   */
   async list(c: Collection, principal: Principal | null, qs: ListQuery): Promise<string> {
+    const slow = this.cfg.slowQueries;
+    if (!slow) return this.listPage(c, principal, qs, null);
+    const trace: QueryTrace = { sql: '', params: [] };
+    const t0 = performance.now();
+    const body = await this.listPage(c, principal, qs, trace);
+    const ms = performance.now() - t0;
+    if (ms >= slow.thresholdMs) {
+      slow.record(ms, { collection: c.name, filter: qs.filter, sort: qs.sort, search: qs.search !== '', vector: qs.vector !== '', sql: trace.sql, params: trace.params, generation: this.store.registry.schemaGeneration() });
+    }
+    return body;
+  }
+
+  private async listPage(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null): Promise<string> {
     const check = this.store.rules.check(c, 'listRule', principal, null, 'GET');
     if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can perform this request.');
     const cursorMode = this.cursorMode(qs);
@@ -90,7 +118,7 @@ export class RecordLister {
     const vsrc = qs.vector;
     if (vsrc && !this.cfg.vector) throw ApiError.badRequest('Vector search is not available on this server (feature vector).');
     const vector = vsrc ? parseVector(vsrc, c) : null;
-    const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector };
+    const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector, trace };
     if (cursorMode) return this.cursorPage(scope, qs);
     if (c.options.ttl_field || /@random/i.test(qs.sort ?? '')) return this.offsetPage(scope, qs);
     // rendered pages last until the next commit (page-cache.ts)
@@ -140,6 +168,7 @@ export class RecordLister {
   /** Runs a page query: searches and vector queries on the reader pool, others where cheapest. */
   private async run(s: Scope, sql: string, params: SqlValue[], visits = 0): Promise<unknown[][]> {
     const reader = this.store.reader;
+    if (s.trace) { s.trace.sql = sql; s.trace.params = params; }
     if (!s.search && !s.vector) return reader.allAuto(sql, params, visits);
     try {
       return await reader.allOffThread(sql, params);
@@ -223,7 +252,9 @@ export class RecordLister {
     if (reader.isExpensive(sql, params, visits)) return null;
     // The page's ids as one string: one row crossing into JavaScript instead of one array per id
     // (measured with libsql 0.5.29, 20 ids: 4.7 µs against 16 µs; 10 µs with a sort).
-    const text = reader.get(pageAggregateSql(s.c.name, s.from, s.where.sql(), order, ID_ORDER, ID_SEPARATOR), params)?.[0] as string | null | undefined;
+    const idsSql = pageAggregateSql(s.c.name, s.from, s.where.sql(), order, ID_ORDER, ID_SEPARATOR);
+    if (s.trace) { s.trace.sql = idsSql; s.trace.params = params; }
+    const text = reader.get(idsSql, params)?.[0] as string | null | undefined;
     const ids = text ? text.split('\u001f') : [];
     const cache = this.store.caches.listRows;
     const version = this.store.registry.version(s.c.id);
@@ -375,6 +406,7 @@ export class RecordLister {
   private async count(s: Scope): Promise<number> {
     const sql = countSql(s.from, s.where.sql());
     const params = s.where.params;
+    if (s.trace && !s.trace.sql) { s.trace.sql = sql; s.trace.params = params; }
     const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
     const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
     // A relation path reads other collections too: such a count lasts one commit.

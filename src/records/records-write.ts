@@ -127,6 +127,12 @@ export class WriteBatch {
 export class RecordWriter {
   /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
   private ruleVerdicts = new Map<string, boolean>();
+  /**
+   * Set by a writer that holds the data directory alone (`svc import`): answers true for a related
+   * record known to exist, whose in-job existence guard can then be left out (nothing else can
+   * delete it meanwhile). Null (the server): every relation is guarded inside the write job.
+   */
+  relationsKnown: ((target: Collection, id: string) => boolean) | null = null;
   private insertSqls = new Map<string, string>();
   private guards = new Map<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>();
 
@@ -452,6 +458,7 @@ export class RecordWriter {
       if (!ids.length) continue;
       const target = this.store.registry.byId(String(f.options.collectionId));
       if (!target) continue;
+      if (this.relationsKnown && ids.every((id) => this.relationsKnown!(target, id))) continue;
       const guard = this.relationGuard(target.name, f, ids.length);
       steps.push({ sql: guard.sql, params: [...ids, ids.length], expect: 'row', fail: guard.fail });
     }

@@ -1,0 +1,124 @@
+/**
+ * `svc import --collection=NAME FILE [--format=csv|json|ndjson] [--on-error=stop|skip]`
+ * (0-conventions.md, "CLI forms"; spec 1-core-api.md, "Command line"; src/ops/import.ts), and
+ * `--oauth2-links` for the offline OAuth2 link import (rows `{record, provider, providerId}`).
+ *
+ * Runs with the data directory locked (refused while a server holds it: its caches would not see
+ * the rows). Progress (rows/s, ETA) goes to stderr when it is a terminal; the summary goes to
+ * stdout. Exit 0 when every row was imported, 3 when rows were skipped (`--on-error=skip`), 1
+ * when the import stopped at a refused row (`--on-error=stop`, the default) or could not run.
+ */
+import { existsSync } from 'node:fs';
+import { Command, Option } from 'clipanion';
+import { SvcCommand } from '../base-command.js';
+import { loadApp } from '../load-app.js';
+import { ConfigError, loadServeConfig, type ServeConfig } from '../../src/config/config.js';
+import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
+import { featureNames } from '../../src/app/definition.js';
+import { bootstrapLogger } from '../../src/log/logger.js';
+import type { ImportFormat, ImportResult } from '../../src/ops/import.js';
+
+export class ImportCommand extends SvcCommand {
+  static paths = [['import']];
+  static usage = Command.Usage({
+    description: 'Import records from a CSV, JSON array or NDJSON file into a collection',
+    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3. Hooks do not run. The server must be stopped.',
+    examples: [['CSV with a header row', '$0 import --collection=cities cities.csv'], ['Skip bad rows', '$0 import --collection=posts posts.ndjson --on-error=skip --json']],
+  });
+
+  collection = Option.String('--collection', { required: true, description: 'The collection to import into' });
+  file = Option.String({ required: true, name: 'FILE' });
+  format = Option.String('--format', { description: 'csv, json (an array of objects) or ndjson; default from the file name' });
+  onError = Option.String('--on-error', 'stop', { description: 'stop (default) or skip' });
+  oauth2Links = Option.Boolean('--oauth2-links', false, { description: 'Rows are OAuth2 links {record, provider, providerId} of the auth collection' });
+  dataDir = Option.String('--data-dir', { description: 'Data directory (default ./svc_data)' });
+  app = Option.String('--app', { description: 'An app module whose features apply (or SERVICE_APP)' });
+
+  protected async run(): Promise<number> {
+    const { formatOf, readRows, importRecords, importLinks, fileSize } = await import('../../src/ops/import.js');
+    if (this.onError !== 'stop' && this.onError !== 'skip') return this.fail('usage', '--on-error must be stop or skip');
+    const format = (this.format ?? formatOf(this.file)) as ImportFormat | undefined;
+    if (!format || !['csv', 'json', 'ndjson'].includes(format)) return this.fail('usage', `--format must be csv, json or ndjson${this.format ? '' : ` (the file name ${this.file} does not say)`}`);
+    if (!existsSync(this.file)) return this.fail('not_found', `no file ${this.file}`);
+    let config: ServeConfig;
+    try {
+      config = loadServeConfig({ 'data-dir': this.dataDir }, this.context.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
+    }
+    const appFile = this.app ?? this.context.env.SERVICE_APP;
+    if (appFile) {
+      try {
+        for (const f of featureNames((await loadApp(appFile))?.features)) config.features.add(f);
+      } catch (err) {
+        return this.fail('app', err instanceof Error ? err.message : String(err));
+      }
+    }
+    let lock;
+    try {
+      lock = acquireDataDirLock(config.dataDir, { ignore: false });
+    } catch (err) {
+      if (!(err instanceof LockError)) throw err;
+      return this.fail('lock', `${err.message} (stop the server to import)`, { data_dir: err.dataDir, pid: err.pid });
+    }
+    const logger = bootstrapLogger(this.context.env, (line) => this.context.stderr.write(`${line}\n`));
+    const { openDataDir } = await import('../../src/store/open.js');
+    const { RecordWriter } = await import('../../src/records/records-write.js');
+    let data;
+    try {
+      data = await openDataDir(config, logger, 0);
+    } catch (err) {
+      lock.release();
+      return this.fail('open_failed', err instanceof Error ? err.message : String(err));
+    }
+    try {
+      const c = data.store.registry.find(this.collection);
+      if (!c) return this.fail('not_found', `no collection "${this.collection}"`);
+      if (this.oauth2Links && c.type !== 'auth') return this.fail('usage', `--oauth2-links needs an auth collection; "${c.name}" is ${c.type}`);
+      const total = fileSize(this.file);
+      let bytes = 0;
+      const started = performance.now();
+      const tty = !!(this.context.stderr as NodeJS.WriteStream).isTTY;
+      let shown = 0;
+      const progress = (imported: number, skipped: number, final = false) => {
+        if (!tty) return;
+        const now = performance.now();
+        if (!final && now - shown < 200) return;
+        shown = now;
+        const s = (now - started) / 1000;
+        const rate = imported / Math.max(s, 0.001);
+        const left = bytes > 0 ? (s * (total - bytes)) / bytes : 0;
+        const pct = total ? Math.min(100, Math.round((100 * bytes) / total)) : 0;
+        this.context.stderr.write(`\r${imported.toLocaleString('en')} imported, ${skipped} skipped, ${Math.round(rate).toLocaleString('en')} rows/s, ${pct}%${final ? '' : `, ETA ${Math.ceil(left)} s`}   ${final ? '\n' : ''}`);
+      };
+      const rows = readRows(this.file, format, this.oauth2Links ? null : c, (b) => (bytes = b));
+      const opts = { onError: this.onError as 'stop' | 'skip', onProgress: (i: number, k: number) => progress(i, k) };
+      let result: ImportResult;
+      try {
+        result = this.oauth2Links ? await importLinks(data.store, c, rows, opts) : await importRecords(data.store, new RecordWriter(data.store, data.files), c, rows, opts);
+      } catch (err) {
+        return this.fail('import_failed', `reading ${this.file}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      progress(result.imported, result.skipped, true);
+      const seconds = (performance.now() - started) / 1000;
+      for (const e of result.errors) this.note(`row ${e.row}: ${e.message}${e.data ? ` ${JSON.stringify(e.data)}` : ''}`);
+      if (result.skipped > result.errors.length) this.note(`… and ${result.skipped - result.errors.length} more refused row(s)`);
+      const summary = {
+        collection: c.name, imported: result.imported, skipped: result.skipped, stopped: result.stopped,
+        seconds: Math.round(seconds * 1000) / 1000, rows_per_second: Math.round(result.imported / Math.max(seconds, 0.001)), errors: result.errors,
+      };
+      const text = `${result.imported} row(s) imported into ${c.name}${result.skipped ? `, ${result.skipped} refused` : ''}${result.stopped ? ' (stopped at the first refused row; use --on-error=skip to import the rest)' : ''} in ${summary.seconds} s`;
+      if (result.stopped) {
+        if (this.json) this.context.stdout.write(`${JSON.stringify({ error: { code: 'row_refused', message: text, ...summary } })}\n`);
+        this.note(`svc: ${text}`);
+        return 1;
+      }
+      this.emit(summary, text);
+      return result.skipped ? 3 : 0;
+    } finally {
+      await data.close();
+      lock.release();
+    }
+  }
+}

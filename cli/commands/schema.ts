@@ -1,0 +1,181 @@
+/**
+ * `svc schema dump [--out=FILE]` and `svc schema apply FILE [--dry-run] [--allow-drop]`
+ * (0-conventions.md, "CLI forms"; spec 1-core-api.md, "Command line"; src/ops/schema.ts).
+ *
+ * - `dump` writes the collections as JSON (stdout, or FILE); it only reads, so it runs beside a
+ *   running server.
+ * - `apply --dry-run` prints the plan; exit 0 when there is nothing to do, 2 when there are
+ *   changes (a human or a deploy script judges them). It only reads.
+ * - `apply` makes the database match the file, with the data directory locked (refused while a
+ *   server holds it: the server's schema would go stale). A plan that drops data (a collection or
+ *   field the file leaves out) is refused (exit 1, nothing applied) unless `--allow-drop`.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { Command, Option } from 'clipanion';
+import { SvcCommand } from '../base-command.js';
+import { loadApp } from '../load-app.js';
+import { ConfigError, loadServeConfig, type ServeConfig } from '../../src/config/config.js';
+import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
+import { databasePath } from '../../src/files/data-paths.js';
+import { featureNames } from '../../src/app/definition.js';
+import { bootstrapLogger } from '../../src/log/logger.js';
+import { ApiError } from '../../src/errors/api-error.js';
+import type { PlanItem, SchemaDocument } from '../../src/ops/schema.js';
+
+/** Shared: --data-dir, --app, the config and a read-only view of the schema. */
+abstract class SchemaBase extends SvcCommand {
+  dataDir = Option.String('--data-dir', { description: 'Data directory (default ./svc_data)' });
+  app = Option.String('--app', { description: 'An app module whose features apply (or SERVICE_APP)' });
+
+  /** The config (the app's features added), or an exit code after reporting why not. */
+  protected async config(): Promise<ServeConfig | number> {
+    let config: ServeConfig;
+    try {
+      config = loadServeConfig({ 'data-dir': this.dataDir }, this.context.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
+    }
+    const file = this.app ?? this.context.env.SERVICE_APP;
+    if (file) {
+      try {
+        const app = await loadApp(file);
+        for (const f of featureNames(app?.features)) config.features.add(f);
+      } catch (err) {
+        return this.fail('app', err instanceof Error ? err.message : String(err));
+      }
+    }
+    return config;
+  }
+
+  /** The stored collections, read without writing anything (works beside a running server). */
+  protected async readRegistry(config: ServeConfig) {
+    const [{ Reader }, { sqliteStores }, { CollectionRegistry }] = await Promise.all([
+      import('../../src/store/sqlite/reader.js'), import('../../src/store/sqlite/sql-stores.js'), import('../../src/collections/collection-registry.js'),
+    ]);
+    const reader = new Reader(databasePath(config.dataDir), 0);
+    try {
+      const registry = new CollectionRegistry();
+      registry.load(sqliteStores(reader).schema.loadAll());
+      return registry;
+    } finally {
+      await reader.close();
+    }
+  }
+
+  protected hasDatabase(config: ServeConfig): boolean {
+    return existsSync(databasePath(config.dataDir));
+  }
+}
+
+export class SchemaDumpCommand extends SchemaBase {
+  static paths = [['schema', 'dump']];
+  static usage = Command.Usage({
+    description: 'Write the collections as JSON (stable order, diff-friendly)',
+    examples: [['To a file', '$0 schema dump --out=schema.json'], ['Check for drift', '$0 schema apply schema.json --dry-run']],
+  });
+  out = Option.String('--out', { description: 'Write to FILE instead of stdout' });
+
+  protected async run(): Promise<number> {
+    const config = await this.config();
+    if (typeof config === 'number') return config;
+    if (!this.hasDatabase(config)) return this.fail('not_found', `no database in ${config.dataDir}`);
+    const { dumpSchema } = await import('../../src/ops/schema.js');
+    const doc = dumpSchema({ registry: await this.readRegistry(config) });
+    const text = `${JSON.stringify(doc, null, 2)}\n`;
+    if (this.out) {
+      writeFileSync(this.out, text);
+      this.note(`wrote ${doc.collections.length} collection(s) to ${this.out}`);
+      if (this.json) this.context.stdout.write(`${JSON.stringify({ out: this.out, collections: doc.collections.length })}\n`);
+      return 0;
+    }
+    this.context.stdout.write(this.json ? `${JSON.stringify(doc)}\n` : text);
+    return 0;
+  }
+}
+
+function planText(plan: PlanItem[]): string {
+  if (!plan.length) return 'nothing to do: the database matches the file';
+  return plan.map((p) => `${p.action.padEnd(6)} ${p.collection}${p.destructive ? '  (drops data)' : ''}\n${p.changes.map((c) => `         - ${c}`).join('\n')}`).join('\n');
+}
+
+export class SchemaApplyCommand extends SchemaBase {
+  static paths = [['schema', 'apply']];
+  static usage = Command.Usage({
+    description: 'Make the database match a schema file',
+    details: 'Collections and fields are matched by id, then by name: a rename keeps the data. A plan that drops a collection or a field is applied only with --allow-drop. --dry-run prints the plan and exits 0 when there is nothing to do, 2 when there are changes.',
+  });
+  file = Option.String({ required: true, name: 'FILE' });
+  dryRun = Option.Boolean('--dry-run', false, { description: 'Print the plan; change nothing' });
+  allowDrop = Option.Boolean('--allow-drop', false, { description: 'Apply changes that drop collections or fields (their data is lost)' });
+
+  protected async run(): Promise<number> {
+    const config = await this.config();
+    if (typeof config === 'number') return config;
+    let doc: SchemaDocument;
+    const schema = await import('../../src/ops/schema.js');
+    try {
+      doc = schema.checkDocument(JSON.parse(readFileSync(this.file, 'utf8')));
+    } catch (err) {
+      return this.fail('invalid_schema', `${this.file}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (this.dryRun) {
+      let plan: PlanItem[];
+      try {
+        const { CollectionRegistry } = await import('../../src/collections/collection-registry.js');
+        plan = schema.planSchema({ registry: this.hasDatabase(config) ? await this.readRegistry(config) : new CollectionRegistry() }, doc);
+      } catch (err) {
+        return this.failApply(err);
+      }
+      this.emit({ plan, changes: plan.length, destructive: plan.some((p) => p.destructive), applied: false }, planText(plan));
+      return plan.length ? 2 : 0;
+    }
+    let lock;
+    try {
+      lock = acquireDataDirLock(config.dataDir, { ignore: false });
+    } catch (err) {
+      if (!(err instanceof LockError)) throw err;
+      return this.fail('lock', `${err.message} (stop the server to apply a schema; use --dry-run to see the plan now)`, { data_dir: err.dataDir, pid: err.pid });
+    }
+    const write = (line: string) => this.context.stderr.write(`${line}\n`);
+    const logger = bootstrapLogger(this.context.env, write);
+    const { openDataDir } = await import('../../src/store/open.js');
+    const { CollectionsService } = await import('../../src/collections/collections-service.js');
+    let data;
+    try {
+      data = await openDataDir(config, logger, 0);
+    } catch (err) {
+      lock.release();
+      return this.fail('open_failed', err instanceof Error ? err.message : String(err));
+    }
+    try {
+      let plan: PlanItem[];
+      try {
+        plan = schema.planSchema(data.store, doc);
+      } catch (err) {
+        return this.failApply(err);
+      }
+      if (plan.some((p) => p.destructive) && !this.allowDrop) {
+        this.note(planText(plan));
+        return this.fail('destructive_change', 'the plan drops data (marked "drops data" above); nothing was applied. Pass --allow-drop to apply it', { plan });
+      }
+      try {
+        await schema.applySchema(data.store, new CollectionsService(data.store, data.files), doc, this.allowDrop);
+      } catch (err) {
+        return this.failApply(err);
+      }
+      this.emit({ plan, changes: plan.length, destructive: plan.some((p) => p.destructive), applied: true }, `${planText(plan)}\n${plan.length ? `applied ${plan.length} change(s)` : ''}`);
+      return 0;
+    } finally {
+      await data.close();
+      lock.release();
+    }
+  }
+
+  private failApply(err: unknown): number {
+    if (err instanceof ApiError) {
+      return this.fail(err.code === 'validation_failed' || err.code === 'bad_request' ? 'invalid_schema' : err.code, err.message, Object.keys(err.data).length ? { data: err.data } : {});
+    }
+    throw err;
+  }
+}

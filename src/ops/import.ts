@@ -1,0 +1,321 @@
+/**
+ * Bulk import (0-conventions.md, "CLI forms": `svc import --collection=NAME FILE
+ * [--format=csv|json|ndjson]`; spec 1-core-api.md, "Command line": exit 3 when rows were
+ * skipped; the offline OAuth2 link import of "OAuth2").
+ *
+ * Rows are streamed from the file (CSV through csv-parse, JSON arrays through stream-json,
+ * NDJSON line by line) and each is created exactly as `POST /records` would create it as a
+ * superuser: the same validation, ids, relation checks and encryption (RecordWriter). Rows go to
+ * the writer in chunks: one chunk is one write job, so the writer commits thousands of rows per
+ * transaction, and the next chunk is validated while the writer commits the last one. A row that
+ * fails validation is reported with its number; a chunk that fails in the database (a unique
+ * value taken) is retried row by row so only the offending rows fail. Relations are checked
+ * against the database once per related id (the import holds the data directory alone, so a
+ * related record cannot vanish meanwhile); an id not found is left to the write job's guard.
+ * Hooks do not run.
+ */
+import { createReadStream, statSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { parse as parseCsv } from 'csv-parse';
+import streamArray from 'stream-json/streamers/stream-array.js';
+import type { Collection, Field } from '../collections/types.js';
+import type { Store } from '../store/store.js';
+import { WriteBatch, type RecordWriter } from '../records/records-write.js';
+import { ApiError } from '../errors/api-error.js';
+import type { Principal } from '../rules/access.js';
+import { nowDate } from '../collections/fields/index.js';
+import { newId } from '../records/ids.js';
+import { mergeInserts } from '../store/sqlite/bulk-insert.js';
+
+export type ImportFormat = 'csv' | 'json' | 'ndjson';
+
+/** One source row: its 1-based number in the file and its value (or why it could not be read). */
+export interface SourceRow {
+  n: number;
+  value?: Record<string, unknown>;
+  error?: string;
+}
+
+/** A refused row (at most `MAX_REPORTED` are kept). */
+export interface RowError {
+  row: number;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+export interface ImportResult {
+  imported: number;
+  skipped: number;
+  /** true when `onError: 'stop'` stopped at a refused row */
+  stopped: boolean;
+  errors: RowError[];
+}
+
+export interface ImportOptions {
+  onError: 'stop' | 'skip';
+  /** rows per write job (default 1,000) */
+  chunk?: number;
+  /** called after every chunk: rows imported and skipped so far, bytes of the file read */
+  onProgress?: (imported: number, skipped: number) => void;
+}
+
+/** Most row errors a result lists (the counts cover all of them). */
+export const MAX_REPORTED = 100;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The format a file name suggests (`.csv`, `.json`, `.ndjson` / `.jsonl`), or undefined. */
+export function formatOf(file: string): ImportFormat | undefined {
+  if (/\.csv$/i.test(file)) return 'csv';
+  if (/\.(ndjson|jsonl)$/i.test(file)) return 'ndjson';
+  if (/\.json$/i.test(file)) return 'json';
+  return undefined;
+}
+
+/** A file's rows as objects; `onBytes` reports how far the file has been read (for progress). */
+export async function* readRows(file: string, format: ImportFormat, c: Collection | null, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRow> {
+  const input = createReadStream(file);
+  if (onBytes) input.on('data', () => onBytes(input.bytesRead));
+  let n = 0;
+  if (format === 'ndjson') {
+    for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+      n++;
+      if (line.trim() === '') continue;
+      try {
+        const v = JSON.parse(line);
+        yield isObject(v) ? { n, value: v } : { n, error: 'a line must be a JSON object' };
+      } catch (err) {
+        yield { n, error: `not JSON: ${(err as Error).message}` };
+      }
+    }
+    return;
+  }
+  if (format === 'json') {
+    const items = input.pipe((streamArray as unknown as { withParserAsStream(): NodeJS.ReadWriteStream }).withParserAsStream());
+    for await (const { value } of items as AsyncIterable<{ value: unknown }>) {
+      n++;
+      yield isObject(value) ? { n, value } : { n, error: 'an array element must be a JSON object' };
+    }
+    return;
+  }
+  const fields = new Map((c?.fields ?? []).map((f) => [f.name, f]));
+  const rows = input.pipe(parseCsv({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: false }));
+  for await (const rec of rows as AsyncIterable<Record<string, string>>) {
+    n++;
+    const value: Record<string, unknown> = {};
+    let error: string | undefined;
+    for (const [k, raw] of Object.entries(rec)) {
+      if (raw === '') continue; // an empty cell: the field's default
+      const f = fields.get(k);
+      try {
+        value[k] = f ? fromCsv(f, raw) : raw;
+      } catch {
+        error = `column "${k}": ${JSON.stringify(raw.slice(0, 50))} is not valid JSON`;
+      }
+    }
+    yield error ? { n, error } : { n, value };
+  }
+}
+
+/** A CSV cell as the JSON value the API takes for the field. */
+function fromCsv(f: Field, raw: string): unknown {
+  switch (f.type) {
+    case 'number': {
+      const x = Number(raw);
+      return Number.isNaN(x) ? raw : x; // the field's validation reports a non-number
+    }
+    case 'bool':
+      return /^(true|1|yes)$/i.test(raw) ? true : /^(false|0|no)$/i.test(raw) ? false : raw;
+    case 'json':
+      return JSON.parse(raw);
+    case 'select':
+    case 'relation':
+    case 'file':
+      if ((f.options.maxSelect ?? 1) > 1) return raw.trimStart().startsWith('[') ? JSON.parse(raw) : raw.split(',').map((s) => s.trim()).filter((s) => s);
+      return raw;
+    default:
+      return raw;
+  }
+}
+
+function describe(err: unknown): { message: string; data?: Record<string, unknown> } {
+  if (err instanceof ApiError) return Object.keys(err.data).length ? { message: err.message, data: err.data } : { message: err.message };
+  return { message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * Creates every row of `rows` in collection `c` as a superuser would through the API.
+ * @throws Error only for failures that are not a row's (the database closing, I/O)
+ */
+export async function importRecords(store: Store, writes: RecordWriter, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
+  const su: Principal = { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
+  // the import holds the data directory alone: a related record seen once stays (ids cached per target)
+  const seen = new Map<string, Set<string>>();
+  writes.relationsKnown = (target, id) => {
+    let ids = seen.get(target.id);
+    if (!ids) seen.set(target.id, (ids = new Set()));
+    if (ids.has(id)) return true;
+    if (ids.size >= 1_000_000 || !store.reader.get(store.sql.records.rowById(target, '"id"'), [id])) return false;
+    ids.add(id);
+    return true;
+  };
+  const size = options.chunk ?? 1000;
+  const result: ImportResult = { imported: 0, skipped: 0, stopped: false, errors: [] };
+  const refuse = (row: number, err: unknown) => {
+    result.skipped++;
+    if (result.errors.length < MAX_REPORTED) result.errors.push({ row, ...describe(err) });
+  };
+  let chunk: SourceRow[] = [];
+
+  const create = (r: SourceRow, batch?: WriteBatch): Promise<unknown> =>
+    r.value ? writes.create(c, su, r.value, null, batch) : Promise.reject(new ApiError(400, 'bad_request', r.error!));
+
+  /**
+   * Rows each in its own write job (the writer still groups them into few commits). With `stop`
+   * they run one after another, so nothing after the first refused row is written. Answers
+   * whether to go on.
+   */
+  const oneByOne = async (part: SourceRow[]): Promise<boolean> => {
+    if (options.onError === 'stop') {
+      for (const r of part) {
+        try {
+          await create(r);
+          result.imported++;
+        } catch (err) {
+          refuse(r.n, err);
+          result.stopped = true;
+          return false;
+        }
+      }
+      return true;
+    }
+    const outs = await Promise.allSettled(part.map((r) => create(r)));
+    outs.forEach((o, i) => (o.status === 'fulfilled' ? result.imported++ : refuse(part[i].n, o.reason)));
+    return true;
+  };
+
+  /** One chunk as one write job; a failure in the database retries it row by row. Answers whether to go on. */
+  const runChunk = async (part: SourceRow[], before: Promise<boolean>): Promise<boolean> => {
+    // one write job for the chunk, its single-row INSERTs merged into multi-row ones
+    const batch = new WriteBatch({
+      write: async (steps) => {
+        const merged = mergeInserts(steps);
+        return merged.expand(await store.writer.write(merged.steps));
+      },
+    });
+    const early = new Set<number>();
+    let collecting = true;
+    const outcomes = part.map((r, i) => {
+      const p = create(r, batch);
+      p.catch(() => {
+        if (!collecting) return;
+        early.add(i); // refused before reaching the batch (validation)
+        batch.failedEarly();
+      });
+      return p;
+    });
+    await batch.whenAll(part.length);
+    collecting = false;
+    // validated while the chunk before was committing; its outcome decides whether this one goes on
+    if (!(await before)) {
+      await batch.commit(new Error('cancelled'));
+      await Promise.allSettled(outcomes);
+      return false;
+    }
+    if (early.size && options.onError === 'stop') {
+      const cut = Math.min(...early);
+      await batch.commit(new Error('cancelled'));
+      await Promise.allSettled(outcomes);
+      if (!(await oneByOne(part.slice(0, cut)))) return false;
+      refuse(part[cut].n, await outcomes[cut].catch((err) => err));
+      result.stopped = true;
+      return false;
+    }
+    await batch.commit();
+    const outs = await Promise.allSettled(outcomes);
+    for (const i of early) refuse(part[i].n, (outs[i] as PromiseRejectedResult).reason);
+    const handedIn = part.filter((_, i) => !early.has(i));
+    if (outs.some((o, i) => o.status === 'rejected' && !early.has(i))) return oneByOne(handedIn); // the job failed as a whole
+    result.imported += handedIn.length;
+    return true;
+  };
+
+  // at most two chunks at once: one committing, the next being validated
+  let last: Promise<boolean> = Promise.resolve(true);
+  let older: Promise<boolean> = last;
+  let stopped = false;
+  const flush = async () => {
+    const part = chunk;
+    chunk = [];
+    const before = last;
+    last = runChunk(part, before).then((go) => {
+      options.onProgress?.(result.imported, result.skipped);
+      return go;
+    });
+    stopped = !(await older);
+    older = before;
+  };
+  for await (const r of rows) {
+    chunk.push(r);
+    if (chunk.length >= size) {
+      await flush();
+      if (stopped) break;
+    }
+  }
+  if (!stopped && chunk.length) await flush();
+  await last;
+  return result;
+}
+
+/** One provider link row of the OAuth2 link import. */
+export interface LinkRow {
+  record: string;
+  provider: string;
+  providerId: string;
+}
+
+/**
+ * The offline OAuth2 link import (spec 1-core-api.md, "OAuth2": "an offline import command can
+ * write them for migrations"): rows `{record, provider, providerId}` link existing records of the
+ * auth collection `c` to provider accounts, as a first OAuth2 sign-in would have.
+ */
+export async function importLinks(store: Store, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
+  const result: ImportResult = { imported: 0, skipped: 0, stopped: false, errors: [] };
+  const refuse = (row: number, message: string) => {
+    result.skipped++;
+    if (result.errors.length < MAX_REPORTED) result.errors.push({ row, message });
+  };
+  for await (const r of rows) {
+    const v = r.value;
+    let problem = r.error;
+    if (!problem && v) {
+      if (typeof v.record !== 'string' || typeof v.provider !== 'string' || typeof v.providerId !== 'string' || !v.record || !v.provider || !v.providerId) problem = 'a link row needs record, provider and providerId (strings)';
+      else if (!store.reader.get(store.sql.records.rowById(c, '"id"'), [v.record])) problem = `no record "${v.record}" in ${c.name}`;
+      else if (store.sql.externalAuths.recordFor(c.id, v.provider, v.providerId)) problem = `${v.provider} account ${v.providerId} is already linked`;
+    }
+    if (problem) {
+      refuse(r.n, problem);
+      if (options.onError === 'stop') {
+        result.stopped = true;
+        break;
+      }
+      continue;
+    }
+    try {
+      await store.writer.write([store.sql.externalAuths.linkStep(newId(), c.id, String(v!.record), String(v!.provider), String(v!.providerId), nowDate())]);
+      result.imported++;
+    } catch (err) {
+      refuse(r.n, describe(err).message);
+      if (options.onError === 'stop') {
+        result.stopped = true;
+        break;
+      }
+    }
+  }
+  return result;
+}
+
+/** The size of a file in bytes (for the progress ETA). */
+export function fileSize(file: string): number {
+  return statSync(file).size;
+}

@@ -1,0 +1,68 @@
+/**
+ * Opening a data directory's database for a server or an offline command (`svc schema apply`,
+ * `svc import`): the directory and database file (modes 0700/0600), the token secret, the
+ * field-encryption key, the writer thread with the system tables, the reader, the collection
+ * registry and the full-text indexes; then the stored files.
+ */
+import { availableParallelism } from 'node:os';
+import { createDatabaseFile, databasePath, ensureDataDir, looseModes } from '../files/data-paths.js';
+import type { ServeConfig } from '../config/config.js';
+import type { Logger } from '../log/logger.js';
+import { WriterClient } from './sqlite/writer-client.js';
+import { Reader } from './sqlite/reader.js';
+import { bootstrapSteps } from './sqlite/bootstrap.js';
+import { bindValue } from './bind.js';
+import { CollectionRegistry } from '../collections/collection-registry.js';
+import { Store } from './store.js';
+import { sqliteStores } from './sqlite/sql-stores.js';
+import { prepareFullText } from '../records/search.js';
+import { loadTokenSecret } from '../auth/auth-service.js';
+import { installFieldCipher, loadEncryptionKey } from '../records/encryption.js';
+import { FileStorage, storageRoot } from '../files/files.js';
+import { RecordFiles } from '../files/record-files.js';
+
+/** An open data directory. */
+export interface OpenedData {
+  dbPath: string;
+  /** the persisted token secret */
+  secret: Buffer;
+  store: Store;
+  files: RecordFiles;
+  /** Commits every queued write and closes the writer and the reader. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens `config.dataDir` (created when missing). `readers`: reader worker threads (a server uses
+ * one beside its main thread; an offline command needs one). Warns about loose file modes.
+ * @throws Error when the schema cannot be opened (e.g. searchable fields under `fts5-off`)
+ */
+export async function openDataDir(config: ServeConfig, logger: Logger, readers = Math.max(1, Math.min(2, availableParallelism() - 1))): Promise<OpenedData> {
+  ensureDataDir(config.dataDir);
+  createDatabaseFile(config.dataDir);
+  const dbPath = databasePath(config.dataDir);
+  const secret = loadTokenSecret(config.dataDir);
+  installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
+  const writer = await WriterClient.start(dbPath);
+  await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
+  const loose = looseModes(config.dataDir);
+  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
+  const reader = new Reader(dbPath, readers);
+  writer.onCommit = () => reader.endSnapshot();
+  const sql = sqliteStores(reader);
+  const registry = new CollectionRegistry();
+  registry.load(sql.schema.loadAll());
+  const store = new Store(registry, reader, writer, sql);
+  const close = async () => {
+    await writer.close();
+    await reader.close();
+  };
+  try {
+    // fts5-off refuses a schema with searchable fields; otherwise missing indexes are (re)built
+    for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { dbPath, secret, store, files: new RecordFiles(new FileStorage(storageRoot(config.dataDir)), store), close };
+}
