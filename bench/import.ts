@@ -56,6 +56,7 @@ async function main(): Promise<void> {
     };
     const rates: number[] = [];
     const seconds: number[] = [];
+    const inner: number[] = []; // rows/s as the command measures it: first row read to last commit
     for (let r = 0; r < ROUNDS; r++) {
       const dir = join(work, `import-${r}`);
       mkdirSync(dir, { mode: 0o700 });
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
       if (out.imported !== cities.length) throw new Error(`imported ${out.imported} of ${cities.length}`);
       seconds.push(s);
       rates.push(cities.length / s);
+      inner.push(out.rows_per_second);
       log(`round ${r + 1}: ${cities.length} rows in ${s.toFixed(2)} s (${Math.round(cities.length / s)} rows/s, process start included)`);
       rmSync(dir, { recursive: true, force: true });
     }
@@ -83,6 +85,7 @@ async function main(): Promise<void> {
       await svc.stop();
     }
     const rate = median(rates);
+    const importRate = median(inner);
     const md = [
       '# Import (`npm run bench:import`)',
       '',
@@ -90,7 +93,8 @@ async function main(): Promise<void> {
       '',
       '| series | result | baseline (same run) | ratio | target |',
       '| --- | ---: | --- | ---: | --- |',
-      `| \`svc import\` | ${Math.round(rate).toLocaleString('en')} rows/s, ${median(seconds).toFixed(2)} s | REST creates (wrk -c64) ${Math.round(rest).toLocaleString('en')}/s | ${(rate / rest).toFixed(2)} | under 5 s: ${median(seconds) < 5 ? 'met' : '**not met**'}; ≥ 50k rows/s: ${rate >= 50_000 ? 'met' : '**not met**'} |`,
+      `| \`svc import\`, the whole process | ${Math.round(rate).toLocaleString('en')} rows/s, ${median(seconds).toFixed(2)} s | REST creates (wrk -c64) ${Math.round(rest).toLocaleString('en')}/s | ${(rate / rest).toFixed(2)} | all cities under 5 s: ${median(seconds) < 5 ? 'met' : '**not met**'} |`,
+      `| \`svc import\`, rows/s as the command reports it (without the process start) | ${Math.round(importRate).toLocaleString('en')} rows/s | REST creates ${Math.round(rest).toLocaleString('en')}/s | ${(importRate / rest).toFixed(2)} | ≥ 50k rows/s: ${importRate >= 50_000 ? 'met' : '**not met**'} |`,
       '',
     ].join('\n');
     mkdirSync(join(REPO_ROOT, 'bench', 'results'), { recursive: true });

@@ -16,20 +16,39 @@ const TUPLE = /VALUES \((\?(?:, \?)*)\)$/;
  */
 export function mergeInserts(steps: WriteStep[]): { steps: WriteStep[]; expand: (results: StepResult[]) => StepResult[] } {
   const out: WriteStep[] = [];
-  const sizes: number[] = []; // original steps per output step
+  const sizes: number[] = []; // original steps per output step (0: kept as it was)
+  let base = ''; // the single-row statement of the run being merged
+  let tuple = '';
+  let rows = 0;
+  let params: WriteStep['params'] = [];
+  const close = () => {
+    if (rows === 0) return;
+    out[out.length - 1].sql = rows === 1 ? base : `${base}${`, (${tuple})`.repeat(rows - 1)}`;
+    out[out.length - 1].params = params;
+    sizes[sizes.length - 1] = rows;
+    rows = 0;
+  };
   for (const s of steps) {
-    const last = out[out.length - 1];
-    const plain = !s.expect && !s.fail && !s.returnRows && s.sql.startsWith('INSERT INTO ');
-    const tuple = plain ? TUPLE.exec(s.sql) : null;
-    if (tuple && last && sizes[sizes.length - 1] > 0 && last.sql.startsWith(s.sql) && last.params.length + s.params.length <= MAX_PARAMS) {
-      last.sql += `, (${tuple[1]})`;
-      last.params.push(...s.params);
-      sizes[sizes.length - 1]++;
+    if (rows > 0 && s.sql === base && !s.expect && !s.fail && !s.returnRows && params.length + s.params.length <= MAX_PARAMS) {
+      for (const p of s.params) params.push(p);
+      rows++;
       continue;
     }
-    out.push(tuple ? { sql: s.sql, params: [...s.params], creates: s.creates } : s);
-    sizes.push(tuple ? 1 : 0);
+    close();
+    const m = !s.expect && !s.fail && !s.returnRows && s.sql.startsWith('INSERT INTO ') ? TUPLE.exec(s.sql) : null;
+    if (m) {
+      base = s.sql;
+      tuple = m[1];
+      params = s.params.slice();
+      rows = 1;
+      out.push({ sql: base, params, creates: s.creates });
+      sizes.push(1);
+    } else {
+      out.push(s);
+      sizes.push(0);
+    }
   }
+  close();
   return {
     steps: out,
     expand: (results) => results.flatMap((r, i) => (sizes[i] === 0 ? [r] : Array.from({ length: sizes[i] }, () => ({ changes: 1 })))),
