@@ -21,6 +21,7 @@ import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
 import { probeRoutes } from './api/probes.js';
+import { adminRoutes } from './api/admin.js';
 import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
 import { authRoutes } from './api/auth.js';
@@ -41,6 +42,8 @@ import { featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
 import { MailService, PluginTransport } from './mail/mail-service.js';
+import { DurableMailQueue } from './mail/mail-queue.js';
+import { createMailTransport } from './mail/transports.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -65,18 +68,23 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { reader, registry, sql } = store;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
+  // the mail backend (the app's mailer, else SMTP / the mail command / the log) behind the durable queue
+  const mailBackend = app?.mailer ? new PluginTransport(app.mailer) : createMailTransport(config, logger);
+  const mailQueue = new DurableMailQueue(store, mailBackend, logger);
   const ctx: ApiContext = {
     store,
     reads: new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries }),
     writes: new RecordWriter(store, files),
-    auth: new AuthService(store, secret, config, logger, app?.mailer ? new PluginTransport(app.mailer) : undefined),
+    auth: new AuthService(store, secret, config, logger, mailQueue.transport('auth')),
     collections: new CollectionsService(store, files),
     logger,
     config,
     maxBodyBytes: MAX_BODY_BYTES,
   };
 
-  ctx.mail = new MailService(ctx.auth.mailTransport, !!(app?.mail || app?.mailer), logger);
+  const suppressedOnly = app?.mail?.check_suppression ? (email: string) => store.sql.mail.suppressed(email, '') : null;
+  ctx.mail = new MailService(mailBackend, mailQueue, !!(app?.mail || app?.mailer), suppressedOnly);
+  ctx.mailQueue = mailQueue;
   if (app?.mail) ctx.mailGroup = app.mail;
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
   ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
@@ -125,6 +133,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...authRoutes(ctx),
     ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
     ...authSessionRoutes(ctx),
+    ...adminRoutes(ctx),
     ...(ctx.app ? ctx.app.routes() : []),
     {
       method: 'options', pattern: '/*', handler: () => ({
@@ -161,6 +170,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     throw err;
   }
   const stopJobs = ctx.app ? ctx.app.startJobs() : async () => {};
+  mailQueue.start();
   const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c));
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
@@ -176,8 +186,9 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         hub.closeAll();
         await http.drain();
         await stopJobs(); // running jobs finish (they may still write)
-        await ctx.mail!.close(); // queued app mail goes out
-        await ctx.auth.close(); // queued auth mail still needs the writer
+        await ctx.auth.close(); // auth mail tasks still enqueue through the writer
+        await mailQueue.close(); // deliveries under way finish; queued messages wait for the next start
+        mailBackend.close();
         await slowQueries?.close();
         await closeData();
         logger.info('stopped; all acknowledged writes are committed');

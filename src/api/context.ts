@@ -10,6 +10,7 @@ import type { AppRuntime } from '../app/runtime.js';
 import type { FeatureService } from '../settings/features.js';
 
 import type { MailService } from '../mail/mail-service.js';
+import type { DurableMailQueue } from '../mail/mail-queue.js';
 import type { MailGroup } from '../app/definition.js';
 
 export interface ApiContext {
@@ -28,6 +29,8 @@ export interface ApiContext {
   features?: FeatureService;
   /** mail from application code (`app.mail`) */
   mail?: MailService;
+  /** the durable mail queue every queued message (auth mail included) goes through */
+  mailQueue?: DurableMailQueue;
   /** the app's mail group; absent: no mail routes (2-uploads-and-mail.md, "Mail configuration") */
   mailGroup?: MailGroup;
 }

@@ -6,15 +6,17 @@
  * Every message is checked before any backend or queue is touched: addresses through an RFC 5322
  * parser (`email-addresses`) and the same address check the email fields use, no CR, LF or other
  * control characters in a header value (`HeaderInjection`), at least one body (`EmptyBody`), and
- * bounded sizes. `send` delivers through the backend now; `enqueue` hands the checked message to
- * a named background queue (in memory, retried with backoff) and answers at once; without the
- * app's `mail` group or a `mailer` there is no `mail` job kind and enqueue fails `UnknownJobKind`.
+ * bounded sizes. `send` delivers through the backend now; `enqueue` stores the checked message in
+ * the durable queue (src/mail/mail-queue.ts) and resolves once it is committed; without the app's
+ * `mail` group or a `mailer` there is no `mail` job kind and enqueue fails `UnknownJobKind`.
+ * With the group's `check_suppression`, a recipient with a recorded hard bounce or complaint is
+ * refused (`RecipientSuppressed`).
  */
 import emailAddresses from 'email-addresses';
 import { isValidEmail } from '../collections/fields/index.js';
 import type { Logger } from '../log/logger.js';
-import { BackgroundQueue } from './queue.js';
 import type { MailMessage as TransportMessage, MailTransport } from './transports.js';
+import type { DurableMailQueue } from './mail-queue.js';
 
 /** The spec's mail error conditions. */
 export type MailErrorCode = 'InvalidAddress' | 'HeaderInjection' | 'EmptyBody' | 'UnknownJobKind' | 'SenderNotVerified' | 'RecipientSuppressed' | 'MessageTooLarge';
@@ -53,10 +55,6 @@ export interface Mailer {
 export const MAX_BODY_LENGTH = 5 * 1024 * 1024;
 /** Longest subject, in characters. */
 export const MAX_SUBJECT_LENGTH = 998;
-/** Most named queues. */
-const MAX_QUEUES = 32;
-/** Delivery attempts of an enqueued message and the waits between them (ms). */
-const RETRY_DELAYS_MS = [1_000, 5_000, 30_000];
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/;
@@ -123,70 +121,47 @@ export class PluginTransport implements MailTransport {
   }
 }
 
-/** `app.mail`: checked sending, named background queues. */
-export class MailService {
-  private queues = new Map<string, BackgroundQueue>();
-  private closed = false;
+/** The address part of `Name <a@example.com>` (or the address itself), lowercased. */
+export function addressOf(value: string): string {
+  const parsed = emailAddresses.parseOneAddress(value);
+  return (parsed && parsed.type === 'mailbox' ? parsed.address : value).toLowerCase();
+}
 
+/** `app.mail`: checked sending now, or through the durable queue. */
+export class MailService {
   /**
    * @param transport the backend every message goes through
+   * @param queue the durable queue
    * @param queued whether the `mail` job kind exists (the app has a `mail` group or a `mailer`)
+   * @param suppressed with `check_suppression`: whether an address is suppressed; else null
    */
-  constructor(readonly transport: MailTransport, private queued: boolean, private logger: Logger) {}
+  constructor(readonly transport: MailTransport, private queue: DurableMailQueue, private queued: boolean, private suppressed: ((email: string) => boolean) | null = null) {}
+
+  private check(message: unknown): TransportMessage {
+    const msg = checkMessage(message);
+    if (this.suppressed?.(addressOf(msg.to))) throw new MailError('RecipientSuppressed', `to: ${addressOf(msg.to)} is suppressed (a hard bounce or a complaint was recorded)`, 'to');
+    return msg;
+  }
 
   /**
    * Checks and delivers one message now; resolves once the backend took it.
    * @throws MailError before anything is sent; the backend's error when delivery fails
    */
   async send(message: MailMessage): Promise<void> {
-    await this.transport.send(checkMessage(message));
+    await this.transport.send(this.check(message));
   }
 
   /**
-   * Checks a message and queues it for delivery on `options.queue` (default `default`); answers
-   * at once. A failed delivery is retried three times (after 1, 5 and 30 s), then logged.
+   * Checks a message and stores it for delivery from `options.queue` (default `default`);
+   * resolves once it is committed. Failed deliveries are retried (see mail-queue.ts).
    * @throws MailError UnknownJobKind without mail configured; the checks of `send`
    */
-  enqueue(message: MailMessage, options: { queue?: string } = {}): void {
+  async enqueue(message: MailMessage, options: { queue?: string } = {}): Promise<void> {
     if (!this.queued) throw new MailError('UnknownJobKind', 'enqueue needs mail configured: give the app definition a `mail` group (or a `mailer`)');
-    const msg = checkMessage(message);
+    const msg = this.check(message);
     const name = options.queue ?? 'default';
-    if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new MailError('UnknownJobKind', 'queue: 1 to 64 letters, digits, ".", "_" or "-"');
-    let q = this.queues.get(name);
-    if (!q) {
-      if (this.queues.size >= MAX_QUEUES) throw new MailError('UnknownJobKind', `at most ${MAX_QUEUES} mail queues`);
-      q = new BackgroundQueue(this.logger, `mail:${name}`);
-      this.queues.set(name, q);
-    }
-    if (this.closed || !q.push(() => this.deliver(msg, name))) throw new Error(`mail queue ${name} is ${this.closed ? 'closed' : 'full'}`);
-  }
-
-  private async deliver(msg: TransportMessage, queue: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.transport.send(msg);
-        return;
-      } catch (err) {
-        if (attempt >= RETRY_DELAYS_MS.length || this.closed) {
-          this.logger.error(`mail to ${msg.to} (queue ${queue}) failed after ${attempt + 1} attempt(s): ${(err as Error)?.message ?? String(err)}`, 'mail');
-          return;
-        }
-        await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt]));
-      }
-    }
-  }
-
-  /** Messages queued or being delivered, over every queue. */
-  get pending(): number {
-    let n = 0;
-    for (const q of this.queues.values()) n += q.pending;
-    return n;
-  }
-
-  /** Stops intake and waits (bounded) for queued messages to go out. */
-  async close(deadlineMs = 10_000): Promise<void> {
-    this.closed = true;
-    await Promise.all([...this.queues.values()].map((q) => q.close(deadlineMs)));
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new TypeError('queue: 1 to 64 letters, digits, ".", "_" or "-"');
+    await this.queue.enqueue(msg, name);
   }
 }
 

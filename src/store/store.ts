@@ -12,6 +12,7 @@ import { buildCodec, type RecordCodec } from '../records/record-codec.js';
 import { ApiError } from '../errors/api-error.js';
 import { Caches } from '../cache/caches.js';
 import type { SettingsRowStore } from './settings-store.js';
+import type { MailRowStore } from './mail-store.js';
 import type { AuthRecordStore, AuthTokenRowStore, ExternalAuthRowStore, MfaRowStore, PasskeyRowStore, SessionRowStore } from './auth-store.js';
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
@@ -37,6 +38,8 @@ export interface StoreSql {
   mfa: MfaRowStore;
   /** settings and sticky experiment assignments */
   settings: SettingsRowStore;
+  /** the durable mail queue, suppressions and sender identities */
+  mail: MailRowStore;
   /** stored file names of file fields */
   files: FileStore;
   /** collection definitions and their DDL jobs */

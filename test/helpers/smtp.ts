@@ -46,8 +46,10 @@ export function makeCert(): { key: string; cert: string } {
  * @param o.secure    implicit TLS from the first byte
  * @param o.starttls  offer STARTTLS (needs o.tls)
  * @param o.users     when given, AUTH is required and checked against it
+ * @param o.delayMs   answer each message this much later (a slow server; the message is captured at once)
+ * @param o.port      listen on this port (default: a free one)
  */
-export async function startSmtp(o: { secure?: boolean; starttls?: boolean; tls?: { key: string; cert: string }; users?: Record<string, string> } = {}): Promise<TestSmtp> {
+export async function startSmtp(o: { secure?: boolean; starttls?: boolean; tls?: { key: string; cert: string }; users?: Record<string, string>; delayMs?: number; port?: number } = {}): Promise<TestSmtp> {
   const messages: Captured[] = [];
   const waiters: Array<() => void> = [];
   const server = new SMTPServer({
@@ -75,13 +77,14 @@ export async function startSmtp(o: { secure?: boolean; starttls?: boolean; tls?:
           user: typeof session.user === 'string' ? session.user : undefined,
         });
         for (const w of waiters.splice(0)) w();
-        cb();
+        if (o.delayMs) setTimeout(() => cb(), o.delayMs);
+        else cb();
       });
     },
   });
   // Connection errors (a client refusing our certificate, a dropped socket) are part of the tests.
   server.on('error', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve) => server.listen(o.port ?? 0, '127.0.0.1', () => resolve()));
   const port = (server.server.address() as { port: number }).port;
   return {
     port,

@@ -12,6 +12,7 @@ import { AUTH_TOKENS_DDL } from './token-sql.js';
 import { LINK_DDL } from './link-sql.js';
 import { MFA_DDL } from './mfa-sql.js';
 import { SETTINGS_DDL } from './settings-sql.js';
+import { MAIL_DDL } from './mail-sql.js';
 
 export const SUPERUSERS_ID = 'pbc_superusers0';
 
@@ -64,7 +65,7 @@ export function bootstrapSteps(): WriteStep[] {
       params: [su.id, su.name, su.type, JSON.stringify(su.fields), '[]', JSON.stringify(su.options), su.created, su.updated],
     },
     // session rows (table store), single-use tokens, OAuth2 links, passkeys, second factors, settings
-    ...[...SESSIONS_DDL, ...AUTH_TOKENS_DDL, ...LINK_DDL, ...MFA_DDL, ...SETTINGS_DDL].map((sql) => ({ sql, params: [] })),
+    ...[...SESSIONS_DDL, ...AUTH_TOKENS_DDL, ...LINK_DDL, ...MFA_DDL, ...SETTINGS_DDL, ...MAIL_DDL].map((sql) => ({ sql, params: [] })),
     // stateful list cursors (SERVICE_CURSOR_TOKEN=stateful): payload until `expires` (epoch ms)
     { sql: `CREATE TABLE IF NOT EXISTS "_cursorStates" ("id" TEXT PRIMARY KEY NOT NULL, "payload" TEXT NOT NULL, "expires" INTEGER NOT NULL)`, params: [] },
     { sql: `CREATE INDEX IF NOT EXISTS "_cursorStates_expires" ON "_cursorStates" ("expires")`, params: [] },

@@ -7,6 +7,7 @@ import { SqliteTokenSql } from './token-sql.js';
 import { SqliteExternalAuthSql, SqlitePasskeySql } from './link-sql.js';
 import { SqliteMfaSql } from './mfa-sql.js';
 import { SqliteSettingsSql } from './settings-sql.js';
+import { SqliteMailSql } from './mail-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
@@ -22,6 +23,7 @@ export function sqliteStores(reader: Reader): StoreSql {
     passkeys: new SqlitePasskeySql(reader),
     mfa: new SqliteMfaSql(reader),
     settings: new SqliteSettingsSql(reader),
+    mail: new SqliteMailSql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,

@@ -7,7 +7,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MailError, MailService, PluginTransport, captureMailer, checkMessage } from '../../../src/mail/mail-service.js';
 import { TemplateError, renderTemplate } from '../../../src/mail/templates.js';
-import { createLogger } from '../../../src/log/logger.js';
 
 const code = (fn: () => unknown): string => {
   try {
@@ -41,28 +40,29 @@ test('checkMessage: addresses, header injection, empty bodies, sizes', () => {
   assert.throws(() => checkMessage(null), TypeError);
 });
 
-test('MailService: send goes through the mailer; enqueue checks first and needs mail configured', async () => {
-  const logs: string[] = [];
-  const logger = createLogger({ format: 'text', level: 'debug', requests: false, write: (l) => logs.push(l) });
+test('MailService: send goes through the mailer, refused messages reach none; enqueue needs mail configured', async () => {
   const outbox = captureMailer();
-  const svc = new MailService(new PluginTransport(outbox), true, logger);
+  const queued: unknown[] = [];
+  const queue = { enqueue: async (msg: unknown) => void queued.push(msg) } as never;
+  const svc = new MailService(new PluginTransport(outbox), queue, true);
   await svc.send({ to: 'ann@example.com', subject: 'Now', text: 'hello' });
   assert.deepEqual(outbox.get(0), { to: 'ann@example.com', subject: 'Now', from: null, text: 'hello' });
   await assert.rejects(svc.send({ to: 'bad', subject: 's', text: 't' }), (e: MailError) => e.code === 'InvalidAddress');
   assert.equal(outbox.count(), 1, 'a refused message reaches no backend');
-  svc.enqueue({ to: 'bob@example.com', subject: 'Later', html: '<p>later</p>' }, { queue: 'digest' });
-  assert.throws(() => svc.enqueue({ to: 'bob@example.com', subject: 'x' }), (e: MailError) => e.code === 'EmptyBody');
-  await svc.close();
-  assert.equal(outbox.count(), 2);
-  assert.equal(outbox.find('later')?.to, 'bob@example.com');
+  await svc.enqueue({ to: 'bob@example.com', subject: 'Later', html: '<p>later</p>' }, { queue: 'digest' });
+  await assert.rejects(svc.enqueue({ to: 'bob@example.com', subject: 'x' }), (e: MailError) => e.code === 'EmptyBody');
+  assert.deepEqual(queued, [{ to: 'bob@example.com', subject: 'Later', html: '<p>later</p>' }]);
   outbox.reset();
   assert.equal(outbox.count(), 0);
 
-  const bare = new MailService(new PluginTransport(outbox), false, logger);
-  assert.throws(() => bare.enqueue({ to: 'a@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'UnknownJobKind');
+  const bare = new MailService(new PluginTransport(outbox), queue, false);
+  await assert.rejects(bare.enqueue({ to: 'a@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'UnknownJobKind');
+  const suppressing = new MailService(new PluginTransport(outbox), queue, true, (email) => email === 'gone@example.com');
+  await assert.rejects(suppressing.send({ to: 'Gone <GONE@example.com>', subject: 's', text: 't' }), (e: MailError) => e.code === 'RecipientSuppressed');
+  await assert.rejects(suppressing.enqueue({ to: 'gone@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'RecipientSuppressed');
 
   // a failing backend: send rejects with its error
-  const failing = new MailService(new PluginTransport({ send: () => { throw new Error('backend down'); } }), true, logger);
+  const failing = new MailService(new PluginTransport({ send: () => { throw new Error('backend down'); } }), queue, true);
   await assert.rejects(failing.send({ to: 'a@example.com', subject: 's', text: 't' }), /backend down/);
 });
 

@@ -1,0 +1,58 @@
+/**
+ * The storage boundary of outbound mail (2-uploads-and-mail.md, "Mail send API": the durable
+ * queue of job kind `mail`; "Sender identity"; "Suppression"); the SQLite implementation is
+ * src/store/sqlite/mail-sql.ts.
+ */
+import type { WriteStep } from './write-job.js';
+
+/** A queued message as stored. `message` is the checked transport message as JSON text. */
+export interface QueuedMail {
+  id: string;
+  queue: string;
+  message: string;
+  attempts: number;
+}
+
+/** A sender identity row (addresses compare case-insensitively). */
+export interface SenderRow {
+  id: string;
+  account: string;
+  email: string;
+  status: 'pending' | 'verified';
+  verified_at: string | null;
+  /** HMAC of the verification token (pending only) */
+  tokenHash: string | null;
+  /** epoch ms of the last verification mail */
+  sentAt: number;
+}
+
+export interface MailRowStore {
+  /** Step queueing a message, due at `dueMs` (epoch ms). */
+  enqueueStep(id: string, queue: string, message: string, account: string, nowMs: number): WriteStep;
+  /** Up to `limit` pending messages due at `nowMs`, oldest first. */
+  due(nowMs: number, limit: number): QueuedMail[];
+  /** The earliest `next_at` (epoch ms) of a pending message, or undefined when none is pending. */
+  nextDue(): number | undefined;
+  /** Step removing a delivered message. */
+  deliveredStep(id: string): WriteStep;
+  /** Step recording a failed attempt: due again at `nextMs`, or `failed` for good when `nextMs` is null. */
+  failedStep(id: string, attempts: number, error: string, nextMs: number | null, nowMs: number): WriteStep;
+  /** Messages by status (pending, failed) for operators and tests. */
+  counts(): { pending: number; failed: number };
+
+  /** Whether `email` is suppressed (globally, or for `account` when given). */
+  suppressed(email: string, account: string): boolean;
+  /** Step recording a suppression (hard bounce or complaint) of `email` for `account` ('' = global). */
+  suppressStep(email: string, account: string, reason: string, now: string): WriteStep;
+
+  /** The sender identity `email` of `account`, or undefined. */
+  sender(account: string, email: string): SenderRow | undefined;
+  /** A sender identity by id. */
+  senderById(id: string): SenderRow | undefined;
+  /** The sender identities of `account`, oldest first. */
+  senders(account: string): SenderRow[];
+  /** Step creating or refreshing a pending identity (new token hash and send time). */
+  putSenderStep(row: SenderRow, now: string): WriteStep;
+  /** Step marking an identity verified (guarded on the token hash). */
+  verifySenderStep(id: string, tokenHash: string, now: string, fail: NonNullable<WriteStep['fail']>): WriteStep;
+}
