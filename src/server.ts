@@ -36,12 +36,13 @@ import { registerCustomMethodSlugs } from './collections/collection-input.js';
 import { FeatureService } from './settings/features.js';
 import { settingsRoutes } from './api/settings.js';
 import { accountRoutes } from './api/account.js';
+import { mailRoutes } from './api/mail.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
 import { openDataDir } from './store/open.js';
 import { featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
-import { MailService, PluginTransport } from './mail/mail-service.js';
+import { MailService, PluginTransport, addressOf } from './mail/mail-service.js';
 import { DurableMailQueue } from './mail/mail-queue.js';
 import { createMailTransport } from './mail/transports.js';
 
@@ -85,6 +86,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const suppressedOnly = app?.mail?.check_suppression ? (email: string) => store.sql.mail.suppressed(email, '') : null;
   ctx.mail = new MailService(mailBackend, mailQueue, !!(app?.mail || app?.mailer), suppressedOnly);
   ctx.mailQueue = mailQueue;
+  // check_suppression: queued messages to an address suppressed meanwhile are not sent either
+  if (suppressedOnly) mailQueue.isSuppressed = (msg) => suppressedOnly(addressOf(msg.to));
   if (app?.mail) ctx.mailGroup = app.mail;
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
   ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
@@ -127,6 +130,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...probeRoutes(ctx, statePath),
     ...settingsRoutes(ctx, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
+    ...mailRoutes(ctx),
     ...realtimeRoutes(ctx, hub),
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),

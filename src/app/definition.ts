@@ -7,7 +7,7 @@
  * Keys: `features`, `pagination`, `collections`, `migrations`, `hooks` (records and auth),
  * `onAuthSuccess`, `routes`, `jobs`, `authMethods` (custom sign-in methods, an extension), `flags`,
  * `experiments`, `stateRoute`, `featureRoutes`, `mail`, `mailer` and `tenancy`. The `mail` group's
- * sender and suppression policies are refused by name while this build lacks them.
+ * `require_verified_sender` is refused by name while this build has no sender identities.
  */
 import { Cron } from 'croner';
 import { KNOWN_FEATURES, type FeatureName } from '../config/config.js';
@@ -319,10 +319,9 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
       for (const [k, v] of Object.entries(d.mail)) {
         if (k === 'require_verified_sender' || k === 'check_suppression') {
           if (typeof v !== 'boolean') p(`mail.${k}: must be a boolean`);
-          else if (v) p(`mail.${k}: sender identities and suppressions are not available in this build yet`);
+          else if (v && k === 'require_verified_sender') p('mail.require_verified_sender: sender identities are not available in this build yet');
         } else if (k === 'webhook_secret') {
           if (typeof v !== 'string' || v.length < 16) p('mail.webhook_secret: must be a string of at least 16 characters');
-          else p('mail.webhook_secret: the bounce webhook is not available in this build yet');
         } else p(`mail.${k}: unknown key (require_verified_sender, check_suppression, webhook_secret)`);
       }
     }

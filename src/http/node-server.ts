@@ -235,6 +235,10 @@ export class NodeHttpServer {
       finish(errorReply(ApiError.notFound()));
       return;
     }
+    if (found.route.extraHeaders) {
+      req.headers.extra = {};
+      for (const name of found.route.extraHeaders) req.headers.extra[name] = header(ireq, name);
+    }
     const bad = decodeParams(found.params.length, (i) => found.params[i], req.params);
     if (bad) {
       finish(bad);

@@ -190,7 +190,12 @@ export class HttpServer {
     const hasBody = BODY_METHODS.has(method);
     const state = { aborted: false, done: false };
     this.inFlight++;
-    const req = new Snapshot(method, path, ureq.getQuery() ?? '', readHeaders(ureq, hasBody || !!route.clientHeaders, !!route.fileHeaders), hasBody ? res.getRemoteAddressAsText().slice(0) : null, res);
+    const headers = readHeaders(ureq, hasBody || !!route.clientHeaders, !!route.fileHeaders);
+    if (route.extraHeaders) {
+      headers.extra = {};
+      for (const name of route.extraHeaders) headers.extra[name] = ureq.getHeader(name);
+    }
+    const req = new Snapshot(method, path, ureq.getQuery() ?? '', headers, hasBody ? res.getRemoteAddressAsText().slice(0) : null, res);
     const finish = (reply: Reply) => this.finish(res, req, reply, state, start);
     if (this.inFlight > this.opts.maxInFlight) {
       finish(errorReply(OVERLOADED()));

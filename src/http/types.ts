@@ -19,6 +19,8 @@ export interface RequestHeaders {
   account: string;
   /** X-Request-Id as sent ('' when absent); see requestId() in src/api/request.ts */
   requestId: string;
+  /** the route's `extraHeaders` by lowercase name ('' when absent); undefined when it asks for none */
+  extra?: Record<string, string>;
 }
 
 export interface Req {
@@ -92,6 +94,8 @@ export interface Route {
   fileHeaders?: boolean;
   /** copy Accept, User-Agent, Origin and the proxy headers on bodiless methods too (event streams) */
   clientHeaders?: boolean;
+  /** more headers to copy (lowercase names) into `req.headers.extra` (e.g. a webhook's signature) */
+  extraHeaders?: readonly string[];
 }
 
 /** A JSON reply (body already serialized). */

@@ -22,6 +22,7 @@ import Database from 'libsql';
 import { ROOT, runCli, startSvc, type Svc } from '../helpers/server.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 import { sleep } from '../helpers/auth-helpers.js';
+import { createHmac } from 'node:crypto';
 
 const APP = join(ROOT, 'test', 'fixtures', 'app-ops.mjs');
 const work = mkdtempSync(join(tmpdir(), 'svc-ops-'));
@@ -187,7 +188,7 @@ test('app.mail through the app mailer: send, enqueue, render, the spec errors, a
   const carol = (await srv.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'carol@example.com', password: PW } })).body.token;
   assert.equal((await srv.api('GET', '/api/mail/config', { token: carol })).status, 403);
   const config = await srv.api('GET', '/api/mail/config', { token: srv.suToken });
-  assert.deepEqual(config.body, { require_verified_sender: false, check_suppression: false, webhook_configured: false, unsubscribe_configured: false });
+  assert.deepEqual(config.body, { require_verified_sender: false, check_suppression: true, webhook_configured: true, unsubscribe_configured: false });
 
   const features = await srv.api('GET', '/api/admin/features', { token: srv.suToken });
   assert.equal(features.status, 200, 'featureRoutes moves the registry route');
@@ -196,6 +197,38 @@ test('app.mail through the app mailer: send, enqueue, render, the spec errors, a
   const meta = (await srv.api('GET', '/api/meta', {})).body;
   assert.equal(meta.capabilities.devMode, true, 'features: { devTools: true }');
   assert.equal(meta.capabilities.mail, true);
+});
+
+test('bounce webhooks: signed events suppress hard bounces and complaints; bad signatures, stale timestamps and unknown providers are refused; suppressed recipients are refused', async () => {
+  const s = srv!;
+  const SECRET = 'ops-webhook-secret-0123456789';
+  const hook = (provider: string, event: unknown, o: { ts?: number; account?: string; secret?: string; signature?: string } = {}) => {
+    const body = JSON.stringify(event);
+    const ts = String(o.ts ?? Math.floor(Date.now() / 1000));
+    const account = o.account ?? '';
+    const signature = o.signature ?? createHmac('sha256', o.secret ?? SECRET).update(`${ts}.${provider}.${account}.${body}`).digest('hex');
+    return s.api('POST', `/api/mail/webhooks/${provider}`, { raw: body, headers: { 'content-type': 'application/json', 'X-Webhook-Timestamp': ts, 'X-Webhook-Signature': signature, ...(account ? { 'X-Account-Id': account } : {}) } });
+  };
+  const ses = { notificationType: 'Bounce', bounce: { bounceType: 'Permanent', bouncedRecipients: [{ emailAddress: 'Bounced@Example.com' }] } };
+  const soft = { notificationType: 'Bounce', bounce: { bounceType: 'Transient', bouncedRecipients: [{ emailAddress: 'soft@example.com' }] } };
+  const postmark = [{ RecordType: 'SpamComplaint', Email: 'angry@example.com' }, { RecordType: 'Bounce', Type: 'SoftBounce', Email: 'soft2@example.com' }];
+  assert.equal((await hook('ses', ses, { secret: 'not-the-secret-0123456789' })).status, 401, 'a wrong signature');
+  assert.equal((await hook('ses', ses, { ts: Math.floor(Date.now() / 1000) - 600 })).status, 401, 'a stale timestamp');
+  assert.equal((await hook('ses', ses, { signature: '' })).status, 401, 'no signature');
+  assert.equal((await hook('mailgun', ses)).status, 404, 'an unknown provider');
+  const before = await s.api('POST', '/api/send', { body: { to: 'bounced@example.com', subject: 'x', text: 'y' } });
+  assert.deepEqual(before.body, { ok: true, result: null }, 'not suppressed yet');
+  const r1 = await hook('ses', ses);
+  assert.equal(r1.status, 200, r1.text);
+  assert.deepEqual(r1.body, { suppressed: 1 });
+  assert.deepEqual((await hook('ses', soft)).body, { suppressed: 0 }, 'a soft bounce suppresses nothing');
+  assert.deepEqual((await hook('postmark', postmark)).body, { suppressed: 1 });
+  for (const to of ['bounced@example.com', 'Angry <ANGRY@example.com>']) {
+    const r = await s.api('POST', '/api/send', { body: { to, subject: 'x', text: 'y' } });
+    assert.equal(r.body.code, 'RecipientSuppressed', to);
+    assert.equal((await s.api('POST', '/api/enqueue', { body: { message: { to, subject: 'x', text: 'y' } } })).body.code, 'RecipientSuppressed');
+  }
+  assert.deepEqual((await s.api('POST', '/api/send', { body: { to: 'soft@example.com', subject: 'x', text: 'y' } })).body, { ok: true, result: null });
 });
 
 test('failures of application code are logged with the request id (the caller\'s X-Request-Id, or one made)', async () => {
