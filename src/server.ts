@@ -44,6 +44,7 @@ import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
 import { MailService, PluginTransport, addressOf } from './mail/mail-service.js';
 import { DurableMailQueue } from './mail/mail-queue.js';
+import { SenderIdentities } from './mail/senders.js';
 import { createMailTransport } from './mail/transports.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
@@ -83,11 +84,16 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     maxBodyBytes: MAX_BODY_BYTES,
   };
 
-  const suppressedOnly = app?.mail?.check_suppression ? (email: string) => store.sql.mail.suppressed(email, '') : null;
-  ctx.mail = new MailService(mailBackend, mailQueue, !!(app?.mail || app?.mailer), suppressedOnly);
+  const senders = new SenderIdentities(store, mailQueue, secret);
+  const suppressed = app?.mail?.check_suppression ? (email: string, account: string) => store.sql.mail.suppressed(email, account) : undefined;
+  ctx.mail = new MailService(mailBackend, mailQueue, !!(app?.mail || app?.mailer), {
+    suppressed,
+    verifiedSender: app?.mail?.require_verified_sender ? (account, from) => senders.verified(account, from) : undefined,
+  });
   ctx.mailQueue = mailQueue;
+  ctx.senders = senders;
   // check_suppression: queued messages to an address suppressed meanwhile are not sent either
-  if (suppressedOnly) mailQueue.isSuppressed = (msg) => suppressedOnly(addressOf(msg.to));
+  if (suppressed) mailQueue.isSuppressed = (msg, account) => suppressed(addressOf(msg.to), account);
   if (app?.mail) ctx.mailGroup = app.mail;
   ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
   ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);

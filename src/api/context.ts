@@ -11,6 +11,7 @@ import type { FeatureService } from '../settings/features.js';
 
 import type { MailService } from '../mail/mail-service.js';
 import type { DurableMailQueue } from '../mail/mail-queue.js';
+import type { SenderIdentities } from '../mail/senders.js';
 import type { MailGroup } from '../app/definition.js';
 
 export interface ApiContext {
@@ -31,6 +32,8 @@ export interface ApiContext {
   mail?: MailService;
   /** the durable mail queue every queued message (auth mail included) goes through */
   mailQueue?: DurableMailQueue;
+  /** per-account sender identities (the sender routes, require_verified_sender) */
+  senders?: SenderIdentities;
   /** the app's mail group; absent: no mail routes (2-uploads-and-mail.md, "Mail configuration") */
   mailGroup?: MailGroup;
 }

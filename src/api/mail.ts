@@ -1,5 +1,14 @@
 /**
- * The bounce webhook (2-uploads-and-mail.md, "Sender and mail HTTP routes"):
+ * The sender routes and the bounce webhook (2-uploads-and-mail.md, "Sender and mail HTTP
+ * routes"), present with the app's mail group.
+ *
+ * Senders: `POST /api/senders {email}` (201 pending, 200 already verified, 429 within 60 s),
+ * `POST /api/senders/:id/verify {token}` (404 for a wrong or absent token), `GET /api/senders`
+ * (`{items}`). They need a signed-in caller (401) and act on the active account: a member's
+ * (X-Account-Id or the signed account cookie, through the app's tenancy resolver; 403 when the
+ * caller is not a member of one) or, for a superuser, the one X-Account-Id names (400 without).
+ *
+ * The bounce webhook:
  * `POST /api/mail/webhooks/:provider` (`ses` or `postmark`), present with the app's mail group;
  * 404 without a `webhook_secret` or for another provider, 401 for a bad signature or a stale
  * timestamp; each hard bounce or complaint the event names upserts a suppression for the
@@ -13,12 +22,44 @@ import { suppressionsOf, webhookValid, WEBHOOK_PROVIDERS, type WebhookProvider }
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
 import { addressOf } from '../mail/mail-service.js';
+import type { Req } from '../http/types.js';
+import { jsonBody } from './request.js';
 
 export function mailRoutes(ctx: ApiContext): Route[] {
   const group = ctx.mailGroup;
   if (!group) return [];
   const secret = group.webhook_secret;
+  const senders = ctx.senders!;
+  /** The account the caller acts for (see the module comment). */
+  const accountOf = async (req: Req): Promise<string> => {
+    const p = await ctx.auth.resolve(req);
+    if (!p) throw ApiError.unauthorized();
+    if (p.superuser) {
+      const named = req.headers.account;
+      if (!named || named.length > 200) throw ApiError.badRequest('Name the account with the X-Account-Id header.');
+      return named;
+    }
+    const id = p.account?.id ?? '';
+    if (!id) throw ApiError.forbidden('You can only manage the senders of an account you belong to.');
+    return id;
+  };
   return [{
+    method: 'post', pattern: '/api/senders', handler: async (req) => {
+      const account = await accountOf(req);
+      const b = jsonBody(req);
+      const { sender, created } = await senders.add(account, typeof b === 'object' && b !== null ? (b as Record<string, unknown>).email : undefined);
+      return json(created ? 201 : 200, JSON.stringify({ id: sender.id, email: sender.email, status: sender.status }));
+    },
+  }, {
+    method: 'post', pattern: '/api/senders/:id/verify', handler: async (req) => {
+      const account = await accountOf(req);
+      const b = jsonBody(req);
+      await senders.verify(account, req.params[0], typeof b === 'object' && b !== null ? (b as Record<string, unknown>).token : undefined);
+      return json(200, '{"verified":true}');
+    },
+  }, {
+    method: 'get', pattern: '/api/senders', handler: async (req) => json(200, JSON.stringify({ items: senders.list(await accountOf(req)) })),
+  }, {
     method: 'post', pattern: '/api/mail/webhooks/:provider',
     extraHeaders: ['x-webhook-timestamp', 'x-webhook-signature', 'x-account-id'],
     handler: async (req) => {

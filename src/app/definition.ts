@@ -6,8 +6,7 @@
  *
  * Keys: `features`, `pagination`, `collections`, `migrations`, `hooks` (records and auth),
  * `onAuthSuccess`, `routes`, `jobs`, `authMethods` (custom sign-in methods, an extension), `flags`,
- * `experiments`, `stateRoute`, `featureRoutes`, `mail`, `mailer` and `tenancy`. The `mail` group's
- * `require_verified_sender` is refused by name while this build has no sender identities.
+ * `experiments`, `stateRoute`, `featureRoutes`, `mail`, `mailer` and `tenancy`.
  */
 import { Cron } from 'croner';
 import { KNOWN_FEATURES, type FeatureName } from '../config/config.js';
@@ -83,6 +82,8 @@ export interface RouteContext<A = AppHandleLike> {
   body: unknown;
   /** the caller's record, or null */
   auth: AuthRecord | null;
+  /** the caller's active account (tenancy): `{id, role, ids}`, or null */
+  account: { id: string; role: string; ids: string[] } | null;
   app: A;
   /**
    * the request's id: the caller's (or proxy's) X-Request-Id when well formed, else one made for
@@ -319,7 +320,6 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
       for (const [k, v] of Object.entries(d.mail)) {
         if (k === 'require_verified_sender' || k === 'check_suppression') {
           if (typeof v !== 'boolean') p(`mail.${k}: must be a boolean`);
-          else if (v && k === 'require_verified_sender') p('mail.require_verified_sender: sender identities are not available in this build yet');
         } else if (k === 'webhook_secret') {
           if (typeof v !== 'string' || v.length < 16) p('mail.webhook_secret: must be a string of at least 16 characters');
         } else p(`mail.${k}: unknown key (require_verified_sender, check_suppression, webhook_secret)`);

@@ -77,10 +77,13 @@ export interface AppHandle {
   };
   /** mail (2-uploads-and-mail.md, "Mail send API"); failures are MailError with the spec's condition as `code` */
   mail: {
-    /** checks and delivers now through the mail backend */
-    send(message: MailMessage): Promise<void>;
-    /** checks now, then delivers from the named queue (default `default`); needs the app's `mail` group or `mailer` */
-    enqueue(message: MailMessage, options?: { queue?: string }): Promise<void>;
+    /**
+     * checks and delivers now through the mail backend; `options.account`: the account it is sent
+     * for (then `require_verified_sender` needs a verified `from`, and suppressions of that account count)
+     */
+    send(message: MailMessage, options?: { account?: string }): Promise<void>;
+    /** checks now, stores it durably and delivers from the named queue (default `default`); needs the app's `mail` group or `mailer` */
+    enqueue(message: MailMessage, options?: { queue?: string; account?: string }): Promise<void>;
     /** the template syntax of the spec (see renderTemplate) */
     render(template: string, vars?: Record<string, unknown>, options?: RenderOptions): string;
   };
@@ -120,8 +123,8 @@ export class AppRuntime {
         variant: (experiment, subject) => features().variant(experiment, subject),
       },
       mail: {
-        send: (message) => ctx.mail!.send(message),
-        enqueue: async (message, options) => ctx.mail!.enqueue(message, options),
+        send: (message, options) => ctx.mail!.send(message, options),
+        enqueue: (message, options) => ctx.mail!.enqueue(message, options),
         render: renderTemplate,
       },
       log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
@@ -357,7 +360,7 @@ export class AppRuntime {
         const body = req.body && req.body.length ? jsonBody(req) : null;
         let out: unknown;
         try {
-          out = r.handler(new RouteCall(params, query, body, publicAuthRecord(caller?.record), this.handle, req));
+          out = r.handler(new RouteCall(params, query, body, publicAuthRecord(caller?.record), caller?.account ?? null, this.handle, req));
         } catch (err) {
           throw this.appError(err, where, req);
         }
@@ -478,6 +481,7 @@ class RouteCall {
     readonly query: Record<string, string>,
     readonly body: unknown,
     readonly auth: AuthRecord | null,
+    readonly account: AccountContext | null,
     readonly app: AppHandle,
     private readonly req: Req,
   ) {}

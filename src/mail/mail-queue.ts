@@ -105,7 +105,7 @@ export class DurableMailQueue {
         if (free <= 0) break;
         const rows = this.store.sql.mail.due(Date.now(), free + this.inFlight.size).filter((r) => !this.inFlight.has(r.id)).slice(0, free);
         for (const row of rows) {
-          const run = this.deliver(row.id, row.message, row.attempts).finally(() => {
+          const run = this.deliver(row.id, row.message, row.attempts, row.account).finally(() => {
             this.inFlight.delete(row.id);
             this.wake();
           });
@@ -133,7 +133,7 @@ export class DurableMailQueue {
     this.timer.unref();
   }
 
-  private async deliver(id: string, text: string, attempts: number): Promise<void> {
+  private async deliver(id: string, text: string, attempts: number, account: string): Promise<void> {
     let msg: MailMessage;
     try {
       msg = JSON.parse(text) as MailMessage;
@@ -141,7 +141,7 @@ export class DurableMailQueue {
       await this.write(this.store.sql.mail.failedStep(id, attempts + 1, 'the stored message is not JSON', null, Date.now()));
       return;
     }
-    if (this.isSuppressed?.(msg, '')) {
+    if (this.isSuppressed?.(msg, account)) {
       this.logger.info(`mail to ${msg.to} not sent: the recipient is suppressed (bounce or complaint)`, 'mail');
       await this.write(this.store.sql.mail.failedStep(id, attempts, 'the recipient is suppressed', null, Date.now()));
       return;

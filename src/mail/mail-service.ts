@@ -133,22 +133,33 @@ export class MailService {
    * @param transport the backend every message goes through
    * @param queue the durable queue
    * @param queued whether the `mail` job kind exists (the app has a `mail` group or a `mailer`)
-   * @param suppressed with `check_suppression`: whether an address is suppressed; else null
+   * @param policy the mail group's checks: `suppressed(email, account)` with `check_suppression`,
+   *   `verifiedSender(account, from)` with `require_verified_sender` (absent: not checked)
    */
-  constructor(readonly transport: MailTransport, private queue: DurableMailQueue, private queued: boolean, private suppressed: ((email: string) => boolean) | null = null) {}
+  constructor(
+    readonly transport: MailTransport,
+    private queue: DurableMailQueue,
+    private queued: boolean,
+    private policy: { suppressed?: (email: string, account: string) => boolean; verifiedSender?: (account: string, from: string) => boolean } = {},
+  ) {}
 
-  private check(message: unknown): TransportMessage {
+  private check(message: unknown, account: string): TransportMessage {
     const msg = checkMessage(message);
-    if (this.suppressed?.(addressOf(msg.to))) throw new MailError('RecipientSuppressed', `to: ${addressOf(msg.to)} is suppressed (a hard bounce or a complaint was recorded)`, 'to');
+    if (this.policy.suppressed?.(addressOf(msg.to), account)) throw new MailError('RecipientSuppressed', `to: ${addressOf(msg.to)} is suppressed (a hard bounce or a complaint was recorded)`, 'to');
+    // an account-scoped send under require_verified_sender; a send for no account (system, superuser) is not checked
+    if (account && this.policy.verifiedSender && !(msg.from && this.policy.verifiedSender(account, msg.from))) {
+      throw new MailError('SenderNotVerified', `from: ${msg.from ? addressOf(msg.from) : '(none)'} is not a verified sender of account ${account}`, 'from');
+    }
     return msg;
   }
 
   /**
-   * Checks and delivers one message now; resolves once the backend took it.
+   * Checks and delivers one message now; resolves once the backend took it. `options.account`:
+   * the account it is sent for (the policies of the mail group apply to it).
    * @throws MailError before anything is sent; the backend's error when delivery fails
    */
-  async send(message: MailMessage): Promise<void> {
-    await this.transport.send(this.check(message));
+  async send(message: MailMessage, options: { account?: string } = {}): Promise<void> {
+    await this.transport.send(this.check(message, options.account ?? ''));
   }
 
   /**
@@ -156,12 +167,13 @@ export class MailService {
    * resolves once it is committed. Failed deliveries are retried (see mail-queue.ts).
    * @throws MailError UnknownJobKind without mail configured; the checks of `send`
    */
-  async enqueue(message: MailMessage, options: { queue?: string } = {}): Promise<void> {
+  async enqueue(message: MailMessage, options: { queue?: string; account?: string } = {}): Promise<void> {
     if (!this.queued) throw new MailError('UnknownJobKind', 'enqueue needs mail configured: give the app definition a `mail` group (or a `mailer`)');
-    const msg = this.check(message);
+    const account = options.account ?? '';
+    const msg = this.check(message, account);
     const name = options.queue ?? 'default';
     if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new TypeError('queue: 1 to 64 letters, digits, ".", "_" or "-"');
-    await this.queue.enqueue(msg, name);
+    await this.queue.enqueue(msg, name, account);
   }
 }
 

@@ -11,6 +11,8 @@ export interface QueuedMail {
   queue: string;
   message: string;
   attempts: number;
+  /** the account it is sent for ('' for none) */
+  account: string;
 }
 
 /** A sender identity row (addresses compare case-insensitively). */

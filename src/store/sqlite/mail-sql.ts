@@ -34,8 +34,8 @@ export class SqliteMailSql implements MailRowStore {
   }
 
   due(nowMs: number, limit: number): QueuedMail[] {
-    return this.reader.all('SELECT "id","queue","message","attempts" FROM "_mailQueue" WHERE "status" = \'pending\' AND "next_at" <= ? ORDER BY "next_at", "created" LIMIT ?', [nowMs, limit])
-      .map((r) => ({ id: String(r[0]), queue: String(r[1]), message: String(r[2]), attempts: Number(r[3]) }));
+    return this.reader.all('SELECT "id","queue","message","attempts","account" FROM "_mailQueue" WHERE "status" = \'pending\' AND "next_at" <= ? ORDER BY "next_at", "created" LIMIT ?', [nowMs, limit])
+      .map((r) => ({ id: String(r[0]), queue: String(r[1]), message: String(r[2]), attempts: Number(r[3]), account: String(r[4]) }));
   }
 
   nextDue(): number | undefined {
