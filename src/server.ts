@@ -42,7 +42,7 @@ import { openDataDir } from './store/open.js';
 import { featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
-import { MailService, PluginTransport, addressOf } from './mail/mail-service.js';
+import { MailService, PluginTransport, TestOutbox, addressOf } from './mail/mail-service.js';
 import { DurableMailQueue } from './mail/mail-queue.js';
 import { SenderIdentities } from './mail/senders.js';
 import { createMailTransport } from './mail/transports.js';
@@ -71,7 +71,10 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
   // the mail backend (the app's mailer, else SMTP / the mail command / the log) behind the durable queue
-  const mailBackend = app?.mailer ? new PluginTransport(app.mailer) : createMailTransport(config, logger);
+  const realBackend = app?.mailer ? new PluginTransport(app.mailer) : createMailTransport(config, logger);
+  // a development build (dev-tools) wraps it in the test capture outbox (app.mail.outbox)
+  const outbox = config.features.has('dev-tools') ? new TestOutbox(realBackend) : null;
+  const mailBackend = outbox ?? realBackend;
   const mailQueue = new DurableMailQueue(store, mailBackend, logger);
   const ctx: ApiContext = {
     store,
@@ -91,6 +94,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     verifiedSender: app?.mail?.require_verified_sender ? (account, from) => senders.verified(account, from) : undefined,
   });
   ctx.mailQueue = mailQueue;
+  if (outbox) ctx.outbox = outbox;
   ctx.senders = senders;
   // check_suppression: queued messages to an address suppressed meanwhile are not sent either
   if (suppressed) mailQueue.isSuppressed = (msg, account) => suppressed(addressOf(msg.to), account);

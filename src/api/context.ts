@@ -9,7 +9,7 @@ import type { ServeConfig } from '../config/config.js';
 import type { AppRuntime } from '../app/runtime.js';
 import type { FeatureService } from '../settings/features.js';
 
-import type { MailService } from '../mail/mail-service.js';
+import type { MailService, TestOutbox } from '../mail/mail-service.js';
 import type { DurableMailQueue } from '../mail/mail-queue.js';
 import type { SenderIdentities } from '../mail/senders.js';
 import type { MailGroup } from '../app/definition.js';
@@ -34,6 +34,8 @@ export interface ApiContext {
   mailQueue?: DurableMailQueue;
   /** per-account sender identities (the sender routes, require_verified_sender) */
   senders?: SenderIdentities;
+  /** the test capture outbox (dev-tools builds only) */
+  outbox?: TestOutbox;
   /** the app's mail group; absent: no mail routes (2-uploads-and-mail.md, "Mail configuration") */
   mailGroup?: MailGroup;
 }

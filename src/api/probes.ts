@@ -17,7 +17,7 @@ export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/st
     commit: v.commit,
     api: 1,
     capabilities: {
-      admin: false,
+      admin: true,
       oauth2: true,
       webauthn: true,
       realtime: true,

@@ -27,7 +27,7 @@ import type { ClientInfo } from '../auth/client.js';
 import type { AuthPrincipal } from '../auth/auth-service.js';
 import { RateLimiter } from '../auth/rate-limit.js';
 import { jsonBody, requestId } from '../api/request.js';
-import type { MailMessage } from '../mail/mail-service.js';
+import type { MailMessage, TestOutbox } from '../mail/mail-service.js';
 import { renderTemplate, type RenderOptions } from '../mail/templates.js';
 import {
   isRegisteredCode,
@@ -86,6 +86,8 @@ export interface AppHandle {
     enqueue(message: MailMessage, options?: { queue?: string; account?: string }): Promise<void>;
     /** the template syntax of the spec (see renderTemplate) */
     render(template: string, vars?: Record<string, unknown>, options?: RenderOptions): string;
+    /** the test capture outbox: present only with the `dev-tools` feature */
+    outbox?: Pick<TestOutbox, 'enable' | 'reset' | 'count' | 'get' | 'find'>;
   };
   log: { debug(msg: string): void; info(msg: string): void; warn(msg: string): void; error(msg: string): void };
 }
@@ -126,6 +128,7 @@ export class AppRuntime {
         send: (message, options) => ctx.mail!.send(message, options),
         enqueue: (message, options) => ctx.mail!.enqueue(message, options),
         render: renderTemplate,
+        ...(ctx.outbox ? { outbox: ctx.outbox } : {}),
       },
       log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     };

@@ -177,6 +177,63 @@ export class MailService {
   }
 }
 
+/** A captured message of the test outbox. */
+export interface OutboxEntry {
+  from: string | null;
+  to: string;
+  subject: string;
+  /** the text body, or the HTML body when there is no text */
+  body: string;
+}
+
+/**
+ * The test capture outbox of a development build (2-uploads-and-mail.md, "Test capture"; here
+ * the `dev-tools` feature): wraps the backend and, once enabled, records every message sent
+ * through it; `enable(true)` records and skips real delivery, `enable(false)` records and still
+ * delivers.
+ */
+export class TestOutbox implements MailTransport {
+  readonly kind: MailTransport['kind'];
+  private on = false;
+  private suppress = false;
+  private entries: OutboxEntry[] = [];
+
+  constructor(private inner: MailTransport) {
+    this.kind = inner.kind;
+  }
+
+  enable(suppress: boolean): void {
+    this.on = true;
+    this.suppress = suppress;
+  }
+
+  reset(): void {
+    this.entries = [];
+  }
+
+  count(): number {
+    return this.entries.length;
+  }
+
+  get(index: number): OutboxEntry | undefined {
+    return this.entries[index];
+  }
+
+  /** the first message whose subject or body contains `text` */
+  find(text: string): OutboxEntry | undefined {
+    return this.entries.find((e) => e.subject.includes(text) || e.body.includes(text));
+  }
+
+  async send(msg: TransportMessage): Promise<void> {
+    if (this.on) this.entries.push({ from: msg.from ?? null, to: msg.to, subject: msg.subject, body: msg.text ?? msg.html ?? '' });
+    if (!this.on || !this.suppress) await this.inner.send(msg);
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+}
+
 /**
  * A mailer that keeps messages in memory instead of delivering them (the spec's capture backend,
  * usable in any build): for tests and development.

@@ -190,6 +190,11 @@ test('app.mail through the app mailer: send, enqueue, render, the spec errors, a
   const config = await srv.api('GET', '/api/mail/config', { token: srv.suToken });
   assert.deepEqual(config.body, { require_verified_sender: false, check_suppression: true, webhook_configured: true, unsubscribe_configured: false });
 
+  const box = await srv.api('POST', '/api/outbox-check', {});
+  assert.deepEqual(box.body, { outbox: true, count: 2, first: { from: null, to: 'kept@example.com', subject: 'Suppressed one', body: 'only recorded' }, found: 'sent@example.com', afterReset: 0 });
+  const delivered = (await outbox()).map((m: any) => m.to);
+  assert.ok(delivered.includes('sent@example.com') && !delivered.includes('kept@example.com'), 'enable(true) skips delivery; enable(false) delivers');
+
   const features = await srv.api('GET', '/api/admin/features', { token: srv.suToken });
   assert.equal(features.status, 200, 'featureRoutes moves the registry route');
   assert.equal(features.body.flags[0].name, 'beta');
@@ -269,4 +274,5 @@ test('without a mail group or mailer: SMTP from the environment (text and HTML a
   assert.equal((await srv.api('GET', '/api/mail/config', { token: srv.suToken })).status, 404, 'no mail group: the route does not exist');
   assert.equal((await srv.api('GET', '/api/features', { token: srv.suToken })).status, 200, 'the registry route at its default mount');
   assert.equal((await srv.api('GET', '/api/meta', {})).body.capabilities.mail, false);
+  assert.deepEqual((await srv.api('POST', '/api/outbox-check', {})).body, { outbox: false }, 'no test outbox without dev-tools');
 });
