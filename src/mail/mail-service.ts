@@ -40,6 +40,10 @@ export interface MailMessage {
   reply_to?: string;
   /** overrides the backend's sender for this message; default null */
   from?: string | null;
+  /** extra headers (at most 20; not the standard ones such as From, To, Subject) */
+  headers?: Record<string, string>;
+  /** labels for the provider's reporting (at most 10, letters, digits, `_` and `-`) */
+  tags?: string[];
 }
 
 /**
@@ -47,7 +51,7 @@ export interface MailMessage {
  * message names none (the backend's own sender applies). Rejecting means not delivered.
  */
 export interface Mailer {
-  send(message: Required<Pick<MailMessage, 'to' | 'subject'>> & { from: string | null; text?: string; html?: string; reply_to?: string }): unknown;
+  send(message: Required<Pick<MailMessage, 'to' | 'subject'>> & { from: string | null; text?: string; html?: string; reply_to?: string; headers?: Record<string, string>; tags?: string[] }): unknown;
   close?(): unknown;
 }
 
@@ -82,7 +86,7 @@ export function checkMessage(message: unknown): TransportMessage {
   if (typeof message !== 'object' || message === null) throw new TypeError('the message must be an object {to, subject, text?, html?, reply_to?, from?}');
   const m = message as Record<string, unknown>;
   for (const k of Object.keys(m)) {
-    if (!['to', 'subject', 'text', 'html', 'reply_to', 'from'].includes(k)) throw new TypeError(`unknown message field "${k}" (to, subject, text, html, reply_to, from)`);
+    if (!['to', 'subject', 'text', 'html', 'reply_to', 'from', 'headers', 'tags'].includes(k)) throw new TypeError(`unknown message field "${k}" (to, subject, text, html, reply_to, from, headers, tags)`);
   }
   const to = checkAddress('to', m.to, true)!;
   const replyTo = checkAddress('reply_to', m.reply_to, false);
@@ -102,7 +106,35 @@ export function checkMessage(message: unknown): TransportMessage {
   if (html !== undefined) out.html = html;
   if (replyTo) out.replyTo = replyTo;
   if (from) out.from = from;
+  if (m.headers !== undefined && m.headers !== null) out.headers = checkHeaders(m.headers);
+  if (m.tags !== undefined && m.tags !== null) out.tags = checkTags(m.tags);
   return out;
+}
+
+/** Headers a message may not set itself (they come from the message's fields or the transport). */
+const RESERVED_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'subject', 'reply-to', 'sender', 'date', 'message-id', 'mime-version', 'content-type', 'content-transfer-encoding', 'return-path', 'received', 'dkim-signature']);
+
+function checkHeaders(v: unknown): Record<string, string> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TypeError('headers: must be an object of header name → string');
+  const out: Record<string, string> = {};
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length > 20) throw new MailError('MessageTooLarge', 'headers: at most 20', 'headers');
+  for (const [name, value] of entries) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/.test(name)) throw new MailError('HeaderInjection', `headers: ${JSON.stringify(name.slice(0, 80))} is not a header name`, 'headers');
+    if (RESERVED_HEADERS.has(name.toLowerCase())) throw new MailError('HeaderInjection', `headers: ${name} comes from the message's fields, not from headers`, 'headers');
+    if (typeof value !== 'string') throw new TypeError(`headers.${name}: must be a string`);
+    if (CONTROL.test(value)) throw new MailError('HeaderInjection', `headers.${name}: line breaks and control characters are not allowed`, 'headers');
+    if (value.length > 998) throw new MailError('MessageTooLarge', `headers.${name}: at most 998 characters`, 'headers');
+    out[name] = value;
+  }
+  return out;
+}
+
+function checkTags(v: unknown): string[] {
+  if (!Array.isArray(v) || v.length > 10 || !v.every((t) => typeof t === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(t))) {
+    throw new MailError('HeaderInjection', 'tags: at most 10, each 1 to 64 letters, digits, "_" or "-"', 'tags');
+  }
+  return [...v];
 }
 
 /** The app definition's `mailer` as a transport. */
@@ -114,6 +146,8 @@ export class PluginTransport implements MailTransport {
     if (msg.text !== undefined) out.text = msg.text;
     if (msg.html !== undefined) out.html = msg.html;
     if (msg.replyTo !== undefined) out.reply_to = msg.replyTo;
+    if (msg.headers) out.headers = { ...msg.headers };
+    if (msg.tags) out.tags = [...msg.tags];
     await this.mailer.send(out);
   }
   close(): void {

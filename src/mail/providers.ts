@@ -51,6 +51,8 @@ export function sesMailer(o: { region: string; access_key: string; secret_key: s
         },
       };
       if (m.reply_to) body.ReplyToAddresses = [m.reply_to];
+      if (m.headers) ((body.Content as { Simple: Record<string, unknown> }).Simple).Headers = Object.entries(m.headers).map(([Name, Value]) => ({ Name, Value }));
+      if (m.tags?.length) body.EmailTags = m.tags.map((t) => ({ Name: t, Value: 'true' }));
       const text = JSON.stringify(body);
       const signed = aws4.sign(
         { host: url.host, path: url.pathname, method: 'POST', service: 'ses', region: o.region, headers: { 'Content-Type': 'application/json' }, body: text },
@@ -74,6 +76,12 @@ export function postmarkMailer(o: { server_token: string; from: string; endpoint
       if (m.text !== undefined) body.TextBody = m.text;
       if (m.html !== undefined) body.HtmlBody = m.html;
       if (m.reply_to) body.ReplyTo = m.reply_to;
+      if (m.headers) body.Headers = Object.entries(m.headers).map(([Name, Value]) => ({ Name, Value }));
+      // Postmark takes one tag per message: the first; all of them go in Metadata
+      if (m.tags?.length) {
+        body.Tag = m.tags[0];
+        body.Metadata = { tags: m.tags.join(',') };
+      }
       if (o.message_stream) body.MessageStream = o.message_stream;
       const res = await post(url, { Accept: 'application/json', 'Content-Type': 'application/json', 'X-Postmark-Server-Token': o.server_token }, JSON.stringify(body));
       let code = -1;

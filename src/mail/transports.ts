@@ -29,6 +29,10 @@ export interface MailMessage {
   html?: string;
   replyTo?: string;
   from?: string;
+  /** extra headers, checked (src/mail/mail-service.ts) */
+  headers?: Record<string, string>;
+  /** labels; over SMTP and the mail command they travel as an `X-Tags` header */
+  tags?: string[];
 }
 
 export interface MailTransport {
@@ -77,7 +81,9 @@ export async function composeMessage(from: string, msg: MailMessage): Promise<Bu
 
 /** nodemailer's message object; with both bodies it writes multipart/alternative, text first. */
 function nodemailerMessage(from: string, msg: MailMessage): Record<string, unknown> {
-  return { from: msg.from || from, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html, replyTo: msg.replyTo };
+  const headers: Record<string, string> = { ...(msg.headers ?? {}) };
+  if (msg.tags?.length) headers['X-Tags'] = msg.tags.join(', ');
+  return { from: msg.from || from, to: msg.to, subject: msg.subject, text: msg.text, html: msg.html, replyTo: msg.replyTo, headers };
 }
 
 /** Pipes the message into a local command. */

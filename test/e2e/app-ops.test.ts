@@ -262,13 +262,15 @@ test('without a mail group or mailer: SMTP from the environment (text and HTML a
     args: [`--app=${APP}`],
     env: { OPS_PLAIN: '1', SERVICE_SMTP_HOST: '127.0.0.1', SERVICE_SMTP_PORT: String(smtp.port), SERVICE_SMTP_TRANSPORT: 'none', SERVICE_SMTP_FROM: 'app@example.com' },
   });
-  const r = await srv.api('POST', '/api/send', { body: { to: 'dave@example.com', subject: 'Both bodies', text: 'the plain part', html: '<p>the html part</p>', reply_to: 'help@example.com', from: 'Sales <sales@example.com>' } });
+  const r = await srv.api('POST', '/api/send', { body: { to: 'dave@example.com', subject: 'Both bodies', text: 'the plain part', html: '<p>the html part</p>', reply_to: 'help@example.com', from: 'Sales <sales@example.com>', headers: { 'X-Campaign': 'spring' }, tags: ['welcome', 'v2'] } });
   assert.deepEqual(r.body, { ok: true, result: null }, r.text);
   const m = await smtp.waitFor((x) => x.to.includes('dave@example.com'));
   assert.equal(m.from, 'sales@example.com', 'the per-message sender');
   assert.match(m.raw, /Content-Type: multipart\/alternative/i);
   assert.ok(m.raw.indexOf('the plain part') < m.raw.indexOf('the html part'), 'plain text first, HTML last');
   assert.match(m.raw, /Reply-To: help@example\.com/i);
+  assert.match(m.raw, /^X-Campaign: spring$/m);
+  assert.match(m.raw, /^X-Tags: welcome, v2$/m);
   const q = await srv.api('POST', '/api/enqueue', { body: { message: { to: 'dave@example.com', subject: 's', text: 't' } } });
   assert.equal(q.body.code, 'UnknownJobKind');
   assert.equal((await srv.api('GET', '/api/mail/config', { token: srv.suToken })).status, 404, 'no mail group: the route does not exist');

@@ -90,9 +90,11 @@ test('SES (provider A): v2 outbound-emails, SigV4-signed, text and HTML, reply-t
     Content: { Simple: { Subject: { Data: 'Hello', Charset: 'UTF-8' }, Body: { Text: { Data: 'plain', Charset: 'UTF-8' }, Html: { Data: '<b>rich</b>', Charset: 'UTF-8' } } } },
     ReplyToAddresses: ['help@example.com'],
   });
-  const own = await srv.api('POST', '/api/send', { body: { to: 'bob@example.com', subject: 'From sales', html: '<p>x</p>', from: 'sales@example.com' } });
+  const own = await srv.api('POST', '/api/send', { body: { to: 'bob@example.com', subject: 'From sales', html: '<p>x</p>', from: 'sales@example.com', headers: { 'X-Campaign': 'spring' }, tags: ['promo'] } });
   assert.deepEqual(own.body, { ok: true });
   assert.equal(ses.got[1].body.FromEmailAddress, 'sales@example.com');
+  assert.deepEqual(ses.got[1].body.Content.Simple.Headers, [{ Name: 'X-Campaign', Value: 'spring' }]);
+  assert.deepEqual(ses.got[1].body.EmailTags, [{ Name: 'promo', Value: 'true' }]);
   assert.equal(ses.got[1].body.Content.Simple.Body.Text, undefined, 'no text part when there is no text');
 
   ses.failNext = 1;
@@ -118,7 +120,12 @@ test('Postmark (provider B): /email with the server token; a non-zero ErrorCode 
   const r = await srv.api('POST', '/api/send', { body: { to: 'Ann <ann@example.com>', subject: 'Hi', text: 'plain', html: '<i>x</i>', reply_to: 'help@example.com' } });
   assert.deepEqual(r.body, { ok: true }, r.text);
   assert.deepEqual(pm.got[0].body, { From: 'app@example.com', To: 'Ann <ann@example.com>', Subject: 'Hi', TextBody: 'plain', HtmlBody: '<i>x</i>', ReplyTo: 'help@example.com' });
+  const tagged = await srv.api('POST', '/api/send', { body: { to: 'bob@example.com', subject: 'Tagged', text: 'x', headers: { 'X-Campaign': 'spring' }, tags: ['welcome', 'v2'] } });
+  assert.deepEqual(tagged.body, { ok: true });
+  assert.deepEqual(pm.got[1].body.Headers, [{ Name: 'X-Campaign', Value: 'spring' }]);
+  assert.equal(pm.got[1].body.Tag, 'welcome');
+  assert.deepEqual(pm.got[1].body.Metadata, { tags: 'welcome,v2' });
   const bad = await srv.api('POST', '/api/send', { body: { to: 'bad', subject: 'Hi', text: 'x' } });
   assert.deepEqual(bad.body, { ok: false, code: 'InvalidAddress' }, 'checked before the provider is called');
-  assert.equal(pm.got.length, 1);
+  assert.equal(pm.got.length, 2);
 });

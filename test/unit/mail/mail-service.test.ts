@@ -37,6 +37,13 @@ test('checkMessage: addresses, header injection, empty bodies, sizes', () => {
   assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 'x'.repeat(999), text: 't' })), 'MessageTooLarge');
   assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 's', html: 'x'.repeat(5 * 1024 * 1024 + 1) })), 'MessageTooLarge');
   assert.throws(() => checkMessage({ to: 'a@example.com', subject: 's', text: 't', cc: 'b@example.com' }), TypeError);
+  // headers and tags
+  assert.deepEqual(checkMessage({ to: 'a@example.com', subject: 's', text: 't', headers: { 'X-Campaign': 'spring' }, tags: ['welcome', 'v2'] }), { to: 'a@example.com', subject: 's', text: 't', headers: { 'X-Campaign': 'spring' }, tags: ['welcome', 'v2'] });
+  assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 's', text: 't', headers: { 'X-A': 'v\r\nBcc: x@example.com' } })), 'HeaderInjection');
+  assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 's', text: 't', headers: { 'Bad Name': 'v' } })), 'HeaderInjection');
+  assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 's', text: 't', headers: { Bcc: 'all@example.com' } })), 'HeaderInjection', 'standard headers come from the fields');
+  assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 's', text: 't', tags: ['has space'] })), 'HeaderInjection');
+  assert.equal(code(() => checkMessage({ to: 'a@example.com', subject: 's', text: 't', tags: Array.from({ length: 11 }, (_, i) => `t${i}`) })), 'HeaderInjection');
   assert.throws(() => checkMessage(null), TypeError);
 });
 
@@ -57,7 +64,7 @@ test('MailService: send goes through the mailer, refused messages reach none; en
 
   const bare = new MailService(new PluginTransport(outbox), queue, false);
   await assert.rejects(bare.enqueue({ to: 'a@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'UnknownJobKind');
-  const suppressing = new MailService(new PluginTransport(outbox), queue, true, (email) => email === 'gone@example.com');
+  const suppressing = new MailService(new PluginTransport(outbox), queue, true, { suppressed: (email) => email === 'gone@example.com' });
   await assert.rejects(suppressing.send({ to: 'Gone <GONE@example.com>', subject: 's', text: 't' }), (e: MailError) => e.code === 'RecipientSuppressed');
   await assert.rejects(suppressing.enqueue({ to: 'gone@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'RecipientSuppressed');
 
