@@ -122,14 +122,14 @@ test('migrations, mail, mailer, featureRoutes and the features object are checke
     const p = problems({
       migrations: dir,
       features: { vector: true, warp: true, fts5: 'no' },
-      mail: { require_verified_sender: true, check_suppression: 'yes', webhook_secret: 'short', bounce: 1 },
+      mail: { require_verified_sender: 1, check_suppression: 'yes', webhook_secret: 'short', bounce: 1 },
       mailer: { deliver: noop },
       featureRoutes: '/api/admin/',
     });
     const expect = [
       'migrations: second.sql is not a migration file name', 'migrations: two files are named 0002_x',
       'features.warp: unknown feature', 'features.fts5: must be a boolean',
-      'mail.require_verified_sender: sender identities are not available in this build yet', 'mail.check_suppression: must be a boolean',
+      'mail.require_verified_sender: must be a boolean', 'mail.check_suppression: must be a boolean',
       'mail.webhook_secret: must be a string of at least 16 characters', 'mail.bounce: unknown key',
       'mailer: must be a mail backend', 'featureRoutes: must be a path prefix',
     ];
