@@ -130,6 +130,9 @@ test('sign in: the session is an HttpOnly cookie (nothing in storage) and surviv
   await page.reload();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
   assert.equal(await page.getByLabel('Password').count(), 0, 'no sign-in form after a reload');
+  // /api/meta and the registry decide the pages: the standalone server declares no flags
+  await page.getByRole('link', { name: 'Settings' }).waitFor();
+  assert.equal(await page.getByRole('link', { name: 'Flags and experiments' }).count(), 0);
 });
 
 /** The field card at `index` of the collection editor. */
@@ -331,6 +334,33 @@ test('delete a record from its panel after confirming', { skip: NO_BROWSER }, as
   await confirm.getByRole('button', { name: 'Delete' }).click();
   await row.waitFor({ state: 'detached' });
   assert.equal((await srv.api('GET', `/api/collections/posts/records/${id}`, { token: srv.suToken })).status, 404);
+
+  // several at once: select, delete, confirm
+  const ids: string[] = [];
+  for (const title of ['Bulk A', 'Bulk B']) ids.push((await srv.api('POST', '/api/collections/posts/records', { token: srv.suToken, body: { title } })).body.id);
+  for (const title of ['Bulk A', 'Bulk B']) await page.locator('table.records tbody tr', { hasText: title }).getByRole('checkbox').check();
+  await page.getByText('2 records selected').waitFor();
+  await page.getByRole('button', { name: 'Delete selected' }).click();
+  await page.getByRole('alertdialog').getByRole('button', { name: 'Delete' }).click();
+  await page.getByText('Deleted 2 records.').waitFor();
+  for (const bulkId of ids) assert.equal((await srv.api('GET', `/api/collections/posts/records/${bulkId}`, { token: srv.suToken })).status, 404);
+  await page.locator('table.records tbody tr', { hasText: 'Bulk' }).first().waitFor({ state: 'detached' });
+});
+
+test('keyboard: "/" focuses the filter, Enter opens a record, focus stays in the panel, Escape closes it and returns focus', { skip: NO_BROWSER }, async () => {
+  await page.locator('body').click({ position: { x: 5, y: 795 } });
+  await page.keyboard.press('/');
+  assert.equal(await page.evaluate('document.activeElement.id'), 'filter-input');
+  const open = page.getByRole('button', { name: /Open record/ }).first();
+  await open.focus();
+  await page.keyboard.press('Enter');
+  await panel().waitFor();
+  assert.equal(await page.evaluate("!!document.activeElement.closest('dialog')"), true, 'focus moved into the panel');
+  for (let i = 0; i < 25; i++) await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate("!!document.activeElement.closest('dialog')"), true, 'Tab stays inside the modal panel');
+  await page.keyboard.press('Escape');
+  await panel().waitFor({ state: 'detached' });
+  assert.equal(await page.evaluate("document.activeElement.getAttribute('aria-label') || ''"), await open.getAttribute('aria-label'), 'focus back on the row');
 });
 
 test('edit a collection (add a field) and delete one after typing its name', { skip: NO_BROWSER }, async () => {
@@ -344,6 +374,16 @@ test('edit a collection (add a field) and delete one after typing its name', { s
   assert.equal(c.body.schema.at(-1).type, 'editor');
   const kept = await srv.api('GET', '/api/collections/posts/records?filter=' + encodeURIComponent("title = 'First post, edited'"), { token: srv.suToken });
   assert.equal(kept.body.items.length, 1, 'records keep their data');
+
+  // a system collection: only its auth options change
+  await page.getByRole('link', { name: '_superusers' }).click();
+  await page.getByRole('link', { name: 'Edit collection' }).click();
+  await page.getByText('A system collection: only its auth options can change.').waitFor();
+  await page.getByLabel('Minimum password length').fill('10');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByText('Collection _superusers saved.').waitFor();
+  const su = await srv.api('GET', '/api/collections/_superusers', { token: srv.suToken });
+  assert.equal(su.body.options.auth.minPasswordLength, 10);
 
   await srv.createCollection({ name: 'scratch', fields: [{ name: 'x', type: 'text' }] });
   await page.goto(`${srv.url}/_/collections/scratch/edit`);

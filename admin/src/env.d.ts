@@ -1,0 +1,2 @@
+/** Stylesheets are bundled by esbuild (admin/build.mjs). */
+declare module '*.css';
