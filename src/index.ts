@@ -7,6 +7,6 @@ export { AppDefinitionError, type AppDefinition, type AuthEventTag, type AuthHoo
 export type { AppHandle, BatchOp, RecordsHandle } from './app/runtime.js';
 export { ApiError } from './errors/api-error.js';
 export { MailError, captureMailer, type MailErrorCode, type MailMessage, type Mailer } from './mail/mail-service.js';
-export { renderTemplate, TemplateError, type RenderOptions } from './mail/templates.js';
+export { renderTemplate, TemplateError, type RenderOptions, type MailTemplate } from './mail/templates.js';
 export { sesMailer, postmarkMailer } from './mail/providers.js';
 export type { MigrationDefinition, MigrationTx, MigrationsOption } from './app/migrations.js';

@@ -14,6 +14,7 @@ import { lookupCode } from '../errors/codes.js';
 import type { SignInTag } from '../auth/methods/method.js';
 import { migrationProblems, type MigrationsOption } from './migrations.js';
 import type { Mailer } from '../mail/mail-service.js';
+import { templateProblems, type TemplateSet } from '../mail/templates.js';
 
 /** An auth record as application code sees it (no password hash or token key). */
 export type AuthRecord = Record<string, unknown> & { id: string; collectionId: string; collectionName: string };
@@ -188,6 +189,12 @@ export interface MailGroup {
   require_verified_sender?: boolean;
   check_suppression?: boolean;
   webhook_secret?: string;
+  /** named templates `{subject, text?, html?}` (an extension), checked by defineApp; `app.mail.template(name, vars)` */
+  templates?: Record<string, { subject: string; text?: string; html?: string }>;
+  /** partials the templates include with `{{> name }}` */
+  partials?: Record<string, string>;
+  /** an HTML layout for every template's HTML body (`{{{ body }}}`) */
+  layout?: string;
 }
 
 /** An embedding program's definition of its backend. */
@@ -320,10 +327,13 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
       for (const [k, v] of Object.entries(d.mail)) {
         if (k === 'require_verified_sender' || k === 'check_suppression') {
           if (typeof v !== 'boolean') p(`mail.${k}: must be a boolean`);
+        } else if (k === 'templates' || k === 'partials' || k === 'layout') {
+          // checked together below
         } else if (k === 'webhook_secret') {
           if (typeof v !== 'string' || v.length < 16) p('mail.webhook_secret: must be a string of at least 16 characters');
-        } else p(`mail.${k}: unknown key (require_verified_sender, check_suppression, webhook_secret)`);
+        } else p(`mail.${k}: unknown key (require_verified_sender, check_suppression, webhook_secret, templates, partials, layout)`);
       }
+      for (const m of templateProblems(d.mail as TemplateSet)) p(m);
     }
   }
   if (d.mailer !== undefined && (!isObject(d.mailer) || !isFn(d.mailer.send) || (d.mailer.close !== undefined && !isFn(d.mailer.close)))) {

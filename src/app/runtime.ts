@@ -28,7 +28,7 @@ import type { AuthPrincipal } from '../auth/auth-service.js';
 import { RateLimiter } from '../auth/rate-limit.js';
 import { jsonBody, requestId } from '../api/request.js';
 import type { MailMessage, TestOutbox } from '../mail/mail-service.js';
-import { renderTemplate, type RenderOptions } from '../mail/templates.js';
+import { renderNamed, renderTemplate, type RenderOptions } from '../mail/templates.js';
 import {
   isRegisteredCode,
   type AppDefinition, type AuthEventTag, type AuthHookEvent, type AuthHooks, type AuthRecord, type CustomAuthMethod, type JobDefinition, type RecordHooks,
@@ -86,6 +86,8 @@ export interface AppHandle {
     enqueue(message: MailMessage, options?: { queue?: string; account?: string }): Promise<void>;
     /** the template syntax of the spec (see renderTemplate) */
     render(template: string, vars?: Record<string, unknown>, options?: RenderOptions): string;
+    /** the mail group's named template rendered: `{subject, text?, html?}` to spread into a message; TemplateError UnknownTemplate */
+    template(name: string, vars?: Record<string, unknown>): { subject: string; text?: string; html?: string };
     /** the test capture outbox: present only with the `dev-tools` feature */
     outbox?: Pick<TestOutbox, 'enable' | 'reset' | 'count' | 'get' | 'find'>;
   };
@@ -128,6 +130,7 @@ export class AppRuntime {
         send: (message, options) => ctx.mail!.send(message, options),
         enqueue: (message, options) => ctx.mail!.enqueue(message, options),
         render: renderTemplate,
+        template: (name, vars) => renderNamed(def.mail ?? {}, name, vars),
         ...(ctx.outbox ? { outbox: ctx.outbox } : {}),
       },
       log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },

@@ -190,6 +190,13 @@ test('app.mail through the app mailer: send, enqueue, render, the spec errors, a
   const config = await srv.api('GET', '/api/mail/config', { token: srv.suToken });
   assert.deepEqual(config.body, { require_verified_sender: false, check_suppression: true, webhook_configured: true, unsubscribe_configured: false });
 
+  const welcome = await srv.api('POST', '/api/welcome', { body: { to: 'new@example.com', name: 'Ann <3' } });
+  assert.deepEqual(welcome.body, { ok: true, result: null }, welcome.text);
+  assert.deepEqual((await outbox()).find((m: any) => m.to === 'new@example.com'), {
+    to: 'new@example.com', subject: 'Welcome, Ann <3', from: null, text: 'Hello Ann <3. The team', html: '<div class="mail"><p>Hello Ann &lt;3</p></div>',
+  });
+  assert.equal((await srv.api('POST', '/api/welcome', { body: { to: 'new@example.com', template: 'nope' } })).body.code, 'UnknownTemplate');
+
   const box = await srv.api('POST', '/api/outbox-check', {});
   assert.deepEqual(box.body, { outbox: true, count: 2, first: { from: null, to: 'kept@example.com', subject: 'Suppressed one', body: 'only recorded' }, found: 'sent@example.com', afterReset: 0 });
   const delivered = (await outbox()).map((m: any) => m.to);

@@ -145,6 +145,7 @@ test('migrations, mail, mailer, featureRoutes and the features object are checke
     mail: { webhook_secret: 'a-secret-of-enough-length', check_suppression: true },
   });
   assert.equal(more.length, 4, more.join('\n'));
+  assert.deepEqual(problems({ mail: { templates: { hi: { subject: '{{#loop}}x{{/loop}}', text: 't' } } } }), ['mail.templates.hi.subject: {{#loop}}: templates have no loops or conditionals']);
   for (const e of ['migrations[1].id: "a" is used twice', 'migrations[1].down: unknown key', 'featureRoutes: /api/collections is under a path the server owns', 'features: must be an object']) {
     assert.ok(more.some((x) => x.includes(e)), `missing "${e}" in:\n${more.join('\n')}`);
   }

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MailError, MailService, PluginTransport, captureMailer, checkMessage } from '../../../src/mail/mail-service.js';
-import { TemplateError, renderTemplate } from '../../../src/mail/templates.js';
+import { TemplateError, renderNamed, renderTemplate, templateProblems } from '../../../src/mail/templates.js';
 
 const code = (fn: () => unknown): string => {
   try {
@@ -88,4 +88,22 @@ test('renderTemplate: escaped and raw interpolation, partials, layout, text mode
   assert.equal(code(() => renderTemplate('{{> a }}', {}, { partials: { a: '{{> b }}', b: '{{> a }}' } })), 'UnknownPartial');
   assert.equal(code(() => renderTemplate('{{ unclosed', {})), 'TemplateSyntax');
   assert.equal(code(() => renderTemplate('ok', {}, { layout: '{{#x}}{{/x}}' })), 'UnsupportedTag');
+});
+
+test('named templates: checked all at once; rendered with the subject and text unescaped, the HTML escaped in the layout', () => {
+  const set = {
+    templates: { welcome: { subject: 'Welcome, {{ name }}', text: 'Hi {{ name }} {{> sig }}', html: '<p>Hi {{ name }}</p>' } },
+    partials: { sig: '-- the team' },
+    layout: '<main>{{{ body }}}</main>',
+  };
+  assert.deepEqual(templateProblems(set), []);
+  assert.deepEqual(renderNamed(set, 'welcome', { name: 'Ann & Bo' }), { subject: 'Welcome, Ann & Bo', text: 'Hi Ann & Bo -- the team', html: '<main><p>Hi Ann &amp; Bo</p></main>' });
+  assert.equal(code(() => renderNamed(set, 'nope')), 'UnknownTemplate');
+  const p = templateProblems({
+    templates: { a: { subject: '{{#x}}{{/x}}', text: 'ok' }, b: { subject: 's' }, c: { subject: 's', html: '{{> missing }}', extra: 1 } as never, d: 'x' as never },
+    layout: '{{ unclosed',
+  });
+  for (const e of ['mail.layout', 'mail.templates.a.subject: {{#x}}', 'mail.templates.b: needs a text or an html body', 'mail.templates.c.extra: unknown key', 'mail.templates.c.html: no partial named "missing"', 'mail.templates.d: must be']) {
+    assert.ok(p.some((x) => x.includes(e)), `missing "${e}" in:\n${p.join('\n')}`);
+  }
 });
