@@ -8,12 +8,14 @@
  *   `index.html` (the app routes on the client), `Cache-Control: no-cache` with an ETag, and a
  *   strict Content-Security-Policy (scripts, styles and connections from this origin only).
  * - `GET /_/assets/<name>` answers a built asset (hashed names: `app-<hash>.js`, `app-<hash>.css`)
- *   with `Cache-Control: public, max-age=31536000, immutable`; an unknown asset is 404.
+ *   with `Cache-Control: public, max-age=31536000, immutable`, gzip-compressed (once, at load)
+ *   when the client accepts it; an unknown asset is 404.
  *
  * The files are read once, when the routes are made (the build is small); an asset name is only
  * ever looked up in that map, so no request path reaches the file system.
  */
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,7 +60,8 @@ const SECURITY_HEADERS: Array<[string, string]> = [
 /** The built admin app held in memory: `index.html` and the assets by file name. */
 export interface AdminBuild {
   index: Buffer;
-  assets: Map<string, { body: Buffer; contentType: string }>;
+  /** by file name; `gzip`: the body gzip-compressed once at load (text assets only) */
+  assets: Map<string, { body: Buffer; contentType: string; gzip?: Buffer }>;
 }
 
 /**
@@ -80,13 +83,16 @@ export function findAdminDist(from = dirname(fileURLToPath(import.meta.url))): s
 /** Reads a build directory (`index.html` and `assets/*`) into memory; null when there is none. */
 export function loadAdminBuild(dir: string | null = findAdminDist()): AdminBuild | null {
   if (!dir || !existsSync(join(dir, 'index.html'))) return null;
-  const assets = new Map<string, { body: Buffer; contentType: string }>();
+  const assets = new Map<string, { body: Buffer; contentType: string; gzip?: Buffer }>();
   const assetDir = join(dir, 'assets');
   if (existsSync(assetDir)) {
     for (const name of readdirSync(assetDir)) {
       const path = join(assetDir, name);
       if (!statSync(path).isFile()) continue;
-      assets.set(name, { body: readFileSync(path), contentType: CONTENT_TYPES[extname(name)] ?? 'application/octet-stream' });
+      const body = readFileSync(path);
+      const contentType = CONTENT_TYPES[extname(name)] ?? 'application/octet-stream';
+      const compressible = /^(text\/|application\/json|image\/svg)/.test(contentType);
+      assets.set(name, compressible ? { body, contentType, gzip: gzipSync(body, { level: 9 }) } : { body, contentType });
     }
   }
   return { index: readFileSync(join(dir, 'index.html')), assets };
@@ -118,17 +124,20 @@ export function adminRoutes(ctx: Pick<ApiContext, 'logger'>, build: AdminBuild |
     if (etagMatches(req.headers.ifNoneMatch, etag)) return { status: 304, body: '', headers: indexHeaders };
     return { status: 200, body: build.index, contentType: 'text/html; charset=utf-8', headers: indexHeaders };
   };
-  const assetHeaders: Array<[string, string]> = [['Cache-Control', ASSET_CACHE], ['X-Content-Type-Options', 'nosniff']];
+  const assetHeaders: Array<[string, string]> = [['Cache-Control', ASSET_CACHE], ['X-Content-Type-Options', 'nosniff'], ['Vary', 'Accept-Encoding']];
+  const gzipHeaders: Array<[string, string]> = [...assetHeaders, ['Content-Encoding', 'gzip']];
   const notFound = (): Reply => ({ status: 404, body: 'Not found.\n', contentType: 'text/plain; charset=utf-8', headers: [['Cache-Control', 'no-cache']] });
   const any = (req: Req): Reply => {
     if (!req.path.startsWith('/_/assets/')) return index(req);
     const asset = build.assets.get(req.path.slice('/_/assets/'.length));
     if (!asset) return notFound();
+    // the text assets go out gzip-compressed to every client that takes it (all browsers)
+    if (asset.gzip && /\bgzip\b/.test(req.headers.extra?.['accept-encoding'] ?? '')) return { status: 200, body: asset.gzip, contentType: asset.contentType, headers: gzipHeaders };
     return { status: 200, body: asset.body, contentType: asset.contentType, headers: assetHeaders };
   };
   return [
     { method: 'get', pattern: '/_', handler: redirect },
     { method: 'get', pattern: '/_/', handler: index, fileHeaders: true },
-    { method: 'get', pattern: '/_/*', handler: any, fileHeaders: true },
+    { method: 'get', pattern: '/_/*', handler: any, fileHeaders: true, extraHeaders: ['accept-encoding'] },
   ];
 }
