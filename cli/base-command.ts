@@ -9,6 +9,7 @@
  */
 import { Command, Option, UsageError, type BaseContext } from 'clipanion';
 import { importServer, importSuperuserAdmin, type ServerModule, type SuperuserAdmin } from './app-modules.js';
+import { ConfigError, loadLogConfig, loadServeConfig, resolveDataDir, type ServeConfig } from '../src/config/config.js';
 
 /** The context every command receives; the loaders exist so tests can substitute stubs. */
 export interface SvcContext extends BaseContext {
@@ -42,6 +43,50 @@ export abstract class SvcCommand extends Command<SvcContext> {
       }
       return this.fail(err instanceof Error && err.name === 'MissingModuleError' ? 'unavailable' : 'internal', message);
     }
+  }
+
+  /** Reports an invalid configuration value (exit 1, error code `config`). */
+  protected failConfig(err: ConfigError): number {
+    return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
+  }
+
+  /**
+   * The data directory (`dataDir`, else SERVICE_DATA_DIR, else ./svc_data), after checking the log
+   * settings every command shares; or the exit code of a reported config error.
+   */
+  protected dataDirOrExit(dataDir: string | undefined): string | number {
+    try {
+      loadLogConfig({}, this.context.env);
+      return resolveDataDir({ 'data-dir': dataDir }, this.context.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return this.failConfig(err);
+    }
+  }
+
+  /**
+   * The server configuration for an offline command on `dataDir`, with the features of the app
+   * module `app` (or SERVICE_APP) added; or the exit code of a reported config or app error.
+   */
+  protected async configOrExit(dataDir: string | undefined, app: string | undefined): Promise<ServeConfig | number> {
+    let config: ServeConfig;
+    try {
+      config = loadServeConfig({ 'data-dir': dataDir }, this.context.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return this.failConfig(err);
+    }
+    const file = app ?? this.context.env.SERVICE_APP;
+    if (file) {
+      // loaded only when asked: `svc version` must not pay for the app framework
+      const [{ loadApp }, { featureNames }] = await Promise.all([import('./load-app.js'), import('../src/app/definition.js')]);
+      try {
+        for (const f of featureNames((await loadApp(file))?.features)) config.features.add(f);
+      } catch (err) {
+        return this.fail('app', err instanceof Error ? err.message : String(err));
+      }
+    }
+    return config;
   }
 
   /** Writes the command's result: `json` under --json, else `text` (a trailing newline is added). */

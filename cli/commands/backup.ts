@@ -12,23 +12,11 @@
  */
 import { Command, Option } from 'clipanion';
 import { SvcCommand } from '../base-command.js';
-import { ConfigError, loadLogConfig, resolveDataDir } from '../../src/config/config.js';
 import { LockError } from '../../src/config/data-dir-lock.js';
 import { productVersion } from '../../src/meta/version-info.js';
 
 abstract class BackupBase extends SvcCommand {
   dataDir = Option.String('--data-dir', { description: 'Data directory (default ./svc_data)' });
-
-  /** The data directory, or an exit code after a config error. */
-  protected theDataDir(): string | number {
-    try {
-      loadLogConfig({}, this.context.env);
-      return resolveDataDir({ 'data-dir': this.dataDir }, this.context.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
-    }
-  }
 
   /** Runs `fn`, reporting a BackupError or LockError as the command's failure (exit 1). */
   protected async guarded(fn: () => Promise<number>): Promise<number> {
@@ -57,7 +45,7 @@ export class BackupCommand extends BackupBase {
   file = Option.String({ name: 'FILE' });
 
   protected async run(): Promise<number> {
-    const dataDir = this.theDataDir();
+    const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     return this.guarded(async () => {
       const { createBackup } = await import('../../src/ops/backup.js');
@@ -84,7 +72,7 @@ export class RestoreCommand extends BackupBase {
   force = Option.Boolean('--force', false, { description: 'Replace the data directory\'s existing contents' });
 
   protected async run(): Promise<number> {
-    const dataDir = this.theDataDir();
+    const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     return this.guarded(async () => {
       const { restoreBackup } = await import('../../src/ops/backup.js');

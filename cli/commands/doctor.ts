@@ -16,7 +16,6 @@
 import { Command, Option } from 'clipanion';
 import { SvcCommand } from '../base-command.js';
 import { loadApp } from '../load-app.js';
-import { ConfigError, loadLogConfig, resolveDataDir } from '../../src/config/config.js';
 
 export class DoctorCommand extends SvcCommand {
   static paths = [['doctor']];
@@ -31,14 +30,8 @@ export class DoctorCommand extends SvcCommand {
 
   protected async run(): Promise<number> {
     const env = this.context.env;
-    let dataDir: string;
-    try {
-      loadLogConfig({}, env);
-      dataDir = resolveDataDir({ 'data-dir': this.dataDir }, env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
-    }
+    const dataDir = this.dataDirOrExit(this.dataDir);
+    if (typeof dataDir === 'number') return dataDir;
     let declared: readonly Record<string, unknown>[] = [];
     const appFile = this.app ?? env.SERVICE_APP;
     if (appFile) {

@@ -11,10 +11,7 @@
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'clipanion';
 import { SvcCommand } from '../base-command.js';
-import { loadApp } from '../load-app.js';
-import { ConfigError, loadServeConfig, type ServeConfig } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
-import { featureNames } from '../../src/app/definition.js';
 import { bootstrapLogger } from '../../src/log/logger.js';
 import type { ImportFormat, ImportResult } from '../../src/ops/import.js';
 
@@ -40,21 +37,8 @@ export class ImportCommand extends SvcCommand {
     const format = (this.format ?? formatOf(this.file)) as ImportFormat | undefined;
     if (!format || !['csv', 'json', 'ndjson'].includes(format)) return this.fail('usage', `--format must be csv, json or ndjson${this.format ? '' : ` (the file name ${this.file} does not say)`}`);
     if (!existsSync(this.file)) return this.fail('not_found', `no file ${this.file}`);
-    let config: ServeConfig;
-    try {
-      config = loadServeConfig({ 'data-dir': this.dataDir }, this.context.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
-    }
-    const appFile = this.app ?? this.context.env.SERVICE_APP;
-    if (appFile) {
-      try {
-        for (const f of featureNames((await loadApp(appFile))?.features)) config.features.add(f);
-      } catch (err) {
-        return this.fail('app', err instanceof Error ? err.message : String(err));
-      }
-    }
+    const config = await this.configOrExit(this.dataDir, this.app);
+    if (typeof config === 'number') return config;
     let lock;
     try {
       lock = acquireDataDirLock(config.dataDir, { ignore: false });

@@ -13,7 +13,7 @@
 import { Command, Option } from 'clipanion';
 import { SvcCommand } from '../base-command.js';
 import { loadApp } from '../load-app.js';
-import { ConfigError, loadFeatures, loadLogConfig, resolveDataDir } from '../../src/config/config.js';
+import { ConfigError, loadFeatures } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
 import { createDatabaseFile, databasePath, ensureDataDir } from '../../src/files/data-paths.js';
 import type { App } from '../../src/app/app.js';
@@ -33,17 +33,6 @@ abstract class MigrateBase extends SvcCommand {
       return this.fail('app', err instanceof Error ? err.message : String(err));
     }
   }
-
-  /** The data directory, or an exit code after a config error. */
-  protected theDataDir(): string | number {
-    try {
-      loadLogConfig({}, this.context.env);
-      return resolveDataDir({ 'data-dir': this.dataDir }, this.context.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
-    }
-  }
 }
 
 export class MigrateCommand extends MigrateBase {
@@ -57,7 +46,7 @@ export class MigrateCommand extends MigrateBase {
   protected async run(): Promise<number> {
     const app = await this.theApp();
     if (typeof app === 'number') return app;
-    const dataDir = this.theDataDir();
+    const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     let lock;
     try {
@@ -98,7 +87,7 @@ export class MigrateStatusCommand extends MigrateBase {
   protected async run(): Promise<number> {
     const app = await this.theApp();
     if (typeof app === 'number') return app;
-    const dataDir = this.theDataDir();
+    const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     const { declaredMigrationIds, migrationStatus } = await import('../../src/app/migrations.js');
     const { existsSync } = await import('node:fs');
@@ -129,7 +118,7 @@ export class MigratePreviewCommand extends MigrateBase {
       features = loadFeatures({}, this.context.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
+      return this.failConfig(err);
     }
     for (const f of featureNames(app.features)) features.add(f);
     if (!features.has('dev-tools')) return this.fail('unavailable', 'migrate preview needs the dev-tools feature: features: { devTools: true } in the app, or SERVICE_FEATURES=dev-tools');

@@ -13,11 +13,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'clipanion';
 import { SvcCommand } from '../base-command.js';
-import { loadApp } from '../load-app.js';
-import { ConfigError, loadServeConfig, type ServeConfig } from '../../src/config/config.js';
+import type { ServeConfig } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
 import { databasePath } from '../../src/files/data-paths.js';
-import { featureNames } from '../../src/app/definition.js';
 import { bootstrapLogger } from '../../src/log/logger.js';
 import { ApiError } from '../../src/errors/api-error.js';
 import type { PlanItem, SchemaDocument } from '../../src/ops/schema.js';
@@ -28,24 +26,8 @@ abstract class SchemaBase extends SvcCommand {
   app = Option.String('--app', { description: 'An app module whose features apply (or SERVICE_APP)' });
 
   /** The config (the app's features added), or an exit code after reporting why not. */
-  protected async config(): Promise<ServeConfig | number> {
-    let config: ServeConfig;
-    try {
-      config = loadServeConfig({ 'data-dir': this.dataDir }, this.context.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
-    }
-    const file = this.app ?? this.context.env.SERVICE_APP;
-    if (file) {
-      try {
-        const app = await loadApp(file);
-        for (const f of featureNames(app?.features)) config.features.add(f);
-      } catch (err) {
-        return this.fail('app', err instanceof Error ? err.message : String(err));
-      }
-    }
-    return config;
+  protected config(): Promise<ServeConfig | number> {
+    return this.configOrExit(this.dataDir, this.app);
   }
 
   /** The stored collections, read without writing anything (works beside a running server). */

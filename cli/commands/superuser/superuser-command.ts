@@ -10,7 +10,6 @@
 import { Option } from 'clipanion';
 import { SvcCommand } from '../../base-command.js';
 import { importSuperuserAdmin, type SuperuserAdmin, type SuperuserResult } from '../../app-modules.js';
-import { ConfigError, loadLogConfig, resolveDataDir } from '../../../src/config/config.js';
 import type { FieldError } from '../../../src/errors/api-error.js';
 
 /** ApiError by shape, so an error from a second copy of the module still counts. */
@@ -28,15 +27,8 @@ export abstract class SuperuserCommand extends SvcCommand {
   protected abstract apply(admin: SuperuserAdmin, dataDir: string): Promise<SuperuserResult>;
 
   protected async run(): Promise<number> {
-    const env = this.context.env;
-    let dataDir: string;
-    try {
-      loadLogConfig({}, env);
-      dataDir = resolveDataDir({ 'data-dir': this.dataDir }, env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      return this.fail('config', err.message, { variable: err.variable, value: err.value, expected: err.expected });
-    }
+    const dataDir = this.dataDirOrExit(this.dataDir);
+    if (typeof dataDir === 'number') return dataDir;
 
     const admin = await (this.context.loadSuperuserAdmin ?? importSuperuserAdmin)();
     let result: SuperuserResult;
