@@ -46,6 +46,10 @@ import { MailService, PluginTransport, TestOutbox, addressOf } from './mail/mail
 import { DurableMailQueue } from './mail/mail-queue.js';
 import { SenderIdentities } from './mail/senders.js';
 import { createMailTransport } from './mail/transports.js';
+import { uploadRoutes } from './api/uploads.js';
+import { UploadStore } from './uploads/upload-store.js';
+import { resolveBudgets } from './uploads/budgets.js';
+import { openDurableUploads } from './uploads/durable.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -133,6 +137,20 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
   }
 
+  // resumable uploads (2-uploads-and-mail.md): routes only with the feature; durable with its own
+  let uploads: UploadStore | null = null;
+  if (config.features.has('resumable-uploads')) {
+    try {
+      const budgets = resolveBudgets(process.env, app?.uploads, config.features.has('durable-resumable-uploads'));
+      const durable = budgets.durable ? await openDurableUploads(store, dbPath, budgets) : null;
+      uploads = new UploadStore(budgets, durable?.persistence ?? null, durable?.restored ?? [], (reason) => logger.error(`uploads stopped until restart: ${reason}`, 'uploads'));
+      if (durable?.restored.length) logger.info(`restored ${durable.restored.length} upload session(s)`, 'uploads');
+    } catch (err) {
+      await closeData();
+      throw err;
+    }
+  }
+
   const hub = new RealtimeHub(store, ctx.auth, logger, { ...DEFAULT_REALTIME_LIMITS, maxConnections: config.limits.realtimeMaxConnections });
   ctx.auth.sessions.onEnded = (collectionId, recordId) => hub.sessionEnded(collectionId, recordId);
   ctx.features.onOverrideChange = () => hub.signal('__features');
@@ -141,6 +159,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...settingsRoutes(ctx, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
+    ...(uploads ? uploadRoutes(ctx, uploads, MAX_BODY_BYTES) : []),
     ...realtimeRoutes(ctx, hub),
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
@@ -153,7 +172,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
       method: 'options', pattern: '/*', handler: () => ({
         status: 204, body: '', headers: [
           ['Access-Control-Allow-Methods', 'GET, HEAD, POST, PATCH, PUT, DELETE, OPTIONS'],
-          ['Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept-Language, X-CSRF-Token'],
+          ['Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept-Language, X-CSRF-Token, X-Request-Id, X-Account-Id, Upload-Offset, Upload-Length, Tus-Resumable'],
           ['Access-Control-Max-Age', '86400'],
         ],
       }),
@@ -205,6 +224,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         mailBackend.close();
         await slowQueries?.close();
         await closeData();
+        uploads?.close(); // after the last write: the owner file is held until the store closes
         logger.info('stopped; all acknowledged writes are committed');
       })();
       return stopping;
@@ -216,6 +236,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
 function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): ServeConfig {
   const features = new Set(config.features);
   for (const f of featureNames(app.features)) features.add(f);
+  if (app.uploads?.durable) features.add('durable-resumable-uploads');
   const p = app.pagination ?? {};
   return {
     ...config,

@@ -24,6 +24,8 @@ export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/st
       files: true,
       fts: !ctx.config.features.has('fts5-off'),
       vector: ctx.config.features.has('vector'),
+      resumableUploads: ctx.config.features.has('resumable-uploads'),
+      durableUploads: ctx.config.features.has('durable-resumable-uploads'),
       offsetPaging: ctx.config.pagination.offset,
       cursorPaging: ctx.config.pagination.cursor,
       serverSql: false,

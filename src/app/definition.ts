@@ -15,6 +15,7 @@ import type { SignInTag } from '../auth/methods/method.js';
 import { migrationProblems, type MigrationsOption } from './migrations.js';
 import type { Mailer } from '../mail/mail-service.js';
 import { templateProblems, type TemplateSet } from '../mail/templates.js';
+import { budgetProblems, type UploadBudgets } from '../uploads/budgets.js';
 
 /** An auth record as application code sees it (no password hash or token key). */
 export type AuthRecord = Record<string, unknown> & { id: string; collectionId: string; collectionName: string };
@@ -180,7 +181,8 @@ export interface AppHandleLike {
 export interface FeatureOptions {
   vector?: boolean;
   fts5?: boolean;
-  resumableUploads?: boolean;
+  /** `{ durable: true }` adds the persistence mode (`durable-resumable-uploads`) */
+  resumableUploads?: boolean | { durable?: boolean };
   devTools?: boolean;
 }
 
@@ -233,6 +235,11 @@ export interface AppDefinition<A = AppHandleLike> {
   /** the mail backend for every message, auth mail included (default: SERVICE_SMTP_* / the log) */
   mailer?: Mailer;
   /**
+   * The upload budgets (2-uploads-and-mail.md, "Upload budgets"); needs the `resumableUploads`
+   * feature. `durable: true` turns on the persistence mode.
+   */
+  uploads?: Partial<UploadBudgets>;
+  /**
    * Accounts (tenancy): `resolve` says whether the signed-in caller belongs to the account named
    * by the X-Account-Id header and with what role (null: not a member); `accounts` lists every
    * account the caller belongs to. They feed `@request.account.id`, `.role` and `.ids` in rules.
@@ -259,7 +266,7 @@ export class AppDefinitionError extends Error {
   }
 }
 
-const KNOWN_KEYS = ['features', 'pagination', 'collections', 'migrations', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'featureRoutes', 'mail', 'mailer', 'tenancy'];
+const KNOWN_KEYS = ['features', 'pagination', 'collections', 'migrations', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'featureRoutes', 'mail', 'mailer', 'tenancy', 'uploads'];
 /** The feature object's keys and the `--features` names they stand for (true, or false for fts5). */
 const FEATURE_KEYS: Record<string, { on: boolean; name: FeatureName }> = {
   vector: { on: true, name: 'vector' },
@@ -274,6 +281,8 @@ export function featureNames(features: FeatureOptions | FeatureName[] | undefine
   if (Array.isArray(features)) return features;
   const out: FeatureName[] = [];
   for (const [k, v] of Object.entries(features)) if (FEATURE_KEYS[k] && v === FEATURE_KEYS[k].on) out.push(FEATURE_KEYS[k].name);
+  const up = features.resumableUploads;
+  if (isObject(up)) out.push('resumable-uploads', ...(up.durable === true ? ['durable-resumable-uploads' as const] : []));
   return out;
 }
 const RECORD_HOOKS = ['beforeCreate', 'afterCreate', 'beforeUpdate', 'afterUpdate', 'beforeDelete', 'afterDelete'];
@@ -316,11 +325,24 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
     } else if (isObject(d.features)) {
       for (const [k, v] of Object.entries(d.features)) {
         if (!FEATURE_KEYS[k]) p(`features.${k}: unknown feature (known: ${Object.keys(FEATURE_KEYS).join(', ')})`);
-        else if (typeof v !== 'boolean') p(`features.${k}: must be a boolean`);
+        else if (k === 'resumableUploads' && isObject(v)) {
+          for (const [uk, uv] of Object.entries(v)) {
+            if (uk !== 'durable') p(`features.resumableUploads.${uk}: unknown key (known: durable)`);
+            else if (typeof uv !== 'boolean') p('features.resumableUploads.durable: must be a boolean');
+          }
+        } else if (typeof v !== 'boolean') p(`features.${k}: must be a boolean`);
       }
     } else p('features: must be an object ({ vector: true, … }) or an array of feature names');
   }
   if (d.migrations !== undefined) for (const m of migrationProblems(d.migrations)) p(m);
+  if (Array.isArray(d.features) && d.features.includes('durable-resumable-uploads') && !d.features.includes('resumable-uploads')) p('features: durable-resumable-uploads needs resumable-uploads');
+  if (d.uploads !== undefined) {
+    if (!isObject(d.uploads)) p('uploads: must be an object (the upload budgets: max_sessions, max_sessions_per_principal, max_upload_bytes, max_total_bytes, max_chunk_bytes, ttl_seconds, durable)');
+    else {
+      if (!featureNames(d.features as FeatureOptions | FeatureName[] | undefined).includes('resumable-uploads')) p('uploads: the upload budgets need the resumableUploads feature (features: { resumableUploads: true })');
+      for (const m of budgetProblems(d.uploads)) p(m);
+    }
+  }
   if (d.mail !== undefined) {
     if (!isObject(d.mail)) p('mail: must be an object (the mail group: require_verified_sender, check_suppression, webhook_secret)');
     else {

@@ -20,7 +20,7 @@ import type { Route, Req, Reply } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import { parseListQuery } from '../records/list-query.js';
 import type { Uploads } from '../files/record-files.js';
-import { WriteBatch, type WriteResult } from '../records/records-write.js';
+import { WriteBatch, type StepSink, type WriteResult } from '../records/records-write.js';
 import type { AuthMethod, MethodResult } from '../auth/methods/method.js';
 import { methodEnabled } from '../auth/methods/emailed.js';
 import type { ClientInfo } from '../auth/client.js';
@@ -216,7 +216,7 @@ export class AppRuntime {
     return out;
   }
 
-  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: RequestRef): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: StepSink, rid?: RequestRef): Promise<WriteResult> {
     const hooks = this.hooksOf(c);
     if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body, rid);
     const out = await this.ctx.writes.update(c, id, principal, body, uploads, batch);

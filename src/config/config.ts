@@ -16,7 +16,7 @@ export { ConfigError } from './parse.js';
 export type { Flags } from './parse.js';
 
 /** Feature names `--features` / `SERVICE_FEATURES` accept (0-conventions.md, "Build flags"). */
-export const KNOWN_FEATURES = ['vector', 'resumable-uploads', 'fts5-off', 'dev-tools'] as const;
+export const KNOWN_FEATURES = ['vector', 'resumable-uploads', 'durable-resumable-uploads', 'fts5-off', 'dev-tools'] as const;
 export type FeatureName = (typeof KNOWN_FEATURES)[number];
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -223,6 +223,9 @@ export function loadFeatures(flags: Flags, env: NodeJS.ProcessEnv): Set<FeatureN
       throw new ConfigError(src.name, src.value, `a comma-separated list of: ${KNOWN_FEATURES.join(', ')}`);
     }
     out.add(known);
+  }
+  if (out.has('durable-resumable-uploads') && !out.has('resumable-uploads')) {
+    throw new ConfigError(src.name, src.value, 'durable-resumable-uploads together with resumable-uploads');
   }
   return out;
 }

@@ -1,7 +1,7 @@
 /** Pieces both HTTP engines share (server.ts for uWS, node-server.ts for node:http). */
 import { ApiError, writeErrorBody } from '../errors/api-error.js';
 import { TOO_LARGE } from './admission.js';
-import type { EventSink, EventStreamBody, Reply } from './types.js';
+import { isBodySink, type BodySink, type EventSink, type EventStreamBody, type Reply, type Req, type Route } from './types.js';
 
 /** Methods whose requests carry a body. */
 export const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -107,4 +107,102 @@ export function untilIdle(inFlight: number, waiters: Array<() => void>, timeoutM
       resolve();
     });
   });
+}
+
+/**
+ * A request body handed to a route's sink as it arrives (Route.bodySink), the same on both
+ * engines. While the sink is being opened (it may await), chunks are kept (copied by the engine's
+ * `keep`) and replayed to it. A refusing reply (from the open, or a sink that throws) drops the
+ * rest of the body and is answered after its end, so the connection stays usable. Exactly one of
+ * the sink's `end` and `abort` is called.
+ */
+export class SinkIntake {
+  private sink: BodySink | null = null;
+  private refusal: Reply | null = null;
+  private pending: Buffer[] | null = [];
+  private ended = false;
+  private closed = false;
+  /** bytes received so far */
+  received = 0;
+
+  /**
+   * `finish` answers the request (ignored once answered); `fail` turns an exception into its
+   * reply; `gone` says whether the request was answered or aborted already.
+   */
+  constructor(private finish: (r: Reply) => void, private fail: (err: unknown) => Reply, private gone: () => boolean) {}
+
+  /** Opens the route's sink (`declared`: the Content-Length, -1 when absent). */
+  open(open: NonNullable<Route['bodySink']>, req: Req, declared: number): void {
+    try {
+      const out = open(req, declared);
+      if (out instanceof Promise) out.then((o) => this.opened(o), (err) => this.opened(this.fail(err)));
+      else this.opened(out);
+    } catch (err) {
+      this.opened(this.fail(err));
+    }
+  }
+
+  /** A chunk arrived: passed to the sink during the call, or kept (`keep()`: a copy the engine may hold) while it opens. */
+  data(chunk: Uint8Array, keep: () => Buffer): void {
+    this.received += chunk.byteLength;
+    if (this.refusal || chunk.byteLength === 0) return;
+    if (!this.sink) {
+      this.pending!.push(keep());
+      return;
+    }
+    try {
+      this.sink.write(chunk);
+    } catch (err) {
+      this.abort();
+      this.refusal = this.fail(err);
+    }
+  }
+
+  /** The whole body arrived. */
+  end(): void {
+    this.ended = true;
+    this.complete();
+  }
+
+  /** The body will not complete (client gone, deadline, limit). */
+  abort(): void {
+    if (this.sink && !this.closed) {
+      this.closed = true;
+      this.sink.abort();
+    }
+  }
+
+  private opened(out: BodySink | Reply): void {
+    if (this.gone()) {
+      if (isBodySink(out)) out.abort();
+      return;
+    }
+    if (!isBodySink(out)) this.refusal = out;
+    else {
+      this.sink = out;
+      try {
+        for (const b of this.pending!) out.write(b);
+      } catch (err) {
+        this.abort();
+        this.refusal = this.fail(err);
+      }
+    }
+    this.pending = null;
+    if (this.ended) this.complete();
+  }
+
+  private complete(): void {
+    if (this.gone()) return;
+    if (this.refusal) return this.finish(this.refusal);
+    if (!this.sink) return; // still opening: opened() completes
+    this.closed = true;
+    let out: Reply | Promise<Reply>;
+    try {
+      out = this.sink.end();
+    } catch (err) {
+      return this.finish(this.fail(err));
+    }
+    if (out instanceof Promise) out.then(this.finish, (err) => this.finish(this.fail(err)));
+    else this.finish(out);
+  }
 }

@@ -14,7 +14,7 @@ import { ApiError, toApiError, writeErrorBody } from '../errors/api-error.js';
 import type { BodyStream, EventStreamBody, Handler, Reply, Req, RequestHeaders, Route } from './types.js';
 import type { HttpServerOptions } from './server.js';
 import { Admission, OVERLOADED, TIMED_OUT } from './admission.js';
-import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
+import { BODY_METHODS, SinkIntake, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WS_SLOW_CONSUMER, type WsConnection, type WsRoute } from './types.js';
 
@@ -250,10 +250,15 @@ export class NodeHttpServer {
       this.dispatch(handler, req, finish);
       return;
     }
-    const limit = this.admission.bodyLimit(req.headers.contentType);
+    const limit = found.route.bodyLimit ?? this.admission.bodyLimit(req.headers.contentType);
     if (Number(ireq.headers['content-length'] ?? 0) > limit) {
       finish(tooLarge(limit));
       ireq.resume();
+      return;
+    }
+    if (found.route.bodySink) {
+      const lengthHeader = ireq.headers['content-length'];
+      this.stream(ireq, res, req, found.route.bodySink, lengthHeader === undefined ? -1 : Number(lengthHeader), limit, state, finish);
       return;
     }
     const chunks: Buffer[] = [];
@@ -286,6 +291,39 @@ export class NodeHttpServer {
       if (state.done) return;
       req.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       this.dispatch(handler, req, finish);
+    });
+  }
+
+  /** A body handed to a route's sink as it arrives (Route.bodySink, common.ts SinkIntake). */
+  private stream(ireq: IncomingMessage, res: ServerResponse, req: Req, open: NonNullable<Route['bodySink']>, declared: number, limit: number, state: { done: boolean; aborted: boolean }, finish: (r: Reply) => void): void {
+    const intake = new SinkIntake(finish, (err) => this.fail(err, req), () => state.done);
+    let ended = false;
+    const ticket = this.admission.start(() => {
+      if (state.done) return;
+      intake.abort();
+      res.setHeader('Connection', 'close');
+      finish(errorReply(TIMED_OUT()));
+      ireq.socket.destroySoon();
+    });
+    res.once('close', () => {
+      this.admission.done(ticket);
+      if (!ended) intake.abort();
+    });
+    intake.open(open, req, declared);
+    ireq.on('data', (chunk: Buffer) => {
+      if (state.done) return;
+      if (intake.received + chunk.length > limit) {
+        this.admission.done(ticket);
+        intake.abort();
+        finish(tooLarge(limit));
+        return;
+      }
+      intake.data(chunk, () => chunk);
+    });
+    ireq.once('end', () => {
+      this.admission.done(ticket);
+      ended = true;
+      intake.end();
     });
   }
 

@@ -18,7 +18,7 @@ import type { Logger } from '../log/logger.js';
 import { statusLine } from './status-text.js';
 import { WS_SLOW_CONSUMER, type BodyStream, type EventStreamBody, type Handler, type Reply, type Req, type RequestHeaders, type Route, type WsConnection, type WsRoute } from './types.js';
 import { Admission, OVERLOADED, TIMED_OUT, type AdmissionLimits } from './admission.js';
-import { BODY_METHODS, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
+import { BODY_METHODS, SinkIntake, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
 
 export interface HttpServerOptions extends AdmissionLimits {
   host: string;
@@ -220,11 +220,16 @@ export class HttpServer {
       this.dispatch(route.handler, req, finish, watchAbort);
       return;
     }
-    const limit = this.admission.bodyLimit(req.headers.contentType);
-    const declared = Number(ureq.getHeader('content-length') || 0);
+    const limit = route.bodyLimit ?? this.admission.bodyLimit(req.headers.contentType);
+    const lengthHeader = ureq.getHeader('content-length');
+    const declared = Number(lengthHeader || 0);
     if (declared > limit) {
       watchAbort();
       finish(tooLarge(limit));
+      return;
+    }
+    if (route.bodySink) {
+      this.stream(res, req, route.bodySink, lengthHeader === '' ? -1 : declared, limit, state, finish, watchAbort, start);
       return;
     }
     const chunks: Buffer[] = [];
@@ -254,6 +259,44 @@ export class HttpServer {
         this.admission.done(ticket);
         req.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
         this.dispatch(route.handler, req, finish, null);
+      }
+    });
+  }
+
+  /**
+   * A body handed to a route's sink as it arrives (Route.bodySink, common.ts SinkIntake): each
+   * chunk is passed on during uWS's callback, with no copy here. Bytes given to a sink do not
+   * count against the buffered-bodies cap: they land in memory the route reserved already.
+   */
+  private stream(
+    res: UWS.HttpResponse, req: Req, open: NonNullable<Route['bodySink']>, declared: number, limit: number,
+    state: { aborted: boolean; done: boolean }, finish: (r: Reply) => void, watchAbort: (onAbort?: () => void) => void, start: bigint,
+  ): void {
+    const intake = new SinkIntake(finish, (err) => this.fail(err, req), () => state.done || state.aborted);
+    const ticket = this.admission.start(() => {
+      if (state.done || state.aborted) return;
+      intake.abort();
+      state.done = true;
+      this.closeWith(res, req, errorReply(TIMED_OUT()), start);
+    });
+    watchAbort(() => {
+      this.admission.done(ticket);
+      intake.abort();
+    });
+    intake.open(open, req, declared);
+    res.onData((ab, isLast) => {
+      if (state.done || state.aborted) return;
+      if (intake.received + ab.byteLength > limit) {
+        this.admission.done(ticket);
+        intake.abort();
+        finish(tooLarge(limit));
+        return;
+      }
+      // uWS neuters `ab` after this callback: the sink copies what it keeps during the call
+      intake.data(new Uint8Array(ab), () => Buffer.from(ab.slice(0)));
+      if (isLast) {
+        this.admission.done(ticket);
+        intake.end();
       }
     });
   }

@@ -96,6 +96,33 @@ export interface Route {
   clientHeaders?: boolean;
   /** more headers to copy (lowercase names) into `req.headers.extra` (e.g. a webhook's signature) */
   extraHeaders?: readonly string[];
+  /**
+   * Takes the body as it arrives instead of buffered (resumable upload chunks): called once the
+   * request head is read, with the declared Content-Length (-1 when absent). It returns the sink
+   * that receives the bytes, or a reply that refuses the request (the body is then read and
+   * dropped, and the reply sent after it). The route's `handler` is not called.
+   */
+  bodySink?: (req: Req, declaredLength: number) => BodySink | Reply | Promise<BodySink | Reply>;
+  /** bytes this route's body may have (default: the engine's limit for its Content-Type) */
+  bodyLimit?: number;
+}
+
+/**
+ * The receiving end of a streamed request body (Route.bodySink). Exactly one of `end` or `abort`
+ * is called, once.
+ */
+export interface BodySink {
+  /** bytes as they arrive; `chunk` is valid only during the call (copy what you keep) */
+  write(chunk: Uint8Array): void;
+  /** the whole body arrived: the reply */
+  end(): Reply | Promise<Reply>;
+  /** the body will not complete (client gone, deadline passed, over the limit) */
+  abort(): void;
+}
+
+/** Whether a bodySink result is a sink (else a refusing reply). */
+export function isBodySink(x: BodySink | Reply): x is BodySink {
+  return typeof (x as BodySink).write === 'function';
 }
 
 /** A JSON reply (body already serialized). */

@@ -61,6 +61,11 @@ export interface WriteResult {
  * its steps in or failed before that (then nothing is written), and gives each write its
  * results. Used by the app handle's `batch` (src/app/runtime.ts).
  */
+/** Where a write's steps go: the writer, a WriteBatch, or a wrapper that adds steps to the job (an upload's completion receipt). */
+export interface StepSink {
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+}
+
 export class WriteBatch {
   private parts: Array<{ steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void }> = [];
   private expected = Infinity;
@@ -318,7 +323,7 @@ export class RecordWriter {
    * Updates a record; 404 when absent or the update rule fails; 409 when a concurrent update
    * changed a file field this one changes. `uploads` as for create.
    */
-  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: WriteBatch): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: StepSink): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     // no record has such an id: 404 before any upload is written under it (fuzz seed 265793528
     // found a 500 when a multipart update named an id with a backtick)
@@ -481,12 +486,12 @@ export class RecordWriter {
   }
 
   /** Queues `steps`; constraint failures answer 409 (see conflictError). */
-  private run(steps: WriteStep[], batch?: WriteBatch) {
+  private run(steps: WriteStep[], batch?: StepSink) {
     return this.queue(steps, batch).catch(conflictError);
   }
 
   /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
-  private queue(steps: WriteStep[], batch?: WriteBatch) {
+  private queue(steps: WriteStep[], batch?: StepSink) {
     for (const s of steps) {
       const p = s.params;
       for (let i = 0; i < p.length; i++) p[i] = bindValue(p[i]);

@@ -13,6 +13,7 @@ import { ApiError } from '../errors/api-error.js';
 import { Caches } from '../cache/caches.js';
 import type { SettingsRowStore } from './settings-store.js';
 import type { MailRowStore } from './mail-store.js';
+import type { UploadRowStore } from './upload-store.js';
 import type { AuthRecordStore, AuthTokenRowStore, ExternalAuthRowStore, MfaRowStore, PasskeyRowStore, SessionRowStore } from './auth-store.js';
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
@@ -40,6 +41,8 @@ export interface StoreSql {
   settings: SettingsRowStore;
   /** the durable mail queue, suppressions and sender identities */
   mail: MailRowStore;
+  /** the resumable upload store's persistence mode */
+  uploads: UploadRowStore;
   /** stored file names of file fields */
   files: FileStore;
   /** collection definitions and their DDL jobs */

@@ -8,6 +8,7 @@ import { SqliteExternalAuthSql, SqlitePasskeySql } from './link-sql.js';
 import { SqliteMfaSql } from './mfa-sql.js';
 import { SqliteSettingsSql } from './settings-sql.js';
 import { SqliteMailSql } from './mail-sql.js';
+import { SqliteUploadSql } from './upload-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
@@ -24,6 +25,7 @@ export function sqliteStores(reader: Reader): StoreSql {
     mfa: new SqliteMfaSql(reader),
     settings: new SqliteSettingsSql(reader),
     mail: new SqliteMailSql(reader),
+    uploads: new SqliteUploadSql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,
