@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Upload } from 'tus-js-client';
+import WebSocket from 'ws';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError, createUsers, dumpServerLog, signup, type User } from '../helpers/records-fixtures.js';
 import { sleep } from '../helpers/auth-helpers.js';
@@ -482,5 +483,35 @@ test('the server\'s request body limit (32 MiB) applies to each chunk: 413 even 
     assert.equal(ok.headers.get('upload-offset'), String(32 * 1024 * KIB));
   } finally {
     await big.stop();
+  }
+});
+
+test('events: a commit sends the normal realtime update with the new file name', async () => {
+  const doc = await newDoc(alice);
+  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
+  const frames: any[] = [];
+  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+  await new Promise<void>((res, rej) => { ws.once('open', () => res()); ws.once('error', rej); });
+  const until = async (pred: (f: any) => boolean) => {
+    for (let i = 0; i < 100; i++) {
+      const hit = frames.find(pred);
+      if (hit) return hit;
+      await sleep(50);
+    }
+    throw new Error(`no such frame: ${JSON.stringify(frames)}`);
+  };
+  try {
+    await until((f) => f.type === 'connect');
+    ws.send(JSON.stringify({ action: 'auth', token: alice.token }));
+    await until((f) => f.type === 'auth');
+    ws.send(JSON.stringify({ action: 'subscribe', topic: 'docs' }));
+    await until((f) => f.type === 'ack');
+    const c = await create(doc, { field: 'file', filename: 'live.txt', length: 5 });
+    await sendAll(c.body.id, Buffer.from('hello'), 64 * KIB);
+    assert.equal((await call('POST', `/api/uploads/${c.body.id}/commit`, { token: alice })).status, 204);
+    const ev = await until((f) => f.type === 'event' && f.action === 'update' && f.record.id === doc);
+    assert.match(ev.record.file, /^live_[a-z0-9]{10}\.txt$/);
+  } finally {
+    ws.close();
   }
 });
