@@ -50,6 +50,9 @@ export class BackupCommand extends BackupBase {
     return this.guarded(async () => {
       const { createBackup } = await import('../../src/ops/backup.js');
       const r = await createBackup(dataDir, this.file, { version: productVersion().svc });
+      // files kept in an object store are not in the data directory: the bucket is backed up on its own
+      const bucket = this.context.env.SERVICE_STORAGE?.trim();
+      if (bucket && bucket !== 'local') this.context.stderr.write(`warning: stored files live in ${bucket} (SERVICE_STORAGE), not in this backup; back the bucket up with its own tools (versioning or replication)\n`);
       this.emit(
         { backup: r.path, database_bytes: r.database_bytes, files: r.files, bytes: r.bytes },
         `backup written to ${r.path}: database ${r.database_bytes} bytes, ${r.files} stored file(s), ${r.bytes} bytes in all`,

@@ -19,8 +19,6 @@
  * Downloads carry nosniff and a sandboxing CSP;
  * only images, audio, video, PDF and plain text are `inline` (`?download=1` forces attachment).
  */
-import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
 import { ApiError } from '../errors/api-error.js';
 import type { Reply, Req, Route } from '../http/types.js';
 import { json } from '../http/types.js';
@@ -33,7 +31,6 @@ import { fileNames } from '../collections/fields/index.js';
 
 /** Files up to this size are read whole; larger ones are streamed. */
 export const INLINE_READ_MAX = 256 * 1024;
-const STREAM_CHUNK = 256 * 1024;
 const SHARED_MAX_AGE_S = 30 * 24 * 3600;
 const INLINE_TYPES = /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp|x-icon|vnd\.microsoft\.icon)|video\/[\w.+-]+|audio\/[\w.+-]+|application\/pdf|text\/plain)$/;
 const CSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox";
@@ -89,11 +86,11 @@ export function fileRoutes(ctx: ApiContext, deps: FileDeps): Route[] {
     const rec = reads.viewSync(c, recordId, principal, { expand: null, projection: null })!;
     const field = c.fields.find((f) => f.type === 'file' && fileNames(rec[f.name]).includes(filename));
     if (!field || (field.options.protected && !principal)) throw ApiError.notFound();
-    const path = deps.storage.filePath(c.id, recordId, filename);
-    const st = path ? await stat(path).catch(() => null) : null;
-    if (!path || !st || !st.isFile()) throw ApiError.notFound();
+    const key = deps.storage.key(c.id, recordId, filename);
+    const st = key ? await deps.storage.stat(key) : null;
+    if (!key || !st) throw ApiError.notFound();
 
-    const etag = `"${st.size.toString(36)}-${Math.trunc(st.mtimeMs).toString(36)}"`;
+    const etag = st.etag;
     const shared = !field.options.protected && store.rules.isPublic(c, 'viewRule');
     const headers: Array<[string, string]> = [
       ['ETag', etag],
@@ -104,8 +101,8 @@ export function fileRoutes(ctx: ApiContext, deps: FileDeps): Route[] {
     const range = parseRange(req.headers.range, st.size);
     if (range === 'unsatisfiable') return { status: 416, body: '', headers: [...headers, ['Content-Range', `bytes */${st.size}`]] };
 
-    const whole = st.size <= INLINE_READ_MAX ? await readFile(path) : null;
-    const mime = await detectMime(whole ?? (await deps.storage.head(path)), filename);
+    const whole = st.size <= INLINE_READ_MAX ? await deps.storage.readAll(key) : null;
+    const mime = await detectMime(whole ?? (await deps.storage.head(key)), filename);
     const inline = INLINE_TYPES.test(mime) && !query(req).has('download');
     headers.push(
       ['Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${filename}"`],
@@ -119,7 +116,7 @@ export function fileRoutes(ctx: ApiContext, deps: FileDeps): Route[] {
     if (whole) return { status, body: whole.subarray(start, end + 1), contentType: mime, headers };
     return {
       status, body: '', contentType: mime, headers,
-      stream: { size: end - start + 1, open: () => createReadStream(path, { start, end, highWaterMark: STREAM_CHUNK }) },
+      stream: { size: end - start + 1, open: () => deps.storage.read(key, start, end) },
     };
   };
 

@@ -29,7 +29,7 @@ export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/st
       offsetPaging: ctx.config.pagination.offset,
       cursorPaging: ctx.config.pagination.cursor,
       serverSql: false,
-      objectStore: false,
+      objectStore: ctx.config.storage !== undefined,
       devMode: ctx.config.features.has('dev-tools'),
       mail: ctx.mailGroup !== undefined,
       collectionsFrozen: ctx.config.collectionsFrozen,

@@ -11,6 +11,8 @@
 import path from 'node:path';
 import type { LogFormat, LogLevel } from '../log/logger.js';
 import { ConfigError, type Flags, pick, parseBool, parseChoice, parseHostPort, parseInteger } from './parse.js';
+import { loadStorageConfig } from './storage-config.js';
+import type { S3Options } from '../files/s3-blob-store.js';
 
 export { ConfigError } from './parse.js';
 export type { Flags } from './parse.js';
@@ -84,6 +86,8 @@ export interface ServeConfig {
    * Default 200 (also when absent).
    */
   slowQueryMs?: number;
+  /** SERVICE_STORAGE=s3://…: stored files in an S3-compatible bucket (storage-config.ts); unset: `<dataDir>/storage` */
+  storage?: S3Options;
 }
 
 /**
@@ -299,5 +303,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   if (sendmail) config.sendmailCommand = sendmail;
   const encryptionKey = parseEncryptionKey(env);
   if (encryptionKey) config.encryptionKey = encryptionKey;
+  const storage = loadStorageConfig(env);
+  if (storage) config.storage = storage;
   return config;
 }

@@ -1,7 +1,8 @@
 /**
  * File storage for `file` fields (spec 1-core-api.md, "Records": stored, randomized file names).
  *
- * Layout: `<dataDir>/storage/<collectionId>/<recordId>/<storedName>`. Stored names are
+ * Layout: `<collectionId>/<recordId>/<storedName>` under `<dataDir>/storage/` or an S3 bucket's
+ * prefix (blob-store.ts). Stored names are
  * `<sanitized base>_<10 random [a-z0-9]>.<ext>` (see {@link storedFileName}); a stored file is
  * never rewritten, so a name identifies its bytes for ever (ETags and caching rely on it).
  *
@@ -13,8 +14,8 @@
  * Records with writes in flight are marked pending so an orphan sweep never deletes files that
  * are about to be committed.
  */
-import { mkdir, readdir, rm, rmdir, unlink, writeFile, open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { LocalBlobStore, type BlobInfo, type BlobStore } from './blob-store.js';
 import { isUtf8 } from 'node:buffer';
 // file-type is loaded on the first upload (it is large and most requests never need it).
 let fileType: Promise<typeof import('file-type')> | null = null;
@@ -84,71 +85,72 @@ export class FileStorage {
   /** per collection: bumped by every hold (sweeps detect writes that started under them) */
   private gen = new Map<string, number>();
 
-  /** @param root `<dataDir>/storage` */
-  constructor(readonly root: string) {}
+  /** @param blobs where the bytes live (a folder, `<dataDir>/storage`, or a bucket) */
+  constructor(readonly blobs: BlobStore) {}
 
-  /** Folder of one record's files. */
-  recordDir(collectionId: string, recordId: string): string {
-    return join(this.root, collectionId, recordId);
+  /** `local` (the data directory) or `s3` (an object store). */
+  get kind(): BlobStore['kind'] {
+    return this.blobs.kind;
   }
 
-  /** Path of a stored file; null when the name is not a stored file name (no traversal). */
-  filePath(collectionId: string, recordId: string, name: string): string | null {
+  /** Key of a stored file; null when the name is not a stored file name (no traversal). */
+  key(collectionId: string, recordId: string, name: string): string | null {
     if (!STORED_FILE_NAME_RE.test(name) || !/^[a-z0-9_]{1,30}$/.test(collectionId) || !/^[a-z0-9]{15}$/.test(recordId)) return null;
-    return join(this.root, collectionId, recordId, name);
+    return `${collectionId}/${recordId}/${name}`;
   }
 
   /** Writes a new stored file (never overwrites). */
   async write(collectionId: string, recordId: string, name: string, data: Buffer): Promise<void> {
-    const path = this.filePath(collectionId, recordId, name);
-    if (!path) throw new Error(`invalid stored file name ${JSON.stringify(name)}`);
-    for (let attempt = 0; ; attempt++) {
-      await mkdir(this.recordDir(collectionId, recordId), { recursive: true, mode: 0o700 });
-      try {
-        return await writeFile(path, data, { flag: 'wx', mode: 0o600 });
-      } catch (err) {
-        // the empty folder was pruned by a failed write in between: make it again, once
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt > 0) throw err;
-      }
-    }
+    const key = this.key(collectionId, recordId, name);
+    if (!key) throw new Error(`invalid stored file name ${JSON.stringify(name)}`);
+    await this.blobs.put(key, data);
   }
 
   /** Deletes stored files of a record; missing files are ignored. */
   async remove(collectionId: string, recordId: string, names: readonly string[]): Promise<void> {
-    for (const n of names) {
-      const path = this.filePath(collectionId, recordId, n);
-      if (path) await unlink(path).catch(() => undefined);
-    }
+    const keys = names.map((n) => this.key(collectionId, recordId, n)).filter((k): k is string => k !== null);
+    if (keys.length) await this.blobs.delete(keys);
   }
 
   /** Removes a record's folder when it is empty and no other write of it is in flight (after a failed write). */
   async pruneRecord(collectionId: string, recordId: string): Promise<void> {
     if (!/^[a-z0-9]{15}$/.test(recordId) || (this.pending.get(`${collectionId}/${recordId}`) ?? 0) > 1) return;
-    await rmdir(this.recordDir(collectionId, recordId)).catch(() => undefined);
+    await this.blobs.pruneDir(`${collectionId}/${recordId}/`);
   }
 
   /** Deletes every file of a record. */
   async removeRecord(collectionId: string, recordId: string): Promise<void> {
-    if (!/^[a-z0-9]{15}$/.test(recordId)) return;
-    await rm(this.recordDir(collectionId, recordId), { recursive: true, force: true });
+    if (!/^[a-z0-9]{15}$/.test(recordId) || !/^[a-z0-9_]{1,30}$/.test(collectionId)) return;
+    await this.blobs.deletePrefix(`${collectionId}/${recordId}/`);
   }
 
   /** Deletes every file of a collection. */
   async removeCollection(collectionId: string): Promise<void> {
     if (!/^[a-z0-9_]{1,30}$/.test(collectionId)) return;
-    await rm(join(this.root, collectionId), { recursive: true, force: true });
+    await this.blobs.deletePrefix(`${collectionId}/`);
+  }
+
+  /** Size and validator of a stored file, or null when absent. */
+  stat(key: string): Promise<BlobInfo | null> {
+    return this.blobs.stat(key);
+  }
+
+  /** A whole stored file. */
+  readAll(key: string): Promise<Buffer> {
+    return this.blobs.readAll(key);
+  }
+
+  /** Bytes `start`..`end` (inclusive) of a stored file, streamed. */
+  read(key: string, start: number, end: number): AsyncIterable<Buffer> {
+    return this.blobs.read(key, start, end);
   }
 
   /** Reads up to `n` bytes from the start of a stored file. */
-  async head(path: string, n = SNIFF_BYTES): Promise<Buffer> {
-    const fh = await open(path, 'r');
-    try {
-      const buf = Buffer.alloc(n);
-      const { bytesRead } = await fh.read(buf, 0, n, 0);
-      return buf.subarray(0, bytesRead);
-    } finally {
-      await fh.close();
-    }
+  async head(key: string, n = SNIFF_BYTES): Promise<Buffer> {
+    if (this.blobs instanceof LocalBlobStore) return this.blobs.head(key, n);
+    const chunks: Buffer[] = [];
+    for await (const c of this.blobs.read(key, 0, n - 1)) chunks.push(c);
+    return Buffer.concat(chunks);
   }
 
   /** Marks a record as having a write in flight (sweeps leave its files alone) until `done()`. */
@@ -174,13 +176,12 @@ export class FileStorage {
    * @returns the number of files and folders deleted
    */
   async sweep(collectionId: string, referenced: (ids: string[]) => Promise<Map<string, Set<string>>>): Promise<number> {
-    const dir = join(this.root, collectionId);
-    const ids = (await readdir(dir).catch(() => [] as string[])).filter((d) => /^[a-z0-9]{15}$/.test(d));
+    const ids = (await this.blobs.listDirs(`${collectionId}/`)).filter((d) => /^[a-z0-9]{15}$/.test(d));
     let removed = 0;
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const onDisk = new Map<string, string[]>();
-      for (const id of chunk) onDisk.set(id, await readdir(this.recordDir(collectionId, id)).catch(() => [] as string[]));
+      for (const id of chunk) onDisk.set(id, await this.blobs.listFiles(`${collectionId}/${id}/`));
       const gen = this.gen.get(collectionId) ?? 0;
       const busy = (id: string) => this.pending.has(`${collectionId}/${id}`) || (this.gen.get(collectionId) ?? 0) !== gen;
       if (chunk.some(busy)) continue;

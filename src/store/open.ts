@@ -19,6 +19,8 @@ import { prepareFullText } from '../records/search.js';
 import { loadTokenSecret } from '../auth/auth-service.js';
 import { installFieldCipher, loadEncryptionKey } from '../records/encryption.js';
 import { FileStorage, storageRoot } from '../files/files.js';
+import { LocalBlobStore, type BlobStore } from '../files/blob-store.js';
+import { openS3BlobStore } from '../files/s3-blob-store.js';
 import { RecordFiles } from '../files/record-files.js';
 
 /** An open data directory. */
@@ -64,5 +66,12 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
     await close();
     throw err;
   }
-  return { dbPath, secret, store, files: new RecordFiles(new FileStorage(storageRoot(config.dataDir)), store), close };
+  let blobs: BlobStore;
+  try {
+    blobs = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { dbPath, secret, store, files: new RecordFiles(new FileStorage(blobs), store), close };
 }
