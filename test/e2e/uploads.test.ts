@@ -515,3 +515,30 @@ test('events: a commit sends the normal realtime update with the new file name',
     ws.close();
   }
 });
+
+test('rule 4: after a restart, in-memory sessions are gone (404) while the credential still works', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-uploads-ram-'));
+  try {
+    let s = await startSvc({ dataDir: dir, args: ['--features=resumable-uploads'] });
+    await createUsers(s, 'users');
+    const u = await signup(s, 'users', 'r@example.com', 'r-password');
+    await s.createCollection({ name: 'docs', type: 'base', listRule: '@public', viewRule: '@public', createRule: '@public', updateRule: '@request.auth.id != ""', fields: [{ name: 'file', type: 'file' }] });
+    const doc = (await s.api('POST', '/api/collections/docs/records', { body: {} })).body.id;
+    const c = await create(doc, { field: 'file', filename: 'r.bin', length: 100 }, u, 'docs', s);
+    await sendAll(c.body.id, randomBytes(50), 64 * KIB, u, s);
+    assert.equal((await call('GET', `/api/uploads/${c.body.id}`, { token: u, server: s })).body.offset, 50);
+    await s.stop();
+    s = await startSvc({ dataDir: dir, args: ['--features=resumable-uploads'] });
+    try {
+      assertError(await call('GET', `/api/uploads/${c.body.id}`, { token: u, server: s }), 404);
+      assert.equal((await create(doc, { field: 'file', filename: 'r.bin', length: 100 }, u, 'docs', s)).status, 201, 'the same credential works');
+    } finally {
+      await s.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
