@@ -22,6 +22,7 @@ import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
 import { probeRoutes } from './api/probes.js';
 import { adminRoutes } from './api/admin.js';
+import { staticRoutes } from './api/static.js';
 import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
 import { authRoutes } from './api/auth.js';
@@ -179,6 +180,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         ],
       }),
     },
+    ...(config.publicDir ? staticRoutes(config.publicDir) : []), // --public: files at / (issue 22)
     { method: 'any', pattern: '/*', handler: () => errorReply(ApiError.notFound()) },
   ];
 

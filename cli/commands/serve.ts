@@ -26,11 +26,14 @@ export class ServeCommand extends SvcCommand {
     details: `
       Listens on 127.0.0.1:8090 and keeps its data in ./svc_data unless told otherwise. Every
       flag has an environment variable (SERVICE_HTTP, SERVICE_DATA_DIR, SERVICE_LOG_FORMAT,
-      SERVICE_LOG_LEVEL, SERVICE_LOG_REQUESTS, SERVICE_TRUST_PROXY, SERVICE_FEATURES); flags win.
+      SERVICE_LOG_LEVEL, SERVICE_LOG_REQUESTS, SERVICE_TRUST_PROXY, SERVICE_FEATURES, SERVICE_PUBLIC);
+      flags win. --public=DIR serves DIR's files at / (the API under /api/ and the admin UI under /_/
+      win).
     `,
     examples: [
       ['Serve with the defaults', '$0 serve'],
       ['Pick a free port and log JSON', '$0 serve --http=127.0.0.1:0 --log-format=json'],
+      ['Serve a static site beside the API', '$0 serve --public=./public'],
     ],
   });
 
@@ -46,6 +49,7 @@ export class ServeCommand extends SvcCommand {
   features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, fts5-off, dev-tools' });
   bodyLimit = Option.String('--body-limit', { description: 'Largest JSON request body in bytes (default 1048576); multipart uploads have their own limit' });
   bodyTimeout = Option.String('--body-timeout', { description: 'Seconds a request body may take to arrive (default 30)' });
+  publicDir = Option.String('--public', { description: 'Serve the files of this directory at / beside the API (index.html for a directory); or SERVICE_PUBLIC' });
   app = Option.String('--app', { description: 'An app module (ES module whose default export is defineApp(...)) to serve; or SERVICE_APP' });
 
   /** The flags in the shape loadServeConfig takes (long names without dashes). */
@@ -63,6 +67,7 @@ export class ServeCommand extends SvcCommand {
       features: this.features,
       'body-limit': this.bodyLimit,
       'body-timeout': this.bodyTimeout,
+      public: this.publicDir,
     };
   }
 

@@ -9,6 +9,7 @@
  * `trust-proxy`, `ignore-lock`, `features`.
  */
 import path from 'node:path';
+import { statSync } from 'node:fs';
 import type { LogFormat, LogLevel } from '../log/logger.js';
 import { ConfigError, type Flags, pick, parseBool, parseChoice, parseHostPort, parseInteger } from './parse.js';
 import { loadStorageConfig } from './storage-config.js';
@@ -88,6 +89,11 @@ export interface ServeConfig {
   slowQueryMs?: number;
   /** SERVICE_STORAGE=s3://…: stored files in an S3-compatible bucket (storage-config.ts); unset: `<dataDir>/storage` */
   storage?: S3Options;
+  /**
+   * `--public=DIR` / SERVICE_PUBLIC: absolute path of a directory whose files are served at `/`
+   * beside the API (src/api/static.ts); unset serves no static files.
+   */
+  publicDir?: string;
 }
 
 /**
@@ -305,5 +311,12 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   if (encryptionKey) config.encryptionKey = encryptionKey;
   const storage = loadStorageConfig(env);
   if (storage) config.storage = storage;
+  const publicDir = pick(flags, 'public', env, 'SERVICE_PUBLIC');
+  if (publicDir) {
+    if (publicDir.value.trim() === '') throw new ConfigError(publicDir.name, publicDir.value, 'a directory path');
+    config.publicDir = path.resolve(publicDir.value);
+    // checked here, before any data directory is opened or locked
+    if (!statSync(config.publicDir, { throwIfNoEntry: false })?.isDirectory()) throw new ConfigError(publicDir.name, publicDir.value, 'an existing directory');
+  }
   return config;
 }
