@@ -54,7 +54,9 @@ export function App() {
   if (boot.phase === 'loading') return <Loading label="Loading the admin UI…" />;
   if (boot.phase === 'failed') return <main class="signin"><div class="alert" role="alert">Cannot load the admin UI: {boot.message}</div></main>;
   if (!boot.user) {
-    return <SignIn notice={notice} onSignedIn={(user) => { setNotice(null); setBoot({ ...boot, user }); }} />;
+    // a stream left from before the sign-in (e.g. one the browser reopened without a cookie after the
+    // sign-out) would mix two authorizations on one realtime client (403): start from none
+    return <SignIn notice={notice} onSignedIn={(user) => { disconnect(); setNotice(null); setBoot({ ...boot, user }); }} />;
   }
   return (
     <SignedIn

@@ -66,8 +66,16 @@ async function sync(): Promise<void> {
   try {
     await api('POST', '/api/realtime', { json: { clientId, subscriptions: [...topics.keys()] } });
     setLive(true);
-  } catch {
+  } catch (err) {
     setLive(false);
+    // 403: the stream was opened under another authorization (the session changed): open a new
+    // one under the current cookie, keeping the topics
+    if ((err as { status?: number }).status === 403 && source) {
+      source.close();
+      source = null;
+      clientId = '';
+      connect();
+    }
   }
 }
 
@@ -113,8 +121,10 @@ export function subscribeRecords(collection: string, filter: string, handler: Ha
   };
 }
 
-/** Closes the stream (sign-out). */
+/** Closes the stream and forgets its topics (sign-out, and before a sign-in). */
 export function disconnect(): void {
+  if (syncTimer) clearTimeout(syncTimer);
+  syncTimer = null;
   source?.close();
   source = null;
   clientId = '';
