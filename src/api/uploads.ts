@@ -72,7 +72,7 @@ export function uploadRoutes(ctx: ApiContext, uploads: UploadStore, maxChunkBody
     const body = raw as Record<string, unknown>;
     const errors: Record<string, { code: string; message: string }> = {};
     for (const k of Object.keys(body)) {
-      if (!['field', 'filename', 'length', 'mimetype'].includes(k)) errors[k] = { code: 'validation_unknown', message: 'Not an upload field; an upload carries no record edits.' };
+      if (!['field', 'filename', 'length', 'mimetype'].includes(k)) errors[k] = { code: 'validation_value', message: 'Not an upload field; an upload carries no record edits.' };
     }
     const field = typeof body.field === 'string' ? c.fields.find((f) => f.name === body.field) : undefined;
     if (typeof body.field !== 'string' || !body.field) errors.field = { code: 'validation_required', message: 'The name of a file field is required.' };

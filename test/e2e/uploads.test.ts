@@ -178,7 +178,7 @@ test('rule 1: create preauthorizes against the record (update rule, empty propos
   assertError(await create(doc, { field: 'nope' }, bob), 404);
   const edit = await create(doc, { field: 'file', filename: 'x.bin', length: 10, title: 'changed' });
   assertError(edit , 400);
-  assert.equal(edit.body.data.title.code, 'validation_unknown');
+  assert.equal(edit.body.data.title.code, 'validation_value');
 });
 
 test('create validation: 400 for bad metadata or past the upload budget, 413 above maxSize without using a slot', async () => {
