@@ -63,6 +63,9 @@ export function App() {
       meta={boot.meta}
       user={boot.user}
       onSignOut={async () => {
+        // the stream goes first: the logout ends the session's streams, and a browser that
+        // reopened one without the cookie would subscribe anonymously (403 on locked collections)
+        disconnect();
         await signOut();
         signedOut('You are signed out.');
       }}
