@@ -23,6 +23,7 @@ import { RssSampler, settle } from './lib/rss.js';
 import { summariseProfiles } from './lib/profile.js';
 import { evaluateTargets, renderMarkdown, type RunResult } from './lib/report.js';
 import { runMicro } from './micro.js';
+import { loadCities, type CitiesData } from './lib/cities.js';
 
 const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
@@ -72,6 +73,13 @@ async function main(): Promise<number> {
   const stopAll = async (): Promise<void> => void (await Promise.allSettled([hello?.stop(), fastify?.stop(), svc?.stop()]));
   process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
   try {
+    // the cities of the list scenarios (10) go straight into the file before the server starts
+    let cities: CitiesData | undefined;
+    if (!process.env.BENCH_SKIP_CITIES) {
+      const tc = performance.now();
+      cities = await loadCities(dataDir, email, password, QUICK ? 20_000 : undefined, cliPath);
+      log(`loaded ${cities.cities} cities of ${cities.countries.length} countries (${((performance.now() - tc) / 1000).toFixed(1)} s)`);
+    }
     svc = await startSvc({ dataDir, email, password, env, cliPath });
     const rss = new RssSampler(svc.proc.child.pid!);
     const su = new SvcClient(svc.url);
@@ -111,6 +119,7 @@ async function main(): Promise<number> {
     const ctx: sc.ScenarioContext = {
       svcUrl: svc.url, fastifyUrl, connections: settings.connections, sets: SETS,
       user: { index: USER_INDEX, id: seed.userId(USER_INDEX), token }, ownPostId: seed.postId('a', own), writeCollection: WRITE_COLLECTION,
+      ...(cities ? { cities: { codes: cities.countries.map((x) => x.code), rows: cities.cities } } : {}),
     };
     const conns = settings.connections;
     const withConns = (l: sc.Scenario['load']): sc.Scenario['load'] => ({ connections: conns, ...l });
@@ -191,6 +200,8 @@ async function main(): Promise<number> {
     }
     else log('HTTP engine (9): skipped (BENCH_SKIP_ENGINE)');
     for (const info of Object.values(SETS)) await group(`list 20 (3), ${sc.sizeLabel(info.rows)}`, lists.filter((l) => l.key.endsWith(`-${sc.sizeLabel(info.rows)}`)));
+    const cityLists = sc.cityScenarios(ctx);
+    if (cityLists.length) await group('lists over the cities (10)', cityLists);
     await group('owner rules: get by id (2), list under a rule (4)', [s2!, ...sc.ruleListScenarios(ctx)]);
     await group('mixed (6)', [sc.mixedScenario(ctx)]);
     const phc = String((db.prepare('SELECT passwordHash FROM users WHERE id = ?').raw(true).get([seed.userId(USER_INDEX)]) as unknown[])[0]);
@@ -256,7 +267,7 @@ async function main(): Promise<number> {
         node: process.version, platform: `${process.platform}-${process.arch}`, wrk: wrkVersion(),
       },
       server,
-      settings: { ...settings, users: USERS, rows: Object.values(SETS).map((s) => s.rows) },
+      settings: { ...settings, users: USERS, rows: Object.values(SETS).map((s) => s.rows), ...(cities ? { cities: cities.cities } : {}) },
       loadAvg: { start: loadStart, end: loadavg() },
       ceiling, series, seeding,
       scenarios: scenarios.map(({ key, number, label, kind, fastify: f }) => ({ key, number, label, kind, fastify: f })),
@@ -321,7 +332,7 @@ async function main(): Promise<number> {
 
 /** Every scenario that can be re-run by key (delete needs its id lists, so it is left out). */
 function allScenarios(ctx: sc.ScenarioContext): sc.Scenario[] {
-  return [...sc.getByIdScenarios(ctx), ...sc.listScenarios(ctx), ...sc.ruleListScenarios(ctx), sc.mixedScenario(ctx), ...sc.authScenarios(ctx), ...sc.createScenarios(ctx)];
+  return [...sc.getByIdScenarios(ctx), ...sc.listScenarios(ctx), ...sc.cityScenarios(ctx), ...sc.ruleListScenarios(ctx), sc.mixedScenario(ctx), ...sc.authScenarios(ctx), ...sc.createScenarios(ctx)];
 }
 
 async function buildInfo(dist: string): Promise<{ commit: string; build: string }> {

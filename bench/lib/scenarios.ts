@@ -33,6 +33,8 @@ export interface ScenarioContext {
   ownPostId: string;
   /** collection that takes creates and deletes */
   writeCollection: string;
+  /** the cities data (bench/lib/cities.ts), when loaded: country codes and rows */
+  cities?: { codes: string[]; rows: number };
 }
 
 /** One svc scenario. */
@@ -108,6 +110,35 @@ export function ruleListScenarios(ctx: ScenarioContext): Scenario[] {
       load: { url: `${records(ctx, info.collection)}?page=1&perPage=20`, headers: bearer(ctx) }, fastify: `f-list-${size}`,
     }];
   });
+}
+
+/** Population thresholds the relation-filter series draws from (below most cities to above all but a few hundred). */
+export const CITY_THRESHOLDS = [0, 1000, 1500, 5000, 10000, 50000, 100000, 500000];
+
+/**
+ * Lists over the 135,233 cities (10, issue 23), every query string new (bench/wrk/cities-lists.lua,
+ * distinct-query.lua), so the page cache never answers: a relation filter with an indexed sort
+ * and totals (a random country of the 246 and a random threshold a request), a random offset
+ * page up to the last (sorted by name, totals), and the plain list 20 with skipTotal.
+ */
+export function cityScenarios(ctx: ScenarioContext): Scenario[] {
+  if (!ctx.cities) return [];
+  const url = records(ctx, 'cities');
+  const lastPage = Math.floor(ctx.cities.rows / 20);
+  return [
+    {
+      key: 's10-relation', number: 10, label: "cities: filter country.code = <random> && population > <random>, sort -population, totals, page cache bypassed", kind: 'read', rules: {},
+      load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['relation', ctx.cities.codes.join(','), CITY_THRESHOLDS.join(',')] },
+    },
+    {
+      key: 's10-deep', number: 10, label: `cities: sort=name&page=<random 1..${lastPage}>, totals, page cache bypassed`, kind: 'read', rules: {},
+      load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['deep', String(lastPage)] },
+    },
+    {
+      key: 's10-nocache', number: 10, label: 'cities: list 20, skipTotal, page cache bypassed', kind: 'read', rules: {},
+      load: { url: `${url}?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') },
+    },
+  ];
 }
 
 /** Mixed (6): the list of scenario 3 (with totals, largest set) while a second load updates posts of that set. */

@@ -206,11 +206,12 @@ export class SvcClient {
 
 /**
  * Starts `svc serve` on an existing data directory (warn-level logs, `extraArgs` appended) and
- * waits until /api/health answers. For benchmarks that prepare the database file themselves.
+ * waits until /api/health answers (`cliPath`: another CLI entry, e.g. a snapshot of dist). For
+ * benchmarks that prepare the database file themselves.
  */
-export async function serveDataDir(dataDir: string, extraArgs: string[] = []): Promise<{ url: string; proc: ManagedProcess }> {
+export async function serveDataDir(dataDir: string, extraArgs: string[] = [], cliPath?: string): Promise<{ url: string; proc: ManagedProcess }> {
   const port = await freePort();
-  const proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, { extra: extraArgs }), { cwd: REPO_ROOT });
+  const proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, { extra: extraArgs, cliPath }), { cwd: REPO_ROOT });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/api/health`, proc);
   return { url, proc };

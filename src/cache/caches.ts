@@ -11,17 +11,52 @@
  * | listRows     | records as list pages render them (json_object)               | 8 MiB                   | a change of the record          |
  * | authRecords  | callers' whole auth records (never `_superusers`)             | 20,000 entries          | a change of the record          |
  * | pages        | rendered offset-mode list pages                               | 512 pages, 8 MiB        | any commit (page-cache.ts)      |
- * | counts       | COUNT(*) of a list scope                                      | 1,000 entries           | a create/delete (unfiltered); any change of the collection (filtered); any commit (relation paths) |
+ * | counts       | COUNT(*) of a list scope; rows matching a relation semi-join  | 4,000 entries           | a create/delete (unfiltered); any change of the collection (filtered); any commit (relation paths) |
+ * | walks        | offset-walk checkpoints of a scope and one-column sort        | 256 walks               | as counts                       |
  *
  * Compiled statements, rules, filters and serializers are memoized beside their compilers and
  * key on the schema version, which every schema change bumps.
  */
 import type { ChangeBatch, ChangeFeed } from '../store/change-feed.js';
+import type { SqlValue } from '../store/bind.js';
 import { AuthRecordCache, RecordCache } from './record-cache.js';
 import { PageCache } from './page-cache.js';
 
-/** Counts cached at most (all forgotten at once past it). */
-export const COUNT_CACHE_MAX = 1000;
+/**
+ * Counts cached at most (all forgotten at once past it). A list over a relation filter keeps two
+ * (its count, and the count deciding its plan: records-list.ts), so a few thousand distinct
+ * filters of a read-mostly workload stay counted; an entry is its SQL text and values, well
+ * under 1 KB.
+ */
+export const COUNT_CACHE_MAX = 4000;
+/** Offset walks kept at most (all forgotten at once past it). */
+export const WALK_CACHE_MAX = 256;
+
+/**
+ * The checkpoints of an offset walk (records-list.ts, walkFrom): the sort value and rowid of
+ * every WALK_STEP-th row of one scope in page order, found so far; `end` when no more exist;
+ * `pending` while a request is finding more.
+ */
+export interface OffsetWalk {
+  points: Array<{ value: SqlValue; rowid: SqlValue }>;
+  end: boolean;
+  pending: Promise<void> | null;
+}
+
+/** Offset walks keyed by scope and sort, each valid for one generation string (like counts). */
+export class WalkCache {
+  private entries = new Map<string, { gen: string; walk: OffsetWalk }>();
+
+  get(key: string, gen: string): OffsetWalk | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.gen === gen ? hit.walk : undefined;
+  }
+
+  set(key: string, gen: string, walk: OffsetWalk): void {
+    if (this.entries.size >= WALK_CACHE_MAX) this.entries.clear();
+    this.entries.set(key, { gen, walk });
+  }
+}
 
 /** COUNT(*) results keyed by scope, each valid for one generation string. */
 export class CountCache {
@@ -46,6 +81,8 @@ export class Caches {
   readonly authRecords = new AuthRecordCache();
   readonly pages = new PageCache();
   readonly counts = new CountCache();
+  /** checkpoints of deep offset pages, valid like counts (records-list.ts, walkFrom) */
+  readonly walks = new WalkCache();
   /*
    * Two write generations per collection key the counts: `rows` moves when rows may have been
    * added or removed, `values` when existing rows changed. A count without a WHERE clause depends

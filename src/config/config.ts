@@ -164,11 +164,18 @@ export interface PaginationConfig {
   cursorToken: 'stateless' | 'signed' | 'stateful';
   /** SERVICE_CURSOR_TTL: seconds a stateful cursor lives (default 600). */
   cursorTtlS: number;
+  /**
+   * SERVICE_LIST_TIME_BUDGET_MS (default 5000, 0 = none): the longest a list's query may run on
+   * the reader pool; past it the worker is stopped and the list answers 503 `overloaded`
+   * (src/records/records-list.ts, issue 23).
+   */
+  listTimeBudgetMs: number;
 }
 
 /**
  * SERVICE_PAGINATION_OFFSET, SERVICE_PAGINATION_CURSOR (booleans, default true),
- * SERVICE_CURSOR_TOKEN (stateless | signed | stateful), SERVICE_CURSOR_TTL (seconds, 1..86400).
+ * SERVICE_CURSOR_TOKEN (stateless | signed | stateful), SERVICE_CURSOR_TTL (seconds, 1..86400),
+ * SERVICE_LIST_TIME_BUDGET_MS (milliseconds, 0..3600000, 0 = no budget).
  * @throws ConfigError on a bad value, or when both paging modes are off (the spec's build error)
  */
 export function loadPagination(env: NodeJS.ProcessEnv): PaginationConfig {
@@ -176,6 +183,7 @@ export function loadPagination(env: NodeJS.ProcessEnv): PaginationConfig {
   const cur = pick({}, null, env, 'SERVICE_PAGINATION_CURSOR');
   const tok = pick({}, null, env, 'SERVICE_CURSOR_TOKEN');
   const ttl = pick({}, null, env, 'SERVICE_CURSOR_TTL');
+  const budget = pick({}, null, env, 'SERVICE_LIST_TIME_BUDGET_MS');
   const offset = off ? parseBool(off) : true;
   const cursor = cur ? parseBool(cur) : true;
   if (!offset && !cursor) {
@@ -186,6 +194,7 @@ export function loadPagination(env: NodeJS.ProcessEnv): PaginationConfig {
     cursor,
     cursorToken: tok ? parseChoice(tok, ['stateless', 'signed', 'stateful'] as const) : 'stateless',
     cursorTtlS: ttl ? parseInteger(ttl, 1, 86_400) : 600,
+    listTimeBudgetMs: budget ? parseInteger(budget, 0, 3_600_000) : 5000,
   };
 }
 

@@ -7,7 +7,13 @@
  * selects cursor mode, as does a server with offset paging off. Offset mode orders by the vector
  * distance, then `sort`, then search relevance. Cursor mode orders by `sort` + `id` and resumes
  * from the boundary values a token carries (cursor.ts, keyset.ts). Searches and vector queries
- * run on the reader pool; other pages where the query plan says they are cheapest.
+ * run on the reader pool; other pages where the query plan says they are cheapest, within the
+ * list time budget (SERVICE_LIST_TIME_BUDGET_MS: 503 `overloaded` past it).
+ *
+ * Issue 23 (ARCHITECTURE.md, "A read"): a filter's relation semi-joins are counted to choose
+ * which side drives a sorted page (driverRows, driveOrder); counts are cached per
+ * compiled scope until the next write; deep offset pages of a one-column sort seek from
+ * checkpoints of an offset walk (walkFrom) instead of skipping every row before them.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { SqlValue } from '../store/bind.js';
@@ -22,9 +28,11 @@ import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import type { ListQuery } from './list-query.js';
 import {
-  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, SEARCH_RANK, VECTOR_ORDER, boundarySql, countSql, fromRecords, hasRandomOrder, keysetPageSql, nearestByIndexSql,
-  offsetPageSql, pageAggregateSql, pageIdsSql, renderByIdsSql, vectorDistanceColumn,
+  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, SEARCH_RANK, VECTOR_ORDER, boundarySql, boundedCountSql, countSql, fromRecords, hasRandomOrder, keysetPageSql, nearestByIndexSql,
+  offsetPageSql, pageAggregateSql, pageIdsSql, renderByIdsSql, hasNullSql, unindexedOrder, vectorDistanceColumn, walkAfter, walkOrder, walkStepSql,
 } from '../store/sqlite/list-sql.js';
+import { ReadBudgetExceeded } from '../store/sqlite/reader.js';
+import type { OffsetWalk } from '../cache/caches.js';
 import type { ReadShape } from './records-read.js';
 import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from '../store/sqlite/keyset.js';
 import type { SlowQueryLog } from '../ops/slow-queries.js';
@@ -43,6 +51,11 @@ export interface ListConfig {
   tokens: CursorCodec;
   /** the slow-query log (SERVICE_SLOW_QUERY_MS, src/ops/slow-queries.ts); absent when off */
   slowQueries?: SlowQueryLog | null;
+  /**
+   * SERVICE_LIST_TIME_BUDGET_MS: the longest one query of a list may run on the reader pool
+   * (milliseconds; 0 or absent: no budget). Past it the list answers 503 `overloaded`.
+   */
+  timeBudgetMs?: number;
 }
 
 /** The last page query a list ran, kept for the slow-query log (only when the log is on). */
@@ -67,7 +80,27 @@ interface Scope {
   vector: VectorPlan | null;
   /** where the page query is noted for the slow-query log, or null when it is off */
   trace: QueryTrace | null;
+  /** the filter's relation semi-joins, bound (CompiledExpr.drivers) */
+  drivers: Array<{ sql: string; params: SqlValue[] }>;
+  /** rows the most selective semi-join matches, when few enough to drive the plan (driverRows) */
+  driverRows: number | null;
 }
+
+/**
+ * Rows between two checkpoints of an offset walk (walkFrom): a page skips fewer than this many
+ * index entries (about 10 µs for 250); the walk keeps rows ÷ WALK_STEP checkpoints.
+ */
+export const WALK_STEP = 250;
+/** Checkpoints found in one event-loop turn before the walk yields to other requests. */
+const WALK_STEPS_PER_TURN = 64;
+/** The least bound of a semi-join's row count that lets it drive a page (driverRows). */
+const DRIVER_MIN_BOUND = 4096;
+/**
+ * Lists whose filter has a semi-join matching at most this many rows run all their queries on
+ * the main thread: each reads at most that many rows (well under a millisecond), less than a
+ * round trip to the reader pool and its queueing costs.
+ */
+const SMALL_SCOPE_ROWS = 2000;
 
 /** Deepest offset page end (page × perPage) answered from a vector index; deeper pages scan exactly. */
 export const VECTOR_INDEX_MAX_K = 5000;
@@ -104,9 +137,12 @@ export class RecordLister {
     const where = new Where();
     where.addRule(check);
     const filterText = qs.filter;
+    const drivers: Scope['drivers'] = [];
     if (filterText) {
       const compiled = this.compileFilter(c, filterText, principal);
-      where.add(compiled.sql, bindParams(compiled, { auth: principal?.record ?? null, data: null, method: 'GET', account: principal?.account }));
+      const ctx = { auth: principal?.record ?? null, data: null, method: 'GET', account: principal?.account };
+      where.add(compiled.sql, bindParams(compiled, ctx));
+      for (const d of compiled.drivers) drivers.push({ sql: d.sql, params: bindParams({ ...compiled, params: d.params }, ctx) });
     }
     where.addTtl(c);
     const search = searchPlan(c, qs.search, this.cfg.fts);
@@ -118,7 +154,8 @@ export class RecordLister {
     const vsrc = qs.vector;
     if (vsrc && !this.cfg.vector) throw ApiError.badRequest('Vector search is not available on this server (feature vector).');
     const vector = vsrc ? parseVector(vsrc, c) : null;
-    const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector, trace };
+    const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector, trace, drivers, driverRows: null };
+    scope.driverRows = this.driverRows(scope);
     if (cursorMode) return this.cursorPage(scope, qs);
     if (c.options.ttl_field || /@random/i.test(qs.sort ?? '')) return this.offsetPage(scope, qs);
     // rendered pages last until the next commit (page-cache.ts)
@@ -165,17 +202,81 @@ export class RecordLister {
     return hit;
   }
 
-  /** Runs a page query: searches and vector queries on the reader pool, others where cheapest. */
+  /**
+   * Runs a page query: searches and vector queries on the reader pool, others where cheapest;
+   * on the pool within the time budget.
+   * @throws ApiError 503 `overloaded` past the budget (overBudget)
+   */
   private async run(s: Scope, sql: string, params: SqlValue[], visits = 0): Promise<unknown[][]> {
     const reader = this.store.reader;
+    const budget = this.cfg.timeBudgetMs ?? 0;
     if (s.trace) { s.trace.sql = sql; s.trace.params = params; }
-    if (!s.search && !s.vector) return reader.allAuto(sql, params, visits);
     try {
-      return await reader.allOffThread(sql, params);
+      if (!s.search && !s.vector) return await reader.allAuto(sql, params, visits, budget);
+      return await reader.allOffThread(sql, params, budget);
     } catch (err) {
-      const mapped = s.vector && vectorFailure(err, s.vector);
+      const mapped = (s.vector && vectorFailure(err, s.vector)) || overBudget(err);
       throw mapped || err;
     }
+  }
+
+  /**
+   * How many rows the filter's most selective relation semi-join matches (`country.code = 'TV'`
+   * matches the cities of one country), counted through the column's index up to a bound (an
+   * eighth of the table, at least DRIVER_MIN_BOUND; the bound itself when there are more), or
+   * null when the filter has no semi-join over an indexed column (an unindexed one cannot drive
+   * a plan, and counting it could scan the table). Cached like counts, until the next commit.
+   * Every query of the list can then read its rows through that index, so this many rows bounds
+   * their cost (driveOrder; SMALL_SCOPE_ROWS).
+   */
+  private driverRows(s: Scope): number | null {
+    if (!s.drivers.length || s.search || s.vector) return null;
+    const reader = this.store.reader;
+    const bound = Math.max(DRIVER_MIN_BOUND, Math.ceil(this.tableRows(s.c) / 8));
+    let best: number | null = null;
+    for (const d of s.drivers) {
+      const sql = boundedCountSql(s.c.name, d.sql);
+      const params = [...d.params, bound];
+      if (!reader.plan(sql, params).some((row) => /^SEARCH r USING (COVERING )?INDEX/.test(row))) continue;
+      const key = `drv\u0000${sql}\u0000${params.map(String).join('\u0001')}`;
+      const gen = `${this.store.caches.generation(s.c.id, true)}:${this.store.writer.commits}`;
+      let n = this.store.caches.counts.get(key, gen);
+      if (n === undefined) {
+        n = Number(reader.get(sql, params)?.[0] ?? 0);
+        this.store.caches.counts.set(key, gen, n);
+      }
+      if (best === null || n < best) best = n;
+    }
+    return best === null || best >= bound ? null : best;
+  }
+
+  /**
+   * The ORDER BY of a sorted page whose filter joins related rows, chosen by the data. SQLite's
+   * statistics give the average number of rows per related id, not per value, so alone it plans
+   * every such page the same way: with `sqlite_stat1`, by walking the sort index and testing each
+   * row against the semi-join, which finds a page of a country with many large cities at once and
+   * walks the whole index (135k rows, 150-200 ms) for a country with few. When a semi-join
+   * matches under the bound of driverRows, the sort terms are made unindexable (`+term`), so the
+   * plan reads those rows through the column's index and sorts them: its cost is bounded by their
+   * number, where the walk's depends on where they lie in the sort order (measured over all 246
+   * countries × 8 population thresholds of the cities: 0.15 ms a page on average driven this way,
+   * 0.13 ms choosing the cheaper plan of each pair in hindsight, 0.33 ms walking whenever the
+   * semi-join matched more than √(20 × rows) cities, 49 ms always walking).
+   */
+  private driveOrder(s: Scope, order: string[]): string[] {
+    return order.length && s.driverRows !== null ? order.map(unindexedOrder) : order;
+  }
+
+  /** Rows of a collection's table (an unfiltered COUNT(*), cached until a create or delete). */
+  private tableRows(c: Collection): number {
+    const sql = countSql(fromRecords(c.name), '');
+    const gen = this.store.caches.generation(c.id, false);
+    let n = this.store.caches.counts.get(sql, gen);
+    if (n === undefined) {
+      n = Number(this.store.reader.get(sql, [])?.[0] ?? 0);
+      this.store.caches.counts.set(sql, gen, n);
+    }
+    return n;
   }
 
   private records(s: Scope, rows: unknown[][]): Record<string, unknown>[] {
@@ -200,7 +301,10 @@ export class RecordLister {
       order.push(...VECTOR_ORDER);
     }
     const sortSrc = qs.sort;
-    if (sortSrc && sortSrc.trim()) order.push(compileSort(sortSrc, s.c, this.store.registry, 'r', !!s.principal?.superuser));
+    if (sortSrc && sortSrc.trim()) {
+      const sort = compileSort(sortSrc, s.c, this.store.registry, 'r', !!s.principal?.superuser);
+      order.push(...this.driveOrder(s, [sort]));
+    }
     if (s.search) order.push(SEARCH_RANK);
     if (s.vector) order.push(ID_ORDER);
     // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite, the whole
@@ -210,11 +314,22 @@ export class RecordLister {
     const rendered = plain ? s.codec.jsonSql : null;
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
+    // the page may fail first (e.g. over the time budget); its count's failure is then not reported twice
+    countPromise?.catch(() => undefined);
     if (rendered) {
       // (no vector in a plain page, so `params` are the WHERE values, LIMIT and OFFSET)
-      let items = s.c.type === 'base' ? this.pageFromRowCache(s, order, rendered, params, page * perPage) : null;
+      const walk = (page - 1) * perPage >= WALK_STEP ? await this.walkFrom(s, order, (page - 1) * perPage) : null;
+      const where = walk?.where ?? s.where;
+      const pageParams = walk ? [...walk.where.params, perPage, walk.offset] : params;
+      const visits = walk ? walk.offset + perPage : page * perPage;
+      const small = isSmall(s);
+      let items: string | null = null;
+      if (walk?.bounded || (small && s.c.type !== 'base')) {
+        // a deep page's rows are seldom cached: rendered by one query over the page's rowids
+        items = (this.store.reader.get(pageAggregateSql(s.c.name, s.from, where.sql(), order, rendered, ITEM_SEPARATOR), pageParams)?.[0] as string | null | undefined) ?? '';
+      } else if (s.c.type === 'base') items = this.pageFromRowCache(s, where, order, rendered, pageParams, visits, small);
       if (items === null) {
-        const rows = await this.run(s, pageAggregateSql(s.c.name, s.from, s.where.sql(), order, rendered, ITEM_SEPARATOR), params, page * perPage);
+        const rows = await this.run(s, pageAggregateSql(s.c.name, s.from, where.sql(), order, rendered, ITEM_SEPARATOR), pageParams, visits);
         items = (rows[0]?.[0] as string | null | undefined) ?? '';
       }
       const head = `{"page":${page},"perPage":${perPage}`;
@@ -246,13 +361,14 @@ export class RecordLister {
    * the entries; every write to a record drops its entry (the change feed, Caches). Everything runs synchronously in one event-loop turn, inside one read snapshot, so
    * the ids, the cache and the rendered rows agree.
    */
-  private pageFromRowCache(s: Scope, order: string[], rendered: string, params: SqlValue[], visits: number): string | null {
+  private pageFromRowCache(s: Scope, where: Where, order: string[], rendered: string, params: SqlValue[], visits: number, bounded: boolean): string | null {
     const reader = this.store.reader;
-    const sql = pageIdsSql(s.from, s.where.sql(), order);
-    if (reader.isExpensive(sql, params, visits)) return null;
+    const sql = pageIdsSql(s.from, where.sql(), order);
+    // `bounded`: a walk's page in an unfiltered scope reads at most WALK_STEP + perPage index entries
+    if (!bounded && reader.isExpensive(sql, params, visits)) return null;
     // The page's ids as one string: one row crossing into JavaScript instead of one array per id
     // (measured with libsql 0.5.29, 20 ids: 4.7 µs against 16 µs; 10 µs with a sort).
-    const idsSql = pageAggregateSql(s.c.name, s.from, s.where.sql(), order, ID_ORDER, ID_SEPARATOR);
+    const idsSql = pageAggregateSql(s.c.name, s.from, where.sql(), order, ID_ORDER, ID_SEPARATOR);
     if (s.trace) { s.trace.sql = idsSql; s.trace.params = params; }
     const text = reader.get(idsSql, params)?.[0] as string | null | undefined;
     const ids = text ? text.split('\u001f') : [];
@@ -321,6 +437,7 @@ export class RecordLister {
     const from = state ? await this.boundaryValues(s, keys, state) : null;
     const none = !!s.search && !s.search.match; // the search reduced to nothing: no rows
     const countPromise = skipTotal ? null : none ? Promise.resolve(0) : this.count(s);
+    countPromise?.catch(() => undefined);
     const idAt = keys.findIndex((k) => k.sql === ID_ORDER);
     const boundary = (row: unknown[]): Boundary => {
       const values = row.slice(s.codec.width, s.codec.width + keys.length) as KeyValue[];
@@ -402,27 +519,132 @@ export class RecordLister {
     return out;
   }
 
-  /** COUNT(*) of the scope on the reader pool, cached until the collection's next write. */
+  /**
+   * COUNT(*) of the scope, cached per (collection, compiled WHERE, bound values) until the
+   * collection's next write (any commit when the scope reads other collections); filtered counts
+   * on the reader pool within the time budget.
+   * @throws ApiError 503 `overloaded` past the budget
+   */
   private async count(s: Scope): Promise<number> {
     const sql = countSql(s.from, s.where.sql());
     const params = s.where.params;
     if (s.trace && !s.trace.sql) { s.trace.sql = sql; s.trace.params = params; }
     const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
     const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
-    // A relation path reads other collections too: such a count lasts one commit.
-    const crosses = filtered && sql.includes('EXISTS (');
-    const generation = () => this.store.caches.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
-    const gen = generation();
+    const gen = this.scopeGeneration(s);
     const hit = this.store.caches.counts.get(key, gen);
     if (hit !== undefined) return hit;
     // An unfiltered COUNT(*) is cheap for SQLite (it counts b-tree cells of the smallest index);
     // anything else may walk the table and goes to the reader pool.
-    const rows = filtered ? await this.store.reader.allOffThread(sql, params) : this.store.reader.all(sql, params);
+    let rows: unknown[][];
+    try {
+      rows = filtered && !isSmall(s) ? await this.store.reader.allOffThread(sql, params, this.cfg.timeBudgetMs ?? 0) : this.store.reader.all(sql, params);
+    } catch (err) {
+      throw overBudget(err) || err;
+    }
     const count = Number(rows[0]?.[0] ?? 0);
     // kept only when no write landed while it was counted; never for expiring rows
-    if (!s.c.options.ttl_field && generation() === gen) this.store.caches.counts.set(key, gen, count);
+    if (!s.c.options.ttl_field && this.scopeGeneration(s) === gen) this.store.caches.counts.set(key, gen, count);
     return count;
   }
+
+  /**
+   * What a result over the scope stays valid for: the collection's write generation (rows added
+   * or removed only, when unfiltered), and the commit count when the WHERE reads other
+   * collections (relation semi-joins, EXISTS), whose writes the collection's generation misses.
+   */
+  private scopeGeneration(s: Scope): string {
+    const filtered = s.where.parts.length > 0 || s.from.includes(' JOIN ');
+    const sql = s.where.sql();
+    const crosses = filtered && (sql.includes('EXISTS (') || sql.includes(' IN (SELECT '));
+    return this.store.caches.generation(s.c.id, filtered) + (crosses ? `:${this.store.writer.commits}` : '');
+  }
+
+  /**
+   * An offset walk (issue 23): deep offset pages of a one-column sort without reading every
+   * skipped row. Checkpoints — the sort key and rowid of every WALK_STEP-th row of the scope in
+   * page order — are found once, each by a query that skips WALK_STEP rows from the one before
+   * (an index range when the sort column is indexed), and kept with the scope's count until
+   * the next write to the collection (Caches.walks); a page at `offset` then starts after the
+   * nearest checkpoint before it and skips fewer than WALK_STEP rows. Returns the page's WHERE
+   * (the scope's plus "after the checkpoint") and offset, or null when the sort is not one
+   * column, the page lies before the first checkpoint, or the rows there have no sort value.
+   * `bounded`: the scope has no other condition, so the page reads at most WALK_STEP + perPage
+   * index entries and may run on the main thread whatever its plan says.
+   */
+  private async walkFrom(s: Scope, order: string[], offset: number): Promise<{ where: Where; offset: number; bounded: boolean } | null> {
+    const by = walkOrder(order);
+    if (!by || s.c.options.ttl_field) return null;
+    const key = `${s.c.id}\u0000${s.from}\u0000${s.where.sql()}\u0000${s.where.params.map(String).join('\u0001')}\u0000${order[0]}`;
+    const gen = this.scopeGeneration(s);
+    const walks = this.store.caches.walks;
+    let walk = walks.get(key, gen);
+    if (!walk) {
+      // only along an index (a step that sorts would cost a sort of the scope), and descending
+      // only without NULLs, which come last and which no row value can seek past
+      const step = walkStepSql(by.column, s.from, s.where.sql(), order);
+      const indexed = !this.store.reader.plan(step, [...s.where.params, 0]).some((d) => d.includes('TEMP B-TREE'));
+      const usable = indexed && !(by.desc && this.store.reader.get(hasNullSql(by.column, s.from, s.where.sql()), s.where.params));
+      walk = { points: [], end: !usable, pending: null };
+      walks.set(key, gen, walk);
+    }
+    // checkpoint i is the row at position (i + 1) × WALK_STEP - 1
+    const want = Math.floor(offset / WALK_STEP) - 1;
+    while (walk.points.length <= want && !walk.end) {
+      if (walk.pending) await walk.pending;
+      else {
+        walk.pending = this.extendWalk(s, walk, by, order, want, gen).finally(() => { walk!.pending = null; });
+        await walk.pending;
+      }
+      if (this.scopeGeneration(s) !== gen) return null; // a write landed meanwhile: plain offset
+    }
+    const i = Math.min(want, walk.points.length - 1);
+    if (i < 0) return null;
+    const point = walk.points[i];
+    const where = s.where.clone();
+    where.add(walkAfter(by.column, by.desc), [point.value, point.rowid]);
+    const rest = offset - (i + 1) * WALK_STEP;
+    return { where, offset: rest, bounded: rest < WALK_STEP && s.where.parts.length === 0 && s.from === fromRecords(s.c.name) };
+  }
+
+  /**
+   * Finds checkpoints of `walk` up to index `want` (see walkFrom), yielding to other requests
+   * every WALK_STEPS_PER_TURN steps; stops when a write to the scope landed meanwhile (`gen`).
+   */
+  private async extendWalk(s: Scope, walk: OffsetWalk, by: { column: string; desc: boolean }, order: string[], want: number, gen: string): Promise<void> {
+    let steps = 0;
+    while (walk.points.length <= want) {
+      if (++steps % WALK_STEPS_PER_TURN === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.scopeGeneration(s) !== gen) return;
+      }
+      const last = walk.points[walk.points.length - 1];
+      const where = s.where.clone();
+      if (last) where.add(walkAfter(by.column, by.desc), [last.value, last.rowid]);
+      const sql = walkStepSql(by.column, s.from, where.sql(), order);
+      const params = [...where.params, WALK_STEP - 1];
+      const unfiltered = s.where.parts.length === 0 && s.from === fromRecords(s.c.name);
+      const rows = unfiltered ? this.store.reader.all(sql, params) : await this.run(s, sql, params, WALK_STEP);
+      const row = rows[0];
+      // the end of the scope, or rows without a sort value (a row value cannot seek past them)
+      if (!row || row[0] === null) {
+        walk.end = true;
+        return;
+      }
+      walk.points.push({ value: row[0] as SqlValue, rowid: row[1] as SqlValue });
+    }
+  }
+}
+
+/** Whether every query of the list reads at most SMALL_SCOPE_ROWS rows (through a semi-join's index). */
+function isSmall(s: Scope): boolean {
+  return s.driverRows !== null && s.driverRows <= SMALL_SCOPE_ROWS;
+}
+
+/** ApiError 503 `overloaded` for a read stopped by the list time budget, else null. */
+function overBudget(err: unknown): ApiError | null {
+  if (!(err instanceof ReadBudgetExceeded)) return null;
+  return new ApiError(503, 'overloaded', `The list query ran longer than the server's time budget (${err.budgetMs} ms) and was stopped. Narrow the filter, sort by an indexed field, or page with a cursor.`);
 }
 
 /** Everything an offset page depends on besides the database: see page-cache.ts. */

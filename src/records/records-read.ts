@@ -45,17 +45,18 @@ const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1)
 export const DEFAULT_LIST_CONFIG: ListConfig = { offset: true, cursor: true, fts: true, vector: false, tokens: new CursorCodec('stateless', null, 600, null) };
 
 /**
- * The list configuration of a server: paging modes and cursor token kind (ServeConfig.pagination),
- * feature switches, the token secret (signed tokens) and the store (stateful tokens' table).
+ * The list configuration of a server: paging modes, cursor token kind and the list time budget
+ * (ServeConfig.pagination), feature switches, the token secret (signed tokens) and the store
+ * (stateful tokens' table).
  */
 export function listConfigFrom(
-  p: { offset: boolean; cursor: boolean; cursorToken: 'stateless' | 'signed' | 'stateful'; cursorTtlS: number },
+  p: { offset: boolean; cursor: boolean; cursorToken: 'stateless' | 'signed' | 'stateful'; cursorTtlS: number; listTimeBudgetMs?: number },
   features: { fts: boolean; vector: boolean },
   secret: Buffer,
   store: Store,
 ): ListConfig {
   const states = { get: (sql: string, params: SqlValue[]) => store.reader.get(sql, params), write: (steps: WriteStep[]) => store.writer.write(steps) };
-  return { offset: p.offset, cursor: p.cursor, ...features, tokens: new CursorCodec(p.cursorToken, secret, p.cursorTtlS, states) };
+  return { offset: p.offset, cursor: p.cursor, ...features, tokens: new CursorCodec(p.cursorToken, secret, p.cursorTtlS, states), timeBudgetMs: p.listTimeBudgetMs ?? 0 };
 }
 
 /**

@@ -15,6 +15,9 @@
  * - `P = null`: P holds no non-null value; `P != null`: it holds one.
  * `x in (…, null)` means `x in (…) || x = null`. A NULL compared with `=`, `<`, `~`, … is false,
  * so an absent `@request.data.x` never makes `field = @request.data.x` true (fails closed).
+ * A path starting with a single-valued relation compiles to an uncorrelated semi-join
+ * (`r."country" IN (SELECT "id" FROM "countries" … )`) so the planner can start from either side;
+ * other set-valued paths to a correlated EXISTS (store/sqlite/rule-sql.ts).
  * The compiled SQL is always a self-contained boolean term (safe to AND with other clauses);
  * AND/OR operands may be reordered and grouped to stay within SQLite's parser limits (store/sqlite/sql-shape.ts).
  */
@@ -49,6 +52,13 @@ export interface CompiledExpr {
   authPaths: string[];
   /** whether it reads the record (any field path): false means it depends on the request alone */
   readsRecord: boolean;
+  /**
+   * The relation semi-joins every matching row satisfies (top-level AND terms such as
+   * `country.code = 'TV'`, compiled as `r."country" IN (SELECT …)`), each a self-contained term
+   * over `column` with its own slots: a list may count one alone to choose which side drives
+   * its plan (records-list.ts).
+   */
+  drivers: Array<{ column: string; sql: string; params: ParamSlot[] }>;
   /**
    * The owner shape: the expression is exactly `<field> = @request.auth.id` (either order) on
    * one of the collection's own fields; `of` is the collection a relation field's ids belong to.

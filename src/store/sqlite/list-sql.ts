@@ -105,3 +105,53 @@ export function keysetPageSql(columns: string, keys: string[], from: string, whe
 export function countSql(from: string, where: string): string {
   return `SELECT COUNT(*)${from}${where}`;
 }
+
+/**
+ * At most `?` rows of a table matching one term (CompiledExpr.drivers), counted without reading
+ * more than that; params: the term's, the bound. The plan of a term over an indexed column reads
+ * index entries only.
+ */
+export function boundedCountSql(table: string, term: string): string {
+  return `SELECT COUNT(*) FROM (SELECT 1 FROM ${q(table)} r WHERE ${term} LIMIT ?)`;
+}
+
+/**
+ * An ORDER BY term the planner cannot answer from an index (`+expr`): the page's rows are then
+ * found through the WHERE's most selective index and sorted, instead of by walking the sort
+ * index and testing every row against the filter.
+ */
+export function unindexedOrder(term: string): string {
+  return `+${term}`;
+}
+
+/** `r."<column>" ASC|DESC`: the one-column sorts an offset walk can seek in (see walkAfter). */
+const WALK_ORDER = /^(r\."(?:[A-Za-z_][A-Za-z0-9_]*)") (ASC|DESC)$/;
+
+/** The column and direction of a one-column sort an offset walk supports, or null. */
+export function walkOrder(order: string[]): { column: string; desc: boolean } | null {
+  if (order.length !== 1) return null;
+  const m = WALK_ORDER.exec(order[0]);
+  return m ? { column: m[1], desc: m[2] === 'DESC' } : null;
+}
+
+/**
+ * The condition "strictly after the row whose sort key is `(?, ?)`" (value, rowid) in the page
+ * order of a one-column sort (pageOrderBy: the column, then the rowid, same direction). A row
+ * value comparison SQLite answers as a range of the column's index. It never holds for a row
+ * whose value is NULL: NULLs sort first ascending (before any checkpoint, which is never NULL),
+ * and a descending walk is only used over scopes without NULLs (records-list.ts, walkFrom).
+ * Params: the value, the rowid.
+ */
+export function walkAfter(column: string, desc: boolean): string {
+  return `(${column}, r.rowid) ${desc ? '<' : '>'} (?, ?)`;
+}
+
+/** Whether a scope has a row whose sort value is NULL; params: the WHERE's. */
+export function hasNullSql(column: string, from: string, where: string): string {
+  return `SELECT 1${from}${where ? `${where} AND` : ' WHERE'} ${column} IS NULL LIMIT 1`;
+}
+
+/** The sort key and rowid of the row `?` rows into a scope's page order; params: the WHERE's, the offset. */
+export function walkStepSql(column: string, from: string, where: string, order: string[]): string {
+  return `SELECT ${column}, r.rowid${from}${where} ORDER BY ${pageOrderBy(order)} LIMIT 1 OFFSET ?`;
+}

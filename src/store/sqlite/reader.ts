@@ -22,8 +22,23 @@ const STMT_CACHE_MAX = 1000;
  * 10,000 tasks. A new worker costs a few tens of milliseconds, once per 10,000 expensive reads.
  */
 const POOL_RECYCLE_TASKS = 10_000;
+/** Reader pools left finishing over-budget reads at once (Reader.retirePool). */
+const MAX_RETIRED_POOLS = 2;
+/** How long closing waits for reads still running on retired pools. */
+const RETIRED_CLOSE_WAIT_MS = 10_000;
 /** Rows a page may visit (offset + limit) before it is read off the main thread. */
 const DEEP_OFFSET = 2000;
+
+/**
+ * A read given up on because it ran past its time budget, queue time included
+ * (Reader.allOffThread). Callers answer 503.
+ */
+export class ReadBudgetExceeded extends Error {
+  constructor(readonly budgetMs: number) {
+    super(`read stopped after its budget of ${budgetMs} ms`);
+    this.name = 'ReadBudgetExceeded';
+  }
+}
 
 /** A query-only connection for EXPLAIN QUERY PLAN (see Reader.planner). */
 function openPlanner(path: string): InstanceType<typeof Database> {
@@ -37,6 +52,7 @@ export class Reader {
   readonly db: InstanceType<typeof Database>;
   private cache = new Map<string, Stmt>();
   private planCache = new Map<string, boolean>();
+  private plans = new Map<string, string[]>();
   private pool: Piscina | null = null;
   private makePool: (() => Piscina) | null = null;
   private poolTasks = 0;
@@ -61,7 +77,13 @@ export class Reader {
       // connection, page cache), and most workloads never send one; the first pays the start
       // of the worker (tens of ms), later ones find it warm until it idles for 20 seconds (a
       // burst of heavy reads keeps it; a quiet spell gives its memory back).
-      this.makePool = () => new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 20_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+      // closeTimeout: a retired pool (retirePool) waits for its running statements however long
+      // they take; terminating a thread inside a libsql call aborts the process
+      this.makePool = () => {
+        const pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, idleTimeout: 20_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 }, closeTimeout: 2_147_483_647 });
+        pool.on('error', () => undefined);
+        return pool;
+      };
       this.pool = this.makePool();
     }
   }
@@ -108,6 +130,7 @@ export class Reader {
     this.endSnapshot();
     this.cache.clear();
     this.planCache.clear();
+    this.plans.clear();
     // The planner's statements are never reset explicitly, so it may still hold a read
     // transaction from before the change and not see a new table ("no such table"): reopen it.
     this.planner.close();
@@ -137,10 +160,13 @@ export class Reader {
     if (visits > DEEP_OFFSET) return true;
     let v = this.planCache.get(sql);
     if (v === undefined) {
-      const plan = this.planner.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][];
+      const plan = this.plan(sql, params);
       const filtered = / WHERE /i.test(sql);
-      v = plan.some((row) => {
-        const detail = String(row[row.length - 1]);
+      // An ORDER BY answered by walking an index while a WHERE filters the rows stops only after
+      // enough rows pass the filter: a selective filter makes it walk the whole index (issue 23:
+      // `country.code = 'TV'` sorted by population read 135k index entries on the main thread).
+      const sortWalk = filtered && / ORDER BY /i.test(sql) && !plan.some((d) => d.includes('TEMP B-TREE'));
+      v = sortWalk || plan.some((detail) => {
         if (detail.includes('TEMP B-TREE')) return true;
         const fullScan = /^SCAN /.test(detail) && !/USING (COVERING )?INDEX/.test(detail) && !/^SCAN CONSTANT/.test(detail);
         return fullScan && filtered;
@@ -151,8 +177,35 @@ export class Reader {
     return v;
   }
 
-  /** All rows, on a reader worker (falls back to the main thread without a pool). */
-  async allOffThread(sql: string, params: SqlValue[]): Promise<unknown[][]> {
+  /**
+   * The EXPLAIN QUERY PLAN details of `sql` (one string a plan row, e.g. `SEARCH r USING INDEX
+   * … (country=?)`), cached per SQL text until the schema changes. SQLite's plan does not depend
+   * on the bound values here (no STAT4 in this build), only on the schema and `sqlite_stat1`.
+   */
+  plan(sql: string, params: SqlValue[]): string[] {
+    let p = this.plans.get(sql);
+    if (p === undefined) {
+      p = (this.planner.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][]).map((row) => String(row[row.length - 1]));
+      if (this.plans.size >= STMT_CACHE_MAX) this.plans.clear();
+      this.plans.set(sql, p);
+    }
+    return p;
+  }
+
+  /**
+   * All rows, on a reader worker (falls back to the main thread without a pool). `budgetMs` (> 0):
+   * the longest the caller waits, queue time included; past it the promise rejects with
+   * ReadBudgetExceeded and the pool is retired (retirePool), so the next reads get fresh threads
+   * instead of queueing behind the one still running.
+   *
+   * Why not stop the statement: libsql 0.5.29 can interrupt a connection only from the thread
+   * that owns it (`Database.interrupt()` is a method of the worker's own object, and the worker is
+   * blocked inside the statement), has no progress handler, and terminating the worker thread
+   * while a statement runs aborts the whole process (a panic in the native binding, measured).
+   * The statement therefore runs to its end on its retired thread, which then exits.
+   * @throws ReadBudgetExceeded past the budget; the SQLite error of the statement otherwise
+   */
+  async allOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[][]> {
     if (!this.pool) return this.all(sql, params);
     if (++this.poolTasks >= POOL_RECYCLE_TASKS && this.makePool) {
       this.poolTasks = 0;
@@ -160,16 +213,71 @@ export class Reader {
       this.pool = this.makePool();
       void old.close().catch(() => undefined);
     }
-    return (await this.pool.run({ path: this.path, sql, params, mode: 'all' })) as unknown[][];
+    const pool = this.pool;
+    const task = { path: this.path, sql, params, mode: 'all' };
+    // a read queued on a pool retired meanwhile (retirePool) is run again on the current one
+    const run = (pool.run(task) as Promise<unknown[][]>).catch((err: unknown) => {
+      if (pool === this.pool || !this.pool || (err as { code?: unknown }).code !== undefined) throw err;
+      return this.pool.run(task) as Promise<unknown[][]>;
+    });
+    if (!(budgetMs > 0)) return run;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.retirePool(pool);
+        reject(new ReadBudgetExceeded(budgetMs));
+      }, budgetMs);
+    });
+    try {
+      return await Promise.race([run, late]);
+    } finally {
+      clearTimeout(timer);
+      run.catch(() => undefined); // a read given up on may still fail later
+    }
   }
 
-  /** All rows, where the plan says they are cheapest to read. */
-  allAuto(sql: string, params: SqlValue[], visits = 0): unknown[][] | Promise<unknown[][]> {
-    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params) : this.all(sql, params);
+  /** Pools retired by a read over its budget whose threads have not all exited yet. */
+  private retired = 0;
+  /** Their close() promises (Reader.close waits for them). */
+  private closing = new Set<Promise<void>>();
+
+  /**
+   * Replaces `pool` (if still current) by a fresh one: reads already queued or running on it
+   * finish there, and its threads exit once idle. At most MAX_RETIRED_POOLS are left finishing
+   * at once (each may hold up to its thread count of long statements); past that the pool is
+   * kept, and reads over their budget are answered without waiting while it stays busy.
+   */
+  private retirePool(pool: Piscina): void {
+    if (pool !== this.pool || !this.makePool || this.retired >= MAX_RETIRED_POOLS) return;
+    this.retired++;
+    this.poolTasks = 0;
+    this.pool = this.makePool();
+    // start the new pool's thread and connection now rather than with the next read
+    void this.pool.run({ path: this.path, sql: 'SELECT 1', params: [], mode: 'get' }).catch(() => undefined);
+    const closed: Promise<void> = pool.close().catch(() => undefined).finally(() => {
+      this.retired--;
+      this.closing.delete(closed);
+    });
+    this.closing.add(closed);
   }
 
+  /** All rows, where the plan says they are cheapest to read (`budgetMs`: see allOffThread). */
+  allAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[][] | Promise<unknown[][]> {
+    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params, budgetMs) : this.all(sql, params);
+  }
+
+  /**
+   * Closes the pool and the connections. Reads still running on the pool or on retired pools are
+   * waited for up to RETIRED_CLOSE_WAIT_MS: a process that exits while a reader thread is inside a libsql
+   * call aborts (the native binding panics), after every write was committed.
+   */
   async close(): Promise<void> {
-    await this.pool?.destroy();
+    const pools = [...this.closing];
+    if (this.pool) pools.push(this.pool.close().catch(() => undefined));
+    this.pool = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([Promise.all(pools), new Promise((r) => { timer = setTimeout(r, RETIRED_CLOSE_WAIT_MS); })]);
+    clearTimeout(timer);
     this.endSnapshot();
     this.cache.clear();
     this.planner.close();

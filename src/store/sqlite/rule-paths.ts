@@ -5,7 +5,9 @@
  * Only names found in the schema become SQL identifiers, always double-quoted. A path that
  * crosses a relation or ends on a multi-valued field resolves to a *set* of values: extra FROM
  * sources (target tables, `json_each` over JSON array columns) plus join conditions, which the
- * compiler wraps in `EXISTS (…)` for "any element matches" semantics.
+ * emitter (rule-sql.ts) turns into "any element matches": an uncorrelated `<column> IN (SELECT …)`
+ * semi-join when the first hop is a single-valued relation (`ResolvedPath.head`), a correlated
+ * `EXISTS (…)` otherwise.
  *
  * What a path may reveal is bounded here, at every relation hop (issue 12):
  * - the target row's expiry clause (`options.ttl_field`) joins every hop in both modes: expired
@@ -38,6 +40,13 @@ export interface ResolvedPath {
   sources: string[];
   conds: string[];
   condParams: ParamSlot[];
+  /**
+   * Set when the path's first hop is a single-valued relation of the root record: `conds[0]` is
+   * then the join `<id> = <column>` (no parameter), and the set of values can be written as the
+   * uncorrelated semi-join `<column> IN (SELECT <id> FROM sources WHERE conds[1..] AND …)`, which
+   * SQLite may plan from either side (rule-sql.ts).
+   */
+  head?: { column: string; id: string };
   /**
    * The collection whose record ids the value holds: the target of a relation field, or the
    * collection of an `id` column. `@request.auth.id` compared with such a value matches only a
@@ -131,6 +140,7 @@ export class PathResolver {
     let coll = this.root;
     let alias = this.alias;
     let hops = 0;
+    let head: ResolvedPath['head'];
     for (let i = 0; ; i++) {
       const seg = path[i];
       const shown = path.slice(0, i + 1).join('.');
@@ -139,6 +149,7 @@ export class PathResolver {
       if (i === path.length - 1) {
         const idsOf = field?.type === 'relation' ? field.options.collectionId : seg === 'id' ? coll.id : undefined;
         const out: ResolvedPath = { value: col, valueParams: [], sources, conds, condParams };
+        if (head) out.head = head;
         if (idsOf) out.idsOf = idsOf;
         if (field && isMultiValued(field)) {
           const each = this.fresh();
@@ -155,7 +166,9 @@ export class PathResolver {
       }
       if (field?.type === 'json') {
         const jsonPath = `$.${path.slice(i + 1).join('.')}`; // segments are [A-Za-z_][A-Za-z0-9_]*
-        return { value: `json_extract(CASE WHEN json_valid(${col}) THEN ${col} END, '${jsonPath}')`, valueParams: [], sources, conds, condParams };
+        const out: ResolvedPath = { value: `json_extract(CASE WHEN json_valid(${col}) THEN ${col} END, '${jsonPath}')`, valueParams: [], sources, conds, condParams };
+        if (head) out.head = head;
+        return out;
       }
       if (field?.type !== 'relation') {
         throw ApiError.badRequest(`Invalid filter: field ${JSON.stringify(shown)} has no sub-fields.`);
@@ -170,6 +183,7 @@ export class PathResolver {
         sources.push(jsonEachSource(col, each));
         conds.push(`${nextAlias}."id" = ${each}.value`);
       } else {
+        if (hops === 1) head = { column: col, id: `${nextAlias}."id"` };
         conds.push(`${nextAlias}."id" = ${col}`);
       }
       sources.push(`${quoteIdent(next.name)} ${nextAlias}`);

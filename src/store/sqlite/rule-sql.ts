@@ -22,6 +22,8 @@ const MAX_SORT_FIELDS = 16;
 interface Frag {
   sql: string;
   params: ParamSlot[];
+  /** a positive semi-join over this root column (CompiledExpr.drivers) */
+  driver?: string;
 }
 
 /** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
@@ -29,8 +31,8 @@ export function emitExpression(ast: Expr, collection: Collection, schema: Schema
   const guarded = opts.mode === 'filter' && !opts.superuser;
   const paths = new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
   const compiler = new ExprCompiler(paths, opts.mode);
-  const shaped = checkShape(compiler.expr(ast));
-  return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord };
+  const shaped = checkShape(compiler.expr(ast, true));
+  return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
 }
 
 /** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
@@ -87,15 +89,19 @@ const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value =
 class ExprCompiler {
   /** `@request.auth.*` paths the expression reads (CompiledExpr.authPaths). */
   readonly authPaths = new Set<string>();
+  /** The semi-joins every matching row must satisfy (CompiledExpr.drivers). */
+  readonly drivers: Driver[] = [];
 
   constructor(
     private readonly paths: PathResolver,
     private readonly mode: CompileOptions['mode'],
   ) {}
 
-  expr(e: Expr): Shaped<ParamSlot> {
+  /** `conjunct`: `e` is the whole expression or one of its top-level AND terms. */
+  expr(e: Expr, conjunct = false): Shaped<ParamSlot> {
     if (e.type === 'compare' || e.type === 'in') {
       const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
+      if (conjunct && frag.driver) this.drivers.push({ column: frag.driver, sql: frag.sql, params: frag.params });
       return leafShape(frag.sql, frag.params);
     }
     // `a || (b || c)` is one OR of three terms: fewer parentheses for SQLite to parse.
@@ -105,7 +111,7 @@ class ExprCompiler {
       else flat.push(t);
     };
     collect(e);
-    return joinShaped(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t)));
+    return joinShaped(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t, conjunct && e.type === 'and')));
   }
 
   private compare(e: CompareExpr): Frag {
@@ -121,7 +127,9 @@ class ExprCompiler {
     const conds = [...L.conds, ...R.conds];
     const condParams = [...L.condParams, ...R.condParams];
 
-    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L, sources, conds, condParams, op === '=');
+    // one side crosses a single-valued relation and the other is a value: an uncorrelated semi-join
+    const head = pl && !pr ? pl.head : pr && !pl ? pr.head : undefined;
+    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L, sources, conds, condParams, op === '=', head);
     const params = [...L.params, ...R.params];
     const negative = op === '!=' || op === '!~';
     let pred: string;
@@ -129,20 +137,18 @@ class ExprCompiler {
     else if (op === '!=') pred = `${L.sql} IS ${R.sql}`;
     else pred = `${L.sql} ${op} ${R.sql}`;
 
-    if (sources.length > 0) {
-      const sql = exists(sources, conds, pred);
-      return { sql: negative ? `NOT ${sql}` : sql, params: [...condParams, ...params] };
-    }
+    if (sources.length > 0) return some(head, sources, conds, pred, negative, [...condParams, ...params]);
     if (op === '!=') return { sql: `${L.sql} IS NOT ${R.sql}`, params };
     if (op === '!~') return { sql: `NOT COALESCE(${pred}, 0)`, params };
     return { sql: pred, params };
   }
 
   /** `x = null` (isNull) / `x != null` under the set semantics described at the top. */
-  private nullTest(L: Frag, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean): Frag {
+  private nullTest(L: Frag, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean, head?: ResolvedPath['head']): Frag {
     if (sources.length === 0) return { sql: `${L.sql} ${isNull ? 'IS NULL' : 'IS NOT NULL'}`, params: L.params };
-    const any = exists(sources, conds, `${L.sql} IS NOT NULL`);
-    return { sql: isNull ? `NOT ${any}` : any, params: [...condParams, ...L.params] };
+    const any = some(head, sources, conds, `${L.sql} IS NOT NULL`, isNull, [...condParams, ...L.params]);
+    // `x != null` holds for most rows: never a driver
+    return { sql: any.sql, params: any.params };
   }
 
   private inList(e: InExpr): Frag {
@@ -153,16 +159,16 @@ class ExprCompiler {
       // the principal's accounts, bound as one JSON array (empty without a tenancy resolver: never holds)
       const pred = `${L.sql} IN (SELECT value FROM json_each(?))`;
       const params: ParamSlot[] = [...L.params, { kind: 'account', field: 'ids' }];
-      return L.sources.length > 0 ? { sql: exists(L.sources, L.conds, pred), params: [...L.condParams, ...params] } : { sql: pred, params };
+      return L.sources.length > 0 ? some(path?.head, L.sources, L.conds, pred, false, [...L.condParams, ...params]) : { sql: pred, params };
     }
     const members = e.items.filter((item) => item.value !== null);
     const parts: Frag[] = [];
     if (members.length > 0) {
       const pred = `${L.sql} IN (${members.map(() => '?').join(', ')})`;
       const params = [...L.params, ...members.map((m) => literalSlot(m, path?.scale, false))];
-      parts.push(L.sources.length > 0 ? { sql: exists(L.sources, L.conds, pred), params: [...L.condParams, ...params] } : { sql: pred, params });
+      parts.push(L.sources.length > 0 ? some(path?.head, L.sources, L.conds, pred, false, [...L.condParams, ...params]) : { sql: pred, params });
     }
-    if (members.length < e.items.length) parts.push(this.nullTest(L, L.sources, L.conds, L.condParams, true));
+    if (members.length < e.items.length) parts.push(this.nullTest(L, L.sources, L.conds, L.condParams, true, path?.head));
     if (parts.length === 1) return parts[0];
     return { sql: `(${parts[0].sql} OR ${parts[1].sql})`, params: [...parts[0].params, ...parts[1].params] };
   }
@@ -196,6 +202,34 @@ class ExprCompiler {
     else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
     return { sql: '?', params: [slot], ...plain };
   }
+}
+
+/** A semi-join every matching row satisfies, over the root `column` (CompiledExpr.drivers). */
+export interface Driver {
+  column: string;
+  sql: string;
+  params: ParamSlot[];
+}
+
+/**
+ * "Some value of the set-valued path satisfies `pred`" (or, `negated`, none does); `params` are
+ * the conditions' then the predicate's. When the path starts with a single-valued relation
+ * (`head`), the uncorrelated semi-join `<column> IN (SELECT <id> FROM … WHERE …)`: SQLite may then
+ * start from either side, reading the related rows first through their own indexes and the
+ * matching records through an index on the column, or walking the records (e.g. along a sort
+ * index) and probing the subquery's result, which it computes once. Otherwise (a multi-valued
+ * first hop, or a predicate that reads the record itself) a correlated EXISTS. Both mean the
+ * same: the related row exists, passes every hop's conditions (expiry, view rule) and `pred`.
+ * A NULL or empty column matches no related row, so the negated semi-join is NOT COALESCE(…, 0).
+ */
+function some(head: ResolvedPath['head'], sources: string[], conds: string[], pred: string, negated: boolean, params: ParamSlot[]): Frag {
+  if (head) {
+    const rest = [...conds.slice(1), `(${pred})`].join(' AND ');
+    const sql = `${head.column} IN (SELECT ${head.id} FROM ${sources.join(', ')} WHERE ${rest})`;
+    return negated ? { sql: `NOT COALESCE(${sql}, 0)`, params } : { sql, params, driver: head.column };
+  }
+  const sql = exists(sources, conds, pred);
+  return { sql: negated ? `NOT ${sql}` : sql, params };
 }
 
 function exists(sources: string[], conds: string[], pred: string): string {

@@ -112,16 +112,17 @@ test('both paging modes off, or a bad token kind: serve exits 1 naming the varia
 });
 
 test('loadPagination: defaults, values, and errors naming the variable', () => {
-  assert.deepEqual(loadPagination({}), { offset: true, cursor: true, cursorToken: 'stateless', cursorTtlS: 600 });
+  assert.deepEqual(loadPagination({}), { offset: true, cursor: true, cursorToken: 'stateless', cursorTtlS: 600, listTimeBudgetMs: 5000 });
   assert.deepEqual(
-    loadPagination({ SERVICE_PAGINATION_OFFSET: 'off', SERVICE_CURSOR_TOKEN: 'Signed', SERVICE_CURSOR_TTL: '30' }),
-    { offset: false, cursor: true, cursorToken: 'signed', cursorTtlS: 30 },
+    loadPagination({ SERVICE_PAGINATION_OFFSET: 'off', SERVICE_CURSOR_TOKEN: 'Signed', SERVICE_CURSOR_TTL: '30', SERVICE_LIST_TIME_BUDGET_MS: '0' }),
+    { offset: false, cursor: true, cursorToken: 'signed', cursorTtlS: 30, listTimeBudgetMs: 0 },
   );
   for (const [env, name] of [
     [{ SERVICE_PAGINATION_OFFSET: 'false', SERVICE_PAGINATION_CURSOR: 'false' }, /SERVICE_PAGINATION_OFFSET and SERVICE_PAGINATION_CURSOR/],
     [{ SERVICE_PAGINATION_CURSOR: 'maybe' }, /SERVICE_PAGINATION_CURSOR/],
     [{ SERVICE_CURSOR_TOKEN: 'jwt' }, /SERVICE_CURSOR_TOKEN/],
     [{ SERVICE_CURSOR_TTL: '-5' }, /SERVICE_CURSOR_TTL/],
+    [{ SERVICE_LIST_TIME_BUDGET_MS: '1.5' }, /SERVICE_LIST_TIME_BUDGET_MS/],
   ] as const) {
     assert.throws(() => loadPagination(env), (err: Error) => err instanceof ConfigError && name.test(err.message));
   }

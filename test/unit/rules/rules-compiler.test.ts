@@ -68,13 +68,16 @@ test('null, in lists and the account list', () => {
 });
 
 test('relation paths, multi-valued fields and json paths', () => {
-  assert.equal(c('author.name = "bo"').sql, 'EXISTS (SELECT 1 FROM "users" r_1 WHERE r_1."id" = r."author" AND (r_1."name" = ?))');
+  // a path starting with a single-valued relation: an uncorrelated semi-join (issue 23)
+  assert.equal(c('author.name = "bo"').sql, 'r."author" IN (SELECT r_1."id" FROM "users" r_1 WHERE (r_1."name" = ?))');
+  assert.deepEqual(c('author.name = "bo"').drivers.map((d) => d.column), ['r."author"']);
   assert.equal(c('author.team.name != "x"').sql,
-    'NOT EXISTS (SELECT 1 FROM "users" r_1, "teams" r_2 WHERE r_1."id" = r."author" AND r_2."id" = r_1."team" AND (r_2."name" IS ?))');
+    'NOT COALESCE(r."author" IN (SELECT r_1."id" FROM "users" r_1, "teams" r_2 WHERE r_2."id" = r_1."team" AND (r_2."name" IS ?)), 0)');
+  assert.deepEqual(c('author.team.name != "x"').drivers, []);
   assert.match(c('tags.name = "t"').sql, /^EXISTS \(SELECT 1 FROM json_each\(CASE WHEN json_valid\(r."tags"\) .* END\) r_2, "tags" r_1 WHERE r_1."id" = r_2.value AND \(r_1."name" = \?\)\)$/);
   assert.match(c('labels = "a"').sql, /^EXISTS \(SELECT 1 FROM json_each\(.*r."labels".*\) r_1 WHERE \(r_1.value = \?\)\)$/);
   assert.match(c('labels = null').sql, /^NOT EXISTS \(.* WHERE \(r_1.value IS NOT NULL\)\)$/);
-  assert.match(c('author.name = null').sql, /^NOT EXISTS \(SELECT 1 FROM "users" r_1 .*r_1."name" IS NOT NULL/);
+  assert.match(c('author.name = null').sql, /^NOT COALESCE\(r."author" IN \(SELECT r_1."id" FROM "users" r_1 .*r_1."name" IS NOT NULL/);
   assert.equal(c('meta.a.b_2 > 1').sql, `json_extract(CASE WHEN json_valid(r."meta") THEN r."meta" END, '$.a.b_2') > ?`);
   assert.match(c('author.name = parent.title').sql, /FROM "users" r_1, "posts" r_2 WHERE .*\(r_1."name" = r_2."title"\)/);
   assert.ok(c('parent.parent.parent.parent.parent.parent.title = "x"').sql.includes("r_6"));
@@ -122,11 +125,11 @@ test('guarded filters (callers who are not superusers): target view rules and ex
   const sch: SchemaLookup = { byId: (id) => list.find((x) => x.id === id), byName: (n) => list.find((x) => x.name === n) };
   const g = (src: string) => compileExpression(src, root, sch, GUARDED);
   const vr = g("vr.secret = 'x'");
-  assert.equal(vr.sql, 'EXISTS (SELECT 1 FROM "vr" r_1 WHERE r_1."id" = r."vr" AND (r_1."owner" = ?) AND (r_1."secret" = ?))');
+  assert.equal(vr.sql, 'r."vr" IN (SELECT r_1."id" FROM "vr" r_1 WHERE (r_1."owner" = ?) AND (r_1."secret" = ?))');
   assert.deepEqual(bindParams(vr, { auth: { id: 'u1', collectionId: 'c_users' }, data: null, method: 'GET' }), ['u1', 'x']);
   assert.deepEqual(bindParams(vr, { auth: null, data: null, method: 'GET' }), ['', 'x']);
   // a locked target (users has no view rule here) matches nothing; superusers' filters skip rules
-  assert.match(g("author.name = 'x'").sql, / AND 0 AND /);
+  assert.match(g("author.name = 'x'").sql, / WHERE 0 AND /);
   assert.doesNotMatch(compileExpression("author.name = 'x'", root, sch, FILTER).sql, / AND 0 /);
   // the expiry clause joins every hop, superusers included, rules too
   for (const opts of [GUARDED, FILTER, RULE]) {
@@ -201,6 +204,6 @@ test('injection attempts end up as bound parameters or are rejected', () => {
   }
   const odd = coll('c_odd', 'we"ird', [f('t', 'text')]);
   assert.equal(compileExpression('p.t = 1', coll('c_x', 'x', [f('p', 'relation', { collectionId: 'c_odd' })]), { byId: () => odd, byName: () => odd }, FILTER).sql,
-    'EXISTS (SELECT 1 FROM "we""ird" r_1 WHERE r_1."id" = r."p" AND (r_1."t" = ?))');
+    'r."p" IN (SELECT r_1."id" FROM "we""ird" r_1 WHERE (r_1."t" = ?))');
   assert.throws(() => c('title = 1', { mode: 'filter', alias: 'r; DROP' }), /invalid alias/);
 });

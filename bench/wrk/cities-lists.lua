@@ -1,0 +1,43 @@
+-- Lists over the cities (bench/lib/cities.ts) whose query changes every request (issue 23):
+-- every request draws its parameters at random and ends with `&run=<n>` (n counting up), so no
+-- two query strings are alike and the server's page cache never answers.
+--   wrk -s bench/wrk/cities-lists.lua URL -- relation CC,CC,… T,T,…   relation filter + indexed sort:
+--       ?filter=country.code = 'CC' && population > T&sort=-population&perPage=20 (with totals)
+--   wrk -s bench/wrk/cities-lists.lua URL -- deep PAGES   a random offset page, with totals:
+--       ?sort=name&page=<1..PAGES>&perPage=20
+local mode
+local codes = {}
+local thresholds = {}
+local pages = 1
+local n = 0
+
+local function split(s)
+  local out = {}
+  for part in string.gmatch(s, "[^,]+") do out[#out + 1] = part end
+  return out
+end
+
+function init(args)
+  mode = args[1]
+  if mode == "relation" then
+    codes = split(args[2])
+    thresholds = split(args[3])
+  else
+    pages = tonumber(args[2])
+  end
+  math.randomseed(os.time() + math.floor(os.clock() * 1000000))
+end
+
+function request()
+  n = n + 1
+  local q
+  if mode == "relation" then
+    local cc = codes[math.random(1, #codes)]
+    local t = thresholds[math.random(1, #thresholds)]
+    -- country.code = 'CC' && population > T, URL-encoded
+    q = "filter=country.code%20%3D%20%27" .. cc .. "%27%20%26%26%20population%20%3E%20" .. t .. "&sort=-population&perPage=20"
+  else
+    q = "sort=name&page=" .. math.random(1, pages) .. "&perPage=20"
+  end
+  return wrk.format(nil, wrk.path .. "?" .. q .. "&run=" .. n)
+end
