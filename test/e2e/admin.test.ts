@@ -368,19 +368,19 @@ test('delete a record from its panel after confirming', { skip: NO_BROWSER }, as
 test('keyboard: "/" focuses the filter, Enter opens a record, focus stays in the panel, Escape closes it and returns focus', { skip: NO_BROWSER }, async () => {
   await page.locator('body').click({ position: { x: 5, y: 795 } });
   await page.keyboard.press('/');
-  await page.waitForFunction("document.activeElement && document.activeElement.id === 'filter-input'", null, { timeout: 5000 });
+  await until('the filter to have focus', () => page.evaluate("!!document.activeElement && document.activeElement.id === 'filter-input'"), 5000);
   const open = page.getByRole('button', { name: /Open record/ }).first();
   await open.focus();
   await page.keyboard.press('Enter');
   await panel().waitFor();
-  await page.waitForFunction("!!(document.activeElement && document.activeElement.closest('dialog'))", null, { timeout: 5000 }); // focus moved into the panel
+  await until('focus in the panel', () => page.evaluate("!!(document.activeElement && document.activeElement.closest('dialog'))"), 5000); // focus moved into the panel
   for (let i = 0; i < 25; i++) await page.keyboard.press('Tab');
   assert.equal(await page.evaluate("!!document.activeElement.closest('dialog')"), true, 'Tab stays inside the modal panel');
   await page.keyboard.press('Escape');
   await panel().waitFor({ state: 'detached' });
   const label = await open.getAttribute('aria-label');
   // focus returns to the row that opened the panel (it may land a frame after the panel closes)
-  await page.waitForFunction(`((document.activeElement && document.activeElement.getAttribute('aria-label')) || '') === ${JSON.stringify(label ?? '')}`, null, { timeout: 5000 });
+  await until('focus back on the row', () => page.evaluate(`((document.activeElement && document.activeElement.getAttribute('aria-label')) || '') === ${JSON.stringify(label ?? '')}`), 5000);
 });
 
 test('edit a collection (add a field) and delete one after typing its name', { skip: NO_BROWSER }, async () => {
