@@ -92,7 +92,8 @@ test('SlowQueryLog: one line per shape per minute, the plan, mode 0600, no value
   assert.deepEqual(lines.entries[1].plan, ['SEARCH r USING INDEX by_slug (slug=?)']);
   const file = slowQueryPath(dir);
   assert.equal(statSync(file).mode & 0o777, 0o600);
-  const raw = readFileSync(file, 'utf8');
+  // the timestamps are left out of the check: a time such as 20:31:42 is not a leaked value
+  const raw = readFileSync(file, 'utf8').replace(/"ts":"[^"]*"/g, '');
   for (const v of ['secret-title', 'other', '42']) assert.ok(!raw.includes(v), v);
 
   log.record(80, sample({ generation: 2 })); // the schema changed: the plan may too
