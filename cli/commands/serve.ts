@@ -46,7 +46,7 @@ export class ServeCommand extends SvcCommand {
   trustProxy = Option.Boolean('--trust-proxy', { description: 'Use forwarded-address headers for the client key' });
   ignoreLock = Option.Boolean('--ignore-lock', false, { description: 'Start even if another process holds the data directory' });
   freezeCollections = Option.Boolean('--freeze-collections', { description: 'Refuse collection changes over the REST API (403 collections_frozen); or SERVICE_COLLECTIONS_FROZEN' });
-  features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, fts5-off, dev-tools' });
+  features = Option.String('--features', { description: 'Comma-separated: vector, resumable-uploads, durable-resumable-uploads, fts5-off, dev-tools' });
   bodyLimit = Option.String('--body-limit', { description: 'Largest JSON request body in bytes (default 1048576); multipart uploads have their own limit' });
   bodyTimeout = Option.String('--body-timeout', { description: 'Seconds a request body may take to arrive (default 30)' });
   publicDir = Option.String('--public', { description: 'Serve the files of this directory at / beside the API (index.html for a directory); or SERVICE_PUBLIC' });
