@@ -38,6 +38,8 @@ export interface BlobStore {
   readAll(key: string): Promise<Buffer>;
   /** Bytes `start`..`end` (inclusive) as chunks; closing the iterator early releases the read. */
   read(key: string, start: number, end: number): AsyncIterable<Buffer>;
+  /** Up to the first `n` bytes (type sniffing). */
+  head(key: string, n: number): Promise<Buffer>;
   /** Removes an empty record folder (local only; object stores have no folders). */
   pruneDir(prefix: string): Promise<void>;
 }
@@ -106,7 +108,6 @@ export class LocalBlobStore implements BlobStore {
     await rmdir(this.path(prefix.replace(/\/$/, ''))).catch(() => undefined);
   }
 
-  /** The first `n` bytes (local fast path for sniffing). */
   async head(key: string, n: number): Promise<Buffer> {
     const fh = await open(this.path(key), 'r');
     try {

@@ -15,7 +15,7 @@
  * are about to be committed.
  */
 import { join } from 'node:path';
-import { LocalBlobStore, type BlobInfo, type BlobStore } from './blob-store.js';
+import type { BlobInfo, BlobStore } from './blob-store.js';
 import { isUtf8 } from 'node:buffer';
 // file-type is loaded on the first upload (it is large and most requests never need it).
 let fileType: Promise<typeof import('file-type')> | null = null;
@@ -146,11 +146,8 @@ export class FileStorage {
   }
 
   /** Reads up to `n` bytes from the start of a stored file. */
-  async head(key: string, n = SNIFF_BYTES): Promise<Buffer> {
-    if (this.blobs instanceof LocalBlobStore) return this.blobs.head(key, n);
-    const chunks: Buffer[] = [];
-    for await (const c of this.blobs.read(key, 0, n - 1)) chunks.push(c);
-    return Buffer.concat(chunks);
+  head(key: string, n = SNIFF_BYTES): Promise<Buffer> {
+    return this.blobs.head(key, n);
   }
 
   /** Marks a record as having a write in flight (sweeps leave its files alone) until `done()`. */

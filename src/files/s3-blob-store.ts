@@ -129,6 +129,12 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  async head(key: string, n: number): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const c of this.read(key, 0, n - 1)) chunks.push(c);
+    return Buffer.concat(chunks);
+  }
+
   async pruneDir(): Promise<void> {
     // an object store has no folders to remove
   }
