@@ -2,7 +2,7 @@
  * Record read benchmark: `GET /api/collections/posts/records/<id>` on a real svc server against a
  * bare uWebSockets.js hello-world, same wrk settings, same machine, one run.
  *
- *   bash ci/install-wrk.sh && npm run build && npm run bench:read
+ *   bash ci/install-apt.sh wrk wrk && npm run build && npm run bench:read
  *
  * Options (flags or env): --runs=N (BENCH_RUNS, default 3), --duration=S (BENCH_DURATION, 5),
  * --warmup=S (BENCH_WARMUP, 2), --connections=N (BENCH_CONNECTIONS, 64), --records=N (1000),
@@ -132,7 +132,7 @@ async function main(): Promise<number> {
     return 1;
   }
   if (!wrkAvailable()) {
-    console.error('bench: wrk is not installed. Install it with:\n\n    bash ci/install-wrk.sh\n');
+    console.error('bench: wrk is not installed. Install it with:\n\n    bash ci/install-apt.sh wrk wrk\n');
     return 1;
   }
 

@@ -51,7 +51,7 @@ const t0 = performance.now();
 
 async function main(): Promise<number> {
   if (!svcBuilt()) return fail(`${CLI_PATH} not found: run \`npm run build\` first`);
-  if (!wrkAvailable()) return fail('wrk is not installed: run `bash ci/install-wrk.sh`');
+  if (!wrkAvailable()) return fail('wrk is not installed: run `bash ci/install-apt.sh wrk wrk`');
   const loadStart = loadavg();
   // The server runs from a private copy of dist: other work on the machine may rebuild dist while
   // the suite runs, and the profiled server must be the measured one.

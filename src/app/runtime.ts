@@ -313,7 +313,8 @@ export class AppRuntime {
       get: async (id) => reads.view(col(), id, principal(), { expand: null, projection: null }),
       list: async (query = {}) => {
         const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
-        return JSON.parse(await reads.list(col(), principal(), parseListQuery(qs)));
+        const body = await reads.list(col(), principal(), parseListQuery(qs));
+        return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
       },
       create: async (data) => {
         const c = col();

@@ -8,7 +8,7 @@
  * | cache        | holds                                                        | bound                   | ends on                         |
  * |--------------|--------------------------------------------------------------|-------------------------|---------------------------------|
  * | records      | a view's rendered JSON and stored row (base, caller-free)     | 8 MiB (record-cache.ts) | a change of the record          |
- * | listRows     | records as list pages render them (json_object)               | 8 MiB                   | a change of the record          |
+ * | listRows     | records as list pages render them (json_object), UTF-8 bytes  | 8 MiB                   | a change of the record          |
  * | authRecords  | callers' whole auth records (never `_superusers`)             | 20,000 entries          | a change of the record          |
  * | pages        | rendered offset-mode list pages                               | 512 pages, 8 MiB        | any commit (page-cache.ts)      |
  * | counts       | COUNT(*) of a list scope; rows matching a relation semi-join  | 4,000 entries           | a create/delete (unfiltered); any change of the collection (filtered); any commit (relation paths) |
@@ -76,8 +76,8 @@ export class CountCache {
 export class Caches {
   /** rendered records of views (base collections whose view answer does not depend on the caller) */
   readonly records = new RecordCache();
-  /** records as list pages render them, so plain pages assemble hot rows from memory (records-list.ts) */
-  readonly listRows = new RecordCache(8 * 1024 * 1024);
+  /** records as list pages render them, as UTF-8 bytes, so plain pages assemble hot rows from memory (records-list.ts) */
+  readonly listRows = new RecordCache<Buffer>(8 * 1024 * 1024);
   readonly authRecords = new AuthRecordCache();
   readonly pages = new PageCache();
   readonly counts = new CountCache();

@@ -126,7 +126,7 @@ export function isBodySink(x: BodySink | Reply): x is BodySink {
 }
 
 /** A JSON reply (body already serialized). */
-export function json(status: number, body: string, headers?: Array<[string, string]>): Reply {
+export function json(status: number, body: string | Buffer, headers?: Array<[string, string]>): Reply {
   return { status, body, headers };
 }
 

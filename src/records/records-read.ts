@@ -77,8 +77,8 @@ export class RecordReader {
     this.lister = new RecordLister(store, listConfig, (c, recs, principal, shape) => this.finish(c, recs, principal, shape));
   }
 
-  /** One list page as the serialized body (records-list.ts). */
-  list(c: Collection, principal: Principal | null, query: ListQuery): Promise<string> {
+  /** One list page as the serialized body, a string or its UTF-8 bytes (records-list.ts). */
+  list(c: Collection, principal: Principal | null, query: ListQuery): Promise<string | Buffer> {
     return this.lister.list(c, principal, query);
   }
 

@@ -236,6 +236,27 @@ test('deep offset pages sorted by name (offset walk) equal the brute-force order
   }
 });
 
+test('under concurrency (reads split between the reader thread and the main thread), pages equal the brute-force answers', async () => {
+  // Deep pages and small relation scopes run on a reader thread while one is free and on the main
+  // thread otherwise (Reader.getBalanced): 60 requests at once take both paths.
+  const key = new Map(cities.map((c) => [c, Buffer.from(c.name)]));
+  const byName = [...cities].sort((a, b) => Buffer.compare(key.get(a)!, key.get(b)!) || a.rowid - b.rowid);
+  const checks: Array<Promise<void>> = [];
+  for (let i = 0; i < 30; i++) {
+    const page = 40 + i * 211;
+    checks.push(list('cities', { sort: 'name', page: String(page), perPage: '20', run: String(i) }).then((body) => {
+      assert.deepEqual(body.items.map((r: any) => r.id), byName.slice((page - 1) * 20, page * 20).map((c) => cityId(c.cityId)), `page ${page}`);
+    }));
+    const [cc, min] = [['LU', 0], ['JP', 1500], ['VA', 0], ['NZ', 1000], ['IS', 0], ['FR', 100_000]][i % 6] as [string, number];
+    checks.push(list('cities', { filter: `country.code = '${cc}' && population > ${min}`, sort: '-population', perPage: '20', run: String(i) }).then((body) => {
+      const want = cities.filter((c) => c.country === cc && c.population > min).sort(byPopDesc);
+      assert.equal(body.totalItems, want.length, `${cc} > ${min}`);
+      assert.deepEqual(body.items.map((r: any) => r.id), want.slice(0, 20).map((c) => cityId(c.cityId)), `${cc} > ${min}`);
+    }));
+  }
+  await Promise.all(checks);
+});
+
 test('a write to the related collection reaches the next relation-filtered list (no stale count or plan count)', async () => {
   const lu = cities.filter((c) => c.country === 'LU').length;
   const q = (cc: string) => ({ filter: `country.code = '${cc}'`, sort: '-population', perPage: '5' });

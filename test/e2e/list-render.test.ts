@@ -44,6 +44,12 @@ before(async () => {
     { text: '/slashes/ <script>', num: -9007199254740991, data: 'a string' },
     { num: 123456.789, data: 7, one: 'a', many: ['b'] },
     { num: 1.0000000000000002, data: {} },
+    // doubles needing 16 and 17 digits, the extremes, an integral double beyond 2^53
+    { num: 0.30000000000000004 },
+    { num: 1 / 3 },
+    { num: 5e-324 },
+    { num: 1.7976931348623157e308 },
+    { num: 9007199254740994 },
   ];
   for (const body of rows) {
     const r = await srv.api('POST', '/api/collections/kinds/records', { token: srv.suToken, body });
@@ -56,7 +62,7 @@ test('SQL-rendered list items equal the JavaScript codec, field by field', async
   const fast = await srv.api('GET', '/api/collections/kinds/records?perPage=50&sort=created');
   const slow = await srv.api('GET', '/api/collections/kinds/records?perPage=50&sort=created&fields=*');
   assert.equal(fast.status, 200, fast.text);
-  assert.equal(fast.body.items.length, 8);
+  assert.equal(fast.body.items.length, 13);
   assert.deepEqual(fast.body.items, slow.body.items);
   assert.deepEqual(Object.keys(fast.body), ['page', 'perPage', 'totalItems', 'totalPages', 'items']);
   for (const item of fast.body.items) {
@@ -77,7 +83,7 @@ test('pages assembled from cached records: same bytes as rendered, in page order
   // the first renders the records it lacks, the second takes every record from memory.
   for (const sort of ['id', '-id', '']) {
     const got: string[] = [];
-    for (let page = 1; page <= 3; page++) {
+    for (let page = 1; page <= Math.ceil(all.length / 3); page++) {
       const url = `/api/collections/kinds/records?perPage=3&page=${page}&skipTotal=1${sort ? `&sort=${sort}` : ''}`;
       const first = await srv.api('GET', `${url}&n=a${sort}`);
       const second = await srv.api('GET', `${url}&n=b${sort}`);

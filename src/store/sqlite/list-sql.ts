@@ -21,9 +21,12 @@ export function idIn(count: number): string {
   return `r."id" IN (${Array.from({ length: count }, () => '?').join(',')})`;
 }
 
-/** Separators of a page rendered as one string: between records, and between ids (record ids are [a-z0-9]). */
+/**
+ * Separators of a page rendered as one string: between records, and between ids (record ids are
+ * [a-z0-9]): U+001F as a literal (a `char(31)` call per row cost about 1 µs a page of 20).
+ */
 export const ITEM_SEPARATOR = "','";
-export const ID_SEPARATOR = 'char(31)';
+export const ID_SEPARATOR = "'\u001f'";
 
 /** ` FROM "<col>" r`, plus a join (full-text search) when given. */
 export function fromRecords(table: string, join = ''): string {
@@ -52,7 +55,7 @@ export function pageIdsSql(from: string, where: string, order: string[]): string
 
 /** `id US rendering RS …` for the records of `table` whose ids are bound, `count` of them. */
 export function renderByIdsSql(table: string, rendered: string, count: number): string {
-  return `SELECT group_concat(r."id" || char(31) || ${rendered}, char(30)) FROM ${q(table)} r WHERE r."id" IN (${Array.from({ length: count }, () => '?').join(',')})`;
+  return `SELECT group_concat(r."id" || '\u001f' || ${rendered}, '\u001e') FROM ${q(table)} r WHERE r."id" IN (${Array.from({ length: count }, () => '?').join(',')})`;
 }
 
 /**
@@ -63,12 +66,14 @@ export function renderByIdsSql(table: string, rendered: string, count: number): 
  * sort, late materialization: ORDER BY … LIMIT makes SQLite compute the select list of every
  * matching row before it sorts, so the page's rowids are chosen first and only those rows are
  * read; the aggregate orders the page's few rows again (an aggregate's input order is not
- * guaranteed). Without a sort the page has no defined order.
+ * guaranteed). Without a sort the page has no defined order. `bytes`: the aggregate as a BLOB of
+ * its UTF-8 text, which libsql hands over as a Buffer without decoding it into a string.
  */
-export function pageAggregateSql(table: string, from: string, where: string, order: string[], expr: string, separator: string): string {
-  if (!order.length) return `SELECT group_concat("_v", ${separator}) FROM (SELECT ${expr} AS "_v"${from}${where} LIMIT ? OFFSET ?)`;
+export function pageAggregateSql(table: string, from: string, where: string, order: string[], expr: string, separator: string, bytes = false): string {
+  const [open, close] = bytes ? ['CAST(', ' AS BLOB)'] : ['', ''];
+  if (!order.length) return `SELECT ${open}group_concat("_v", ${separator})${close} FROM (SELECT ${expr} AS "_v"${from}${where} LIMIT ? OFFSET ?)`;
   const by = pageOrderBy(order);
-  return `SELECT group_concat(${expr}, ${separator} ORDER BY ${by}) FROM (SELECT r.rowid AS "_rid"${from}${where} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(table)} r ON r.rowid = p."_rid"`;
+  return `SELECT ${open}group_concat(${expr}, ${separator} ORDER BY ${by})${close} FROM (SELECT r.rowid AS "_rid"${from}${where} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(table)} r ON r.rowid = p."_rid"`;
 }
 
 /**

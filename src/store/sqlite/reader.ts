@@ -15,17 +15,25 @@ type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
 const STMT_CACHE_MAX = 1000;
 /**
- * Tasks a reader pool serves before it is replaced by a fresh one (the old one finishes what it
- * has, then its threads exit). libsql 0.5.29 leaves about 1 KB of native memory behind per
- * `all()` on a piscina worker thread, freed only when the thread exits: measured, a pool serving
- * one list query 60,000 times grew the process by 50 MB, and by under 1 MB when replaced every
- * 10,000 tasks. A new worker costs a few tens of milliseconds, once per 10,000 expensive reads.
+ * Multi-row tasks a reader pool serves before it is replaced by a fresh one (the old one finishes
+ * what it has, then its threads exit). libsql 0.5.29 keeps about 1 KB of native memory per
+ * `all()` (its rows object) until the thread's event loop turns; a piscina worker kept busy never
+ * turns it: measured, a pool serving one list query 60,000 times grew the process by 50 MB, and
+ * by under 1 MB when replaced every 10,000 tasks. `get()` keeps nothing (60,000 on a worker:
+ * no growth), so one-row reads do not count. On the main thread the memory comes back every
+ * turn (measured: 500,000 `all()` in turns of 10,000, 21 MB at most).
  */
 const POOL_RECYCLE_TASKS = 10_000;
 /** Reader pools left finishing over-budget reads at once (Reader.retirePool). */
 const MAX_RETIRED_POOLS = 2;
 /** How long closing waits for reads still running on retired pools. */
 const RETIRED_CLOSE_WAIT_MS = 10_000;
+/**
+ * Reads a balanced read may find waiting per reader thread before it runs on the main thread
+ * instead (Reader.getBalanced): one, measured against none on the cities' relation-filter pages
+ * (about 1.08× the pages a second) and against three (no difference).
+ */
+const BALANCED_QUEUE = 1;
 /** Rows a page may visit (offset + limit) before it is read off the main thread. */
 const DEEP_OFFSET = 2000;
 
@@ -38,6 +46,11 @@ export class ReadBudgetExceeded extends Error {
     super(`read stopped after its budget of ${budgetMs} ms`);
     this.name = 'ReadBudgetExceeded';
   }
+}
+
+/** Starts a pool's threads (and their connections) with one trivial read each. */
+function warm(pool: Piscina, path: string): void {
+  for (let i = 0; i < pool.options.maxThreads; i++) void pool.run({ path, sql: 'SELECT 1', params: [], mode: 'get' }).catch(() => undefined);
 }
 
 /** A query-only connection for EXPLAIN QUERY PLAN (see Reader.planner). */
@@ -207,18 +220,58 @@ export class Reader {
    */
   async allOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[][]> {
     if (!this.pool) return this.all(sql, params);
-    if (++this.poolTasks >= POOL_RECYCLE_TASKS && this.makePool) {
-      this.poolTasks = 0;
-      const old = this.pool;
-      this.pool = this.makePool();
-      void old.close().catch(() => undefined);
+    return this.offThread('all', sql, params, budgetMs) as Promise<unknown[][]>;
+  }
+
+  /**
+   * The first row or undefined, on a reader worker (falls back to the main thread without a
+   * pool); the budget as allOffThread. One-row reads (a page rendered as one aggregate, a count)
+   * leave nothing behind on the worker (see POOL_RECYCLE_TASKS), so they do not count towards
+   * replacing the pool.
+   * @throws ReadBudgetExceeded past the budget; the SQLite error of the statement otherwise
+   */
+  async getOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
+    if (!this.pool) return this.get(sql, params);
+    return ((await this.offThread('get', sql, params, budgetMs)) as unknown[] | null) ?? undefined;
+  }
+
+  /**
+   * The first row of a bounded read (one whose cost is known to be small, e.g. a deep page's 20
+   * rows rendered after an offset-walk checkpoint): on a reader worker while one is free (workerFree), else here
+   * on the main thread, so both cores work when such reads arrive faster than the pool's threads
+   * finish them (measured on the cities' random deep pages: the one reader thread of a two-core
+   * machine ran at 70 % and the main thread at 65 %, each waiting on the other).
+   * @throws ReadBudgetExceeded past the budget (on a worker); the SQLite error otherwise
+   */
+  getBalanced(sql: string, params: SqlValue[], budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
+    return this.workerFree() ? this.getOffThread(sql, params, budgetMs) : this.get(sql, params);
+  }
+
+  /** Whether a reader worker would start a read soon (at most BALANCED_QUEUE waiting per thread). */
+  workerFree(): boolean {
+    return !!this.pool && this.inFlight < this.pool.options.maxThreads + BALANCED_QUEUE;
+  }
+
+  /** Tasks sent to the current pool and not yet answered. */
+  private inFlight = 0;
+
+  private async offThread(mode: 'all' | 'get', sql: string, params: SqlValue[], budgetMs: number): Promise<unknown> {
+    this.inFlight++;
+    try {
+      return await this.offThreadTask(mode, sql, params, budgetMs);
+    } finally {
+      this.inFlight--;
     }
-    const pool = this.pool;
-    const task = { path: this.path, sql, params, mode: 'all' };
+  }
+
+  private async offThreadTask(mode: 'all' | 'get', sql: string, params: SqlValue[], budgetMs: number): Promise<unknown> {
+    if (mode === 'all') this.countTask();
+    const pool = this.pool!;
+    const task = { path: this.path, sql, params, mode };
     // a read queued on a pool retired meanwhile (retirePool) is run again on the current one
-    const run = (pool.run(task) as Promise<unknown[][]>).catch((err: unknown) => {
+    const run = (pool.run(task) as Promise<unknown>).catch((err: unknown) => {
       if (pool === this.pool || !this.pool || (err as { code?: unknown }).code !== undefined) throw err;
-      return this.pool.run(task) as Promise<unknown[][]>;
+      return this.pool.run(task) as Promise<unknown>;
     });
     if (!(budgetMs > 0)) return run;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -236,6 +289,30 @@ export class Reader {
     }
   }
 
+  /** The next pool, started ahead of the switch (countTask). */
+  private nextPool: Piscina | null = null;
+
+  /**
+   * Counts a multi-row task towards POOL_RECYCLE_TASKS. The replacement pool is made and its
+   * threads started a tenth of the way before the switch, so reads never wait for a thread to
+   * start (measured before: with every deep page on the pool, a switch every few seconds put
+   * 0.5-1 s into the 99th percentile).
+   */
+  private countTask(): void {
+    if (!this.makePool) return;
+    this.poolTasks++;
+    if (this.poolTasks === Math.floor(POOL_RECYCLE_TASKS * 0.9) && !this.nextPool) {
+      this.nextPool = this.makePool();
+      warm(this.nextPool, this.path);
+    }
+    if (this.poolTasks < POOL_RECYCLE_TASKS) return;
+    this.poolTasks = 0;
+    const old = this.pool;
+    this.pool = this.nextPool ?? this.makePool();
+    this.nextPool = null;
+    void old?.close().catch(() => undefined);
+  }
+
   /** Pools retired by a read over its budget whose threads have not all exited yet. */
   private retired = 0;
   /** Their close() promises (Reader.close waits for them). */
@@ -251,14 +328,20 @@ export class Reader {
     if (pool !== this.pool || !this.makePool || this.retired >= MAX_RETIRED_POOLS) return;
     this.retired++;
     this.poolTasks = 0;
-    this.pool = this.makePool();
-    // start the new pool's thread and connection now rather than with the next read
-    void this.pool.run({ path: this.path, sql: 'SELECT 1', params: [], mode: 'get' }).catch(() => undefined);
+    this.pool = this.nextPool ?? this.makePool();
+    this.nextPool = null;
+    // start the new pool's threads and connections now rather than with the next reads
+    warm(this.pool, this.path);
     const closed: Promise<void> = pool.close().catch(() => undefined).finally(() => {
       this.retired--;
       this.closing.delete(closed);
     });
     this.closing.add(closed);
+  }
+
+  /** The first row, where the plan says it is cheapest to read (`budgetMs`: see allOffThread). */
+  getAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
+    return this.isExpensive(sql, params, visits) ? this.getOffThread(sql, params, budgetMs) : this.get(sql, params);
   }
 
   /** All rows, where the plan says they are cheapest to read (`budgetMs`: see allOffThread). */
@@ -274,7 +357,9 @@ export class Reader {
   async close(): Promise<void> {
     const pools = [...this.closing];
     if (this.pool) pools.push(this.pool.close().catch(() => undefined));
+    if (this.nextPool) pools.push(this.nextPool.close().catch(() => undefined));
     this.pool = null;
+    this.nextPool = null;
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([Promise.all(pools), new Promise((r) => { timer = setTimeout(r, RETIRED_CLOSE_WAIT_MS); })]);
     clearTimeout(timer);

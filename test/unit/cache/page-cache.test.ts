@@ -1,7 +1,7 @@
 /**
  * PageCache (src/cache/page-cache.ts): a page is kept on its second offer at one commit count,
- * served only at that count, bounded by entries and characters (oldest out first), and long
- * keys or bodies are never kept.
+ * served only at that count (as UTF-8 bytes, whether offered as a string or as bytes), bounded
+ * by entries and bytes (oldest out first), and long keys or bodies are never kept.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ test('kept on the second offer at the same commit; any later commit ends it', ()
   c.set('k', 1, 'body');
   assert.equal(c.get('k', 1), undefined, 'a first offer is only remembered');
   c.set('k', 1, 'body');
-  assert.equal(c.get('k', 1), 'body');
+  assert.deepEqual(c.get('k', 1), Buffer.from('body'));
   assert.equal(c.get('k', 2), undefined, 'another commit count misses');
   assert.equal(c.get('k', 1), undefined, 'and the stale entry is gone');
   c.set('j', 3, 'a');
@@ -26,7 +26,7 @@ test('bounded by entries and characters; long keys and bodies are not kept', () 
   for (let i = 0; i < PAGE_CACHE_MAX_ENTRIES + 10; i++) put(`k${i}`, 'x');
   assert.equal(c.size, PAGE_CACHE_MAX_ENTRIES);
   assert.equal(c.get('k0', 0), undefined, 'the oldest went first');
-  assert.equal(c.get(`k${PAGE_CACHE_MAX_ENTRIES + 9}`, 0), 'x');
+  assert.deepEqual(c.get(`k${PAGE_CACHE_MAX_ENTRIES + 9}`, 0), Buffer.from('x'));
   const big = 'y'.repeat(200 * 1024);
   const d = new PageCache();
   for (let i = 0; i < 60; i++) {
@@ -42,4 +42,17 @@ test('bounded by entries and characters; long keys and bodies are not kept', () 
   e.set('huge', 0, 'h'.repeat(300 * 1024));
   e.set('huge', 0, 'h'.repeat(300 * 1024));
   assert.equal(e.get('huge', 0), undefined);
+});
+
+test('a string body is kept as its UTF-8 bytes; a byte body as it is', () => {
+  const c = new PageCache();
+  const text = '{"name":"Ḩalāqīm 😀"}';
+  c.set('s', 0, text);
+  c.set('s', 0, text);
+  assert.equal(c.get('s', 0)?.toString('utf8'), text);
+  assert.equal(c.get('s', 0)?.length, Buffer.byteLength(text));
+  const bytes = Buffer.from('[1,2]');
+  c.set('b', 0, bytes);
+  c.set('b', 0, bytes);
+  assert.equal(c.get('b', 0), bytes);
 });

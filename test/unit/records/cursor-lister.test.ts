@@ -1,7 +1,8 @@
 /**
  * Where list queries run (src/records/records-list.ts): searches and vector queries always go to
- * the reader pool (never the main thread); other pages let the plan decide (Reader.allAuto);
- * an unfiltered COUNT(*) runs on the main thread.
+ * the reader pool (never the main thread); other pages let the plan decide (Reader.allAuto,
+ * getAuto), and a plain page whose id query is expensive finds its ids on the pool; an
+ * unfiltered COUNT(*) runs on the main thread.
  * Uses a stand-in store that records which reader entry point each query took.
  */
 import { test } from 'node:test';
@@ -31,9 +32,12 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
     writer: { commits: 0 },
     reader: {
       allAuto: (sql: string) => (calls.push(['auto', sql]), []),
+      getAuto: (sql: string) => (calls.push(['auto', sql]), undefined),
       allOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [[0n]] : []),
+      getOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [0n] : undefined),
       all: (sql: string) => (calls.push(['main', sql]), [[0n]]),
-      get: () => undefined,
+      get: (sql: string) => (calls.push(['main', sql]), [0n]),
+      workerFree: () => true,
       // plain pages ask the plan before assembling cached renderings; "expensive" sends them on
       isExpensive: () => true,
     },
@@ -56,5 +60,5 @@ test('search and vector queries run on the reader pool; plain pages where the pl
   }
   const { list, calls } = lister();
   await list('perPage=5&skipTotal=true');
-  assert.deepEqual(calls.map(([w]) => w), ['auto']);
+  assert.deepEqual(calls.map(([w]) => w), ['pool']);
 });

@@ -1,0 +1,97 @@
+/**
+ * The list scenarios of issue 23 (group 10 of `npm run bench`) on their own, for working on them:
+ * loads the 135,233 cities once into a data directory (kept with `--data=DIR` for the next run),
+ * starts `svc serve` on it and the bare uWebSockets.js ceiling, and runs, interleaved per round,
+ * the ceiling and the three series (relation filter + indexed sort, random deep pages, list 20
+ * with the page cache bypassed), printing each run and the median ratio to the ceiling.
+ *
+ *   npm run build && npx tsx bench/lists.ts [--data=DIR] [--rounds=3] [--seconds=3]
+ *       [--only=relation,deep,nocache] [--cpu-prof]
+ *
+ * `--cpu-prof` runs the server under `node --cpu-prof` (profiles in bench/results/profiles-lists/)
+ * and prints the hottest functions of the main thread. The committed figures come from
+ * `npm run bench`; this runner is not part of it.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { loadCities } from './lib/cities.js';
+import { CITY_THRESHOLDS, wrkScript } from './lib/scenarios.js';
+import { BENCH_EMAIL, BENCH_PASSWORD, REPO_ROOT, newDataDir, runCli, startSvc } from './lib/svc.js';
+import { freePort, median, runWrk, startProcess, waitForHttp, type WrkOptions } from './lib/wrk.js';
+import { settle } from './lib/rss.js';
+import { summariseProfiles } from './lib/profile.js';
+
+const argv = process.argv.slice(2);
+const arg = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const ROUNDS = Number(arg('rounds') ?? 3);
+const SECONDS = Number(arg('seconds') ?? 3);
+const ONLY = arg('only')?.split(',');
+const PROF = argv.includes('--cpu-prof');
+
+async function main(): Promise<void> {
+  let dataDir = arg('data');
+  const keep = dataDir !== undefined;
+  let codes: string[];
+  let rows: number;
+  if (dataDir && existsSync(join(dataDir, 'cities.json'))) {
+    ({ codes, rows } = JSON.parse(await import('node:fs').then((fs) => fs.readFileSync(join(dataDir!, 'cities.json'), 'utf8'))));
+  } else {
+    if (dataDir) {
+      await mkdir(dataDir, { recursive: true });
+      await runCli(['superuser', 'create', `--email=${BENCH_EMAIL}`, `--password=${BENCH_PASSWORD}`, `--data-dir=${dataDir}`]);
+    } else dataDir = await newDataDir('lists');
+    const data = await loadCities(dataDir, BENCH_EMAIL, BENCH_PASSWORD);
+    codes = data.countries.map((c) => c.code);
+    rows = data.cities;
+    await writeFile(join(dataDir, 'cities.json'), JSON.stringify({ codes, rows }));
+  }
+  const profDir = join(REPO_ROOT, 'bench', 'results', 'profiles-lists');
+  if (PROF) {
+    await rm(profDir, { recursive: true, force: true });
+    await mkdir(profDir, { recursive: true });
+  }
+  const svc = await startSvc({ dataDir, nodeArgs: PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [] });
+  const helloPort = await freePort();
+  const hello = startProcess('hello-uws', process.execPath, [join(REPO_ROOT, 'bench', 'hello-uws.mjs'), String(helloPort)], { cwd: REPO_ROOT });
+  const ceilingUrl = `http://127.0.0.1:${helloPort}/`;
+  try {
+    await waitForHttp(ceilingUrl, hello);
+    const url = `${svc.url}/api/collections/cities/records`;
+    const series: Array<{ key: string; load: WrkOptions }> = [
+      { key: 'relation', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['relation', codes.join(','), CITY_THRESHOLDS.join(',')] } },
+      { key: 'deep', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['deep', String(Math.floor(rows / 20))] } },
+      { key: 'nocache', load: { url: `${url}?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
+    ].filter((s) => !ONLY || ONLY.includes(s.key));
+    const pids = [svc.proc.child.pid!, hello.child.pid!];
+    for (const s of series) await runWrk({ ...s.load, durationS: 1 }); // warm-up
+    const ratios = new Map<string, number[]>(series.map((s) => [s.key, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      await settle(pids);
+      const ceiling = (await runWrk({ url: ceilingUrl, durationS: SECONDS })).requestsPerSec;
+      const line = [`round ${round + 1}: ceiling ${Math.round(ceiling)}`];
+      for (const s of series) {
+        await settle(pids);
+        const r = await runWrk({ ...s.load, durationS: SECONDS });
+        ratios.get(s.key)!.push(r.requestsPerSec / ceiling);
+        line.push(`${s.key} ${Math.round(r.requestsPerSec)} (${(r.requestsPerSec / ceiling).toFixed(3)}, p99 ${r.latencyP99Ms} ms${r.errors ? `, ${r.errors} errors` : ''})`);
+      }
+      console.log(line.join(' · '));
+    }
+    console.log(series.map((s) => `${s.key}: median ${median(ratios.get(s.key)!).toFixed(3)} × ceiling`).join('\n'));
+  } finally {
+    await hello.stop();
+    await svc.stop();
+    if (!keep) await rm(dataDir, { recursive: true, force: true });
+  }
+  if (PROF) {
+    const files = (await readdir(profDir)).filter((f) => f.endsWith('.cpuprofile'));
+    if (files.length === 0) console.log('no profile written');
+    for (const p of summariseProfiles(profDir, REPO_ROOT, 25)) console.log(JSON.stringify(p, null, 1));
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
