@@ -1,0 +1,544 @@
+/**
+ * The PostgreSQL emitter of the rule compiler (src/rules/compiler.ts): filter and rule ASTs to
+ * boolean SQL terms, `sort` parameters to ORDER BY bodies, with the signatures and output shapes
+ * of the SQLite emitter (src/store/sqlite/rule-sql.ts) so the compiler can choose by dialect.
+ * Parameters stay `?` slots, in order (a separate step numbers them `$n`); every slot is cast
+ * (`?::text`, `?::float8`, …) so no parameter type is left for PostgreSQL to infer.
+ *
+ * Storage model assumed (issue 24; the PostgreSQL DDL follows it): one table per collection,
+ * named as the collection and aliased `r` (the caller's alias) in queries; columns `"id"` text
+ * primary key, `"created"` and `"updated"` text (the same ISO-like text as on SQLite), then one
+ * column per field named as the field: text, editor, email, url, date, autodate and single-valued
+ * select/relation/file as `text`; number as `double precision`, fixed-point number as `bigint`
+ * holding the same scaled integer as SQLite's INTEGER; bool as `smallint` 0/1; json and
+ * multi-valued select/relation/file as `jsonb` holding the JSON the SQLite column holds as text.
+ * Auth collections carry the same hidden columns as on SQLite (`emailVisibility` is a bool field).
+ * SQLite compares text bytewise (BINARY): text columns should be declared `COLLATE "C"` (or the
+ * database use the C locale) so equality, ranges and sorts agree and stay indexable; range
+ * comparisons and sorts here name `COLLATE "C"` explicitly so results agree even when they are not.
+ *
+ * Semantics are the SQLite emitter's, including SQLite's type rules, reproduced explicitly:
+ * - every value is seen as a number part and a text part (at most one non-NULL; NULL is both
+ *   NULL). A comparison applies SQLite's affinity rules first (a numeric column converts a
+ *   numeric-looking text operand to a number; a text column converts a number operand to text,
+ *   REAL numbers as SQLite prints them, `5` → `'5.0'`), then compares numbers with numbers and
+ *   text with text (bytewise), and orders every number before every text;
+ * - `~` / `!~` are `ILIKE … ESCAPE '\'` under `COLLATE "C"`, which folds ASCII letters only, as
+ *   SQLite's LIKE does; a pattern ending in an unpaired `\` matches nothing (SQLite) instead of
+ *   raising an error (PostgreSQL);
+ * - json paths (`meta.a.b`) read `#>` and dispatch on `jsonb_typeof` (numbers and booleans are
+ *   numbers, JSON null is NULL, strings text, objects and arrays their JSON text); multi-valued
+ *   fields are sets of `jsonb_array_elements_text` rows.
+ * Known differences (values only a hand-built or unusual request produces): a `@request.*` value
+ * is numeric text or text here, since a bound parameter reaches PostgreSQL as text: a numeric
+ * string and a number compare alike (SQLite tells them apart), and a number compared with a text
+ * column reads `5` rather than `5.0`; JSON objects and arrays read as PostgreSQL's jsonb text
+ * (`{"a": 1}`, keys reordered) where SQLite keeps the stored text; REAL values that are not
+ * integers are printed by PostgreSQL (shortest exact form) where SQLite prints 15 digits.
+ */
+import { ApiError } from '../../errors/api-error.js';
+import { bindValue, type SqlValue } from '../bind.js';
+import type { Collection } from '../../collections/types.js';
+import { HIDDEN_AUTH_COLUMNS } from '../../collections/types.js';
+import { parseFilter, type CompareExpr, type CompareOp, type Expr, type InExpr, type Literal, type Operand } from '../../rules/parser.js';
+import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
+import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';
+import { likeValue, scaleDecimal } from '../../rules/values.js';
+import { PathResolver, quoteIdent, type HopRule, type ResolvedPath, type ValueKind } from './rule-paths.js';
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_SORT_FIELDS = 16;
+const BS = `E'\\\\'`; // one backslash, whatever standard_conforming_strings says
+const LIKE_ESCAPE = ` ESCAPE ${BS}`;
+/**
+ * Text SQLite's numeric affinity turns into a number, bounded so the cast to float8 cannot
+ * overflow (at most 200 characters, a two-digit exponent).
+ */
+const NUMERIC_TEXT = /^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,2})?\s*$/;
+const NUMERIC_TEXT_SQL = `'^\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]{1,2})?\\s*$'`;
+
+/** SQL with its `?` slots in order. */
+interface Sql {
+  sql: string;
+  params: ParamSlot[];
+}
+
+interface Frag extends Sql {
+  /** a positive semi-join over this root column (CompiledExpr.drivers) */
+  driver?: string;
+}
+
+/** Concatenates SQL text and fragments, keeping the slots in `?` order. */
+function cat(...parts: Array<string | Sql>): Sql {
+  let sql = '';
+  const params: ParamSlot[] = [];
+  for (const p of parts) {
+    if (typeof p === 'string') sql += p;
+    else {
+      sql += p.sql;
+      for (const s of p.params) params.push(s);
+    }
+  }
+  return { sql, params };
+}
+
+const raw = (sql: string): Sql => ({ sql, params: [] });
+
+/** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
+export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
+  const guarded = opts.mode === 'filter' && !opts.superuser;
+  const paths = new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
+  const compiler = new ExprCompiler(paths, opts.mode);
+  const out = compiler.expr(ast, true);
+  return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
+}
+
+/** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
+function hopViewRule(schema: SchemaLookup): HopRule {
+  return (target, alias) => {
+    const src = target.viewRule;
+    if (src === null || src.trim() === '') return 'locked';
+    if (src.trim() === '@public') return null;
+    return emitExpression(parseFilter(src), target, schema, { mode: 'rule', alias });
+  };
+}
+
+/**
+ * compileSort's PostgreSQL emitter: `<expr> ASC NULLS FIRST` / `<expr> DESC NULLS LAST` terms
+ * (SQLite's NULL placement), text columns under `COLLATE "C"` (SQLite's byte order), jsonb columns
+ * by their text. `@rowid` has no PostgreSQL counterpart and is refused.
+ * @throws ApiError 400 `Invalid sort: …` as the SQLite emitter, and for `@rowid`
+ */
+export function emitSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
+  void schema;
+  if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
+  const fail = (why: string): never => {
+    throw ApiError.badRequest(`Invalid sort: ${why}.`);
+  };
+  if (src.length > 8192) fail('the sort parameter is too long');
+  const terms: string[] = [];
+  for (const rawTerm of src.split(',')) {
+    let name = rawTerm.trim();
+    if (name === '') continue;
+    if (terms.length === MAX_SORT_FIELDS) fail(`at most ${MAX_SORT_FIELDS} sort fields are allowed`);
+    let desc = false;
+    if (name[0] === '-' || name[0] === '+') {
+      desc = name[0] === '-';
+      name = name.slice(1).trim();
+    }
+    const dir = desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST';
+    if (name === '@random') terms.push(`random() ${desc ? 'DESC' : 'ASC'}`);
+    else if (name === '@rowid') fail('@rowid is not available on PostgreSQL');
+    else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
+    else {
+      const field = resolveColumn(collection, name, 'filter', name, 'Invalid sort');
+      const col = `${alias}.${quoteIdent(name)}`;
+      const multi = field !== null && (field.type === 'select' || field.type === 'relation' || field.type === 'file') && (field.options.maxSelect ?? 1) > 1;
+      let expr: string;
+      if (field?.type === 'number' || field?.type === 'bool') expr = col;
+      else if (field?.type === 'json' || multi) expr = `(${col})::text COLLATE "C"`;
+      else if (!superuser && isPrivateEmail(collection, name)) expr = `(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${col} END) COLLATE "C"`;
+      else expr = `${col} COLLATE "C"`;
+      terms.push(`${expr} ${dir}`);
+    }
+  }
+  if (terms.length === 0 && src.trim() !== '') fail('no field given');
+  return terms.join(', ');
+}
+
+/**
+ * An operand before comparison: a resolved path (`kind` from the resolver), a literal (its bound
+ * value) or a request macro (one slot, value unknown until bind time).
+ */
+type Val =
+  | { from: 'path'; kind: ValueKind; sql: Sql }
+  | { from: 'lit'; value: SqlValue }
+  | { from: 'macro'; slot: ParamSlot };
+
+interface Side {
+  val: Val;
+  sources: string[];
+  conds: string[];
+  condParams: ParamSlot[];
+}
+
+/** A value as SQLite compares it: a number part and a text part (null: statically never). */
+interface Dual {
+  n: Sql | null;
+  t: Sql | null;
+}
+
+type Affinity = 'numeric' | 'text' | 'none';
+
+function affinity(v: Val): Affinity {
+  if (v.from !== 'path') return 'none';
+  if (v.kind === 'real' || v.kind === 'int') return 'numeric';
+  if (v.kind === 'text' || v.kind === 'jsoncol') return 'text';
+  return 'none';
+}
+
+const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
+
+class ExprCompiler {
+  readonly authPaths = new Set<string>();
+  readonly drivers: Array<{ column: string; sql: string; params: ParamSlot[] }> = [];
+
+  constructor(
+    private readonly paths: PathResolver,
+    private readonly mode: CompileOptions['mode'],
+  ) {}
+
+  expr(e: Expr, conjunct = false): Sql {
+    if (e.type === 'compare' || e.type === 'in') {
+      const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
+      if (conjunct && frag.driver) this.drivers.push({ column: frag.driver, sql: frag.sql, params: frag.params });
+      return { sql: frag.sql, params: frag.params };
+    }
+    const flat: Expr[] = [];
+    const collect = (t: Expr): void => {
+      if (t.type === e.type) t.terms.forEach(collect);
+      else flat.push(t);
+    };
+    collect(e);
+    const terms = flat.map((t) => this.expr(t, conjunct && e.type === 'and'));
+    if (terms.length === 1) return terms[0];
+    const op = e.type === 'and' ? ' AND ' : ' OR ';
+    const parts: Array<string | Sql> = ['('];
+    terms.forEach((t, i) => parts.push(...(i ? [op, t] : [t])));
+    parts.push(')');
+    return cat(...parts);
+  }
+
+  private compare(e: CompareExpr): Frag {
+    let { left, right } = e;
+    const op = e.op;
+    if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
+    const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
+    const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
+    const like = op === '~' || op === '!~';
+    const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
+    const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
+    const sources = [...L.sources, ...R.sources];
+    const conds = [...L.conds, ...R.conds];
+    const condParams = [...L.condParams, ...R.condParams];
+    const head = pl && !pr ? pl.head : pr && !pl ? pr.head : undefined;
+    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L.val, sources, conds, condParams, op === '=', head);
+
+    const negative = op === '!=' || op === '!~';
+    let pred: Sql;
+    if (like) pred = likePred(L.val, R.val);
+    else if (op === '!=') pred = sameValue(L.val, R.val);
+    else pred = compareValues(L.val, R.val, op);
+
+    if (sources.length > 0) return some(head, sources, conds, pred, negative, condParams);
+    if (op === '!=') return cat('NOT ', pred);
+    if (op === '!~') return cat('NOT COALESCE(', pred, ', false)');
+    return pred;
+  }
+
+  /** `x = null` (isNull) / `x != null` under the set semantics of the compiler. */
+  private nullTest(v: Val, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean, head?: ResolvedPath['head']): Frag {
+    if (sources.length === 0) return isNull ? cat('NOT ', notNull(v)) : notNull(v);
+    const any = some(head, sources, conds, notNull(v), isNull, condParams);
+    return { sql: any.sql, params: any.params };
+  }
+
+  private inList(e: InExpr): Frag {
+    if (e.items.length === 0 && !e.accountIds) return { sql: 'false', params: [] };
+    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
+    const L = this.side(e.left, path, undefined, false);
+    const within = (pred: Sql): Frag =>
+      L.sources.length > 0 ? some(path?.head, L.sources, L.conds, pred, false, L.condParams) : pred;
+    if (e.accountIds) {
+      const a = this.paths.freshAlias();
+      const elem: Val = { from: 'path', kind: 'loose', sql: raw(`${a}.value`) };
+      const pred = cat(`EXISTS (SELECT 1 FROM jsonb_array_elements_text(`, slotSql({ kind: 'account', field: 'ids' }, 'jsonb'), `) AS ${a}(value) WHERE `, compareValues(L.val, elem, '='), ')');
+      return within(pred);
+    }
+    const members = e.items.filter((item) => item.value !== null);
+    const parts: Frag[] = [];
+    if (members.length > 0) {
+      const items: Val[] = members.map((m) => ({ from: 'lit', value: literalValue(m, path?.scale, false) }));
+      parts.push(within(inValues(L.val, items)));
+    }
+    if (members.length < e.items.length) parts.push(this.nullTest(L.val, L.sources, L.conds, L.condParams, true, path?.head));
+    if (parts.length === 1) return parts[0];
+    return cat('(', parts[0], ' OR ', parts[1], ')');
+  }
+
+  /** One operand; `scale` comes from a fixed-point field on the other side, `other` is its path. */
+  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side {
+    if (path) {
+      return { val: { from: 'path', kind: path.kind, sql: { sql: path.value, params: path.valueParams } }, sources: path.sources, conds: path.conds, condParams: path.condParams };
+    }
+    const plain = { sources: [], conds: [], condParams: [] };
+    if (o.type === 'literal') return { val: { from: 'lit', value: literalValue(o, scale, like) }, ...plain };
+    if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
+    const opt = like ? { like: true } : {};
+    let slot: ParamSlot;
+    if (o.macro === 'auth') {
+      const headSeg = o.path.split('.')[0];
+      if (this.mode === 'filter' && (HIDDEN_AUTH_COLUMNS as readonly string[]).includes(headSeg)) {
+        throw ApiError.badRequest(`Invalid filter: @request.auth.${headSeg} is hidden and cannot be used here.`);
+      }
+      this.authPaths.add(o.path);
+      const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
+      slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
+    } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    else if (o.macro === 'method') slot = { kind: 'method', ...opt };
+    else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
+    return { val: { from: 'macro', slot }, ...plain };
+  }
+}
+
+/**
+ * "Some value of the set-valued path satisfies `pred`" (or, `negated`, none does): the
+ * uncorrelated semi-join `<column> IN (SELECT <id> FROM … WHERE …)` when the path starts with a
+ * single-valued relation, else a correlated EXISTS; as in the SQLite emitter, whose comment
+ * explains the choice. `condParams` are the hops' slots, placed before the predicate's.
+ */
+function some(head: ResolvedPath['head'], sources: string[], conds: string[], pred: Sql, negated: boolean, condParams: ParamSlot[]): Frag {
+  const where = head ? conds.slice(1) : conds;
+  const body = cat(`SELECT ${head ? head.id : '1'} FROM ${sources.join(', ')} WHERE `, raw(where.map((c) => `${c} AND `).join('')), '(', pred, ')');
+  const params = [...condParams, ...pred.params];
+  if (head) {
+    const sql = `${head.column} IN (${body.sql})`;
+    return negated ? { sql: `NOT COALESCE(${sql}, false)`, params } : { sql, params, driver: head.column };
+  }
+  return { sql: `${negated ? 'NOT ' : ''}EXISTS (${body.sql})`, params };
+}
+
+/** The bound value of a literal: LIKE-wrapped, fixed-point scaled, or as written. */
+function literalValue(lit: Literal, scale: number | undefined, like: boolean): SqlValue {
+  const v = lit.value;
+  if (like) return likeValue(bindValue(v));
+  if (scale !== undefined && (typeof v === 'number' || typeof v === 'string')) {
+    const scaled = scaleDecimal(typeof v === 'number' ? lit.raw : v, scale);
+    if (scaled === undefined) {
+      const shown = typeof v === 'number' ? lit.raw : JSON.stringify(v.slice(0, 64));
+      throw ApiError.badRequest(
+        `Invalid filter: ${shown} at position ${lit.pos} is not a decimal with at most ${scale} decimal places, as the fixed-point field it is compared with requires.`,
+      );
+    }
+    return scaled;
+  }
+  return bindValue(v);
+}
+
+// ---- values as SQLite compares them ----
+
+/** A slot cast to a PostgreSQL type. */
+function slotSql(slot: ParamSlot, type: 'text' | 'float8' | 'int8' | 'numeric' | 'jsonb'): Sql {
+  return { sql: `?::${type}`, params: [slot] };
+}
+
+const valueSlot = (value: SqlValue): ParamSlot => ({ kind: 'value', value });
+
+/** Text SQLite's numeric affinity would make a number, as a number (NULL otherwise). */
+function numOfText(t: Sql): Sql {
+  return cat('(CASE WHEN length(', t, `) <= 200 AND `, t, ` ~ ${NUMERIC_TEXT_SQL} THEN (`, t, ')::float8 END)');
+}
+
+/** Text that stays text under numeric affinity (NULL when it would become a number). */
+function textNotNum(t: Sql): Sql {
+  return cat('(CASE WHEN NOT (length(', t, `) <= 200 AND `, t, ` ~ ${NUMERIC_TEXT_SQL}) THEN `, t, ' END)');
+}
+
+const isNumericText = (s: string): boolean => s.length <= 200 && NUMERIC_TEXT.test(s);
+
+/** How SQLite prints a REAL (`%!.15g`): `5` → `5.0`, `1e20` → `1.0e+20`. */
+export function sqliteRealText(v: number): string {
+  if (Number.isInteger(v) && Math.abs(v) < 1e15) return `${Object.is(v, -0) ? '-0' : v}.0`;
+  const [mant, expText] = v.toExponential(14).split('e');
+  const exp = Number(expText);
+  const trim = (s: string): string => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '.0') : `${s}.0`);
+  if (exp < -4 || exp >= 15) return `${trim(mant)}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  return trim(v.toFixed(Math.max(0, 14 - exp)));
+}
+
+/**
+ * SQL printing a double precision value as SQLite prints a REAL (`%!.15g`). PostgreSQL's
+ * float8-to-numeric conversion rounds to 15 significant digits too, so the numeric `n` only needs
+ * SQLite's layout: a `.0` on integral mantissas and an exponent beyond [1e-4, 1e15).
+ */
+function realTextSql(x: Sql): Sql {
+  const n = cat('(', x, ')::numeric');
+  const e = cat('floor(log(abs(', n, ')))');
+  const withPoint = (t: Sql): Sql => cat('(CASE WHEN strpos(', t, `, '.') > 0 THEN `, t, ' ELSE ', t, ` || '.0' END)`);
+  const mant = cat('trim_scale(', n, ' / power(10::numeric, ', e, '))::text');
+  const expo = cat(withPoint(mant), ` || 'e' || (CASE WHEN `, e, ` < 0 THEN '-' ELSE '+' END) || lpad(abs(`, e, `)::text, 2, '0')`);
+  return cat('(CASE WHEN ', n, ` = 0 THEN '0.0' WHEN abs(`, n, ') >= 1e15 OR abs(', n, ') < 1e-4 THEN ', expo, ' ELSE ', withPoint(cat(n, '::text')), ' END)');
+}
+
+/** The json value's number part: numbers, and booleans as 1/0. */
+function jsonNum(j: Sql): Sql {
+  return cat('(CASE jsonb_typeof(', j, `) WHEN 'number' THEN (`, j, `)::float8 WHEN 'boolean' THEN (CASE WHEN (`, j, `)::boolean THEN 1 ELSE 0 END) END)`);
+}
+
+/** The json value's text part: strings, and objects/arrays as JSON text. */
+function jsonText(j: Sql): Sql {
+  return cat('(CASE jsonb_typeof(', j, `) WHEN 'string' THEN `, j, ` #>> '{}' WHEN 'object' THEN (`, j, `)::text WHEN 'array' THEN (`, j, ')::text END)');
+}
+
+/** The json value as text, as SQLite's LIKE and TEXT affinity read it (booleans `1`/`0`). */
+function jsonAsText(j: Sql): Sql {
+  return cat('(CASE jsonb_typeof(', j, `) WHEN 'boolean' THEN (CASE WHEN (`, j, `)::boolean THEN '1' ELSE '0' END) WHEN 'null' THEN NULL WHEN 'string' THEN `, j, ` #>> '{}' WHEN 'number' THEN `, j, ` #>> '{}' ELSE (`, j, ')::text END)');
+}
+
+/**
+ * `v` as a Dual once the affinity `applied` (from the other operand) is applied; `peer` is the
+ * other operand (its kind picks the cast of a numeric parameter, and says whether a request value
+ * compared with an affinity-less value should be read as text).
+ */
+function dual(v: Val, applied: Affinity, peer: Val): Dual {
+  const intPeer = peer.from === 'path' && peer.kind === 'int';
+  if (v.from === 'path') {
+    const x = v.sql;
+    switch (v.kind) {
+      case 'real':
+      case 'int':
+        return { n: x, t: null };
+      case 'text':
+      case 'jsoncol':
+      case 'loose':
+        return applied === 'numeric' ? { n: numOfText(x), t: textNotNum(x) } : { n: null, t: x };
+      case 'json':
+        if (applied === 'text') return { n: null, t: jsonAsText(x) };
+        if (applied === 'numeric') {
+          const str = cat('(CASE WHEN jsonb_typeof(', x, `) = 'string' THEN `, x, ` #>> '{}' END)`);
+          return { n: cat('COALESCE(', jsonNum(x), ', ', numOfText(str), ')'), t: cat('COALESCE(', textNotNum(str), ', ', jsonText(cat('(CASE WHEN jsonb_typeof(', x, `) <> 'string' THEN `, x, ' END)')), ')') };
+        }
+        return { n: jsonNum(x), t: jsonText(x) };
+    }
+  }
+  if (v.from === 'lit') {
+    const value = v.value;
+    if (value === null) return { n: null, t: null };
+    if (typeof value === 'bigint') return { n: slotSql(valueSlot(value), 'int8'), t: null };
+    if (typeof value === 'number') {
+      if (applied === 'text') return { n: null, t: slotSql(valueSlot(sqliteRealText(value)), 'text') };
+      const asInt = intPeer && Number.isSafeInteger(value);
+      return { n: slotSql(valueSlot(value), asInt ? 'int8' : 'float8'), t: null };
+    }
+    const text = typeof value === 'string' ? value : Buffer.from(value).toString();
+    if (applied === 'numeric' && isNumericText(text)) {
+      const num = Number(text);
+      const asInt = intPeer && Number.isSafeInteger(num);
+      return { n: slotSql(valueSlot(asInt ? num : text.trim()), asInt ? 'int8' : 'float8'), t: null };
+    }
+    return { n: null, t: slotSql(valueSlot(text), 'text') };
+  }
+  const slot = v.slot;
+  if ((slot.kind === 'auth' || slot.kind === 'data') && slot.scale !== undefined) return { n: slotSql(slot, 'numeric'), t: null };
+  const t = slotSql(slot, 'text');
+  if (applied === 'text' || ('like' in slot && slot.like)) return { n: null, t };
+  if (applied === 'none' && peer.from === 'path' && peer.kind === 'loose') return { n: null, t };
+  return { n: numOfText(t), t: textNotNum(t) };
+}
+
+/** Both operands as Duals, SQLite's affinity rules applied. */
+function duals(a: Val, b: Val): [Dual, Dual] {
+  const fa = affinity(a);
+  const fb = affinity(b);
+  const toA: Affinity = fb === 'numeric' && fa !== 'numeric' ? 'numeric' : fb === 'text' && fa === 'none' ? 'text' : 'none';
+  const toB: Affinity = fa === 'numeric' && fb !== 'numeric' ? 'numeric' : fa === 'text' && fb === 'none' ? 'text' : 'none';
+  return [dual(a, toA, b), dual(b, toB, a)];
+}
+
+/** `a op b` as SQLite evaluates it (NULL when either is NULL); numbers sort before text. */
+function compareValues(a: Val, b: Val, op: Exclude<CompareOp, '!=' | '~' | '!~'>): Sql {
+  const [x, y] = duals(a, b);
+  const terms: Sql[] = [];
+  if (x.n && y.n) terms.push(cat(x.n, ` ${op} `, y.n));
+  if (x.t && y.t) terms.push(op === '=' ? cat(x.t, ' = ', y.t) : cat(x.t, ` COLLATE "C" ${op} `, y.t));
+  if ((op === '<' || op === '<=') && x.n && y.t) terms.push(cat('(', x.n, ' IS NOT NULL AND ', y.t, ' IS NOT NULL)'));
+  if ((op === '>' || op === '>=') && x.t && y.n) terms.push(cat('(', x.t, ' IS NOT NULL AND ', y.n, ' IS NOT NULL)'));
+  if (terms.length === 0) return raw('false');
+  if (terms.length === 1) return terms[0];
+  return cat('(', ...terms.flatMap((t, i) => (i ? [' OR ', t] : [t])), ')');
+}
+
+/** SQLite's `a IS b`: equal, or both NULL (never NULL itself). */
+function sameValue(a: Val, b: Val): Sql {
+  const [x, y] = duals(a, b);
+  const part = (p: Sql | null, q: Sql | null): Sql | null => {
+    if (p && q) return cat(p, ' IS NOT DISTINCT FROM ', q);
+    if (p) return cat(p, ' IS NULL');
+    if (q) return cat(q, ' IS NULL');
+    return null;
+  };
+  const terms = [part(x.n, y.n), part(x.t, y.t)].filter((t): t is Sql => t !== null);
+  if (terms.length === 0) return raw('true');
+  if (terms.length === 1) return cat('(', terms[0], ')');
+  return cat('(', terms[0], ' AND ', terms[1], ')');
+}
+
+/** `v IS NOT NULL` as SQLite reads the value (a JSON null is NULL). */
+function notNull(v: Val): Sql {
+  if (v.from === 'lit') return raw(v.value === null ? 'false' : 'true');
+  if (v.from === 'macro') return cat(slotSql(v.slot, 'text'), ' IS NOT NULL');
+  if (v.kind === 'json') return cat('COALESCE(jsonb_typeof(', v.sql, `), 'null') <> 'null'`);
+  return cat(v.sql, ' IS NOT NULL');
+}
+
+/** `v IN (items…)` as SQLite evaluates it: one IN list per class when the classes are static. */
+function inValues(v: Val, items: Val[]): Sql {
+  const pairs = items.map((item) => duals(v, item));
+  const left = pairs[0][0];
+  const single = (left.n === null) !== (left.t === null);
+  const simple = pairs.every(([, d]) => (d.n === null) !== (d.t === null) && (d.n ?? d.t)!.sql.startsWith('?::'));
+  if (!single || !simple) {
+    const ors = items.map((item) => compareValues(v, item, '='));
+    return ors.length === 1 ? ors[0] : cat('(', ...ors.flatMap((t, i) => (i ? [' OR ', t] : [t])), ')');
+  }
+  const l = (left.n ?? left.t)!;
+  const matching = pairs.map(([, d]) => (left.n ? d.n : d.t)).filter((d): d is Sql => d !== null);
+  if (matching.length === 0) return raw('false');
+  return cat(l, ' IN (', ...matching.flatMap((m, i) => (i ? [', ', m] : [m])), ')');
+}
+
+/** `v` as text, as SQLite's LIKE reads it (numbers printed, REALs with `.0`). */
+function asText(v: Val): Sql | null {
+  if (v.from === 'lit') {
+    const value = v.value;
+    if (value === null) return null;
+    if (typeof value === 'number') return slotSql(valueSlot(sqliteRealText(value)), 'text');
+    if (typeof value === 'bigint') return slotSql(valueSlot(String(value)), 'text');
+    return slotSql(valueSlot(typeof value === 'string' ? value : Buffer.from(value).toString()), 'text');
+  }
+  if (v.from === 'macro') return slotSql(v.slot, 'text');
+  switch (v.kind) {
+    case 'real':
+      return realTextSql(v.sql);
+    case 'int':
+      return cat('(', v.sql, ')::text');
+    case 'json':
+      return jsonAsText(v.sql);
+    default:
+      return v.sql;
+  }
+}
+
+/** Whether a LIKE pattern ends in an unpaired escape (SQLite: matches nothing; PostgreSQL: error). */
+const danglingEscape = (p: string): boolean => (p.length - p.replace(/\\+$/, '').length) % 2 === 1;
+
+/** `a LIKE b ESCAPE '\'` as SQLite evaluates it; a path on the right is wrapped like wrapLike. */
+function likePred(a: Val, b: Val): Sql {
+  const text = asText(a);
+  if (text === null) return raw('NULL::boolean');
+  let pattern: Sql;
+  if (b.from === 'lit') {
+    const p = b.value === null ? null : String(b.value);
+    if (p === null || danglingEscape(p)) return raw('NULL::boolean');
+    pattern = slotSql(valueSlot(p), 'text');
+  } else {
+    let p = asText(b)!;
+    if (b.from === 'path') {
+      const escaped = cat(`replace(replace(`, p, `, ${BS}, ${BS} || ${BS}), '_', ${BS} || '_')`);
+      p = cat(`(CASE WHEN strpos(`, p, `, '%') > 0 THEN `, p, ` ELSE '%' || `, escaped, ` || '%' END)`);
+    }
+    // an odd run of trailing backslashes: NULL (no match) instead of PostgreSQL's error
+    pattern = cat(`(CASE WHEN (length(`, p, `) - length(rtrim(`, p, `, ${BS}))) % 2 = 0 THEN `, p, ' END)');
+  }
+  return cat('(', text, ') COLLATE "C" ILIKE ', pattern, LIKE_ESCAPE);
+}
