@@ -188,6 +188,16 @@ SET svc.cf = 'on';
 CREATE TEMP TABLE IF NOT EXISTS _svc_changes (c text NOT NULL, id text, op smallint NOT NULL, old jsonb);
 `;
 
+/** The records the committed jobs of a group create (their steps' `creates`), in job order. */
+function createsOf(group: Job[], outcomes: Array<StepResult[] | Error>): Change[] {
+  const created: Change[] = [];
+  group.forEach((j, k) => {
+    if (outcomes[k] instanceof Error) return;
+    for (const s of j.steps) if (s.creates) created.push({ collection: s.creates.collection, id: s.creates.id, op: 'create' });
+  });
+  return created;
+}
+
 /*
  * The end of every group, one round trip: release the last job's savepoint, read and clear the
  * notes, commit. Past 2 × MAX_CHANGES_LISTED notes only the collections come back (op null).
@@ -243,6 +253,12 @@ export class PgWriter {
   commits = 0;
   /** Called after each group commit, before any of its jobs' promises settle. */
   onCommit: (() => void) | null = null;
+  /**
+   * SQL sent in each group's commit round trip, before its notes are taken and the COMMIT, given
+   * the creates of the group's committed jobs ('' for none): the cluster feed's NOTIFY
+   * (ClusterFeed.commitSql), so other instances hear of a commit exactly when it happens.
+   */
+  beforeCommit: ((created: Change[]) => string) | null = null;
 
   private readonly config: pg.ClientConfig;
   private readonly types: pg.CustomTypesConfig;
@@ -471,8 +487,9 @@ export class PgWriter {
         else if (j < group.length - 1) await client.query('RELEASE SAVEPOINT svc_job; SAVEPOINT svc_job');
       }
       atCommit = true;
-      const res = (await client.query({ text: COMMIT_SQL, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
-      taken = res[1].rows;
+      const before = this.beforeCommit?.(createsOf(group, outcomes)) ?? '';
+      const res = (await client.query({ text: before + COMMIT_SQL, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
+      taken = res[res.length - 2].rows; // the notes: the statement before COMMIT
     } catch (err) {
       this.sentOld = null;
       if (isConnectionFailure(err) || this.lostWith) {
@@ -500,14 +517,11 @@ export class PgWriter {
     this.onCommit?.();
     // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
     // every subscriber before any of them runs.
-    const created: Change[] = [];
+    const created = createsOf(group, outcomes);
     group.forEach((j, k) => {
       const o = outcomes[k];
       if (o instanceof Error) j.reject(o);
-      else {
-        for (const s of j.steps) if (s.creates) created.push({ collection: s.creates.collection, id: s.creates.id, op: 'create' });
-        j.resolve(o);
-      }
+      else j.resolve(o);
     });
     const [flat, truncated] = mergeNotes(taken);
     if (created.length || flat || truncated) this.changes.emit(decodeChanges(this.commits, created, flat, truncated));
