@@ -29,6 +29,7 @@ import type { SchemaLookup } from './paths.js';
 import { likeValue, readPath, scaleValue } from './values.js';
 import { nowDate } from '../collections/fields/index.js';
 import { emitExpression, emitSort } from '../store/sqlite/rule-sql.js';
+import { emitExpression as emitExpressionPg, emitSort as emitSortPg } from '../store/pg/rule-sql.js';
 
 export type { SchemaLookup } from './paths.js';
 
@@ -76,7 +77,15 @@ export interface CompileOptions {
   mode: 'filter' | 'rule';
   alias: string;
   superuser?: boolean;
+  /**
+   * The SQL emitted: SQLite's (the default) or PostgreSQL's (src/store/pg/rule-sql.ts, same
+   * semantics and the same CompiledExpr shape; issue 24).
+   */
+  dialect?: SqlDialectName;
 }
+
+/** The SQL dialects the compiler emits. */
+export type SqlDialectName = 'sqlite' | 'postgres';
 
 /** What `@request.*` macros read: the authenticated record (or null), the request body, the HTTP method. */
 export interface RequestContext {
@@ -106,7 +115,8 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function compileExpression(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions): CompiledExpr {
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
   const ast = parseFilter(src);
-  return { ...emitExpression(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
+  const emit = opts.dialect === 'postgres' ? emitExpressionPg : emitExpression;
+  return { ...emit(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
 }
 
 /** CompiledExpr.owner: `<field> = @request.auth.id` or `@request.auth.id = <field>`, else null. */
@@ -170,10 +180,11 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
  * hidden or encrypted ones), `@random` and `@rowid`; empty segments are ignored. For a caller
  * who is not a superuser (`superuser` false) an auth collection's `email` sorts as NULL where it
  * is private (`emailVisibility` off), so the order reveals nothing of hidden addresses.
+ * `dialect`: the SQL emitted (see CompileOptions.dialect); PostgreSQL refuses `@rowid`.
  * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields or more than 16 fields.
  */
-export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
-  return emitSort(src, collection, schema, alias, superuser);
+export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false, dialect: SqlDialectName = 'sqlite'): string {
+  return (dialect === 'postgres' ? emitSortPg : emitSort)(src, collection, schema, alias, superuser);
 }
 
 

@@ -207,3 +207,20 @@ test('injection attempts end up as bound parameters or are rejected', () => {
     'r."p" IN (SELECT r_1."id" FROM "we""ird" r_1 WHERE (r_1."t" = ?))');
   assert.throws(() => c('title = 1', { mode: 'filter', alias: 'r; DROP' }), /invalid alias/);
 });
+
+test('dialect: the PostgreSQL emitter on request, SQLite by default; both give the same facts', async () => {
+  const { emitExpression: pgEmit, emitSort: pgSort } = await import('../../../src/store/pg/rule-sql.js');
+  const { parseFilter } = await import('../../../src/rules/parser.js');
+  const src = "author.name = 'x' && views > 3";
+  const lite = c(src);
+  const pg = c(src, { ...FILTER, dialect: 'postgres' });
+  assert.deepEqual(pg.sql, pgEmit(parseFilter(src), posts, schema, FILTER).sql);
+  assert.notEqual(pg.sql, lite.sql);
+  assert.deepEqual(pg.params, lite.params);
+  assert.deepEqual(pg.drivers.map((d) => d.params), lite.drivers.map((d) => d.params));
+  assert.deepEqual(pg.owner, lite.owner);
+  assert.equal(compileSort('-views,title', posts, schema, 'r', false, 'postgres'), pgSort('-views,title', posts, schema, 'r', false));
+  assert.notEqual(compileSort('-views,title', posts, schema, 'r', false, 'postgres'), compileSort('-views,title', posts, schema, 'r'));
+  assert400(() => compileSort('@rowid', posts, schema, 'r', false, 'postgres'), /@rowid/);
+  assert.ok(compileSort('@rowid', posts, schema, 'r'));
+});
