@@ -1,0 +1,50 @@
+/**
+ * The PostgreSQL schema store (implements SchemaStore, src/store/schema-store.ts; issue 24): the
+ * counterpart of src/store/sqlite/schema-sql.ts. Collection definitions are rows of
+ * `_collections` (bootstrap.ts: fields, indexes and options as JSON text, `system` as smallint
+ * 0/1), read into Collections by the SQLite store's rowToCollection so both backends hand the
+ * domain the same objects; changes are the DDL jobs of src/store/pg/collection-sql.ts, given
+ * the server's options (whether pgvector is installed) at construction.
+ *
+ * Order of loadAll: SQLite answers in rowid order, and its registry upsert (INSERT OR REPLACE)
+ * gives a changed collection a new rowid, so a collection moves to the end when it is updated.
+ * PostgreSQL has no such order (a heap scan's order is not stable); here collections come in
+ * creation order (`"created"`, then `"id"`, bytewise), the order the running registry keeps
+ * them in. The registry is keyed by id and name; no caller relies on the order.
+ */
+import type { Collection } from '../../collections/types.js';
+import type { SchemaStore } from '../schema-store.js';
+import type { WriteStep } from '../write-job.js';
+import type { PgReader } from './reader.js';
+import { rowToCollection } from '../sqlite/schema-sql.js';
+import { createSteps, deleteSteps, updateSteps, type PgDdlOptions } from './collection-sql.js';
+
+const SELECT_ALL = 'SELECT "id","name","type","system","fields","indexes","options","listRule","viewRule","createRule","updateRule","deleteRule","created","updated" FROM "_collections" ORDER BY "created" COLLATE "C", "id" COLLATE "C"';
+
+export class PgSchemaSql implements SchemaStore {
+  constructor(private reader: PgReader, private options: PgDdlOptions = { vector: false }) {}
+
+  /**
+   * Reads through the reader's synchronous bridge: with snapshots off (the default) that is one
+   * statement in its own implicit transaction; with them on it ends the turn's snapshot first, so
+   * the definitions are read fresh and no snapshot is left open by this read.
+   */
+  loadAll(): Collection[] {
+    this.reader.endSnapshot();
+    const rows = this.reader.all(SELECT_ALL, []);
+    this.reader.endSnapshot();
+    return rows.map(rowToCollection);
+  }
+
+  createSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+    return createSteps(c, before, after, this.options);
+  }
+
+  updateSteps(prev: Collection, next: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+    return updateSteps(prev, next, before, after, this.options);
+  }
+
+  deleteSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+    return deleteSteps(c, before, after);
+  }
+}
