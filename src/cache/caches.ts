@@ -77,7 +77,7 @@ export class Caches {
   /** rendered records of views (base collections whose view answer does not depend on the caller) */
   readonly records = new RecordCache();
   /** records as list pages render them, as UTF-8 bytes, so plain pages assemble hot rows from memory (records-list.ts) */
-  readonly listRows = new RecordCache<Buffer>(8 * 1024 * 1024);
+  readonly listRows = new RecordCache<Buffer>(8 * 1024 * 1024, 150);
   readonly authRecords = new AuthRecordCache();
   readonly pages = new PageCache();
   readonly counts = new CountCache();

@@ -37,6 +37,18 @@ interface Entry {
   body: Buffer;
 }
 
+/**
+ * `body` as UTF-8 bytes in memory of their own: a small Buffer from Node's pool (or a page
+ * assembled in one) would keep its whole 8 KiB pool slab alive while cached.
+ */
+function exactCopy(body: string | Buffer): Buffer {
+  const n = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
+  const out = Buffer.allocUnsafeSlow(n);
+  if (typeof body === 'string') out.write(body, 0, 'utf8');
+  else out.set(body, 0);
+  return out;
+}
+
 export class PageCache {
   private entries = new Map<string, Entry>();
   private chars = 0;
@@ -66,7 +78,7 @@ export class PageCache {
     this.seen.delete(key);
     const old = this.entries.get(key);
     if (old) this.delete(key, old);
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    const bytes = exactCopy(body);
     this.entries.set(key, { commit, body: bytes });
     this.chars += bytes.length + key.length;
     while (this.entries.size > PAGE_CACHE_MAX_ENTRIES || this.chars > PAGE_CACHE_MAX_CHARS) {

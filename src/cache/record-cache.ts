@@ -36,15 +36,20 @@ interface Bucket<B extends string | Buffer> {
  * each time (about 4 µs a page of 20 in list profiles).
  *
  * `B`: the body's form, a string (records as get-by-id answers them) or UTF-8 bytes (list rows,
- * which are copied into the page's bytes: see RecordLister.pageFromRowCache). Sizes count the
- * body's `length`: characters of a string, bytes of a Buffer.
+ * which are copied into the page's bytes: see RecordLister.pageFromRowCache; each in memory of
+ * its own, never a slice of a shared pool). Sizes count the body's `length` (characters of a
+ * string, bytes of a Buffer) plus `entryOverhead` per entry (a Buffer's own backing store and
+ * objects, about 150 bytes).
  */
 export class RecordCache<B extends string | Buffer = string> {
   private buckets = new Map<string, Bucket<B>>();
   private bytes = 0;
 
-  /** @param maxBytes body characters (or bytes) kept at most before the cache starts over (default 16 MiB) */
-  constructor(private readonly maxBytes = MAX_BYTES) {}
+  /**
+   * @param maxBytes body characters (or bytes) kept at most before the cache starts over (default 16 MiB)
+   * @param entryOverhead what each entry counts beyond its body's length (default 0)
+   */
+  constructor(private readonly maxBytes = MAX_BYTES, private readonly entryOverhead = 0) {}
 
   /** The cached body, if still valid for this registry version. */
   get(collectionId: string, id: string, version: number): B | undefined {
@@ -66,14 +71,15 @@ export class RecordCache<B extends string | Buffer = string> {
 
   set(collectionId: string, id: string, version: number, body: B, row?: unknown[]): void {
     if (body.length > MAX_BODY) return;
-    if (this.bytes + body.length > this.maxBytes) this.clear();
+    const size = body.length + this.entryOverhead;
+    if (this.bytes + size > this.maxBytes) this.clear();
     let bucket = this.buckets.get(collectionId);
     if (bucket === undefined) {
       bucket = { entries: new Map(), bytes: 0 };
       this.buckets.set(collectionId, bucket);
     }
     const old = bucket.entries.get(id);
-    const delta = body.length - (old ? old.body.length : 0);
+    const delta = size - (old ? old.body.length + this.entryOverhead : 0);
     bucket.entries.set(id, { body, version, row });
     bucket.bytes += delta;
     this.bytes += delta;
@@ -84,8 +90,8 @@ export class RecordCache<B extends string | Buffer = string> {
     const bucket = this.buckets.get(collectionId);
     const old = bucket?.entries.get(id);
     if (bucket && old) {
-      bucket.bytes -= old.body.length;
-      this.bytes -= old.body.length;
+      bucket.bytes -= old.body.length + this.entryOverhead;
+      this.bytes -= old.body.length + this.entryOverhead;
       bucket.entries.delete(id);
     }
   }

@@ -457,7 +457,7 @@ export class RecordLister {
         const id = ids[i];
         const text = byId.get(id);
         if (text === undefined) return null;
-        const body = Buffer.from(text, 'utf8');
+        const body = ownBytes(text);
         bodies[i] = body;
         cache.set(s.c.id, id, version, body);
       }
@@ -697,6 +697,16 @@ export class RecordLister {
 }
 
 const COMMA = 0x2c;
+
+/**
+ * `text` as UTF-8 bytes in memory of their own (never a slice of Node's 8 KiB Buffer pool, which
+ * one cached row would keep alive whole), for Caches.listRows.
+ */
+function ownBytes(text: string): Buffer {
+  const out = Buffer.allocUnsafeSlow(Buffer.byteLength(text, 'utf8'));
+  out.write(text, 0, 'utf8');
+  return out;
+}
 const PAGE_TAIL = Buffer.from(']}');
 
 /** A page's items rendered by SQLite as one BLOB (NULL: no rows), as pageBytes takes them. */

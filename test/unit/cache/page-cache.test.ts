@@ -44,15 +44,18 @@ test('bounded by entries and characters; long keys and bodies are not kept', () 
   assert.equal(e.get('huge', 0), undefined);
 });
 
-test('a string body is kept as its UTF-8 bytes; a byte body as it is', () => {
+test('a body is kept as its UTF-8 bytes, in memory of its own (never a slice of a shared pool)', () => {
   const c = new PageCache();
   const text = '{"name":"Ḩalāqīm 😀"}';
   c.set('s', 0, text);
   c.set('s', 0, text);
   assert.equal(c.get('s', 0)?.toString('utf8'), text);
   assert.equal(c.get('s', 0)?.length, Buffer.byteLength(text));
-  const bytes = Buffer.from('[1,2]');
+  assert.equal(c.get('s', 0)?.buffer.byteLength, Buffer.byteLength(text), 'a backing store of its own');
+  const bytes = Buffer.from('[1,2]'); // a slice of Node's 8 KiB pool
+  assert.ok(bytes.buffer.byteLength > bytes.length);
   c.set('b', 0, bytes);
   c.set('b', 0, bytes);
-  assert.equal(c.get('b', 0), bytes);
+  assert.deepEqual(c.get('b', 0), bytes);
+  assert.equal(c.get('b', 0)?.buffer.byteLength, bytes.length, 'copied out of the pool');
 });

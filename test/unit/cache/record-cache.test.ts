@@ -46,3 +46,17 @@ test('the size bound: the cache starts over rather than outgrow it, and counts w
   c.set('z', 'g', 1, 'x'.repeat(10));
   assert.ok(c.get('z', 'f', 1) && c.get('z', 'g', 1));
 });
+
+test('entry overhead counts towards the bound: a cache of 1,000 bytes with 150 a entry holds 5 rows of 50', () => {
+  const c = new RecordCache<Buffer>(1000, 150);
+  for (let i = 0; i < 5; i++) c.set('c1', `r${i}`, 1, Buffer.alloc(50));
+  for (let i = 0; i < 5; i++) assert.ok(c.get('c1', `r${i}`, 1), `r${i} kept`);
+  c.set('c1', 'r5', 1, Buffer.alloc(50)); // 6 × 200 > 1,000: the cache starts over
+  assert.equal(c.get('c1', 'r0', 1), undefined);
+  assert.ok(c.get('c1', 'r5', 1));
+  // replacing and dropping entries give their share back
+  c.set('c1', 'r5', 1, Buffer.alloc(10));
+  c.drop('c1', 'r5');
+  for (let i = 0; i < 5; i++) c.set('c1', `s${i}`, 1, Buffer.alloc(50));
+  for (let i = 0; i < 5; i++) assert.ok(c.get('c1', `s${i}`, 1), `s${i} kept`);
+});
