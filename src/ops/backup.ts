@@ -321,7 +321,9 @@ async function unpackTar(file: string): Promise<string> {
   try {
     await tarExtract({ file, cwd: dir, strict: true, filter: (_p, entry) => 'type' in entry && (entry.type === 'File' || entry.type === 'Directory') });
   } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
+    // tar rejects at the first bad entry while writes of earlier entries may still be landing:
+    // removing the folder can then meet a file created meanwhile (ENOTEMPTY, seen under load)
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     throw new BackupError('invalid_backup', `${file} is not a readable tar archive (${(err as Error).message})`);
   }
   return dir;
