@@ -321,9 +321,7 @@ async function unpackTar(file: string): Promise<string> {
   try {
     await tarExtract({ file, cwd: dir, strict: true, filter: (_p, entry) => 'type' in entry && (entry.type === 'File' || entry.type === 'Directory') });
   } catch (err) {
-    // tar rejects at the first bad entry while writes of earlier entries may still be landing:
-    // removing the folder can then meet a file created meanwhile (ENOTEMPTY, seen under load)
-    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    removeUnpacked(dir);
     throw new BackupError('invalid_backup', `${file} is not a readable tar archive (${(err as Error).message})`);
   }
   return dir;
@@ -376,8 +374,21 @@ export async function restoreBackup(source: string, dataDir: string, opts: { for
       lock.release();
     }
   } finally {
-    if (unpacked) rmSync(unpacked, { recursive: true, force: true });
+    if (unpacked) removeUnpacked(unpacked);
   }
+}
+
+/**
+ * Removes a folder a tar archive was unpacked into. tar can settle (rejecting at a bad entry, or
+ * resolving on a truncated archive) while writes of earlier entries are still landing, so a
+ * removal can meet files created meanwhile (ENOTEMPTY, seen under load): it retries, and a
+ * folder that still cannot go is left for the system's temp cleaning rather than turning the
+ * restore's answer into an internal error.
+ */
+function removeUnpacked(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+  } catch { /* left in the temp folder */ }
 }
 
 /**
