@@ -71,7 +71,7 @@ export interface RunningServer {
 export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
   if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
-  const { dbPath, secret, store, files, close: closeData } = await openDataDir(config, logger);
+  const { backend, dbPath, secret, store, files, runOnce, close: closeData } = await openDataDir(config, logger);
   const { reader, registry, sql } = store;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
@@ -120,6 +120,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   if (app?.migrations) {
     // after the declared collections (a migration may fill a field just declared), before serving
     try {
+      if (backend !== 'sqlite') throw new Error('app migrations (defineApp({ migrations })) run on the embedded database only; they are not supported on PostgreSQL yet');
       const applied = await applyMigrations(dbPath, await loadMigrations(app.migrations), (id, ms) => logger.info(`applied migration ${id} in ${Math.round(ms)} ms`, 'migrate'));
       if (applied.length) {
         reader.endSnapshot();
@@ -144,6 +145,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     try {
       const budgets = resolveBudgets(process.env, app?.uploads, config.features.has('durable-resumable-uploads'));
       // the persistence mode needs the built-in local storage (2-uploads-and-mail.md, "Persistence mode")
+      if (budgets.durable && backend !== 'sqlite') throw new Error('durable resumable uploads need the embedded database (file-backed SQLite), not the server SQL backend');
       if (budgets.durable && files.storage.kind !== 'local') throw new Error(`durable resumable uploads need the built-in local file storage, not ${files.storage.blobs.location}`);
       const durable = budgets.durable ? await openDurableUploads(store, dbPath, budgets) : null;
       uploads = new UploadStore(budgets, durable?.persistence ?? null, durable?.restored ?? [], (reason) => logger.error(`uploads stopped until restart: ${reason}`, 'uploads'));
@@ -208,7 +210,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   }
   const stopJobs = ctx.app ? ctx.app.startJobs() : async () => {};
   mailQueue.start();
-  const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c));
+  // one collector runs at a time cluster-wide (PostgreSQL: an advisory lock; others skip the round)
+  const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c), (fn) => runOnce('ttl-collector', fn));
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
 

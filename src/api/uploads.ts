@@ -23,7 +23,6 @@ import type { Uploads } from '../files/record-files.js';
 import type { StepSink } from '../records/records-write.js';
 import { jsonBody } from './request.js';
 import { Where } from '../records/record-scope.js';
-import { ID_EQUALS } from '../store/sqlite/list-sql.js';
 import { MAX_SESSION_METADATA_BYTES, type PrincipalKey, type UploadSession, type UploadStore } from '../uploads/upload-store.js';
 import { metadataBytes } from '../uploads/durable.js';
 
@@ -56,7 +55,7 @@ export function uploadRoutes(ctx: ApiContext, uploads: UploadStore, maxChunkBody
     const check = store.rules.check(c, 'updateRule', principal, {}, 'PATCH');
     if (check.kind === 'deny') throw ApiError.notFound();
     const where = new Where();
-    where.add(ID_EQUALS, [id]);
+    where.add(store.sql.list.ID_EQUALS, [id]);
     where.addRule(check);
     where.addTtl(c);
     if (!store.reader.get(store.sql.records.selectOne(c, '1', where.sql()), where.params)) throw ApiError.notFound();

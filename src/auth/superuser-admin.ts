@@ -1,10 +1,11 @@
 /**
- * `svc superuser create|upsert`: writes a superuser straight into the data directory's database
- * (creating the system tables if needed). Safe while a server runs on the same directory: WAL and
+ * `svc superuser create|upsert`: writes a superuser straight into the data directory's database,
+ * or the PostgreSQL database of SERVICE_DATABASE_URL when set (creating the system tables if needed). Safe while a server runs on the same directory: WAL and
  * a busy timeout serialize the write with the server's writer thread.
  */
 import { ApiError, type FieldError } from '../errors/api-error.js';
 import { saveSuperuser } from '../store/sqlite/superuser-sql.js';
+import type { saveSuperuserPg } from '../store/pg/superuser-sql.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
 import { authSystemFields } from './auth-fields.js';
 import { newId, randomToken } from '../records/ids.js';
@@ -31,10 +32,19 @@ function validate(email: string, password: string): string {
 async function write(dataDir: string, email: string, password: string, mode: 'create' | 'upsert'): Promise<SuperuserResult> {
   const normalized = validate(email, password);
   const hash = await hashPassword(password);
-  ensureDataDir(dataDir);
-  createDatabaseFile(dataDir);
   // An existing superuser gets a new token key: every session of it ends.
-  const result = saveSuperuser(databasePath(dataDir), { email: normalized, passwordHash: hash, tokenKey: randomToken(24), newId: newId(), now: nowDate() }, mode);
+  const w = { email: normalized, passwordHash: hash, tokenKey: randomToken(24), newId: newId(), now: nowDate() };
+  let result: Awaited<ReturnType<typeof saveSuperuserPg>>;
+  const url = process.env.SERVICE_DATABASE_URL?.trim();
+  if (url) {
+    // the server-SQL backend (issue 24): the database the servers of SERVICE_DATABASE_URL use
+    const { saveSuperuserPg } = await import('../store/pg/superuser-sql.js');
+    result = await saveSuperuserPg(url, w, mode);
+  } else {
+    ensureDataDir(dataDir);
+    createDatabaseFile(dataDir);
+    result = saveSuperuser(databasePath(dataDir), w, mode);
+  }
   if (result === 'exists') throw ApiError.validation({ email: { code: 'validation_value', message: 'A superuser with this email already exists; use `svc superuser upsert` to change its password.' } });
   return result;
 }

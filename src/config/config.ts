@@ -87,6 +87,11 @@ export interface ServeConfig {
    * Default 200 (also when absent).
    */
   slowQueryMs?: number;
+  /**
+   * SERVICE_DATABASE_URL=postgres://…: the server-SQL backend (issue 24, src/store/pg/open.ts);
+   * unset: the embedded libsql database in the data directory
+   */
+  databaseUrl?: string;
   /** SERVICE_STORAGE=s3://…: stored files in an S3-compatible bucket (storage-config.ts); unset: `<dataDir>/storage` */
   storage?: S3Options;
   /**
@@ -320,6 +325,11 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   if (encryptionKey) config.encryptionKey = encryptionKey;
   const storage = loadStorageConfig(env);
   if (storage) config.storage = storage;
+  const dbUrl = pick(flags, null, env, 'SERVICE_DATABASE_URL');
+  if (dbUrl && dbUrl.value.trim() !== '') {
+    if (!/^postgres(ql)?:\/\/./.test(dbUrl.value.trim())) throw new ConfigError(dbUrl.name, '(hidden)', 'a postgres:// or postgresql:// URL');
+    config.databaseUrl = dbUrl.value.trim();
+  }
   const publicDir = pick(flags, 'public', env, 'SERVICE_PUBLIC');
   if (publicDir) {
     if (publicDir.value.trim() === '') throw new ConfigError(publicDir.name, publicDir.value, 'a directory path');

@@ -308,7 +308,7 @@ export class SlowQueryLog {
         if (last !== undefined && p.at - last < SHAPE_INTERVAL_MS) continue;
         if (this.lastByShape.size >= MAX_SHAPES) this.lastByShape.clear();
         this.lastByShape.set(key, p.at);
-        if (p.sample.sql) {
+        if (p.sample.sql && this.opts.dbPath) {
           try {
             planner ??= openPlanner(this.opts.dbPath);
             entry.plan = explain(planner, p.sample.sql, p.sample.params);

@@ -25,7 +25,6 @@ import type { Change, ChangeBatch } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';
 import { Where } from '../store/sqlite/where.js';
-import { idIn } from '../store/sqlite/list-sql.js';
 import { bindParams, compileExpression, type CompiledExpr } from '../rules/compiler.js';
 import { ownerMatches, type OwnerColumn, type RuleCheck } from '../rules/access.js';
 import type { AuthPrincipal, AuthService } from '../auth/auth-service.js';
@@ -457,7 +456,7 @@ export class RealtimeHub {
     const generation = this.store.registry.schemaGeneration();
     const superuser = !!sub.client.principal?.superuser;
     if (sub.filter && sub.filterFor && sub.filterFor.generation === generation && sub.filterFor.superuser === superuser) return sub.filter;
-    sub.filter = compileExpression(sub.filterSrc!, c, this.store.registry, { mode: 'filter', alias: 'r', superuser });
+    sub.filter = compileExpression(sub.filterSrc!, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind });
     sub.filterFor = { generation, superuser };
     return sub.filter;
   }
@@ -687,7 +686,7 @@ export class RealtimeHub {
       for (let i = 0; i < ids.length; i += 500) {
         const chunk = ids.slice(i, i + 500);
         const where = new Where();
-        where.add(idIn(chunk.length), chunk);
+        where.add(this.store.sql.list.idIn(chunk.length), chunk);
         where.addRule(a.rule);
         if (a.filterSql) where.add(a.filterSql, a.filterParams);
         for (const r of this.store.reader.all(this.store.sql.records.selectAll(c, 'r."id"', where.sql()), where.params)) a.visible.add(String(r[0]));
@@ -718,7 +717,7 @@ export class RealtimeHub {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const where = new Where();
-      where.add(idIn(chunk.length), chunk);
+      where.add(this.store.sql.list.idIn(chunk.length), chunk);
       where.addTtl(c);
       for (const row of this.store.reader.all(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params)) out.set(String(row[0]), row);
     }

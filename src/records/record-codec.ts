@@ -7,7 +7,8 @@
 import fastJson from 'fast-json-stringify';
 import type { Collection, Field } from '../collections/types.js';
 import { decodeValue, jsonSchemaFor } from '../collections/fields/index.js';
-import { buildJsonSql, recordColumns } from '../store/sqlite/record-json.js';
+import * as sqliteJson from '../store/sqlite/record-json.js';
+import type { RecordJsonSql } from '../store/store.js';
 import { decryptStored } from './encryption.js';
 
 export interface RecordCodec {
@@ -47,9 +48,9 @@ export interface ListPage {
 
 const isFixed = (f: Field) => f.type === 'number' && f.options.mode === 'fixed';
 
-export function buildCodec(c: Collection): RecordCodec {
+export function buildCodec(c: Collection, json: RecordJsonSql = sqliteJson): RecordCodec {
   const fields = c.fields;
-  const cols = recordColumns(c);
+  const cols = json.recordColumns(c);
   const properties: Record<string, unknown> = {
     collectionId: { type: 'string' },
     collectionName: { type: 'string' },
@@ -106,6 +107,6 @@ export function buildCodec(c: Collection): RecordCodec {
     },
     stringify,
     stringifyList,
-    jsonSql: buildJsonSql(c),
+    jsonSql: json.buildJsonSql(c),
   };
 }

@@ -27,14 +27,11 @@ import { searchPlan, type SearchPlan } from './search.js';
 import { malformedStored, parseVector, vectorFailure, type VectorPlan } from './vector.js';
 import { bindingHash, type Boundary, type CursorCodec, type CursorState, type KeyValue } from './cursor.js';
 import type { ListQuery } from './list-query.js';
-import {
-  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, SEARCH_RANK, VECTOR_ORDER, boundarySql, boundedCountSql, countSql, fromRecords, hasRandomOrder, keysetPageSql, nearestByIndexSql,
-  offsetPageSql, pageAggregateSql, pageIdsSql, renderByIdsSql, hasNullSql, unindexedOrder, vectorDistanceColumn, walkAfter, walkOrder, walkStepSql,
-} from '../store/sqlite/list-sql.js';
+import type { KeysetSql, ListSql } from '../store/store.js';
 import { ReadBudgetExceeded } from '../store/sqlite/reader.js';
 import type { OffsetWalk } from '../cache/caches.js';
 import type { ReadShape } from './records-read.js';
-import { cursorSortKeys, orderBy, segments, sortSignature, type SortKey } from '../store/sqlite/keyset.js';
+import type { SortKey } from '../store/sqlite/keyset.js';
 import type { SlowQueryLog } from '../ops/slow-queries.js';
 
 export const DEFAULT_PER_PAGE = 30;
@@ -114,8 +111,14 @@ export const VECTOR_OVERFETCH = 4;
 
 export class RecordLister {
   private filterCache = new Map<string, CompiledExpr>();
+  /** the backend's list statements and keyset terms (store.sql.list, store.sql.keyset) */
+  private readonly L: ListSql;
+  private readonly K: KeysetSql;
 
-  constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {}
+  constructor(private store: Store, private cfg: ListConfig, private finish: Finish) {
+    this.L = store.sql.list;
+    this.K = store.sql.keyset;
+  }
 
   /**
    * One page as the serialized list body: a string, or its UTF-8 bytes (plain offset pages and
@@ -151,11 +154,13 @@ export class RecordLister {
       for (const d of compiled.drivers) drivers.push({ sql: d.sql, params: bindParams({ ...compiled, params: d.params }, ctx) });
     }
     where.addTtl(c);
-    const search = searchPlan(c, qs.search, this.cfg.fts);
-    let from = fromRecords(c.name);
+    const search = searchPlan(c, qs.search, this.cfg.fts, this.store.sql.kind);
+    let from = this.L.fromRecords(c.name);
     if (search?.match) {
       from += search.join;
-      where.add(search.where, [search.match]);
+      // a join's parameters precede the WHERE clause's in every statement over the scope
+      where.params.unshift(...search.joinParams);
+      where.add(search.where, search.whereParams);
     }
     const vsrc = qs.vector;
     if (vsrc && !this.cfg.vector) throw ApiError.badRequest('Vector search is not available on this server (feature vector).');
@@ -193,7 +198,7 @@ export class RecordLister {
     const key = `${superuser ? 's' : 'u'}:${this.store.registry.schemaGeneration()}:${c.id}:${src}`;
     let hit = this.filterCache.get(key);
     if (!hit) {
-      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r', superuser });
+      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind });
       if (this.filterCache.size > 2000) this.filterCache.clear();
       this.filterCache.set(key, hit);
     }
@@ -259,7 +264,7 @@ export class RecordLister {
     const bound = Math.max(DRIVER_MIN_BOUND, Math.ceil(this.tableRows(s.c) / 8));
     let best: number | null = null;
     for (const d of s.drivers) {
-      const sql = boundedCountSql(s.c.name, d.sql);
+      const sql = this.L.boundedCountSql(s.c.name, d.sql);
       const params = [...d.params, bound];
       if (!reader.plan(sql, params).some((row) => /^SEARCH r USING (COVERING )?INDEX/.test(row))) continue;
       const key = `drv\u0000${sql}\u0000${params.map(String).join('\u0001')}`;
@@ -288,12 +293,12 @@ export class RecordLister {
    * semi-join matched more than √(20 × rows) cities, 49 ms always walking).
    */
   private driveOrder(s: Scope, order: string[]): string[] {
-    return order.length && s.driverRows !== null ? order.map(unindexedOrder) : order;
+    return order.length && s.driverRows !== null ? order.map(this.L.unindexedOrder) : order;
   }
 
   /** Rows of a collection's table (an unfiltered COUNT(*), cached until a create or delete). */
   private tableRows(c: Collection): number {
-    const sql = countSql(fromRecords(c.name), '');
+    const sql = this.L.countSql(this.L.fromRecords(c.name), '');
     const gen = this.store.caches.generation(c.id, false);
     let n = this.store.caches.counts.get(sql, gen);
     if (n === undefined) {
@@ -320,21 +325,21 @@ export class RecordLister {
     const params: SqlValue[] = [];
     const order: string[] = [];
     if (s.vector) {
-      select += vectorDistanceColumn(s.vector.sql);
+      select += this.L.vectorDistanceColumn(s.vector.sql);
       params.push(s.vector.blob);
-      order.push(...VECTOR_ORDER);
+      order.push(...this.L.VECTOR_ORDER);
     }
     const sortSrc = qs.sort;
     if (sortSrc && sortSrc.trim()) {
-      const sort = compileSort(sortSrc, s.c, this.store.registry, 'r', !!s.principal?.superuser);
+      const sort = compileSort(sortSrc, s.c, this.store.registry, 'r', !!s.principal?.superuser, this.store.sql.kind);
       order.push(...this.driveOrder(s, [sort]));
     }
-    if (s.search) order.push(SEARCH_RANK);
-    if (s.vector) order.push(ID_ORDER);
+    if (s.search) order.push(this.L.SEARCH_RANK);
+    if (s.vector) order.push(this.L.ID_ORDER);
     // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite, the whole
     // page as one string: one row crossing into JavaScript instead of one per record (measured:
     // about 60 against 120 µs for 20 posts of ~480 characters).
-    const plain = !s.vector && !s.search && !qs.shaped && !hasRandomOrder(order);
+    const plain = !s.vector && !s.search && !qs.shaped && !this.L.hasRandomOrder(order);
     const rendered = plain ? s.codec.jsonSql : null;
     params.push(...s.where.params, perPage, (page - 1) * perPage);
     const countPromise = skipTotal ? null : this.count(s);
@@ -349,7 +354,7 @@ export class RecordLister {
       const small = isSmall(s);
       let items: Uint8Array[] | null = null;
       // a page rendered in SQLite arrives as UTF-8 bytes (a BLOB), never decoded into a string
-      const renderSql = (): string => pageAggregateSql(s.c.name, s.from, where.sql(), order, rendered, ITEM_SEPARATOR, true);
+      const renderSql = (): string => this.L.pageAggregateSql(s.c.name, s.from, where.sql(), order, rendered, this.L.ITEM_SEPARATOR, true);
       if (walk?.bounded) {
         // A deep page's rows are seldom cached: rendered by one query over the page's rowids
         // (about 200 µs for 20 random cities), on a reader thread while one is free, else here.
@@ -372,7 +377,7 @@ export class RecordLister {
       }
       return pageBytes(head, items);
     }
-    const sql = offsetPageSql(select, s.from, s.where.sql(), order);
+    const sql = this.L.offsetPageSql(select, s.from, s.where.sql(), order);
     let rows: unknown[][] | null = null;
     if (s.vector) {
       const probe = s.vector.malformedProbe;
@@ -398,12 +403,12 @@ export class RecordLister {
    */
   private pageFromRowCache(s: Scope, where: Where, order: string[], rendered: string, params: SqlValue[], visits: number, bounded: boolean): Buffer[] | null {
     const reader = this.store.reader;
-    const sql = pageIdsSql(s.from, where.sql(), order);
+    const sql = this.L.pageIdsSql(s.from, where.sql(), order);
     // `bounded`: a walk's page in an unfiltered scope reads at most WALK_STEP + perPage index entries
     if (!bounded && reader.isExpensive(sql, params, visits)) return null;
     // The page's ids as one string: one row crossing into JavaScript instead of one array per id
     // (measured with libsql 0.5.29, 20 ids: 4.7 µs against 16 µs; 10 µs with a sort).
-    const idsSql = pageAggregateSql(s.c.name, s.from, where.sql(), order, ID_ORDER, ID_SEPARATOR);
+    const idsSql = this.L.pageAggregateSql(s.c.name, s.from, where.sql(), order, this.L.ID_ORDER, this.L.ID_SEPARATOR);
     if (s.trace) { s.trace.sql = idsSql; s.trace.params = params; }
     const text = reader.get(idsSql, params)?.[0] as string | null | undefined;
     return this.bodiesOf(s, text ? text.split('\u001f') : [], rendered);
@@ -418,7 +423,7 @@ export class RecordLister {
    */
   private async pageFromPoolIds(s: Scope, where: Where, order: string[], rendered: string, params: SqlValue[]): Promise<Buffer[] | null> {
     const commits = this.store.writer.commits;
-    const idsSql = pageAggregateSql(s.c.name, s.from, where.sql(), order, ID_ORDER, ID_SEPARATOR);
+    const idsSql = this.L.pageAggregateSql(s.c.name, s.from, where.sql(), order, this.L.ID_ORDER, this.L.ID_SEPARATOR);
     const row = await this.runOne(s, idsSql, params, 0, 'pool');
     if (this.store.writer.commits !== commits) return null;
     const text = row?.[0] as string | null | undefined;
@@ -443,7 +448,7 @@ export class RecordLister {
     }
     if (missing.length) {
       // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
-      const rows = reader.all(renderByIdsSql(s.c.name, rendered, missing.length), missing);
+      const rows = reader.all(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
       const text = rows[0]?.[0] as string | null | undefined;
       const byId = new Map<string, string>();
       if (text) {
@@ -480,7 +485,7 @@ export class RecordLister {
     const end = page * perPage;
     if (!v.index || s.where.parts.length || s.search || end > VECTOR_INDEX_MAX_K) return null;
     const k = Math.max(40, end * VECTOR_OVERFETCH);
-    const sql = nearestByIndexSql(select, v.index, k, s.c.name, order);
+    const sql = this.L.nearestByIndexSql(select, v.index, k, s.c.name, order);
     const rows = await this.run(s, sql, [v.blob, v.blob, perPage, (page - 1) * perPage]);
     return rows.length > 0 && Number(rows[0][rows[0].length - 1]) === k ? rows : null;
   }
@@ -489,8 +494,8 @@ export class RecordLister {
     if (s.vector) throw ApiError.badRequest('Invalid vector: vector search works with offset paging only, not with cursor or limit.');
     const n = Math.min(parsePositiveInt(qs.limit ?? qs.perPage, DEFAULT_PER_PAGE, 'limit'), MAX_PER_PAGE);
     const skipTotal = parseBool(qs.skipTotal, true);
-    const keys = cursorSortKeys(qs.sort, s.c, this.store.registry, !!s.principal?.superuser);
-    const binding = bindingHash([s.c.id, sortSignature(keys), s.filterText, s.search?.text ?? '']);
+    const keys = this.K.cursorSortKeys(qs.sort, s.c, this.store.registry, !!s.principal?.superuser);
+    const binding = bindingHash([s.c.id, this.K.sortSignature(keys), s.filterText, s.search?.text ?? '']);
     const token = qs.cursor ?? '';
     const state = token === '' ? null : this.cfg.tokens.read(token);
     if (state && state.binding !== binding) throw ApiError.badRequest('Invalid cursor: it was issued for another collection, sort, filter or search.');
@@ -498,7 +503,7 @@ export class RecordLister {
     const none = !!s.search && !s.search.match; // the search reduced to nothing: no rows
     const countPromise = skipTotal ? null : none ? Promise.resolve(0) : this.count(s);
     countPromise?.catch(() => undefined);
-    const idAt = keys.findIndex((k) => k.sql === ID_ORDER);
+    const idAt = keys.findIndex((k) => k.sql === this.L.ID_ORDER);
     const boundary = (row: unknown[]): Boundary => {
       const values = row.slice(s.codec.width, s.codec.width + keys.length) as KeyValue[];
       return { keys: values, id: String(values[idAt]) };
@@ -555,8 +560,8 @@ export class RecordLister {
       return state.keys;
     }
     const w = s.where.clone();
-    w.add(ID_EQUALS, [state.recordId!]);
-    const [row] = await this.run(s, boundarySql(keys.map((k) => k.sql), s.from, w.sql()), w.params);
+    w.add(this.L.ID_EQUALS, [state.recordId!]);
+    const [row] = await this.run(s, this.L.boundarySql(keys.map((k) => k.sql), s.from, w.sql()), w.params);
     if (!row) throw ApiError.badRequest('Invalid cursor: the record it continues from no longer exists; start again from the first page.');
     return row as KeyValue[];
   }
@@ -567,13 +572,13 @@ export class RecordLister {
    */
   private async fetch(s: Scope, keys: SortKey[], values: KeyValue[] | null, backward: boolean, limit: number): Promise<unknown[][]> {
     const keySqls = keys.map((k) => k.sql);
-    const by = orderBy(keys, backward);
-    if (!values) return this.run(s, keysetPageSql(s.codec.columns, keySqls, s.from, s.where.sql(), by), [...s.where.params, limit]);
+    const by = this.K.orderBy(keys, backward);
+    if (!values) return this.run(s, this.L.keysetPageSql(s.codec.columns, keySqls, s.from, s.where.sql(), by), [...s.where.params, limit]);
     const out: unknown[][] = [];
-    for (const seg of segments(keys, values, backward)) {
+    for (const seg of this.K.segments(keys, values, backward)) {
       const w = s.where.clone();
       w.add(seg.sql, seg.params);
-      out.push(...(await this.run(s, keysetPageSql(s.codec.columns, keySqls, s.from, w.sql(), by), [...w.params, limit - out.length])));
+      out.push(...(await this.run(s, this.L.keysetPageSql(s.codec.columns, keySqls, s.from, w.sql(), by), [...w.params, limit - out.length])));
       if (out.length >= limit) break;
     }
     return out;
@@ -586,7 +591,7 @@ export class RecordLister {
    * @throws ApiError 503 `overloaded` past the budget
    */
   private async count(s: Scope): Promise<number> {
-    const sql = countSql(s.from, s.where.sql());
+    const sql = this.L.countSql(s.from, s.where.sql());
     const params = s.where.params;
     if (s.trace && !s.trace.sql) { s.trace.sql = sql; s.trace.params = params; }
     const key = `${sql}\u0000${params.map(String).join('\u0001')}`;
@@ -633,7 +638,7 @@ export class RecordLister {
    * index entries and may run on the main thread whatever its plan says.
    */
   private async walkFrom(s: Scope, order: string[], offset: number): Promise<{ where: Where; offset: number; bounded: boolean } | null> {
-    const by = walkOrder(order);
+    const by = this.L.walkOrder(order);
     if (!by || s.c.options.ttl_field) return null;
     const key = `${s.c.id}\u0000${s.from}\u0000${s.where.sql()}\u0000${s.where.params.map(String).join('\u0001')}\u0000${order[0]}`;
     const gen = this.scopeGeneration(s);
@@ -642,9 +647,9 @@ export class RecordLister {
     if (!walk) {
       // only along an index (a step that sorts would cost a sort of the scope), and descending
       // only without NULLs, which come last and which no row value can seek past
-      const step = walkStepSql(by.column, s.from, s.where.sql(), order);
+      const step = this.L.walkStepSql(by.column, s.from, s.where.sql(), order);
       const indexed = !this.store.reader.plan(step, [...s.where.params, 0]).some((d) => d.includes('TEMP B-TREE'));
-      const usable = indexed && !(by.desc && this.store.reader.get(hasNullSql(by.column, s.from, s.where.sql()), s.where.params));
+      const usable = indexed && !(by.desc && this.store.reader.get(this.L.hasNullSql(by.column, s.from, s.where.sql()), s.where.params));
       walk = { points: [], end: !usable, pending: null };
       walks.set(key, gen, walk);
     }
@@ -662,9 +667,9 @@ export class RecordLister {
     if (i < 0) return null;
     const point = walk.points[i];
     const where = s.where.clone();
-    where.add(walkAfter(by.column, by.desc), [point.value, point.rowid]);
+    where.add(this.L.walkAfter(by.column, by.desc), [point.value, point.rowid]);
     const rest = offset - (i + 1) * WALK_STEP;
-    return { where, offset: rest, bounded: rest < WALK_STEP && s.where.parts.length === 0 && s.from === fromRecords(s.c.name) };
+    return { where, offset: rest, bounded: rest < WALK_STEP && s.where.parts.length === 0 && s.from === this.L.fromRecords(s.c.name) };
   }
 
   /**
@@ -680,10 +685,10 @@ export class RecordLister {
       }
       const last = walk.points[walk.points.length - 1];
       const where = s.where.clone();
-      if (last) where.add(walkAfter(by.column, by.desc), [last.value, last.rowid]);
-      const sql = walkStepSql(by.column, s.from, where.sql(), order);
+      if (last) where.add(this.L.walkAfter(by.column, by.desc), [last.value, last.rowid]);
+      const sql = this.L.walkStepSql(by.column, s.from, where.sql(), order);
       const params = [...where.params, WALK_STEP - 1];
-      const unfiltered = s.where.parts.length === 0 && s.from === fromRecords(s.c.name);
+      const unfiltered = s.where.parts.length === 0 && s.from === this.L.fromRecords(s.c.name);
       const rows = unfiltered ? this.store.reader.all(sql, params) : await this.run(s, sql, params, WALK_STEP);
       const row = rows[0];
       // the end of the scope, or rows without a sort value (a row value cannot seek past them)

@@ -5,7 +5,6 @@
  * Cheap reads run on the main thread; a list page whose plan scans or sorts without an index,
  * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
  */
-import { ID_EQUALS, idIn } from '../store/sqlite/list-sql.js';
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { Principal } from '../rules/access.js';
@@ -136,7 +135,7 @@ export class RecordReader {
     const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
     if (view.kind === 'deny') throw ApiError.notFound();
     const where = new Where();
-    where.add(ID_EQUALS, [id]);
+    where.add(this.store.sql.list.ID_EQUALS, [id]);
     where.addRule(view);
     where.addTtl(c);
     const cols: string[] = [];
@@ -208,7 +207,7 @@ export class RecordReader {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const where = new Where();
-      where.add(idIn(chunk.length), chunk);
+      where.add(this.store.sql.list.idIn(chunk.length), chunk);
       where.addRule(check);
       where.addTtl(c);
       const rows = await this.store.reader.allAuto(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params);

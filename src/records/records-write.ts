@@ -12,7 +12,7 @@ import type { Collection, Field } from '../collections/types.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
-import { WriteError } from '../store/sqlite/writer-client.js';
+import type { Dialect } from '../store/dialect.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
 import { ID_PATTERN, newRecordId, randomToken } from './ids.js';
@@ -262,7 +262,7 @@ export class RecordWriter {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     const row = vals.slice(0, 3 + c.fields.length);
-    return this.withFiles(c, id, filePlan, () => this.queue(steps, batch)).then(() => ({ row, passwordChanged: false }), conflictError);
+    return this.withFiles(c, id, filePlan, () => this.queue(steps, batch)).then(() => ({ row, passwordChanged: false }), (e) => conflictError(this.store.sql.dialect, e));
   }
 
   /**
@@ -487,7 +487,7 @@ export class RecordWriter {
 
   /** Queues `steps`; constraint failures answer 409 (see conflictError). */
   private run(steps: WriteStep[], batch?: StepSink) {
-    return this.queue(steps, batch).catch(conflictError);
+    return this.queue(steps, batch).catch((e) => conflictError(this.store.sql.dialect, e));
   }
 
   /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
@@ -500,11 +500,11 @@ export class RecordWriter {
   }
 }
 
-/** A constraint failure of a write job as 409 (which field, when SQLite names it); other errors as they are. */
-function conflictError(err: unknown): never {
-  if (err instanceof WriteError && err.sqliteCode.startsWith('SQLITE_CONSTRAINT')) {
-    const m = /constraint failed: \S+?\.(\w+)/.exec(err.message);
-    throw ApiError.conflict(m ? `The value of "${m[1]}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
+/** A constraint failure of a write job as 409 (which field, when the database names it); other errors as they are. */
+function conflictError(dialect: Dialect, err: unknown): never {
+  const f = dialect.writeFailure(err);
+  if (f?.constraint) {
+    throw ApiError.conflict(f.column ? `The value of "${f.column}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
   }
   throw err;
 }

@@ -30,14 +30,21 @@ export async function collectExpired(store: Store, after?: AfterExpiry): Promise
   return total;
 }
 
-/** Runs the collector now and then every interval; returns a stop function. */
-export function startTtlCollector(store: Store, logger: Logger, intervalMs = TTL_GC_INTERVAL_MS, after?: AfterExpiry): () => void {
+/**
+ * Runs the collector now and then every interval; returns a stop function. `once`: runs a round
+ * on one instance of a cluster at a time (OpenedData.runOnce: on PostgreSQL the others skip it).
+ */
+export function startTtlCollector(store: Store, logger: Logger, intervalMs = TTL_GC_INTERVAL_MS, after?: AfterExpiry, once?: (fn: () => Promise<void>) => Promise<unknown>): () => void {
   let running = false;
   const run = async () => {
     if (running) return;
     running = true;
     try {
-      const n = await collectExpired(store, after);
+      let n = 0;
+      const collect = async () => {
+        n = await collectExpired(store, after);
+      };
+      await (once ? once(collect) : collect());
       if (n > 0) logger.info(`deleted ${n} expired row(s)`, 'ttl');
     } catch (err) {
       logger.warn(`expired-row collection failed: ${(err as Error).message}`, 'ttl');

@@ -5,7 +5,7 @@
  */
 import type { Collection, RuleName } from '../collections/types.js';
 import type { SqlValue } from '../store/bind.js';
-import { bindParams, compileExpression, type AccountContext, type CompiledExpr, type SchemaLookup } from './compiler.js';
+import { bindParams, compileExpression, type AccountContext, type CompiledExpr, type SchemaLookup, type SqlDialectName } from './compiler.js';
 
 /** The authenticated caller: a record of an auth collection, or a superuser. */
 export interface Principal {
@@ -44,7 +44,8 @@ export class RuleBook {
   private cache = new Map<string, { version: number; rules: Map<RuleName, Compiled> }>();
   private owners = new Map<string, OwnerColumn | null>();
 
-  constructor(private schema: SchemaLookup & { schemaGeneration(): number }) {}
+  /** `dialect`: the SQL the rules compile to (CompileOptions.dialect). */
+  constructor(private schema: SchemaLookup & { schemaGeneration(): number }, private dialect: SqlDialectName = 'sqlite') {}
 
   private compiled(c: Collection, rule: RuleName): Compiled {
     // Rules crossing relations read other collections' schema (fields, expiry), so the whole
@@ -60,7 +61,7 @@ export class RuleBook {
       const src = c[rule];
       if (src === null || src.trim() === '') out = 'locked';
       else if (src.trim() === '@public') out = 'public';
-      else out = compileExpression(src, c, this.schema, { mode: 'rule', alias: 'r' });
+      else out = compileExpression(src, c, this.schema, { mode: 'rule', alias: 'r', dialect: this.dialect });
       entry.rules.set(rule, out);
     }
     return out;

@@ -10,6 +10,8 @@ export interface WriteFailure {
   constraint: boolean;
   /** the database's message */
   message: string;
+  /** the column the failed constraint is on, when the database names it (a 409's field) */
+  column?: string;
 }
 
 export interface Dialect {

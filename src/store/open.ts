@@ -8,6 +8,7 @@ import { availableParallelism } from 'node:os';
 import { createDatabaseFile, databasePath, ensureDataDir, looseModes } from '../files/data-paths.js';
 import type { ServeConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
+import type { BackendKind } from './backend.js';
 import { WriterClient } from './sqlite/writer-client.js';
 import { Reader } from './sqlite/reader.js';
 import { bootstrapSteps } from './sqlite/bootstrap.js';
@@ -25,11 +26,19 @@ import { RecordFiles } from '../files/record-files.js';
 
 /** An open data directory. */
 export interface OpenedData {
+  /** which database the store is on */
+  backend: BackendKind;
+  /** the SQLite database file; '' on PostgreSQL */
   dbPath: string;
   /** the persisted token secret */
   secret: Buffer;
   store: Store;
   files: RecordFiles;
+  /**
+   * Runs `fn` on one instance of the cluster at a time (PostgreSQL advisory lock: ClusterLock);
+   * on SQLite the only instance always runs it. Resolves false when another instance holds it.
+   */
+  runOnce(name: string, fn: () => Promise<unknown> | unknown): Promise<boolean>;
   /** Commits every queued write and closes the writer and the reader. */
   close(): Promise<void>;
 }
@@ -41,6 +50,7 @@ export interface OpenedData {
  */
 export async function openDataDir(config: ServeConfig, logger: Logger, readers = Math.max(1, Math.min(2, availableParallelism() - 1))): Promise<OpenedData> {
   ensureDataDir(config.dataDir);
+  if (config.databaseUrl) return openPostgresData(config, logger);
   createDatabaseFile(config.dataDir);
   const dbPath = databasePath(config.dataDir);
   const secret = loadTokenSecret(config.dataDir);
@@ -73,5 +83,30 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
     await close();
     throw err;
   }
-  return { dbPath, secret, store, files: new RecordFiles(new FileStorage(blobs), store), close };
+  return { backend: 'sqlite', dbPath, secret, store, files: new RecordFiles(new FileStorage(blobs), store), runOnce: async (_name, fn) => (await fn(), true), close };
+}
+
+/** The server-SQL backend (src/store/pg/open.ts) with the data directory's per-instance parts. */
+async function openPostgresData(config: ServeConfig, logger: Logger): Promise<OpenedData> {
+  const { openPostgres } = await import('./pg/open.js');
+  const pg = await openPostgres(config.databaseUrl!, logger, config.encryptionKey);
+  installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
+  const { store } = pg;
+  try {
+    for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
+    const blobs = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
+    if (!config.storage) logger.warn('PostgreSQL with local file storage: files are stored in this instance\'s data directory only; set SERVICE_STORAGE=s3://… for several instances');
+    return {
+      backend: 'postgres',
+      dbPath: '',
+      secret: pg.secret,
+      store,
+      files: new RecordFiles(new FileStorage(blobs), store),
+      runOnce: async (name, fn) => (await pg.locks.runOnce(name, () => fn())).ran,
+      close: pg.close,
+    };
+  } catch (err) {
+    await pg.close();
+    throw err;
+  }
 }

@@ -4,8 +4,9 @@
  */
 import type { RecordSql } from './record-sql.js';
 import type { CollectionRegistry } from '../collections/collection-registry.js';
-import type { Reader } from './sqlite/reader.js';
-import type { WriterClient } from './sqlite/writer-client.js';
+import type { BackendKind, SqlReader, SqlWriter } from './backend.js';
+import type * as SqliteListSql from './sqlite/list-sql.js';
+import type * as SqliteKeyset from './sqlite/keyset.js';
 import type { Collection } from '../collections/types.js';
 import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
@@ -18,13 +19,27 @@ import type { AuthRecordStore, AuthTokenRowStore, ExternalAuthRowStore, MfaRowSt
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
 import type { Dialect } from './dialect.js';
-import { sqliteStores } from './sqlite/sql-stores.js';
+
+/**
+ * The statements of record lists (records-list.ts): the builders of src/store/sqlite/list-sql.ts,
+ * which src/store/pg/list-sql.ts mirrors name for name.
+ */
+export type ListSql = { [K in keyof typeof SqliteListSql]: (typeof SqliteListSql)[K] extends string ? string : (typeof SqliteListSql)[K] };
+/** Cursor sort keys and keyset terms (src/store/sqlite/keyset.ts, src/store/pg/keyset.ts). */
+export type KeysetSql = Pick<typeof SqliteKeyset, 'cursorSortKeys' | 'orderBy' | 'segments' | 'sortSignature' | 'beyondBoundary'>;
+/** A record's codec columns and its JSON rendering in SQL (record-json.ts of each backend). */
+export interface RecordJsonSql {
+  recordColumns(c: Collection): string[];
+  buildJsonSql(c: Collection): string | null;
+}
 
 /**
  * The named storage operations the domain uses instead of SQL (issue 13), by area. The SQLite
  * implementations come from `sqliteStores` (src/store/sqlite/sql-stores.ts).
  */
 export interface StoreSql {
+  /** which backend these statements are for (the rule compiler's dialect) */
+  kind: BackendKind;
   /** auth records: hidden columns, identity look-ups, auth-only updates, side-table deletes */
   auth: AuthRecordStore;
   /** `_sessions` rows of the table session store */
@@ -51,6 +66,12 @@ export interface StoreSql {
   dialect: Dialect;
   /** the record services' statements */
   records: RecordSql;
+  /** record list statements */
+  list: ListSql;
+  /** cursor sort keys and keyset terms */
+  keyset: KeysetSql;
+  /** record rendering in SQL */
+  json: RecordJsonSql;
 }
 
 export class Store {
@@ -59,9 +80,9 @@ export class Store {
   readonly caches: Caches;
   private codecs = new Map<string, { version: number; codec: RecordCodec }>();
 
-  /** `sql`: the storage operations, by default the SQLite ones over `reader`. */
-  constructor(readonly registry: CollectionRegistry, readonly reader: Reader, readonly writer: WriterClient, readonly sql: StoreSql = sqliteStores(reader)) {
-    this.rules = new RuleBook(registry);
+  /** `sql`: the storage operations of the backend `reader` and `writer` belong to (src/store/open.ts). */
+  constructor(readonly registry: CollectionRegistry, readonly reader: SqlReader, readonly writer: SqlWriter, readonly sql: StoreSql) {
+    this.rules = new RuleBook(registry, sql.kind);
     this.caches = new Caches(writer.changes);
   }
 
@@ -76,7 +97,7 @@ export class Store {
     const version = this.registry.version(c.id);
     const hit = this.codecs.get(c.id);
     if (hit && hit.version === version) return hit.codec;
-    const codec = buildCodec(c);
+    const codec = buildCodec(c, this.sql.json);
     this.codecs.set(c.id, { version, codec });
     return codec;
   }

@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'libsql';
+import { spawnSync } from 'node:child_process';
+import { backendEnvSync } from './backend.js';
 import type { ApiResponse, Svc } from './server.js';
 import { jsonLogLines } from './server.js';
 import { setCookies } from './proc.js';
@@ -53,8 +55,16 @@ export async function tokenFromLog(srv: Svc, to: string, mark: number, timeoutMs
   }
 }
 
-/** Runs `fn` on a direct connection to the server's database (busy timeout set). */
+/**
+ * Runs `fn` on a direct connection to the server's database (busy timeout set). On the
+ * server-SQL backend (SVC_TEST_BACKEND=postgres, test/helpers/backend.ts) `db` is a stand-in with
+ * the part of libsql's API the tests use (`prepare(sql)` with `raw()`, `get`, `all`, `run`; `exec`),
+ * each statement run on the directory's PostgreSQL database by a synchronous child process
+ * (pg-sync.cjs); the SQL must then be valid in both dialects.
+ */
 export function withDb<T>(dataDir: string, fn: (db: InstanceType<typeof Database>) => T): T {
+  const url = backendEnvSync(dataDir).SERVICE_DATABASE_URL;
+  if (url) return fn(pgStandIn(url) as unknown as InstanceType<typeof Database>);
   const db = new Database(join(dataDir, 'data.db'));
   try {
     db.exec('PRAGMA busy_timeout = 5000');
@@ -71,4 +81,29 @@ export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** A synchronous libsql-like handle on a PostgreSQL database (see withDb). */
+function pgStandIn(url: string) {
+  const run = (sql: string, params: unknown[], raw: boolean): { rows: unknown[]; changes: number } => {
+    const r = spawnSync(process.execPath, [join(import.meta.dirname, 'pg-sync.cjs')], { input: JSON.stringify({ url, sql, params, raw }), encoding: 'utf8', timeout: 30_000 });
+    const out = JSON.parse(r.stdout || '{"error":"no answer"}') as { rows: unknown[]; changes: number; error?: string };
+    if (out.error) throw new Error(`${out.error} (in: ${sql})`);
+    return out;
+  };
+  const args = (p: unknown[]): unknown[] => (p.length === 1 && Array.isArray(p[0]) ? p[0] : p);
+  const prepare = (sql: string) => {
+    let raw = false;
+    const stmt = {
+      raw(on = true) {
+        raw = on;
+        return stmt;
+      },
+      get: (...p: unknown[]) => run(sql, args(p), raw).rows[0],
+      all: (...p: unknown[]) => run(sql, args(p), raw).rows,
+      run: (...p: unknown[]) => ({ changes: run(sql, args(p), raw).changes }),
+    };
+    return stmt;
+  };
+  return { prepare, exec: (sql: string) => void run(sql, [], false) };
 }

@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { backendEnv, backendEnvSync } from './backend.js';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'dist', 'cli', 'main.js');
@@ -40,18 +41,22 @@ export interface Svc {
 
 /** Runs the CLI synchronously. */
 export function runCli(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 });
+  const dir = args.find((a) => a.startsWith('--data-dir='))?.slice('--data-dir='.length);
+  const backend = dir ? backendEnvSync(dir) : {};
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...backend, ...env }, timeout: 60_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 export async function startSvc(opts: { args?: string[]; env?: Record<string, string>; dataDir?: string; superuser?: boolean } = {}): Promise<Svc> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
+  // SVC_TEST_BACKEND=postgres: the directory's own database (test/helpers/backend.ts)
+  const backend = await backendEnv(dataDir);
   if (opts.superuser !== false) {
-    const r = runCli(['superuser', 'upsert', `--email=${SU_EMAIL}`, `--password=${SU_PASSWORD}`, `--data-dir=${dataDir}`]);
+    const r = runCli(['superuser', 'upsert', `--email=${SU_EMAIL}`, `--password=${SU_PASSWORD}`, `--data-dir=${dataDir}`], backend);
     if (r.status !== 0) throw new Error(`superuser create failed: ${r.stderr}`);
   }
   const proc = spawn(process.execPath, [CLI, 'serve', '--http=127.0.0.1:0', `--data-dir=${dataDir}`, '--insecure-cookies', ...(opts.args ?? [])], {
-    env: { ...process.env, SERVICE_LOG_FORMAT: 'json', ...opts.env },
+    env: { ...process.env, SERVICE_LOG_FORMAT: 'json', ...backend, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

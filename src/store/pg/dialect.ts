@@ -19,10 +19,20 @@ export function isConstraintState(sqlState: string): boolean {
   return sqlState.startsWith('23');
 }
 
+/**
+ * The column of a failed constraint: the error's column field (not null), else the first column
+ * of a unique violation's detail, `Key (slug)=(x) already exists.` or `Key (lower(email))=…`.
+ */
+function constraintColumn(column: string | undefined, detail: string | undefined): string | undefined {
+  if (column) return column;
+  const m = detail ? /^Key \((?:lower\()?"?(\w+)/.exec(detail) : null;
+  return m?.[1];
+}
+
 export const pgDialect: Dialect = {
   writeFailure(err: unknown): WriteFailure | null {
-    if (err instanceof PgWriteError) return { constraint: isConstraintState(err.sqlState), message: err.message };
-    if (err instanceof pg.DatabaseError && typeof err.code === 'string') return { constraint: isConstraintState(err.code), message: err.message };
+    if (err instanceof PgWriteError) return { constraint: isConstraintState(err.sqlState), message: err.message, column: constraintColumn(err.column, err.detail) };
+    if (err instanceof pg.DatabaseError && typeof err.code === 'string') return { constraint: isConstraintState(err.code), message: err.message, column: constraintColumn(err.column, err.detail) };
     return null;
   },
 };

@@ -42,10 +42,11 @@ export const ID_EQUALS = 'r."id" = ?::text';
 
 /**
  * The FROM-clause join of a search: the query as a tsquery of the `simple` configuration, named
- * `f."q"`; params: the query text, in to_tsquery syntax (the search lowered for PostgreSQL).
+ * `f."q"`; params: the search text, parsed as a plain query (spec 1-core-api.md, "Search": on
+ * the server SQL backend the AND/OR/NOT/`*` operators are ignored).
  */
 export function searchJoin(): string {
-  return ` CROSS JOIN to_tsquery('simple'::regconfig, ?::text) AS f("q")`;
+  return ` CROSS JOIN plainto_tsquery('simple'::regconfig, ?::text) AS f("q")`;
 }
 
 /** The condition "one of these `count` records"; params: the ids. */

@@ -4,7 +4,9 @@
  * `_collections` (bootstrap.ts: fields, indexes and options as JSON text, `system` as smallint
  * 0/1), read into Collections by the SQLite store's rowToCollection so both backends hand the
  * domain the same objects; changes are the DDL jobs of src/store/pg/collection-sql.ts, given
- * the server's options (whether pgvector is installed) at construction.
+ * the server's options (whether pgvector is installed) at construction. Each job ends with the
+ * step that makes change capture cover exactly the record tables of the new schema
+ * (PgWriter.changeTriggersStep), so a new table's writes reach the change feed from its first commit.
  *
  * Order of loadAll: SQLite answers in rowid order, and its registry upsert (INSERT OR REPLACE)
  * gives a changed collection a new rowid, so a collection moves to the end when it is updated.
@@ -18,6 +20,18 @@ import type { WriteStep } from '../write-job.js';
 import type { PgReader } from './reader.js';
 import { rowToCollection } from '../sqlite/schema-sql.js';
 import { createSteps, deleteSteps, updateSteps, type PgDdlOptions } from './collection-sql.js';
+import { PgWriter, type ChangeTable } from './writer.js';
+
+/**
+ * The collection id under which changes of `_collections` reach the change feed: another
+ * instance's schema change, so each instance reloads its registry (src/store/pg/open.ts).
+ */
+export const SCHEMA_FEED_ID = '_collections';
+
+/** The tables change capture covers: every collection's record table (by collection id), and `_collections`. */
+export function changeTables(collections: readonly Collection[]): ChangeTable[] {
+  return [...collections.map((c) => ({ collection: c.id, table: c.name })), { collection: SCHEMA_FEED_ID, table: '_collections' }];
+}
 
 const SELECT_ALL = 'SELECT "id","name","type","system","fields","indexes","options","listRule","viewRule","createRule","updateRule","deleteRule","created","updated" FROM "_collections" ORDER BY "created" COLLATE "C", "id" COLLATE "C"';
 
@@ -37,14 +51,16 @@ export class PgSchemaSql implements SchemaStore {
   }
 
   createSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
-    return createSteps(c, before, after, this.options);
+    // the insert of the definition is announced as a create (change capture notes updates and
+    // deletes only; creates are what steps declare)
+    return [...createSteps(c, before, after, this.options), { ...PgWriter.changeTriggersStep(changeTables(after)), creates: { collection: SCHEMA_FEED_ID, id: c.id } }];
   }
 
   updateSteps(prev: Collection, next: Collection, before: Collection[], after: Collection[]): WriteStep[] {
-    return updateSteps(prev, next, before, after, this.options);
+    return [...updateSteps(prev, next, before, after, this.options), PgWriter.changeTriggersStep(changeTables(after))];
   }
 
   deleteSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
-    return deleteSteps(c, before, after);
+    return [...deleteSteps(c, before, after), PgWriter.changeTriggersStep(changeTables(after))];
   }
 }

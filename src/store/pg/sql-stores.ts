@@ -6,6 +6,9 @@
  */
 import type { StoreSql } from '../store.js';
 import type { PgReader } from './reader.js';
+import * as list from './list-sql.js';
+import * as keyset from './keyset.js';
+import * as json from './record-json.js';
 import type { PgDdlOptions } from './collection-sql.js';
 import { PgAuthSql } from './auth-sql.js';
 import { PgSessionSql } from './session-sql.js';
@@ -26,6 +29,7 @@ import { pgRecordSql } from './record-sql.js';
  */
 export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }): StoreSql {
   return {
+    kind: 'postgres',
     auth: new PgAuthSql(reader),
     sessions: new PgSessionSql(reader),
     authTokens: new PgTokenSql(reader),
@@ -39,5 +43,8 @@ export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }
     schema: new PgSchemaSql(reader, ddl),
     dialect: pgDialect,
     records: pgRecordSql,
+    list,
+    keyset,
+    json,
   };
 }

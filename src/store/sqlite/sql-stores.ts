@@ -1,6 +1,9 @@
 /** The SQLite implementations of the store interfaces, bound to one main-thread reader. */
 import type { StoreSql } from '../store.js';
 import type { Reader } from './reader.js';
+import * as list from './list-sql.js';
+import * as keyset from './keyset.js';
+import * as json from './record-json.js';
 import { SqliteAuthSql } from './auth-sql.js';
 import { SqliteSessionSql } from './session-sql.js';
 import { SqliteTokenSql } from './token-sql.js';
@@ -17,6 +20,7 @@ import { sqliteRecordSql } from './record-sql.js';
 /** Every SQLite store over `reader` (reads run on it; writes come back as write-job steps). */
 export function sqliteStores(reader: Reader): StoreSql {
   return {
+    kind: 'sqlite',
     auth: new SqliteAuthSql(reader),
     sessions: new SqliteSessionSql(reader),
     authTokens: new SqliteTokenSql(reader),
@@ -30,5 +34,8 @@ export function sqliteStores(reader: Reader): StoreSql {
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,
     records: sqliteRecordSql,
+    list,
+    keyset,
+    json,
   };
 }

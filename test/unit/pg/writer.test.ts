@@ -169,21 +169,22 @@ test('constraint violations map through the dialect', { skip }, async () => {
   }]);
   const insert = (id: string, email: string, v: number | null, p: string | null) =>
     writer.write([{ sql: 'INSERT INTO t VALUES (?, ?, ?, ?)', params: [id, email, v, p] }]).then(() => null, (e: unknown) => e);
-  const cases: Array<[Promise<unknown>, string]> = [
-    [insert('b', 'a@x', 1, null), '23505'],
-    [insert('c', 'c@x', null, null), '23502'],
-    [insert('d', 'd@x', -1, null), '23514'],
-    [insert('e', 'e@x', 1, 'nope'), '23503'],
+  // the column a 409 names: the not-null column, a unique or foreign key's first key column
+  const cases: Array<[Promise<unknown>, string, string | undefined]> = [
+    [insert('b', 'a@x', 1, null), '23505', 'email'],
+    [insert('c', 'c@x', null, null), '23502', 'v'],
+    [insert('d', 'd@x', -1, null), '23514', undefined],
+    [insert('e', 'e@x', 1, 'nope'), '23503', 'p'],
   ];
-  for (const [p, state] of cases) {
+  for (const [p, state, column] of cases) {
     const err = await p;
     assert.ok(err instanceof PgWriteError, String(err));
     assert.equal(err.sqlState, state);
-    assert.deepEqual(pgDialect.writeFailure(err), { constraint: true, message: err.message });
+    assert.deepEqual(pgDialect.writeFailure(err), { constraint: true, message: err.message, column });
   }
   const syntax = await writer.write([{ sql: 'INSERT INTO nowhere VALUES (?)', params: [1] }]).catch((e: unknown) => e);
   assert.ok(syntax instanceof PgWriteError && syntax.sqlState === '42P01');
-  assert.deepEqual(pgDialect.writeFailure(syntax), { constraint: false, message: syntax.message });
+  assert.deepEqual(pgDialect.writeFailure(syntax), { constraint: false, message: syntax.message, column: undefined });
   // a raw driver error from any other connection maps the same way
   const raw = await admin.query(`INSERT INTO t VALUES ('a', 'z@x', 1, NULL)`).catch((e: unknown) => e);
   assert.equal(pgDialect.writeFailure(raw)?.constraint, true);

@@ -16,6 +16,8 @@ import { CursorCodec } from '../../../src/records/cursor.js';
 import { Caches } from '../../../src/cache/caches.js';
 import { parseListQuery } from '../../../src/records/list-query.js';
 import { ChangeFeed } from '../../../src/store/change-feed.js';
+import { sqliteStores } from '../../../src/store/sqlite/sql-stores.js';
+import type { Reader } from '../../../src/store/sqlite/reader.js';
 const c: Collection = {
   id: 'pbc_lister0', name: 'docs', type: 'base', system: false, indexes: [], options: {},
   fields: [{ id: 'ft', name: 'title', type: 'text', options: { searchable: true } }, { id: 'fe', name: 'emb', type: 'json', options: {} }],
@@ -28,6 +30,7 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
     rules: { check: () => ({ kind: 'all' }) },
     registry: { version: () => 1, schemaGeneration: () => 1, byId: () => undefined, byName: () => undefined },
     codec: () => buildCodec(c),
+    sql: sqliteStores(null as unknown as Reader),
     caches: new Caches(new ChangeFeed()),
     writer: { commits: 0 },
     reader: {

@@ -1,0 +1,70 @@
+/**
+ * The two halves of a database backend as the domain sees them (issue 24): a reader and a
+ * writer. The embedded default implements them with libsql (src/store/sqlite/reader.ts, Reader;
+ * src/store/sqlite/writer-client.ts, WriterClient), the server-SQL backend with PostgreSQL
+ * (src/store/pg/reader.ts, PgReader; src/store/pg/writer.ts, PgWriter). A Store holds one of
+ * each; which one is chosen by src/store/open.ts (`SERVICE_DATABASE_URL`).
+ *
+ * Rows are arrays of column values in select order (never objects); a value is what the backend's
+ * driver gives for the column's type, bound values are SqlValue (src/store/bind.ts). Statement
+ * text is the backend's own dialect, always with `?` placeholders (PostgreSQL's are numbered by
+ * the backend, src/store/pg/placeholders.ts).
+ */
+import type { SqlValue } from './bind.js';
+import type { ChangeFeed } from './change-feed.js';
+import type { StepResult, WriteStep } from './write-job.js';
+
+/** Which backend a Store runs on (`/api/meta` capability `serverSql` is `backend === 'postgres'`). */
+export type BackendKind = 'sqlite' | 'postgres';
+
+/**
+ * Reads. Synchronous reads run on the main thread (SQLite: its own connection; PostgreSQL: a
+ * blocking bridge to a worker thread, for the paths that are not asynchronous yet); the
+ * `…OffThread`, `…Balanced` and `…Auto` reads may run on a pool and take a time budget in
+ * milliseconds (0: none), past which they reject with ReadBudgetExceeded
+ * (src/store/sqlite/reader.ts).
+ */
+export interface SqlReader {
+  /** The first row, or undefined. */
+  get(sql: string, params: SqlValue[]): unknown[] | undefined;
+  /** Every row. */
+  all(sql: string, params: SqlValue[]): unknown[][];
+  /** The query plan's details, one line a step, in SQLite's EXPLAIN QUERY PLAN wording. */
+  plan(sql: string, params: SqlValue[]): string[];
+  /** Whether the statement is worth running off the main thread (a full scan, a temp sort…). */
+  isExpensive(sql: string, params: SqlValue[], visits?: number): boolean;
+  allOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[][]>;
+  getOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[] | undefined>;
+  /** On a pool thread while one is free, else on the main thread. */
+  getBalanced(sql: string, params: SqlValue[], budgetMs?: number): unknown[] | undefined | Promise<unknown[] | undefined>;
+  /** Whether the pool has a free thread now. */
+  workerFree(): boolean;
+  /** On the pool when isExpensive says so, else on the main thread. */
+  getAuto(sql: string, params: SqlValue[], visits?: number, budgetMs?: number): unknown[] | undefined | Promise<unknown[] | undefined>;
+  allAuto(sql: string, params: SqlValue[], visits?: number, budgetMs?: number): unknown[][] | Promise<unknown[][]>;
+  /** Ends the main thread's read snapshot (after a commit), so the next read sees it. */
+  endSnapshot(): void;
+  /** Drops prepared statements and plans (after a schema change). */
+  invalidate(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Writes: jobs of steps, committed in groups by one writer; each job applies whole or not at all.
+ * `write` rejects with the backend's write error (told apart by `StoreSql.dialect.writeFailure`).
+ */
+export interface SqlWriter {
+  /** The committed changes of this instance (and, on PostgreSQL, of the others: ClusterFeed). */
+  readonly changes: ChangeFeed;
+  /** Commits reported so far; caches of rendered reads are valid for one count. */
+  commits: number;
+  /** Called after each group commit, before any of its jobs' promises settle. */
+  onCommit: (() => void) | null;
+  /** Jobs written and not yet answered. */
+  readonly inFlight: number;
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+  /** Which collections' deletes carry the deleted row (`Change.old`). */
+  captureDeletedRows(collectionIds: string[]): void;
+  /** Stops taking writes, commits every queued job, then closes. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,125 @@
+/**
+ * Opening the server-SQL backend (issue 24): a Store over PostgreSQL, selected by
+ * `SERVICE_DATABASE_URL=postgres://…` (src/store/open.ts). What it sets up, in order:
+ *
+ * 1. the writer (PgWriter: one connection, group commit, change capture's functions);
+ * 2. the system tables (bootstrap.ts, idempotent) and, when the server has pgvector, the vector
+ *    extension (a warning when it has not: spec 1-core-api.md, "Search");
+ * 3. the cluster's shared secrets (`_secrets`): the token-signing secret, and the field-encryption
+ *    key unless SERVICE_ENCRYPTION_KEY gives one; the first instance to start makes them, every
+ *    other instance reads the same, so a token signed by one instance verifies on any other and
+ *    an encrypted value written by one decrypts on all;
+ * 4. the reader (PgReader: a synchronous bridge and an asynchronous pool);
+ * 5. the collection registry, and change capture on every record table and on `_collections`
+ *    (again after every schema change: PgSchemaSql adds the step to each DDL job); a change of
+ *    `_collections`, made by this instance or another, reloads the registry;
+ * 6. the cluster feed (ClusterFeed): this instance's commits are announced to the others by
+ *    LISTEN/NOTIFY inside the committing transaction, the others' are emitted into this
+ *    instance's change feed, so caches and realtime see every instance's writes.
+ *
+ * The data directory still holds what is per instance: the local file storage (when no object
+ * store is configured), the slow-query log, the lock.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../../log/logger.js';
+import { PgWriter } from './writer.js';
+import { PgReader } from './reader.js';
+import { bootstrapSteps, ensureVectorExtension } from './bootstrap.js';
+import { pgStores } from './sql-stores.js';
+import { ClusterFeed } from './cluster-feed.js';
+import { ClusterLock } from './cluster-lock.js';
+import { CollectionRegistry } from '../../collections/collection-registry.js';
+import { Store } from '../store.js';
+import { ENCRYPTION_KEY_BYTES } from '../../records/encryption.js';
+import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
+import pg from 'pg';
+
+/** A Store over PostgreSQL with what else the server needs of the database. */
+export interface OpenedPostgres {
+  store: Store;
+  /** the cluster's token-signing secret (32 bytes) */
+  secret: Buffer;
+  /** the cluster's field-encryption key (32 bytes), or null when SERVICE_ENCRYPTION_KEY is used */
+  encryptionKey: Buffer | null;
+  /** cluster-wide single runs (TTL collector, cron jobs) */
+  locks: ClusterLock;
+  /** Closes the feed, the locks, the writer (after its queued jobs) and the reader. */
+  close(): Promise<void>;
+}
+
+/** Shared secrets of the cluster: made once (first writer wins), read by every instance. */
+const SECRETS_DDL = 'CREATE TABLE IF NOT EXISTS "_secrets" ("name" text PRIMARY KEY, "value" text NOT NULL)';
+const PUT_SECRET = 'INSERT INTO "_secrets" ("name", "value") VALUES (?, ?) ON CONFLICT ("name") DO NOTHING';
+const GET_SECRET = 'SELECT "value" FROM "_secrets" WHERE "name" = ?';
+
+async function sharedSecret(writer: PgWriter, name: string, bytes: number): Promise<Buffer> {
+  const [, r] = await writer.write([
+    { sql: PUT_SECRET, params: [name, randomBytes(bytes).toString('base64')] },
+    { sql: GET_SECRET, params: [name], returnRows: true },
+  ]);
+  const value = Buffer.from(String(r.rows?.[0]?.[0] ?? ''), 'base64');
+  if (value.length !== bytes) throw new Error(`the shared secret "${name}" in the PostgreSQL table "_secrets" is not ${bytes} bytes of base64`);
+  return value;
+}
+
+/**
+ * Opens the PostgreSQL database at `url` as a Store. `envKey`: SERVICE_ENCRYPTION_KEY when set.
+ * @throws Error when the server cannot be reached or the bootstrap fails (the message says which)
+ */
+export async function openPostgres(url: string, logger: Logger, envKey?: Buffer): Promise<OpenedPostgres> {
+  const writer = await PgWriter.start(url).catch((err: Error) => {
+    throw new Error(`cannot open the PostgreSQL database for writing: ${err.message}`, { cause: err });
+  });
+  const cleanup: Array<() => Promise<void>> = [() => writer.close()];
+  const closeAll = async () => {
+    for (const f of cleanup.reverse()) await f().catch(() => undefined);
+  };
+  try {
+    const admin = new pg.Client({ connectionString: url, application_name: 'svc-bootstrap' });
+    await admin.connect();
+    let vector = false;
+    try {
+      const support = await ensureVectorExtension((sql) => admin.query(sql));
+      vector = support.available;
+      if (support.warning) logger.warn(support.warning);
+    } finally {
+      await admin.end().catch(() => undefined);
+    }
+    await writer.write([...bootstrapSteps({ vector }), { sql: SECRETS_DDL, params: [] }]);
+    const secret = await sharedSecret(writer, 'token_secret', 32);
+    const encryptionKey = envKey ? null : await sharedSecret(writer, 'encryption_key', ENCRYPTION_KEY_BYTES);
+    const reader = await PgReader.start(url);
+    cleanup.push(() => reader.close());
+    writer.onCommit = () => reader.endSnapshot();
+    const sql = pgStores(reader, { vector });
+    const registry = new CollectionRegistry();
+    registry.load(sql.schema.loadAll());
+    await writer.syncChangeTriggers(changeTables(registry.all()));
+    const cluster = await ClusterFeed.start({
+      connection: url,
+      feed: writer.changes,
+      counter: writer,
+      collections: () => [...registry.all().map((c) => c.id), SCHEMA_FEED_ID],
+      onError: (err) => logger.warn(`cluster change feed: ${err.message}`),
+    });
+    cleanup.push(() => cluster.close());
+    writer.beforeCommit = (created) => cluster.commitSql(created);
+    const locks = new ClusterLock(url);
+    cleanup.push(() => locks.close());
+    // a schema change (of any instance) reloads the registry before the batch reaches the caches
+    // and the realtime hub, which subscribed after this listener
+    const schemaListener = writer.changes.subscribe((batch) => {
+      if (batch.truncated.includes(SCHEMA_FEED_ID) || batch.changes.some((c) => c.collection === SCHEMA_FEED_ID)) {
+        reader.endSnapshot();
+        registry.load(sql.schema.loadAll());
+        store.schemaChanged();
+      }
+    });
+    cleanup.push(async () => schemaListener());
+    const store = new Store(registry, reader, writer, sql);
+    return { store, secret, encryptionKey, locks, close: closeAll };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Several instances, one service (issue 24), end to end: two real `svc serve` processes on one
+ * throw-away PostgreSQL server (test/helpers/postgres.ts), behind a real nginx load balancer from
+ * Debian (test/helpers/nginx.ts, round robin). A write made on one instance is read, listed,
+ * searched and delivered over realtime on the other; a token issued by one is accepted by the
+ * other (the shared token secret); each instance's caches drop what another instance changed
+ * (the cluster change feed, src/store/pg/cluster-feed.ts); and clients through the balancer see
+ * one service.
+ *
+ * Skips, saying why, when PostgreSQL or nginx cannot run here (ci/install-apt.sh installs both).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { startSvc, runCli, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
+import { postgresSkipReason, startPostgres, type Postgres } from '../helpers/postgres.js';
+import { nginxSkipReason, startNginx } from '../helpers/nginx.js';
+
+const skip = postgresSkipReason() ?? nginxSkipReason();
+
+let pgs: Postgres | null = null;
+let a: Svc;
+let b: Svc;
+let lb: Awaited<ReturnType<typeof startNginx>> | null = null;
+const dirs: string[] = [];
+
+/** A server of the cluster: its own data directory, the shared database. */
+async function instance(url: string): Promise<Svc> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-cluster-'));
+  dirs.push(dataDir);
+  return startSvc({ dataDir, env: { SERVICE_DATABASE_URL: url }, superuser: true });
+}
+
+before(async () => {
+  if (skip) return;
+  pgs = await startPostgres();
+  const url = await pgs.createDatabase('cluster');
+  // the superuser is made once, in the shared database, by the CLI
+  const su = runCli(['superuser', 'upsert', `--email=${SU_EMAIL}`, `--password=${SU_PASSWORD}`], { SERVICE_DATABASE_URL: url });
+  assert.equal(su.status, 0, su.stderr);
+  a = await instance(url);
+  b = await instance(url);
+  await a.createCollection({
+    name: 'posts', type: 'base', listRule: '@public', viewRule: '@public', createRule: '@public', updateRule: '@public', deleteRule: '@public',
+    fields: [{ name: 'title', type: 'text', options: { searchable: true } }, { name: 'n', type: 'number' }],
+  });
+  await a.createCollection({
+    name: 'users', type: 'auth', createRule: '@public', listRule: 'id = @request.auth.id', viewRule: 'id = @request.auth.id', updateRule: 'id = @request.auth.id',
+    fields: [{ name: 'nick', type: 'text' }],
+  });
+  lb = await startNginx([new URL(a.url).host, new URL(b.url).host]);
+});
+
+after(async () => {
+  await lb?.stop();
+  await a?.stop();
+  await b?.stop();
+  await pgs?.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** Polls `fn` until it answers true (the other instance hears of a commit within milliseconds). */
+async function eventually(what: string, fn: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A realtime WebSocket client (0-conventions.md protocol) collecting frames. */
+async function subscribe(url: string, topic: string): Promise<{ frames: any[]; ws: WebSocket }> {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/api/realtime`);
+  const frames: any[] = [];
+  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+  await new Promise<void>((res, rej) => {
+    ws.once('open', () => res());
+    ws.once('error', rej);
+  });
+  await eventually('connect frame', async () => frames.some((f) => f.type === 'connect'));
+  ws.send(JSON.stringify({ action: 'subscribe', topic }));
+  await eventually('subscribe ack', async () => frames.some((f) => f.type === 'ack' && f.action === 'subscribe'));
+  return { frames, ws };
+}
+
+test('the second instance sees the schema the first one changed', { skip: skip ?? false }, async () => {
+  const r = await b.api('GET', '/api/collections/posts', { token: b.suToken });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.name, 'posts');
+});
+
+test('a write on A is read, listed, searched and delivered over realtime on B', { skip: skip ?? false }, async () => {
+  const rt = await subscribe(b.url, 'posts');
+  // B caches the list page and the count before the write
+  const before = await b.api('GET', '/api/collections/posts/records?sort=-n');
+  assert.equal(before.status, 200);
+  const created = await a.api('POST', '/api/collections/posts/records', { body: { title: 'zebra crossing', n: 1 } });
+  assert.ok(created.status === 200 || created.status === 201, created.text);
+  const id = created.body.id;
+  // read
+  const got = await b.api('GET', `/api/collections/posts/records/${id}`);
+  assert.equal(got.status, 200, got.text);
+  assert.equal(got.body.title, 'zebra crossing');
+  // listed (the page B cached before is not served again)
+  const list = await b.api('GET', '/api/collections/posts/records?sort=-n');
+  assert.ok(list.body.items.some((x: any) => x.id === id), list.text);
+  assert.equal(list.body.totalItems, before.body.totalItems + 1);
+  // searched
+  const found = await b.api('GET', `/api/collections/posts/records?search=${encodeURIComponent('zebra')}`);
+  assert.deepEqual(found.body.items.map((x: any) => x.id), [id]);
+  // delivered over realtime by B (which reads the record itself)
+  await eventually('the create event on B', async () => rt.frames.some((f) => f.type === 'event' && f.action === 'create' && f.record?.id === id));
+  const ev = rt.frames.find((f) => f.type === 'event' && f.action === 'create');
+  assert.equal(ev.record.title, 'zebra crossing');
+  // an update on A: B's cached record is not served stale
+  const upd = await a.api('PATCH', `/api/collections/posts/records/${id}`, { body: { title: 'zebra updated' } });
+  assert.equal(upd.status, 200, upd.text);
+  const again = await b.api('GET', `/api/collections/posts/records/${id}`);
+  assert.equal(again.body.title, 'zebra updated');
+  await eventually('the update event on B', async () => rt.frames.some((f) => f.type === 'event' && f.action === 'update' && f.record?.title === 'zebra updated'));
+  // a delete on A: gone on B
+  assert.equal((await a.api('DELETE', `/api/collections/posts/records/${id}`)).status, 204);
+  assert.equal((await b.api('GET', `/api/collections/posts/records/${id}`)).status, 404);
+  await eventually('the delete event on B', async () => rt.frames.some((f) => f.type === 'event' && f.action === 'delete' && f.record?.id === id));
+  rt.ws.close();
+});
+
+test('a token issued by one instance is accepted by the other', { skip: skip ?? false }, async () => {
+  const signup = await a.api('POST', '/api/collections/users/records', { body: { email: 'c@example.com', password: 'password123', passwordConfirm: 'password123', nick: 'c' } });
+  assert.ok(signup.status === 200 || signup.status === 201, signup.text);
+  const auth = await a.api('POST', '/api/collections/users/auth-with-password', { body: { identity: 'c@example.com', password: 'password123' } });
+  assert.equal(auth.status, 200, auth.text);
+  const me = await b.api('GET', `/api/collections/users/records/${auth.body.record.id}`, { token: auth.body.token });
+  assert.equal(me.status, 200, me.text);
+  assert.equal(me.body.nick, 'c');
+});
+
+test('through the load balancer: writes and reads spread over both instances agree', { skip: skip ?? false }, async () => {
+  const base = lb!.url;
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const r = await fetch(`${base}/api/collections/posts/records`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: `lb ${i}`, n: 100 + i }) });
+    const text = await r.text();
+    assert.ok(r.status >= 200 && r.status < 300, text);
+    ids.push((JSON.parse(text) as { id: string }).id);
+  }
+  // every read through the balancer (alternating instances) sees all ten at once
+  for (let i = 0; i < 6; i++) {
+    const r = await fetch(`${base}/api/collections/posts/records?filter=${encodeURIComponent('n >= 100')}&sort=n&perPage=50`);
+    const body = (await r.json()) as { items: Array<{ id: string }>; totalItems: number };
+    assert.deepEqual(body.items.map((x) => x.id), ids);
+    assert.equal(body.totalItems, 10);
+  }
+  // both instances served requests
+  assert.match(a.stderr(), /\/api\/collections\/posts\/records/);
+  assert.match(b.stderr(), /\/api\/collections\/posts\/records/);
+});
