@@ -71,7 +71,7 @@ export interface RunningServer {
 export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
   if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
-  const { backend, dbPath, secret, store, files, runOnce, close: closeData } = await openDataDir(config, logger);
+  const { backend, dbPath, secret, store, files, runOnce, claimTick, close: closeData } = await openDataDir(config, logger);
   const { reader, registry, sql } = store;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
@@ -120,8 +120,11 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   if (app?.migrations) {
     // after the declared collections (a migration may fill a field just declared), before serving
     try {
-      if (backend !== 'sqlite') throw new Error('app migrations (defineApp({ migrations })) run on the embedded database only; they are not supported on PostgreSQL yet');
-      const applied = await applyMigrations(dbPath, await loadMigrations(app.migrations), (id, ms) => logger.info(`applied migration ${id} in ${Math.round(ms)} ms`, 'migrate'));
+      const onApplied = (id: string, ms: number) => logger.info(`applied migration ${id} in ${Math.round(ms)} ms`, 'migrate');
+      const pending = await loadMigrations(app.migrations);
+      const applied = backend === 'postgres'
+        ? await (await import('./store/pg/migrations-sql.js')).applyMigrationsPg(config.databaseUrl!, pending, onApplied)
+        : await applyMigrations(dbPath, pending, onApplied);
       if (applied.length) {
         reader.endSnapshot();
         registry.load(sql.schema.loadAll()); // a migration may have changed collections
@@ -208,7 +211,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     await closeData();
     throw err;
   }
-  const stopJobs = ctx.app ? ctx.app.startJobs() : async () => {};
+  // on PostgreSQL each job's tick runs on the one instance that claims it first
+  const stopJobs = ctx.app ? ctx.app.startJobs(backend === 'sqlite' ? undefined : claimTick) : async () => {};
   mailQueue.start();
   // one collector runs at a time cluster-wide (PostgreSQL: an advisory lock; others skip the round)
   const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c), (fn) => runOnce('ttl-collector', fn));

@@ -32,7 +32,7 @@ export const NAMED_MAX = 1000;
 
 /** What the main thread asks. */
 export type BridgeRequest =
-  | { op: 'query'; sql: string; params: unknown[]; snap: boolean; prepare: boolean }
+  | { op: 'query'; sql: string; params: unknown[]; snap: boolean; prepare: boolean; noRetry?: boolean }
   | { op: 'connect' }
   | { op: 'end' }
   | { op: 'forget' }
@@ -55,7 +55,7 @@ export interface BridgeError {
 
 /** The answer to `query`, `connect` or `close`. */
 export type BridgeReply =
-  | { ok: true; rows: unknown[][]; blobs: number[] | null; pid: number | null }
+  | { ok: true; rows: unknown[][]; blobs: number[] | null; pid: number | null; changes?: number; fields?: string[] }
   | { ok: false; error: BridgeError; pid: number | null };
 
 /** What the worker is started with (workerData). */
@@ -178,7 +178,7 @@ class Bridge {
   private async handle(msg: BridgeRequest): Promise<void> {
     switch (msg.op) {
       case 'query':
-        return this.reply(await this.query(msg.sql, msg.params, msg.snap, msg.prepare));
+        return this.reply(await this.query(msg.sql, msg.params, msg.snap, msg.prepare, !msg.noRetry));
       case 'connect':
         try {
           await this.connection();
@@ -282,8 +282,10 @@ class Bridge {
       const began = begin ? client.query(BEGIN_SNAPSHOT) : null;
       if (begin) this.inTx = true;
       const read = client.query({ text: sql, values, rowMode: 'array', name });
-      const [, r] = (await Promise.all([began, read])) as unknown as [unknown, pg.QueryArrayResult];
-      return { ok: true, rows: r.rows, blobs: blobColumns(r.fields), pid: this.pid };
+      const [, got] = (await Promise.all([began, read])) as unknown as [unknown, pg.QueryArrayResult | pg.QueryArrayResult[]];
+      // a script of several statements (no parameters) answers one result each: the last one counts
+      const r = Array.isArray(got) ? got[got.length - 1] : got;
+      return { ok: true, rows: r?.rows ?? [], blobs: r ? blobColumns(r.fields) : null, pid: this.pid, changes: r?.rowCount ?? 0, fields: r?.fields.map((f) => f.name) ?? [] };
     } catch (err) {
       if (isConnectionFailure(err) || this.lost) {
         this.drop();

@@ -61,11 +61,15 @@ export class MigrateCommand extends MigrateBase {
       const { loadMigrations } = await import('../../src/app/migrations.js');
       const { applyMigrations } = await import('../../src/store/sqlite/migrations-sql.js');
       const applied: { id: string; ms: number }[] = [];
+      const onApplied = (id: string, ms: number) => {
+        applied.push({ id, ms });
+        this.note(`applied ${id} (${Math.round(ms)} ms)`);
+      };
       try {
-        await applyMigrations(databasePath(dataDir), await loadMigrations(app.migrations), (id, ms) => {
-          applied.push({ id, ms });
-          this.note(`applied ${id} (${Math.round(ms)} ms)`);
-        });
+        // SERVICE_DATABASE_URL: the server-SQL backend's database (src/store/pg/migrations-sql.ts)
+        const url = process.env.SERVICE_DATABASE_URL?.trim();
+        if (url) await (await import('../../src/store/pg/migrations-sql.js')).applyMigrationsPg(url, await loadMigrations(app.migrations), onApplied);
+        else await applyMigrations(databasePath(dataDir), await loadMigrations(app.migrations), onApplied);
       } catch (err) {
         const id = (err as { migrationId?: string }).migrationId;
         return this.fail('migration_failed', err instanceof Error ? err.message : String(err), { applied: applied.map((a) => a.id), failed: id ?? null });
@@ -93,7 +97,10 @@ export class MigrateStatusCommand extends MigrateBase {
     const { existsSync } = await import('node:fs');
     const db = databasePath(dataDir);
     const declared = declaredMigrationIds(app.migrations);
-    const status = existsSync(db) ? migrationStatus(db, declared) : migrationStatus(':memory:', declared);
+    const url = process.env.SERVICE_DATABASE_URL?.trim();
+    const status = url
+      ? migrationStatus('', declared, await (await import('../../src/store/pg/migrations-sql.js')).appliedMigrationsPg(url))
+      : existsSync(db) ? migrationStatus(db, declared) : migrationStatus(':memory:', declared);
     const lines = [
       ...status.migrations.map((m) => `${m.applied ? 'applied ' : 'pending '} ${m.id}${m.applied_at ? `  ${m.applied_at}` : ''}`),
       ...status.orphaned.map((m) => `orphaned ${m.id}  ${m.applied_at}  (applied, no longer declared)`),

@@ -12,7 +12,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { appliedMigrations, type MigrationTx, type RunnableMigration } from '../store/sqlite/migrations-sql.js';
+import { appliedMigrations, type AppliedMigration, type MigrationTx, type RunnableMigration } from '../store/sqlite/migrations-sql.js';
 
 export type { MigrationTx } from '../store/sqlite/migrations-sql.js';
 
@@ -127,9 +127,12 @@ export interface MigrationStatus {
   ok: boolean;
 }
 
-/** The status of the declared migrations against the database at `dbPath`. */
-export function migrationStatus(dbPath: string, declared: string[]): MigrationStatus {
-  const applied = new Map(appliedMigrations(dbPath).map((a) => [a.id, a.applied_at]));
+/**
+ * The status of the declared migrations against the database at `dbPath`, or given what is
+ * `recorded` (the server-SQL backend: appliedMigrationsPg, src/store/pg/migrations-sql.ts).
+ */
+export function migrationStatus(dbPath: string, declared: string[], recorded?: AppliedMigration[]): MigrationStatus {
+  const applied = new Map((recorded ?? appliedMigrations(dbPath)).map((a) => [a.id, a.applied_at]));
   const known = new Set(declared);
   const migrations = declared.map((id) => ({ id, applied: applied.has(id), applied_at: applied.get(id) ?? null }));
   const orphaned = [...applied].filter(([id]) => !known.has(id)).map(([id, at]) => ({ id, applied_at: at }));

@@ -388,10 +388,26 @@ export class AppRuntime {
 
   // ----- jobs -----
 
-  /** Starts the scheduled jobs; the returned function stops the schedules and waits for running jobs. */
-  startJobs(): () => Promise<void> {
+  /**
+   * Starts the scheduled jobs; the returned function stops the schedules and waits for running
+   * jobs. `claim`: on several instances (PostgreSQL), whether this instance runs a job's tick (the
+   * first to claim the tick, identified by the job's name and the second it fell due, runs it;
+   * OpenedData.claimTick); absent: every tick runs here.
+   */
+  startJobs(claim?: (job: string, tick: Date) => Promise<boolean>): () => Promise<void> {
     const runners = (this.def.jobs ?? []).map((j) => new JobRunner(j, this.handle, this.logger));
-    const crons = runners.map((r) => new Cron(r.job.schedule, () => void r.tick()));
+    const fire = (r: JobRunner): void => {
+      if (!claim) {
+        r.tick();
+        return;
+      }
+      const due = new Date(Math.floor(Date.now() / 1000) * 1000);
+      claim(r.job.name, due).then(
+        (mine) => void (mine && r.tick(due)),
+        (err: unknown) => this.logger.error(`job ${r.job.name}: could not claim the tick: ${describe(err)}`, 'jobs'),
+      );
+    };
+    const crons = runners.map((r) => new Cron(r.job.schedule, () => fire(r)));
     return async () => {
       for (const c of crons) c.stop();
       await Promise.allSettled(runners.map((r) => r.idle()));

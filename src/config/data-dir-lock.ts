@@ -4,7 +4,8 @@
  *
  * Two servers writing one libsql file and one files folder would corrupt each other's view, so
  * `serve` takes `<dataDir>/svc.lock`, a file holding the owner's pid. A lock whose pid is not
- * running (crash, kill -9) or whose content is not a pid is stale and is taken over.
+ * running (crash, kill -9), is this process's own (a restarted container's pid 1) or whose
+ * content is not a pid is stale and is taken over.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,6 +30,9 @@ export interface DataDirLock {
   /** Removes the lock file if it still holds our pid. Idempotent. */
   release(): void;
 }
+
+/** Lock files this process holds (a lock file naming our pid and not in here is a previous incarnation's). */
+const heldHere = new Set<string>();
 
 /** Whether a process with this pid exists (EPERM means it exists under another user). */
 function isAlive(pid: number): boolean {
@@ -102,7 +106,7 @@ function evictStale(dataDir: string, lockPath: string, staleContent: string | un
   const moved = readOrUndefined(aside);
   if (moved !== staleContent) {
     const pid = parsePid(moved);
-    if (pid !== undefined && isAlive(pid)) {
+    if (pid !== undefined && pid !== process.pid && isAlive(pid)) {
       try { fs.linkSync(aside, lockPath); } catch { /* the slot was taken again; theirs now */ }
       fs.rmSync(aside, { force: true });
       throw new LockError(dataDir, pid);
@@ -122,6 +126,8 @@ export function acquireDataDirLock(dataDir: string, opts: { ignore: boolean }): 
   if (opts.ignore) return { release() {} };
 
   const lockPath = path.join(dataDir, LOCK_FILE_NAME);
+  // this process holds it already (a second server in one program): refused like any live owner
+  if (heldHere.has(lockPath)) throw new LockError(dataDir, process.pid);
   const mine = `${process.pid}\n`;
   let held = false;
   for (let attempt = 0; attempt < 5 && !held; attempt++) {
@@ -132,7 +138,9 @@ export function acquireDataDirLock(dataDir: string, opts: { ignore: boolean }): 
     const content = readOrUndefined(lockPath);
     if (content === undefined) continue; // released between our two calls
     const pid = parsePid(content);
-    if (pid !== undefined && isAlive(pid)) throw new LockError(dataDir, pid);
+    // A lock naming this very process is a previous incarnation's: a container's first process
+    // gets the same pid (1) every time it starts, so a killed one leaves a lock that looks alive.
+    if (pid !== undefined && pid !== process.pid && isAlive(pid)) throw new LockError(dataDir, pid);
     evictStale(dataDir, lockPath, content);
   }
   if (!held) {
@@ -140,10 +148,12 @@ export function acquireDataDirLock(dataDir: string, opts: { ignore: boolean }): 
     throw new LockError(dataDir, pid);
   }
 
+  heldHere.add(lockPath);
   let released = false;
   const release = (): void => {
     if (released) return;
     released = true;
+    heldHere.delete(lockPath);
     process.removeListener('exit', release);
     try {
       if (readOrUndefined(lockPath) === mine) fs.rmSync(lockPath, { force: true });

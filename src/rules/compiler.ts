@@ -180,7 +180,7 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
  * hidden or encrypted ones), `@random` and `@rowid`; empty segments are ignored. For a caller
  * who is not a superuser (`superuser` false) an auth collection's `email` sorts as NULL where it
  * is private (`emailVisibility` off), so the order reveals nothing of hidden addresses.
- * `dialect`: the SQL emitted (see CompileOptions.dialect); PostgreSQL refuses `@rowid`.
+ * `dialect`: the SQL emitted (see CompileOptions.dialect); on PostgreSQL `@rowid` is the `_rowid` identity column.
  * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields or more than 16 fields.
  */
 export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false, dialect: SqlDialectName = 'sqlite'): string {

@@ -39,6 +39,11 @@ export interface OpenedData {
    * on SQLite the only instance always runs it. Resolves false when another instance holds it.
    */
   runOnce(name: string, fn: () => Promise<unknown> | unknown): Promise<boolean>;
+  /**
+   * Whether this instance runs the tick of scheduled job `job` due at `tick` (whole seconds):
+   * the first instance to claim it (PostgreSQL: a row of `_jobRuns`); on SQLite always true.
+   */
+  claimTick(job: string, tick: Date): Promise<boolean>;
   /** Commits every queued write and closes the writer and the reader. */
   close(): Promise<void>;
 }
@@ -83,7 +88,7 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
     await close();
     throw err;
   }
-  return { backend: 'sqlite', dbPath, secret, store, files: new RecordFiles(new FileStorage(blobs), store), runOnce: async (_name, fn) => (await fn(), true), close };
+  return { backend: 'sqlite', dbPath, secret, store, files: new RecordFiles(new FileStorage(blobs), store), runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, close };
 }
 
 /** The server-SQL backend (src/store/pg/open.ts) with the data directory's per-instance parts. */
@@ -103,6 +108,7 @@ async function openPostgresData(config: ServeConfig, logger: Logger): Promise<Op
       store,
       files: new RecordFiles(new FileStorage(blobs), store),
       runOnce: async (name, fn) => (await pg.locks.runOnce(name, () => fn())).ran,
+      claimTick: pg.claimTick,
       close: pg.close,
     };
   } catch (err) {

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { CLI } from './server.js';
+import { backendEnvSync } from './backend.js';
 
 export interface RawServe {
   proc: ChildProcess;
@@ -35,8 +36,11 @@ export function freePort(): Promise<number> {
 
 /** Spawns `svc <args>` with exactly the given arguments (nothing added) and collects its output. */
 export function spawnSvc(args: string[], env: Record<string, string | undefined> = {}): RawServe {
+  // SVC_TEST_BACKEND=postgres: the data directory's database (test/helpers/backend.ts)
+  const dir = args.find((a) => a.startsWith('--data-dir='))?.slice('--data-dir='.length);
+  const backend = dir ? backendEnvSync(dir) : {};
   const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...backend, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

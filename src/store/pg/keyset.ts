@@ -127,7 +127,11 @@ export function segments(keys: SortKey[], values: KeyValue[], backward: boolean)
   return out;
 }
 
-/** Normalized description of the keys, for the cursor binding. */
+/**
+ * Normalized description of the keys, for the cursor binding: the terms without the collation
+ * and NULL placement PostgreSQL needs to order as SQLite does, so a key reads as on SQLite
+ * (`r."id"`, src/store/sqlite/keyset.ts).
+ */
 export function sortSignature(keys: SortKey[]): string {
-  return keys.map((k) => k.term).join(',');
+  return keys.map((k) => k.term.replace(/ COLLATE "C"/g, '').replace(/ NULLS (FIRST|LAST)$/, '')).join(',');
 }

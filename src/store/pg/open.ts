@@ -41,8 +41,10 @@ export interface OpenedPostgres {
   secret: Buffer;
   /** the cluster's field-encryption key (32 bytes), or null when SERVICE_ENCRYPTION_KEY is used */
   encryptionKey: Buffer | null;
-  /** cluster-wide single runs (TTL collector, cron jobs) */
+  /** cluster-wide single runs (the TTL collector) */
   locks: ClusterLock;
+  /** Claims the tick of a scheduled job due at `tick` for this instance (OpenedData.claimTick). */
+  claimTick(job: string, tick: Date): Promise<boolean>;
   /** Closes the feed, the locks, the writer (after its queued jobs) and the reader. */
   close(): Promise<void>;
 }
@@ -51,6 +53,13 @@ export interface OpenedPostgres {
 const SECRETS_DDL = 'CREATE TABLE IF NOT EXISTS "_secrets" ("name" text PRIMARY KEY, "value" text NOT NULL)';
 const PUT_SECRET = 'INSERT INTO "_secrets" ("name", "value") VALUES (?, ?) ON CONFLICT ("name") DO NOTHING';
 const GET_SECRET = 'SELECT "value" FROM "_secrets" WHERE "name" = ?';
+/** Claimed ticks of scheduled jobs (epoch ms of the second they fell due); a day of them is kept. */
+const JOB_RUNS_DDL = 'CREATE TABLE IF NOT EXISTS "_jobRuns" ("job" text NOT NULL, "tick" bigint NOT NULL, PRIMARY KEY ("job", "tick"))';
+const CLAIM_TICK = 'INSERT INTO "_jobRuns" ("job", "tick") VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1';
+const FORGET_TICKS = 'DELETE FROM "_jobRuns" WHERE "job" = ? AND "tick" < ?';
+const DAY_MS = 86_400_000;
+/** Serializes the bootstrap of instances starting at once (released at commit). */
+const BOOTSTRAP_LOCK = `SELECT pg_advisory_xact_lock(hashtext('svc-bootstrap'))`;
 
 async function sharedSecret(writer: PgWriter, name: string, bytes: number): Promise<Buffer> {
   const [, r] = await writer.write([
@@ -85,7 +94,9 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     } finally {
       await admin.end().catch(() => undefined);
     }
-    await writer.write([...bootstrapSteps({ vector }), { sql: SECRETS_DDL, params: [] }]);
+    // instances starting together: CREATE TABLE IF NOT EXISTS is not safe against a concurrent
+    // one (a unique violation in pg_type), so the bootstrap runs under a transaction-scoped lock
+    await writer.write([{ sql: BOOTSTRAP_LOCK, params: [] }, ...bootstrapSteps({ vector }), { sql: SECRETS_DDL, params: [] }, { sql: JOB_RUNS_DDL, params: [] }]);
     const secret = await sharedSecret(writer, 'token_secret', 32);
     const encryptionKey = envKey ? null : await sharedSecret(writer, 'encryption_key', ENCRYPTION_KEY_BYTES);
     const reader = await PgReader.start(url);
@@ -117,7 +128,15 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     });
     cleanup.push(async () => schemaListener());
     const store = new Store(registry, reader, writer, sql);
-    return { store, secret, encryptionKey, locks, close: closeAll };
+    const claimTick = async (job: string, tick: Date): Promise<boolean> => {
+      const at = tick.getTime();
+      const [r] = await writer.write([
+        { sql: CLAIM_TICK, params: [job, at], returnRows: true },
+        { sql: FORGET_TICKS, params: [job, at - DAY_MS] },
+      ]);
+      return (r.rows?.length ?? 0) > 0;
+    };
+    return { store, secret, encryptionKey, locks, claimTick, close: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

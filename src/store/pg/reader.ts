@@ -211,7 +211,10 @@ class SyncBridge {
     Atomics.store(flag, 0, 0);
     port.postMessage(msg);
     const w = (Atomics as AtomicsWithWaitAsync).waitAsync(flag, 0, 0, this.timeoutMs);
-    const outcome = w.async ? await w.value : w.value;
+    // Atomics.waitAsync holds no handle of the event loop: without one, a program with nothing
+    // else to do (`svc migrate`) would end with this await unsettled (exit 13)
+    const keepAlive = w.async ? setInterval(() => undefined, 1 << 30) : null;
+    const outcome = w.async ? await w.value.finally(() => clearInterval(keepAlive!)) : w.value;
     const got = port === this.port ? receiveMessageOnPort(port) : undefined;
     if (outcome === 'timed-out' || !got) {
       if (port === this.port) this.reset();
@@ -461,6 +464,22 @@ export class PgReader {
     this.planCache.clear();
     this.plans.clear();
     this.bridge.post({ op: 'forget' });
+  }
+
+  /**
+   * One statement (or a script of several, without parameters) on the bridge's connection,
+   * outside any read snapshot, never retried on a new connection (a transaction begun with
+   * `BEGIN` through this method goes on on the same connection, or fails): for work that needs a
+   * synchronous connection of its own, as app migrations do (migrations.ts). Rows are arrays,
+   * `fields` their column names, `changes` the rows the statement changed.
+   * @throws the server's error (a pg DatabaseError with its SQLSTATE `code`)
+   */
+  runSync(sql: string, params: SqlValue[] = []): { rows: unknown[][]; fields: string[]; changes: number } {
+    if (this.closed) throw new Error('the PostgreSQL reader is closed');
+    // a script without parameters is sent as it is (a literal '?' in it is no placeholder)
+    const reply = this.bridge.request({ op: 'query', sql: params.length ? toPgPlaceholders(sql) : sql, params, snap: false, prepare: false, noRetry: true });
+    if (!reply.ok) throw fromBridgeError(reply.error);
+    return { rows: reply.rows, fields: reply.fields ?? [], changes: reply.changes ?? 0 };
   }
 
   /** One statement on the bridge; rows as the worker read them. */

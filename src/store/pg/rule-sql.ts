@@ -106,8 +106,9 @@ function hopViewRule(schema: SchemaLookup): HopRule {
 /**
  * compileSort's PostgreSQL emitter: `<expr> ASC NULLS FIRST` / `<expr> DESC NULLS LAST` terms
  * (SQLite's NULL placement), text columns under `COLLATE "C"` (SQLite's byte order), jsonb columns
- * by their text. `@rowid` has no PostgreSQL counterpart and is refused.
- * @throws ApiError 400 `Invalid sort: …` as the SQLite emitter, and for `@rowid`
+ * by their text. `@rowid` is the identity column `_rowid` (collection-sql.ts), in insertion order
+ * as SQLite's rowid (one writer assigns it).
+ * @throws ApiError 400 `Invalid sort: …` as the SQLite emitter
  */
 export function emitSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
   void schema;
@@ -128,7 +129,7 @@ export function emitSort(src: string, collection: Collection, schema: SchemaLook
     }
     const dir = desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST';
     if (name === '@random') terms.push(`random() ${desc ? 'DESC' : 'ASC'}`);
-    else if (name === '@rowid') fail('@rowid is not available on PostgreSQL');
+    else if (name === '@rowid') terms.push(`${alias}."_rowid" ${desc ? 'DESC' : 'ASC'}`); // the identity column (insertion order, never null)
     else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
     else {
       const field = resolveColumn(collection, name, 'filter', name, 'Invalid sort');

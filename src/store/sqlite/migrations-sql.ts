@@ -50,6 +50,12 @@ function rowsOf(stmt: ReturnType<InstanceType<typeof Database>['prepare']>, para
   return (stmt.raw(true).all(params) as unknown[][]).map((r) => Object.fromEntries(cols.map((c, i) => [c, r[i]])));
 }
 
+/** The error of a migration that failed and was rolled back: its message, `cause` and `migrationId`. */
+export function migrationFailed(id: string, err: unknown): Error & { migrationId: string } {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return Object.assign(new Error(`migration ${id} failed and was rolled back: ${e.message}`, { cause: e }), { migrationId: id });
+}
+
 /** The applied migrations in the order they were applied (empty when none ever was). */
 export function appliedMigrations(dbPath: string): AppliedMigration[] {
   const db = open(dbPath);
@@ -107,8 +113,7 @@ export async function applyMigrations(dbPath: string, migrations: readonly Runna
         db.exec('COMMIT');
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
-        const e = err instanceof Error ? err : new Error(String(err));
-        throw Object.assign(new Error(`migration ${m.id} failed and was rolled back: ${e.message}`, { cause: e }), { migrationId: m.id });
+        throw migrationFailed(m.id, err);
       } finally {
         open = false;
       }

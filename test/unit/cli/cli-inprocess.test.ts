@@ -140,7 +140,8 @@ test('serve: a server that fails to start exits 1 and releases the lock', async 
 
 test('serve: a held lock stops before the server module is loaded', async () => {
   const dir = tempDir();
-  fs.writeFileSync(path.join(dir, 'svc.lock'), `${process.pid}\n`);
+  // a live process other than this one (this process's own pid would be a stale lock of a previous incarnation)
+  fs.writeFileSync(path.join(dir, 'svc.lock'), `${process.ppid}\n`);
   let loaded = false;
   const loadServer = async (): Promise<ServerModule> => { loaded = true; throw new Error('unreachable'); };
   const r = await run(['serve', `--data-dir=${dir}`, '--json'], { loadServer });
@@ -148,5 +149,5 @@ test('serve: a held lock stops before the server module is loaded', async () => 
   assert.equal(loaded, false);
   const body = JSON.parse(r.stdout);
   assert.equal(body.error.code, 'lock');
-  assert.equal(body.error.pid, process.pid);
+  assert.equal(body.error.pid, process.ppid);
 });

@@ -53,6 +53,17 @@ test('stale locks (dead pid, garbage, empty, pid 0) are taken over', () => {
   }
 });
 
+test('a lock naming this process but not held by it is a previous incarnation\'s (a restarted container\'s pid 1): taken over', () => {
+  const dir = tempDir();
+  fs.writeFileSync(path.join(dir, LOCK_FILE_NAME), `${process.pid}\n`);
+  const lock = acquireDataDirLock(dir, { ignore: false });
+  assert.equal(fs.readFileSync(path.join(dir, LOCK_FILE_NAME), 'utf8'), `${process.pid}\n`);
+  // while held, this process cannot take it a second time
+  assert.throws(() => acquireDataDirLock(dir, { ignore: false }), LockError);
+  lock.release();
+  assert.equal(fs.existsSync(path.join(dir, LOCK_FILE_NAME)), false);
+});
+
 test('release leaves a lock that no longer holds our pid', () => {
   const dir = tempDir();
   const lock = acquireDataDirLock(dir, { ignore: false });

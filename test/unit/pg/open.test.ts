@@ -1,0 +1,66 @@
+/**
+ * Opening the server-SQL backend (src/store/pg/open.ts) against a real PostgreSQL
+ * (test/helpers/postgres.ts): two instances opened on one database, as two `svc serve`
+ * processes would, share the token secret and the field-encryption key (`_secrets`, made by the
+ * first), and exactly one of them claims each tick of a scheduled job (`_jobRuns`), however many
+ * ask at once. test/e2e/cluster.test.ts runs two real servers behind nginx.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
+import { openPostgres, type OpenedPostgres } from '../../../src/store/pg/open.js';
+import { createLogger } from '../../../src/log/logger.js';
+
+const skip = postgresSkipReason() ?? false;
+let server: Postgres | null = null;
+const opened: OpenedPostgres[] = [];
+const lines: string[] = [];
+const logger = createLogger({ format: 'json', level: 'info', requests: false, write: (l) => lines.push(l) });
+
+before(async () => {
+  if (!skip) server = await startPostgres();
+});
+
+after(async () => {
+  for (const o of opened) await o.close().catch(() => undefined);
+  if (server) await server.stop();
+});
+
+async function two(name: string): Promise<[OpenedPostgres, OpenedPostgres]> {
+  const url = await server!.createDatabase(name);
+  // started together, as a deployment's instances are: the bootstrap and the secrets must not race
+  const [a, b] = await Promise.all([openPostgres(url, logger), openPostgres(url, logger)]);
+  opened.push(a, b);
+  return [a, b];
+}
+
+test('instances opened on one database share the token secret and the encryption key', { skip }, async () => {
+  const [a, b] = await two('secrets');
+  assert.equal(a.secret.length, 32);
+  assert.deepEqual(a.secret, b.secret);
+  assert.ok(a.encryptionKey && b.encryptionKey);
+  assert.deepEqual(a.encryptionKey, b.encryptionKey);
+  assert.notDeepEqual(a.secret, a.encryptionKey, 'two secrets, not one');
+  // a third instance, later, reads the same
+  const c = await openPostgres(server!.urlOf('secrets'), logger);
+  opened.push(c);
+  assert.deepEqual(c.secret, a.secret);
+  // SERVICE_ENCRYPTION_KEY given: none is read from the database
+  const d = await openPostgres(server!.urlOf('secrets'), logger, Buffer.alloc(32, 7));
+  opened.push(d);
+  assert.equal(d.encryptionKey, null);
+  assert.match(lines.join('\n'), /pgvector|vector/, 'the missing pgvector extension is a warning, not an error');
+});
+
+test('exactly one instance claims each tick of a scheduled job', { skip }, async () => {
+  const [a, b] = await two('ticks');
+  const tick = new Date(Math.floor(Date.now() / 1000) * 1000);
+  for (let round = 0; round < 5; round++) {
+    const at = new Date(tick.getTime() + round * 1000);
+    const answers = await Promise.all([a.claimTick('digest', at), b.claimTick('digest', at), a.claimTick('digest', at), b.claimTick('digest', at)]);
+    assert.equal(answers.filter(Boolean).length, 1, `round ${round}: ${answers}`);
+  }
+  // another job's tick at the same second is its own
+  assert.equal(await b.claimTick('cleanup', tick), true);
+  assert.equal(await a.claimTick('cleanup', tick), false);
+});
