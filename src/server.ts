@@ -148,8 +148,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     try {
       const budgets = resolveBudgets(process.env, app?.uploads, config.features.has('durable-resumable-uploads'));
       // the persistence mode needs the built-in local storage (2-uploads-and-mail.md, "Persistence mode")
-      if (budgets.durable && backend !== 'sqlite') throw new Error('durable resumable uploads need the embedded database (file-backed SQLite), not the server SQL backend');
       if (budgets.durable && files.storage.kind !== 'local') throw new Error(`durable resumable uploads need the built-in local file storage, not ${files.storage.blobs.location}`);
+      if (budgets.durable && backend !== 'sqlite') throw new Error('durable resumable uploads need the embedded database (file-backed SQLite), not the server SQL backend');
       const durable = budgets.durable ? await openDurableUploads(store, dbPath, budgets) : null;
       uploads = new UploadStore(budgets, durable?.persistence ?? null, durable?.restored ?? [], (reason) => logger.error(`uploads stopped until restart: ${reason}`, 'uploads'));
       if (durable?.restored.length) logger.info(`restored ${durable.restored.length} upload session(s)`, 'uploads');

@@ -21,6 +21,10 @@ abstract class BackupBase extends SvcCommand {
   /** Runs `fn`, reporting a BackupError or LockError as the command's failure (exit 1). */
   protected async guarded(fn: () => Promise<number>): Promise<number> {
     const { BackupError } = await import('../../src/ops/backup.js');
+    // the server-SQL backend keeps no database in the data directory (issue 24)
+    if (process.env.SERVICE_DATABASE_URL?.trim()) {
+      return this.fail('usage', 'svc backup and restore copy the embedded database; with SERVICE_DATABASE_URL (PostgreSQL) back the database up with pg_dump and the files with the bucket\'s own versioning');
+    }
     try {
       return await fn();
     } catch (err) {

@@ -32,6 +32,21 @@ abstract class SchemaBase extends SvcCommand {
 
   /** The stored collections, read without writing anything (works beside a running server). */
   protected async readRegistry(config: ServeConfig) {
+    if (config.databaseUrl) {
+      // the server-SQL backend: the definitions in its `_collections` (src/store/pg/)
+      const [{ PgReader }, { pgStores }, { CollectionRegistry }] = await Promise.all([
+        import('../../src/store/pg/reader.js'), import('../../src/store/pg/sql-stores.js'), import('../../src/collections/collection-registry.js'),
+      ]);
+      const reader = await PgReader.start(config.databaseUrl, { poolSize: 1, applicationName: 'svc-cli' });
+      try {
+        const registry = new CollectionRegistry();
+        // a database no server has started on yet has no system tables: no collections
+        if (reader.get(`SELECT to_regclass('"_collections"')::text`, [])?.[0]) registry.load(pgStores(reader).schema.loadAll());
+        return registry;
+      } finally {
+        await reader.close();
+      }
+    }
     const [{ Reader }, { sqliteStores }, { CollectionRegistry }] = await Promise.all([
       import('../../src/store/sqlite/reader.js'), import('../../src/store/sqlite/sql-stores.js'), import('../../src/collections/collection-registry.js'),
     ]);
@@ -46,7 +61,7 @@ abstract class SchemaBase extends SvcCommand {
   }
 
   protected hasDatabase(config: ServeConfig): boolean {
-    return existsSync(databasePath(config.dataDir));
+    return !!config.databaseUrl || existsSync(databasePath(config.dataDir));
   }
 }
 

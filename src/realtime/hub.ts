@@ -673,7 +673,7 @@ export class RealtimeHub {
       if (open) return true;
       if (!ch.old) return false; // nothing to decide on: fail closed
       if (a.owner) return ownerMatches(a.owner.column, ch.old[a.owner.field], a.owner.principal);
-      return this.oldRowHolds(a, ch.old);
+      return this.oldRowHolds(c, a, ch.old);
     }
     if (open) return rows.has(ch.id);
     if (a.owner) {
@@ -696,7 +696,7 @@ export class RealtimeHub {
   }
 
   /** The rule and filter over a deleted row, as it was. */
-  private oldRowHolds(a: Audience, old: Record<string, unknown>): boolean {
+  private oldRowHolds(c: Collection, a: Audience, old: Record<string, unknown>): boolean {
     const columns = Object.keys(old);
     const where = new Where();
     where.addRule(a.rule);
@@ -704,7 +704,7 @@ export class RealtimeHub {
     const params: SqlValue[] = columns.map((k) => bindValue(old[k]));
     for (const p of where.params) params.push(p);
     try {
-      return this.store.reader.get(this.store.sql.records.rowHolds(columns, where.sql()), params) !== undefined;
+      return this.store.reader.get(this.store.sql.records.rowHolds(columns, where.sql(), c), params) !== undefined;
     } catch {
       return false; // e.g. a column dropped since: fail closed
     }

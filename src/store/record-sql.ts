@@ -22,9 +22,10 @@ export interface RecordSql {
   /**
    * Whether `whereSql` holds for a row that is no longer stored (a deleted record, realtime):
    * the row is rebuilt from bound values as a one-row table aliased r; params: the values of
-   * `columns` in order, then the WHERE clause's.
+   * `columns` in order, then the WHERE clause's. `c`: the row's collection (PostgreSQL types
+   * the rebuilt columns by it).
    */
-  rowHolds(columns: string[], whereSql: string): string;
+  rowHolds(columns: string[], whereSql: string, c?: Collection): string;
   /** A 0/1 column: whether a rule holds for the row. */
   holds(ruleSql: string): string;
   /** The INSERT of a create; params: the values of `cols` in order. */

@@ -12,9 +12,21 @@
  * Conversions are cached by statement text (the same few hundred statements run again and again):
  * at most PLACEHOLDER_CACHE_MAX entries, the oldest dropped first.
  */
+import { ApiError } from '../../errors/api-error.js';
 
 /** Most statements whose conversion is kept. */
 export const PLACEHOLDER_CACHE_MAX = 1000;
+
+/**
+ * PostgreSQL text cannot hold U+0000 (SQLite's can): a bound string with one would fail the
+ * statement with a server error (22021), so reads and writes refuse it first, as bad input.
+ * @throws ApiError 400 when a string parameter contains U+0000
+ */
+export function refuseNul(params: readonly unknown[]): void {
+  for (const p of params) {
+    if (typeof p === 'string' && p.includes('\u0000')) throw ApiError.badRequest('Text may not contain the NUL character (U+0000) on this server.');
+  }
+}
 
 const cache = new Map<string, string>();
 

@@ -54,7 +54,7 @@ import type { SqlValue } from '../bind.js';
 import { ReadBudgetExceeded } from '../sqlite/reader.js';
 import { workerScript } from '../sqlite/worker-url.js';
 import { readTypes, isConnectionFailure, type BridgeError, type BridgeInit, type BridgeReply, type BridgeRequest } from '../../../workers/pg-reader.js';
-import { toPgPlaceholders } from './placeholders.js';
+import { refuseNul, toPgPlaceholders } from './placeholders.js';
 
 export { ReadBudgetExceeded };
 
@@ -485,6 +485,7 @@ export class PgReader {
   /** One statement on the bridge; rows as the worker read them. */
   private bridged(sql: string, params: SqlValue[], snap: boolean, prepare: boolean): unknown[][] {
     if (this.closed) throw new Error('the PostgreSQL reader is closed');
+    refuseNul(params);
     if (snap && !this.inSnapshot) {
       this.inSnapshot = true;
       setImmediate(this.endSnapshotSoon);
@@ -603,6 +604,11 @@ export class PgReader {
 
   private pooled(text: string, params: SqlValue[], budgetMs: number): Promise<unknown[][]> {
     if (this.closed) return Promise.reject(new Error('the PostgreSQL reader is closed'));
+    try {
+      refuseNul(params);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const budget = budgetMs > 0 ? budgetMs : 0;
     this.inFlight++;
     return new Promise<unknown[][]>((resolve, reject) => {

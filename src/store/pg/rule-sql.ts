@@ -129,7 +129,7 @@ export function emitSort(src: string, collection: Collection, schema: SchemaLook
     }
     const dir = desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST';
     if (name === '@random') terms.push(`random() ${desc ? 'DESC' : 'ASC'}`);
-    else if (name === '@rowid') terms.push(`${alias}."_rowid" ${desc ? 'DESC' : 'ASC'}`); // the identity column (insertion order, never null)
+    else if (name === '@rowid') terms.push(`${alias}."_rowid" ${dir}`); // the identity column (insertion order, never null)
     else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
     else {
       const field = resolveColumn(collection, name, 'filter', name, 'Invalid sort');

@@ -19,6 +19,7 @@ import type { SchemaStore } from '../schema-store.js';
 import type { WriteStep } from '../write-job.js';
 import type { PgReader } from './reader.js';
 import { rowToCollection } from '../sqlite/schema-sql.js';
+import { refuseSearchableWhenOff } from '../sqlite/collection-sql.js';
 import { createSteps, deleteSteps, updateSteps, type PgDdlOptions } from './collection-sql.js';
 import { PgWriter, type ChangeTable } from './writer.js';
 
@@ -53,10 +54,12 @@ export class PgSchemaSql implements SchemaStore {
   createSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {
     // the insert of the definition is announced as a create (change capture notes updates and
     // deletes only; creates are what steps declare)
+    refuseSearchableWhenOff(c);
     return [...createSteps(c, before, after, this.options), { ...PgWriter.changeTriggersStep(changeTables(after)), creates: { collection: SCHEMA_FEED_ID, id: c.id } }];
   }
 
   updateSteps(prev: Collection, next: Collection, before: Collection[], after: Collection[]): WriteStep[] {
+    refuseSearchableWhenOff(next);
     return [...updateSteps(prev, next, before, after, this.options), PgWriter.changeTriggersStep(changeTables(after))];
   }
 

@@ -58,7 +58,7 @@ import pg from 'pg';
 import { ApiError } from '../../errors/api-error.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 import { CHANGE_DELETE, MAX_CHANGES_LISTED, type StepResult, type WriteStep } from '../write-job.js';
-import { toPgPlaceholders } from './placeholders.js';
+import { refuseNul, toPgPlaceholders } from './placeholders.js';
 
 /**
  * Most jobs in one group. Every job that writes gets a subtransaction id in its savepoint, and a
@@ -327,6 +327,11 @@ export class PgWriter {
    */
   write(steps: WriteStep[]): Promise<StepResult[]> {
     if (this.closed) return Promise.reject(new ApiError(503, 'overloaded', 'The server is shutting down.'));
+    try {
+      for (const s of steps) refuseNul(s.params);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     this.pending++;
     return new Promise<StepResult[]>((resolve, reject) => {
       let settled = false;

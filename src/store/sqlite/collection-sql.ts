@@ -129,12 +129,20 @@ export function ftsTriggerNames(c: Collection): string[] {
   return ['ai', 'ad', 'au'].map((s) => `_fts_${c.id}_${s}`);
 }
 
+/**
+ * @throws ApiError 400 when `c` has searchable fields and full-text search is off (feature
+ * `fts5-off`; both backends' schema stores ask)
+ */
+export function refuseSearchableWhenOff(c: Collection): void {
+  if (!fullTextEnabled && searchableFields(c).length > 0) {
+    throw ApiError.badRequest('Full-text search is disabled on this server (feature fts5-off): fields cannot be searchable.');
+  }
+}
+
 /** Steps creating the index of `c` (none without searchable fields); `rebuild` indexes existing rows. */
 export function ftsCreateSteps(c: Collection, rebuild: boolean): WriteStep[] {
   const sqls = ftsCreateSql(c);
-  if (sqls.length && !fullTextEnabled) {
-    throw ApiError.badRequest('Full-text search is disabled on this server (feature fts5-off): fields cannot be searchable.');
-  }
+  if (sqls.length) refuseSearchableWhenOff(c);
   const steps = sqls.map((sql) => ({ sql, params: [] }));
   if (rebuild && sqls.length) steps.push({ sql: `INSERT INTO ${q(ftsTableName(c))} (${q(ftsTableName(c))}) VALUES ('rebuild')`, params: [] });
   return steps;

@@ -398,8 +398,8 @@ test('compile errors are the same ApiErrors', () => {
     assert.deepEqual(apiError(() => emitSort(src, posts, schema, 'r')), liteErr, src);
   }
   // @rowid is the identity column, in both directions
-  assert.equal(emitSort('-@rowid', posts, schema, 'r'), 'r."_rowid" DESC');
-  assert.equal(emitSort('@rowid', posts, schema, 'r'), 'r."_rowid" ASC');
+  assert.equal(emitSort('-@rowid', posts, schema, 'r'), 'r."_rowid" DESC NULLS LAST');
+  assert.equal(emitSort('@rowid', posts, schema, 'r'), 'r."_rowid" ASC NULLS FIRST');
 });
 
 test('drivers and owner facts match the SQLite emitter', () => {
