@@ -339,7 +339,8 @@ export class AppRuntime {
    * async frame, which the HTTP layer serves on its fast path.
    */
   routes(): Route[] {
-    const limiter = new RateLimiter();
+    // shared by the instances of a cluster on PostgreSQL (keys `route:<i>:…`), else this process's
+    const limiter = this.ctx.store.sql.sharedLimiter ?? new RateLimiter();
     return (this.def.routes ?? []).map((r, i) => {
       const names = r.path.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1));
       const method = r.method.toLowerCase() === 'delete' ? 'del' : (r.method.toLowerCase() as Route['method']);
@@ -378,7 +379,7 @@ export class AppRuntime {
         method,
         pattern: r.path,
         handler: (req: Req): Reply | Promise<Reply> => {
-          if (r.rateLimit && !limiter.hit(`${i}:${req.remoteAddress}`, { max: r.rateLimit.max, windowS: r.rateLimit.windowS })) throw ApiError.tooManyRequests();
+          if (r.rateLimit && !limiter.hit(`route:${i}:${req.remoteAddress}`, { max: r.rateLimit.max, windowS: r.rateLimit.windowS })) throw ApiError.tooManyRequests();
           const caller = this.ctx.auth.resolve(req);
           return caller instanceof Promise ? caller.then((c) => run(req, c)) : run(req, caller);
         },

@@ -149,7 +149,8 @@ export class AuthService {
     this.tokens = new TokenService(secret);
     this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
     const budget: Budget = { max: opts.rateLimit?.max ?? 10, windowS: opts.rateLimit?.windowS ?? 60 };
-    this.limits = new AuthRateLimits(budget, !!opts.trustProxy);
+    // several instances (PostgreSQL) count in one table; one process in its memory
+    this.limits = new AuthRateLimits(budget, !!opts.trustProxy, store.sql.sharedLimiter);
     this.mailQueue = new BackgroundQueue(logger, 'mail');
     this.mailTransport = transport ?? createMailTransport(opts, logger, opts.smtpTls);
     this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);

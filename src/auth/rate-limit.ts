@@ -78,9 +78,9 @@ export type RateLimitOption = 'default' | 'off' | { max: number; window_s: numbe
  * disables it) unless the collection's method block overrides it.
  */
 export class AuthRateLimits {
-  readonly limiter: RateLimiter;
+  readonly limiter: Pick<RateLimiter, 'hit'>;
 
-  constructor(private global: Budget, private trustProxy: boolean, limiter = new RateLimiter()) {
+  constructor(private global: Budget, private trustProxy: boolean, limiter: Pick<RateLimiter, 'hit'> = new RateLimiter()) {
     this.limiter = limiter;
   }
 

@@ -72,6 +72,11 @@ export interface StoreSql {
   keyset: KeysetSql;
   /** record rendering in SQL */
   json: RecordJsonSql;
+  /**
+   * Rate-limit counters shared by every instance (PostgreSQL: `_rateLimits`); absent on SQLite,
+   * where the one process counts in memory (src/auth/rate-limit.ts, RateLimiter).
+   */
+  sharedLimiter?: { hit(key: string, budget: { max: number; windowS: number }): boolean };
 }
 
 export class Store {

@@ -158,3 +158,15 @@ test('through the load balancer: writes and reads spread over both instances agr
   assert.match(a.stderr(), /\/api\/collections\/posts\/records/);
   assert.match(b.stderr(), /\/api\/collections\/posts\/records/);
 });
+
+test('rate limits are shared: failed sign-ins spread over both instances meet one budget', { skip: skip ?? false }, async () => {
+  // the default budget: 10 attempts a minute per client and collection
+  const statuses: number[] = [];
+  for (let i = 0; i < 14; i++) {
+    const srv = i % 2 === 0 ? a : b;
+    const r = await srv.api('POST', '/api/collections/users/auth-with-password', { body: { identity: 'nobody@example.com', password: `wrong-${i}` } });
+    statuses.push(r.status);
+  }
+  assert.deepEqual(statuses.slice(0, 10), Array(10).fill(400), statuses.join(','));
+  assert.deepEqual(statuses.slice(10), [429, 429, 429, 429], 'the 11th attempt is refused, whichever instance it reaches');
+});

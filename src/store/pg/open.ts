@@ -32,6 +32,7 @@ import { CollectionRegistry } from '../../collections/collection-registry.js';
 import { Store } from '../store.js';
 import { ENCRYPTION_KEY_BYTES } from '../../records/encryption.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
+import { RATE_LIMITS_DDL } from './rate-limit-sql.js';
 import pg from 'pg';
 
 /** A Store over PostgreSQL with what else the server needs of the database. */
@@ -96,7 +97,7 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     }
     // instances starting together: CREATE TABLE IF NOT EXISTS is not safe against a concurrent
     // one (a unique violation in pg_type), so the bootstrap runs under a transaction-scoped lock
-    await writer.write([{ sql: BOOTSTRAP_LOCK, params: [] }, ...bootstrapSteps({ vector }), { sql: SECRETS_DDL, params: [] }, { sql: JOB_RUNS_DDL, params: [] }]);
+    await writer.write([{ sql: BOOTSTRAP_LOCK, params: [] }, ...bootstrapSteps({ vector }), { sql: SECRETS_DDL, params: [] }, { sql: JOB_RUNS_DDL, params: [] }, { sql: RATE_LIMITS_DDL, params: [] }]);
     const secret = await sharedSecret(writer, 'token_secret', 32);
     const encryptionKey = envKey ? null : await sharedSecret(writer, 'encryption_key', ENCRYPTION_KEY_BYTES);
     const reader = await PgReader.start(url);

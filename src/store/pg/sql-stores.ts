@@ -22,6 +22,7 @@ import { PgFileSql } from './file-sql.js';
 import { PgSchemaSql } from './schema-sql.js';
 import { pgDialect } from './dialect.js';
 import { pgRecordSql } from './record-sql.js';
+import { PgRateLimiter } from './rate-limit-sql.js';
 
 /**
  * Every PostgreSQL store over `reader`. `ddl.vector`: whether the pgvector extension is installed
@@ -46,5 +47,6 @@ export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }
     list,
     keyset,
     json,
+    sharedLimiter: new PgRateLimiter(reader),
   };
 }

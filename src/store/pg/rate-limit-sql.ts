@@ -1,0 +1,52 @@
+/**
+ * Rate limits shared by every instance of a cluster (issue 24: "rate limits … are shared"): the
+ * fixed-window counters of src/auth/rate-limit.ts (RateLimiter) kept in the PostgreSQL table
+ * `_rateLimits` instead of one process's memory, so a client spreading its attempts over several
+ * instances behind a load balancer meets one budget.
+ *
+ * One statement per counted request, atomic in PostgreSQL (an upsert that restarts the window
+ * when it has ended), run through the reader's synchronous connection (PgReader.runSync): the
+ * limited endpoints are the auth ones, whose own work (argon2, mail) costs far more than the
+ * round trip. Rows of ended windows are deleted now and then (one request in 256).
+ *
+ * A database error is no reason to refuse a sign-in nor to let a flood through unbounded: the
+ * request is counted in this instance's memory instead (the fallback limiter) and the error is
+ * reported once through `onError`.
+ */
+import type { Budget } from '../../auth/rate-limit.js';
+import { RateLimiter } from '../../auth/rate-limit.js';
+import type { PgReader } from './reader.js';
+
+/** The table, made at startup (src/store/pg/open.ts). */
+export const RATE_LIMITS_DDL = 'CREATE TABLE IF NOT EXISTS "_rateLimits" ("key" text PRIMARY KEY, "reset_at" bigint NOT NULL, "count" integer NOT NULL)';
+
+const HIT = `INSERT INTO "_rateLimits" ("key", "reset_at", "count") VALUES (?, ?, 1)
+  ON CONFLICT ("key") DO UPDATE SET
+    "count" = CASE WHEN "_rateLimits"."reset_at" <= ? THEN 1 ELSE "_rateLimits"."count" + 1 END,
+    "reset_at" = CASE WHEN "_rateLimits"."reset_at" <= ? THEN EXCLUDED."reset_at" ELSE "_rateLimits"."reset_at" END
+  RETURNING "count"`;
+const SWEEP = 'DELETE FROM "_rateLimits" WHERE "reset_at" <= ?';
+
+/** Fixed-window counters in `_rateLimits`; the same `hit` as RateLimiter. */
+export class PgRateLimiter {
+  private readonly fallback = new RateLimiter();
+  private warned = false;
+
+  constructor(private readonly reader: PgReader, private readonly onError: (err: Error) => void = () => undefined, private readonly now: () => number = Date.now) {}
+
+  /** Counts one request under `key`; false when it exceeds `budget` in the current window. */
+  hit(key: string, budget: Budget): boolean {
+    const t = this.now();
+    try {
+      const { rows } = this.reader.runSync(HIT, [key, t + budget.windowS * 1000, t, t]);
+      if ((t & 0xff) === 0) this.reader.runSync(SWEEP, [t]);
+      return Number(rows[0]?.[0] ?? 0) <= budget.max;
+    } catch (err) {
+      if (!this.warned) {
+        this.warned = true;
+        this.onError(err instanceof Error ? err : new Error(String(err)));
+      }
+      return this.fallback.hit(key, budget);
+    }
+  }
+}
