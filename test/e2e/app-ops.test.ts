@@ -18,10 +18,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import Database from 'libsql';
 import { ROOT, runCli, startSvc, type Svc } from '../helpers/server.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
-import { sleep } from '../helpers/auth-helpers.js';
+import { sleep, withDb } from '../helpers/auth-helpers.js';
 import { createHmac } from 'node:crypto';
 
 const APP = join(ROOT, 'test', 'fixtures', 'app-ops.mjs');
@@ -34,14 +33,8 @@ let smtp: TestSmtp | undefined;
 
 const cli = (...args: string[]) => runCli([...args, `--app=${APP}`, `--data-dir=${dataDir}`], env);
 const json = (out: string) => JSON.parse(out.trim().split('\n').pop()!);
-const rows = (sql: string): unknown[][] => {
-  const db = new Database(join(dataDir, 'data.db'));
-  try {
-    return db.prepare(sql).raw(true).all() as unknown[][];
-  } finally {
-    db.close();
-  }
-};
+/** Rows of a query on the data directory's database (SQLite, or its PostgreSQL database: withDb). */
+const rows = (sql: string): unknown[][] => withDb(dataDir, (db) => db.prepare(sql).raw(true).all() as unknown[][]);
 
 before(async () => {
   const { mkdirSync } = await import('node:fs');
@@ -90,7 +83,7 @@ test('migrate status, preview and migrate: pending, applied in order, then ok', 
   const applied = cli('migrate', '--json');
   assert.equal(applied.status, 0, applied.stderr);
   assert.deepEqual(json(applied.stdout).applied, ['0001_log', '0002_seed']);
-  assert.deepEqual(rows('SELECT msg FROM app_log ORDER BY rowid'), [['one'], ['two']]);
+  assert.deepEqual(rows('SELECT msg FROM app_log ORDER BY msg'), [['one'], ['two']]);
   const again = cli('migrate', '--json');
   assert.deepEqual(json(again.stdout).applied, [], 'applied once only');
 
