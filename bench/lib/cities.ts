@@ -35,6 +35,34 @@ export interface CitiesData {
   cities: number;
 }
 
+/** The `countries` collection of the cities data. */
+export const COUNTRIES_COLLECTION = {
+  name: 'countries', type: 'base', listRule: '@public', viewRule: '@public',
+  fields: [
+    { name: 'name', type: 'text', options: { required: true, max: 200 } },
+    { name: 'code', type: 'text', options: { required: true, unique: true, min: 2, max: 2 } },
+  ],
+};
+
+/** The `cities` collection, its relation to `countries` (id `countriesId`) and its three indexes. */
+export function citiesCollection(countriesId: string): Record<string, unknown> {
+  return {
+    name: 'cities', type: 'base', listRule: '@public', viewRule: '@public',
+    fields: [
+      { name: 'name', type: 'text', options: { required: true, max: 200 } },
+      { name: 'country', type: 'relation', options: { required: true, collectionId: countriesId, maxSelect: 1, cascadeDelete: true } },
+      { name: 'population', type: 'number', options: {} },
+      { name: 'lat', type: 'number', options: {} },
+      { name: 'lng', type: 'number', options: {} },
+    ],
+    indexes: [
+      { name: 'idx_cities_country', fields: ['country'] },
+      { name: 'idx_cities_population', fields: ['population'] },
+      { name: 'idx_cities_name', fields: ['name'] },
+    ],
+  };
+}
+
 /**
  * Creates `countries` and `cities` through the API of a server it starts on `dataDir` (the
  * superuser `email`/`password` must exist), stops it and writes every row into the file.
@@ -46,28 +74,8 @@ export async function loadCities(dataDir: string, email: string, password: strin
   try {
     const client = new SvcClient(url);
     await client.loginSuperuser(email, password);
-    const countries = await client.request<{ id: string }>('POST', '/api/collections', {
-      name: 'countries', type: 'base', listRule: '@public', viewRule: '@public',
-      fields: [
-        { name: 'name', type: 'text', options: { required: true, max: 200 } },
-        { name: 'code', type: 'text', options: { required: true, unique: true, min: 2, max: 2 } },
-      ],
-    });
-    await client.request('POST', '/api/collections', {
-      name: 'cities', type: 'base', listRule: '@public', viewRule: '@public',
-      fields: [
-        { name: 'name', type: 'text', options: { required: true, max: 200 } },
-        { name: 'country', type: 'relation', options: { required: true, collectionId: countries.id, maxSelect: 1, cascadeDelete: true } },
-        { name: 'population', type: 'number', options: {} },
-        { name: 'lat', type: 'number', options: {} },
-        { name: 'lng', type: 'number', options: {} },
-      ],
-      indexes: [
-        { name: 'idx_cities_country', fields: ['country'] },
-        { name: 'idx_cities_population', fields: ['population'] },
-        { name: 'idx_cities_name', fields: ['name'] },
-      ],
-    });
+    const countries = await client.request<{ id: string }>('POST', '/api/collections', COUNTRIES_COLLECTION);
+    await client.request('POST', '/api/collections', citiesCollection(countries.id));
   } finally {
     await proc.stop();
   }

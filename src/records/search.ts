@@ -97,7 +97,9 @@ export function searchPlan(c: Collection, text: string, enabled: boolean, kind: 
   if (kind === 'postgres') {
     // the generated tsvector column and plain-query parsing (src/store/pg/list-sql.ts)
     if (text.length > MAX_SEARCH_CHARS) throw ApiError.badRequest(`Invalid search: at most ${MAX_SEARCH_CHARS} characters.`);
-    const match = WORD.test(text) ? text : null;
+    // the operators and prefix marks are ignored (dropped, not searched for as words)
+    const plain = text.split(/\s+/).filter((w) => w !== 'AND' && w !== 'OR' && w !== 'NOT').map((w) => w.replace(/\*+$/, '')).join(' ');
+    const match = WORD.test(plain) ? plain : null;
     return { text, match, join: pgSearchJoin(), joinParams: match === null ? [] : [match], where: PG_SEARCH_MATCH, whereParams: [] };
   }
   const match = lowerSearch(text);

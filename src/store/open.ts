@@ -97,6 +97,9 @@ async function openPostgresData(config: ServeConfig, logger: Logger): Promise<Op
   const pg = await openPostgres(config.databaseUrl!, logger, config.encryptionKey);
   installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
   const { store } = pg;
+  // the data directory still holds this instance's files (local storage, the lock)
+  const loose = looseModes(config.dataDir);
+  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
   try {
     for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
     const blobs = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));

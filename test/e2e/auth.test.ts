@@ -8,12 +8,12 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
 import { SignJWT, decodeJwt } from 'jose';
-import Database from 'libsql';
+import { tokenSecret, withDb } from '../helpers/auth-helpers.js';
 import { startSvc, runCli, SU_EMAIL, SU_PASSWORD, type Svc, type ApiResponse } from '../helpers/server.js';
 import { freePort, spawnSvc, waitHealthy, setCookies, type RawServe } from '../helpers/proc.js';
 
@@ -62,14 +62,8 @@ const b64url = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stri
  * signed* expired token): key = HMAC-SHA256(token_secret, record tokenKey).
  */
 function forge(claims: Record<string, unknown>, table: string, recordId: string): Promise<string> {
-  const secret = Buffer.from(readFileSync(join(srv.dataDir, 'token_secret'), 'utf8').trim(), 'base64');
-  const db = new Database(join(srv.dataDir, 'data.db'), { readonly: true });
-  let tokenKey: string;
-  try {
-    tokenKey = String((db.prepare(`SELECT "tokenKey" FROM "${table}" WHERE "id" = ?`).get([recordId]) as { tokenKey: string }).tokenKey);
-  } finally {
-    db.close();
-  }
+  const secret = tokenSecret(srv.dataDir);
+  const tokenKey = withDb(srv.dataDir, (db) => String((db.prepare(`SELECT "tokenKey" FROM "${table}" WHERE "id" = ?`).get([recordId]) as { tokenKey: string }).tokenKey));
   const key = createHmac('sha256', secret).update(tokenKey).digest();
   const { iat: _iat, exp: _exp, ...rest } = claims;
   return new SignJWT(rest)

@@ -19,6 +19,12 @@ import { list as tarList } from 'tar';
 import Database from 'libsql';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { oneJsonObject, runCliAsync } from '../helpers/proc.js';
+import { TEST_BACKEND } from '../helpers/backend.js';
+
+/** svc backup / restore copy the embedded database file; on PostgreSQL they refuse (checked below). */
+const SQLITE_FILE = TEST_BACKEND === 'postgres'
+  ? 'svc backup and restore copy the embedded SQLite database file and the data directory\'s keys; on the server SQL backend they refuse (the database is backed up with pg_dump)'
+  : false;
 
 const CLEAN_ENV = { SERVICE_LOG_LEVEL: undefined, SERVICE_LOG_FORMAT: undefined, SERVICE_DATA_DIR: undefined };
 const cli = (...args: string[]) => runCliAsync(args, CLEAN_ENV);
@@ -93,6 +99,7 @@ function assertJsonError(r: { status: number | null; stdout: string; stderr: str
 }
 
 before(async () => {
+  if (SQLITE_FILE) return;
   mkdirSync(source);
   srv = await startSvc({ dataDir: source });
   await srv.createCollection({ name: 'items', type: 'base', fields: [{ name: 'title', type: 'text' }] });
@@ -117,7 +124,7 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-test('a backup taken under write load restores every write acknowledged before it started', { timeout: 120_000 }, async () => {
+test('a backup taken under write load restores every write acknowledged before it started', { timeout: 120_000, skip: SQLITE_FILE }, async () => {
   const acked = new Map<string, string>();
   let stopped = false;
   const client = async (c: number): Promise<void> => {
@@ -185,7 +192,7 @@ test('a backup taken under write load restores every write acknowledged before i
   await restored.stop();
 });
 
-test('tar form: a .tar backup taken while the server runs restores into a new data directory', { timeout: 60_000 }, async () => {
+test('tar form: a .tar backup taken while the server runs restores into a new data directory', { timeout: 60_000, skip: SQLITE_FILE }, async () => {
   const tarFile = join(root, 'backup.tar');
   const expected = await items(srv.url, srv.suToken);
   const r = await cli('backup', tarFile, `--data-dir=${source}`, '--json');
@@ -211,7 +218,7 @@ test('tar form: a .tar backup taken while the server runs restores into a new da
   await restored.stop();
 });
 
-test('restore is refused while a server holds the data directory, and onto existing data without --force', { timeout: 60_000 }, async () => {
+test('restore is refused while a server holds the data directory, and onto existing data without --force', { timeout: 60_000, skip: SQLITE_FILE }, async () => {
   const tarFile = join(root, 'backup.tar');
   const count = (await items(srv.url, srv.suToken)).size;
   const locked = assertJsonError(await cli('restore', dirBackup, `--data-dir=${source}`, '--force', '--json'), 'lock');
@@ -247,7 +254,7 @@ test('restore is refused while a server holds the data directory, and onto exist
   await restored.stop();
 });
 
-test('backup refusals: existing target, no database, target inside the data directory; nothing written', { timeout: 60_000 }, async () => {
+test('backup refusals: existing target, no database, target inside the data directory; nothing written', { timeout: 60_000, skip: SQLITE_FILE }, async () => {
   const sum = sha(join(dirBackup, 'manifest.json'));
   const exists = assertJsonError(await cli('backup', dirBackup, `--data-dir=${source}`, '--json'), 'exists');
   assert.match(exists.message, /already exists/);
@@ -276,7 +283,7 @@ test('backup refusals: existing target, no database, target inside the data dire
   assert.ok(existsSync(join(target2, 'storage', 'copy', 'manifest.json')));
 });
 
-test('restore refuses a missing, incomplete or corrupt backup before touching the target', { timeout: 60_000 }, async () => {
+test('restore refuses a missing, incomplete or corrupt backup before touching the target', { timeout: 60_000, skip: SQLITE_FILE }, async () => {
   const variant = (name: string, damage: (dir: string) => void): string => {
     const dir = join(root, `bad-${name}`);
     cpSync(dirBackup, dir, { recursive: true });
@@ -338,3 +345,13 @@ test('usage errors exit 1 with or without --json', async () => {
   assert.equal(bare.stdout, '');
   assert.match(bare.stderr, /Not enough positional arguments/);
 });
+
+if (TEST_BACKEND === 'postgres') {
+  test('on the server SQL backend backup and restore refuse with a usage error naming pg_dump', async () => {
+    const dir = join(root, 'pg-data');
+    mkdirSync(dir);
+    const [backup, restore] = await Promise.all([cli('backup', join(root, 'pg-backup'), `--data-dir=${dir}`, '--json'), cli('restore', join(root, 'pg-backup'), `--data-dir=${dir}`, '--json')]);
+    for (const r of [backup, restore]) assert.match(assertJsonError(r, 'usage').message, /pg_dump/);
+    assert.equal(existsSync(join(root, 'pg-backup')), false, 'nothing written');
+  });
+}

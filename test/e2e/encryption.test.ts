@@ -9,8 +9,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'libsql';
 import { runCli, startSvc, type Svc } from '../helpers/server.js';
+import { withDb } from '../helpers/auth-helpers.js';
+import { TEST_BACKEND } from '../helpers/backend.js';
 import { assertError, dumpServerLog } from '../helpers/records-fixtures.js';
 
 const PUBLIC = { listRule: '@public', viewRule: '@public', createRule: '@public', updateRule: '@public', deleteRule: '@public' };
@@ -31,14 +32,9 @@ function tempDir(): string {
   return d;
 }
 
-/** Raw stored columns of a record, read from the database file. */
+/** Raw stored columns of a record, read from the database (the SQLite file, or the directory's PostgreSQL database). */
 function atRest(dir: string, table: string, id: string, cols: string[]): unknown[] {
-  const db = new Database(join(dir, 'data.db'), { readonly: true });
-  try {
-    return db.prepare(`SELECT ${cols.map((c) => `"${c}"`).join(', ')} FROM "${table}" WHERE "id" = ?`).raw(true).get([id]) as unknown[];
-  } finally {
-    db.close();
-  }
+  return withDb(dir, (db) => db.prepare(`SELECT ${cols.map((c) => `"${c}"`).join(', ')} FROM "${table}" WHERE "id" = ?`).raw(true).get([id]) as unknown[]);
 }
 
 before(async () => {
@@ -52,7 +48,7 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-test('ciphertext at rest, plaintext over the API (create, view, list, update)', async () => {
+test('ciphertext at rest, plaintext over the API (create, view, list, update)', async (t) => {
   const c = await srv.api('POST', '/api/collections/secrets/records', { body: { title: 'visible', note: 'top secret', body: '<p>hidden text</p>', data: { pin: 1234 } } });
   assert.equal(c.status, 201, c.text);
   assert.deepEqual([c.body.note, c.body.body, c.body.data], ['top secret', '<p>hidden text</p>', { pin: 1234 }]);
@@ -77,9 +73,12 @@ test('ciphertext at rest, plaintext over the API (create, view, list, update)', 
   assert.ok(!String(after[0]).includes('new secret'));
   assert.equal(after[1], null, 'null stays null');
   // No plaintext anywhere in the database files (main file and write-ahead log), unlike a plain field.
-  const files = ['data.db', 'data.db-wal'].map((f) => join(dataDir, f)).filter(existsSync).map((f) => readFileSync(f).toString('latin1')).join('');
-  assert.ok(files.includes('visible'), 'sanity: a plain value is findable in the files');
-  for (const secret of ['top secret', 'new secret', 'hidden text']) assert.ok(!files.includes(secret), `"${secret}" is not in the database files`);
+  const noFiles = TEST_BACKEND === 'postgres' ? 'reads the SQLite database file and its WAL (data.db, data.db-wal); on PostgreSQL the data lives in the server\'s cluster, checked at rest through SQL above' : false;
+  await t.test('no plaintext in the database files', { skip: noFiles }, () => {
+    const files = ['data.db', 'data.db-wal'].map((f) => join(dataDir, f)).filter(existsSync).map((f) => readFileSync(f).toString('latin1')).join('');
+    assert.ok(files.includes('visible'), 'sanity: a plain value is findable in the files');
+    for (const secret of ['top secret', 'new secret', 'hidden text']) assert.ok(!files.includes(secret), `"${secret}" is not in the database files`);
+  });
 });
 
 test('filter or sort on an encrypted field answers 400', async () => {
@@ -127,16 +126,23 @@ test('turning encryption on and off rewrites the stored values', async () => {
   assert.equal(atRest(dataDir, 'toggle', ids[0], ['memo'])[0], 'one');
 });
 
-test('the key file is created once (mode 0600) and values stay readable after a restart', async () => {
+test('the key file is created once (mode 0600) and values stay readable after a restart', async (t) => {
   const keyFile = join(dataDir, 'encryption_key');
-  assert.ok(existsSync(keyFile));
-  assert.equal(statSync(keyFile).mode & 0o777, 0o600);
-  assert.equal(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64').length, 32);
-  const key = readFileSync(keyFile, 'utf8');
+  const noKeyFile = TEST_BACKEND === 'postgres' ? 'the key file <dataDir>/encryption_key (mode 0600) is the SQLite backend\'s; on PostgreSQL the key is the row \'encryption_key\' of the table _secrets (checked below)' : false;
+  await t.test('the key file exists with mode 0600', { skip: noKeyFile }, () => {
+    assert.ok(existsSync(keyFile));
+    assert.equal(statSync(keyFile).mode & 0o777, 0o600);
+  });
+  // The stored key: the file on SQLite; on PostgreSQL the shared secret row of `_secrets`.
+  const storedKey = (): string => (TEST_BACKEND === 'postgres'
+    ? String((withDb(dataDir, (db) => db.prepare('SELECT "value" FROM "_secrets" WHERE "name" = ?').raw(true).get(['encryption_key'])) as unknown[] | undefined)?.[0] ?? '')
+    : readFileSync(keyFile, 'utf8'));
+  assert.equal(Buffer.from(storedKey().trim(), 'base64').length, 32);
+  const key = storedKey();
   const id = (await srv.api('POST', '/api/collections/secrets/records', { body: { note: 'survives restarts' } })).body.id;
   await srv.stop();
   srv = await startSvc({ dataDir, superuser: false });
-  assert.equal(readFileSync(keyFile, 'utf8'), key, 'the key is not regenerated');
+  assert.equal(storedKey(), key, 'the key is not regenerated');
   const v = await srv.api('GET', `/api/collections/secrets/records/${id}`);
   assert.equal(v.body.note, 'survives restarts', v.text);
 });

@@ -9,10 +9,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { createHmac } from 'node:crypto';
-import Database from 'libsql';
 import { SignJWT } from 'jose';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError, createUsers, dumpServerLog, signup, type User } from '../helpers/records-fixtures.js';
+import { tokenSecret, withDb } from '../helpers/auth-helpers.js';
 
 /** A 1×1 PNG. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ff9b4d0a0000000049454e44ae426082', 'hex');
@@ -353,10 +353,8 @@ test('access: a protected collection needs a bearer token, the auth cookie or a 
   assert.equal((await get(`${url}?token=garbage`)).status, 401);
 
   // An expired token signed with the real key (secret + the record's token key) is still refused.
-  const secret = Buffer.from(readFileSync(join(srv.dataDir, 'token_secret'), 'utf8').trim(), 'base64');
-  const db = new Database(join(srv.dataDir, 'data.db'), { readonly: true });
-  const [tokenKey, epoch] = db.prepare('SELECT "tokenKey", "token_epoch" FROM "users" WHERE "id" = ?').raw(true).get([alice.id]) as [string, number];
-  db.close();
+  const secret = tokenSecret(srv.dataDir);
+  const [tokenKey, epoch] = withDb(srv.dataDir, (db) => db.prepare('SELECT "tokenKey", "token_epoch" FROM "users" WHERE "id" = ?').raw(true).get([alice.id]) as [string, number]);
   const key = createHmac('sha256', secret).update(`file:${tokenKey}`).digest();
   const sign = (exp: number) => new SignJWT({ id: alice.id, collectionId: alice.record.collectionId, type: 'file', ep: Number(epoch) })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt(exp - 120).setExpirationTime(exp).sign(key);

@@ -1,7 +1,8 @@
 /**
  * Collection `indexes` end to end (spec 1-core-api.md "Collection": indexes; "Records": a write
  * that breaks an integrity constraint answers 409). Indexes are created, dropped and replaced by
- * PATCH; the real SQLite indexes are checked in the database file.
+ * PATCH; the real SQLite indexes are checked in the database file (on PostgreSQL, in the catalog of
+ * the directory's database: the same names, `idx_<collectionId>_<name>`).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,6 +10,8 @@ import { join } from 'node:path';
 import Database from 'libsql';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError, dumpServerLog } from '../helpers/records-fixtures.js';
+import { withDb } from '../helpers/auth-helpers.js';
+import { TEST_BACKEND } from '../helpers/backend.js';
 
 const PUBLIC = { listRule: '@public', viewRule: '@public', createRule: '@public', updateRule: '@public', deleteRule: '@public' };
 let srv: Svc;
@@ -30,7 +33,19 @@ function sqliteIndexes(table: string): Map<string, { unique: boolean; columns: s
   }
 }
 
-const userIndexes = (c: any) => new Map([...sqliteIndexes(c.name)].filter(([n]) => n.startsWith(`idx_${c.id}_`)).map(([n, v]) => [n.slice(`idx_${c.id}_`.length), v]));
+/** The same from the PostgreSQL catalog: the table's indexes but its primary key, by name. */
+function pgIndexes(table: string): Map<string, { unique: boolean; columns: string[] }> {
+  const rows = withDb(srv.dataDir, (db) => db.prepare(
+    'SELECT i."relname", x."indisunique", (SELECT string_agg(a."attname", \',\' ORDER BY k."n") FROM unnest(x."indkey"::int2[]) WITH ORDINALITY AS k("attnum", "n") ' +
+    'JOIN pg_attribute a ON a."attrelid" = x."indrelid" AND a."attnum" = k."attnum") ' +
+    'FROM pg_index x JOIN pg_class i ON i."oid" = x."indexrelid" JOIN pg_class t ON t."oid" = x."indrelid" ' +
+    'WHERE t."relname" = ? AND t."relnamespace" = \'public\'::regnamespace AND NOT x."indisprimary" ORDER BY i."relname"',
+  ).raw(true).all([table]) as Array<[string, boolean, string | null]>);
+  return new Map(rows.map(([name, unique, cols]) => [name, { unique: unique === true, columns: cols ? cols.split(',') : [] }]));
+}
+
+const dbIndexes = (table: string) => (TEST_BACKEND === 'postgres' ? pgIndexes(table) : sqliteIndexes(table));
+const userIndexes = (c: any) => new Map([...dbIndexes(c.name)].filter(([n]) => n.startsWith(`idx_${c.id}_`)).map(([n, v]) => [n.slice(`idx_${c.id}_`.length), v]));
 const create = (body: Record<string, unknown>) => srv.api('POST', '/api/collections/items/records', { body });
 const patchCollection = (body: Record<string, unknown>) => srv.api('PATCH', '/api/collections/items', { token: srv.suToken, body });
 

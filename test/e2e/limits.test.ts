@@ -13,6 +13,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError } from '../helpers/records-fixtures.js';
+import { TEST_BACKEND } from '../helpers/backend.js';
 
 const ENGINES = [{ name: 'uWS', env: {} }, { name: 'node:http', env: { SERVICE_HTTP_ENGINE: 'node' } }];
 
@@ -50,7 +51,7 @@ function readUntilClose(s: Socket, ms: number): Promise<{ text: string; closed: 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('the data directory is 0700 and its files 0600, stored files included; looser modes are reported at start', async () => {
+test('the data directory is 0700 and its files 0600, stored files included; looser modes are reported at start', async (t) => {
   await withSvc({}, async (srv) => {
     await srv.createCollection({ name: 'docs', fields: [{ name: 'f', type: 'file' }], createRule: '@public', viewRule: '@public' });
     const form = new FormData();
@@ -61,24 +62,28 @@ test('the data directory is 0700 and its files 0600, stored files included; loos
     const mode = (p: string) => statSync(p).mode & 0o777;
     assert.equal(mode(srv.dataDir), 0o700, 'data directory');
     const all = walk(srv.dataDir);
-    assert.ok(all.some((p) => p.endsWith('data.db-wal')) && all.some((p) => p.includes('storage')), all.join(' '));
+    // the SQLite database and its WAL live in the data directory; PostgreSQL keeps no file there
+    assert.ok((TEST_BACKEND === 'postgres' || all.some((p) => p.endsWith('data.db-wal'))) && all.some((p) => p.includes('storage')), all.join(' '));
     for (const p of all) assert.equal(mode(p), statSync(p).isDirectory() ? 0o700 : 0o600, `${p} has mode ${mode(p).toString(8)}`);
   });
   // a data directory opened with looser modes: one warning naming them
-  const dir = mkdtempSync(join(tmpdir(), 'svc-modes-'));
-  const srv = await startSvc({ dataDir: dir });
-  await srv.stop();
-  chmodSync(dir, 0o755);
-  chmodSync(join(dir, 'data.db'), 0o644);
-  const again = await startSvc({ dataDir: dir, superuser: false });
-  try {
-    const warn = again.stderr().split('\n').find((l) => l.includes('readable or writable by other users'));
-    assert.ok(warn, again.stderr());
-    assert.ok(warn.includes('data.db (mode 0644)') && warn.includes('(mode 0755)'), warn);
-  } finally {
-    await again.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const loose = TEST_BACKEND === 'postgres' ? 'the looser-mode case loosens data.db, the SQLite database file, which the PostgreSQL backend does not have; the start-up mode warning is logged by the SQLite open path only (src/store/open.ts)' : false;
+  await t.test('looser modes are reported at start', { skip: loose }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-modes-'));
+    const srv = await startSvc({ dataDir: dir });
+    await srv.stop();
+    chmodSync(dir, 0o755);
+    chmodSync(join(dir, 'data.db'), 0o644);
+    const again = await startSvc({ dataDir: dir, superuser: false });
+    try {
+      const warn = again.stderr().split('\n').find((l) => l.includes('readable or writable by other users'));
+      assert.ok(warn, again.stderr());
+      assert.ok(warn.includes('data.db (mode 0644)') && warn.includes('(mode 0755)'), warn);
+    } finally {
+      await again.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 for (const engine of ENGINES) {

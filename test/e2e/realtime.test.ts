@@ -15,10 +15,8 @@ import { EventSource } from 'eventsource';
 import PocketBase from 'pocketbase';
 import { startSvc, jsonLogLines, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { seed, signup, type User } from '../helpers/records-fixtures.js';
-import { withDb } from '../helpers/auth-helpers.js';
+import { tokenSecret, withDb } from '../helpers/auth-helpers.js';
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 
 (globalThis as { EventSource?: unknown }).EventSource ??= EventSource;
 
@@ -373,7 +371,7 @@ test('revocation: a logout (its session row revoked, table store) stops deliveri
 
 /** A valid token for `user` that expires in `seconds` (signed as the server signs: HS256 over HMAC(secret, tokenKey)). */
 function shortLivedToken(user: User, seconds: number): string {
-  const secret = Buffer.from(readFileSync(join(srv.dataDir, 'token_secret'), 'utf8').trim(), 'base64');
+  const secret = tokenSecret(srv.dataDir);
   const [tokenKey, epoch, collectionId] = withDb(srv.dataDir, (db) => {
     const row = db.prepare('SELECT "tokenKey", "token_epoch" FROM "users" WHERE "id" = ?').raw(true).get(user.id) as unknown[];
     const cid = (db.prepare(`SELECT "id" FROM "_collections" WHERE "name" = 'users'`).raw(true).get() as unknown[])[0];

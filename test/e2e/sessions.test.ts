@@ -310,8 +310,6 @@ test('log delivery: reset token in one `mail` info line; short password keeps th
 });
 
 test('deleting an auth record removes its session and token rows', async () => {
-  const { default: Database } = await import('libsql');
-  const { join } = await import('node:path');
   const srv2 = await startSvc();
   try {
     await srv2.createCollection({ name: 'members', type: 'auth', createRule: '@public', deleteRule: 'id = @request.auth.id', options: { auth: { session: { store: 'table' } } } });
@@ -320,14 +318,7 @@ test('deleting an auth record removes its session and token rows', async () => {
     const login = await srv2.api('POST', '/api/collections/members/auth-with-password', { body: { identity: 'gone@example.com', password: 'password123' } });
     assert.equal(login.status, 200, login.text);
     assert.equal((await srv2.api('POST', '/api/collections/members/request-password-reset', { body: { email: 'gone@example.com' } })).status, 204);
-    const count = (table: string) => {
-      const db = new Database(join(srv2.dataDir, 'data.db'));
-      try {
-        return Number((db.prepare(`SELECT COUNT(*) FROM "${table}" WHERE "recordId" = ?`).raw(true).get([made.body.id]) as unknown[])[0]);
-      } finally {
-        db.close();
-      }
-    };
+    const count = (table: string) => withDb(srv2.dataDir, (db) => Number((db.prepare(`SELECT COUNT(*) FROM "${table}" WHERE "recordId" = ?`).raw(true).get([made.body.id]) as unknown[])[0]));
     const deadline = Date.now() + 5000;
     while (count('_authTokens') === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.equal(count('_sessions'), 1);

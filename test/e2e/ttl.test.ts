@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'libsql';
 import { startSvc, type Svc } from '../helpers/server.js';
+import { withDb } from '../helpers/auth-helpers.js';
 
 let srv: Svc;
 let tags: any;
@@ -17,12 +17,7 @@ const past = '2000-01-01 00:00:00.000Z';
 const future = '2999-01-01 00:00:00.000Z';
 
 function rowsInDb(dataDir: string, table: string): string[] {
-  const db = new Database(join(dataDir, 'data.db'));
-  try {
-    return (db.prepare(`SELECT id FROM "${table}"`).raw(true).all([]) as string[][]).map((r) => r[0]);
-  } finally {
-    db.close();
-  }
+  return withDb(dataDir, (db) => (db.prepare(`SELECT "id" FROM "${table}"`).raw(true).all([]) as string[][]).map((r) => r[0]));
 }
 
 before(async () => {

@@ -13,6 +13,12 @@ import { join } from 'node:path';
 import { startSvc, runCli, ROOT, type Svc } from '../helpers/server.js';
 import { assertError, signup, type User } from '../helpers/records-fixtures.js';
 import { withDb } from '../helpers/auth-helpers.js';
+import { TEST_BACKEND } from '../helpers/backend.js';
+
+/** The persistence mode needs file-backed SQLite: the server SQL backend is refused (checked below). */
+const SQLITE_ONLY = TEST_BACKEND === 'postgres'
+  ? 'durable resumable uploads need the embedded file-backed SQLite database; the spec refuses them on the server SQL backend (2-uploads-and-mail.md, "Persistence mode")'
+  : false;
 
 const APP = join(ROOT, 'test', 'fixtures', 'app-uploads.mjs');
 const KIB = 1024;
@@ -52,6 +58,7 @@ function refusedStart(dir: string, env: Record<string, string> = {}, extra: stri
 }
 
 before(async () => {
+  if (SQLITE_ONLY) return;
   dataDir = mkdtempSync(join(tmpdir(), 'svc-uploads-'));
   dirs.push(dataDir);
   srv = await start(dataDir);
@@ -62,7 +69,7 @@ after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-test('kill -9 mid-upload, restart, GET the offset, resume, commit: identical bytes', async () => {
+test('kill -9 mid-upload, restart, GET the offset, resume, commit: identical bytes', { skip: SQLITE_ONLY }, async () => {
   const doc = await newDoc(srv, alice.token);
   const data = randomBytes(3 * 1024 * KIB + 4321);
   const c = await call(srv, 'POST', `/api/collections/docs/records/${doc}/uploads`, { token: alice.token, body: { field: 'file', filename: 'big.bin', length: data.length } });
@@ -95,7 +102,7 @@ test('kill -9 mid-upload, restart, GET the offset, resume, commit: identical byt
   });
 });
 
-test('a commit whose response is lost is acknowledged after a restart; hooks are not replayed', async () => {
+test('a commit whose response is lost is acknowledged after a restart; hooks are not replayed', { skip: SQLITE_ONLY }, async () => {
   const doc = await newDoc(srv, alice.token);
   const data = randomBytes(10 * KIB);
   const c = await call(srv, 'POST', `/api/collections/docs/records/${doc}/uploads`, { token: alice.token, body: { field: 'file', filename: 'a.bin', length: data.length } });
@@ -110,7 +117,7 @@ test('a commit whose response is lost is acknowledged after a restart; hooks are
   assert.equal((await call(srv, 'GET', '/api/x/hooks')).body.afterUpdates, 0, 'no hook ran again in the new process');
 });
 
-test('a session found committing at restart becomes failed: never retried, no payload kept', async () => {
+test('a session found committing at restart becomes failed: never retried, no payload kept', { skip: SQLITE_ONLY }, async () => {
   const doc = await newDoc(srv, alice.token);
   const data = randomBytes(5000);
   const c = await call(srv, 'POST', `/api/collections/docs/records/${doc}/uploads`, { token: alice.token, body: { field: 'file', filename: 'a.bin', length: data.length } });
@@ -125,7 +132,7 @@ test('a session found committing at restart becomes failed: never retried, no pa
   withDb(dataDir, (db) => assert.equal((db.prepare('SELECT count(*) FROM "_uploadPayloads" WHERE "session" = ?').raw().get(c.body.id) as unknown[])[0], 0));
 });
 
-test('a hook that rejects the commit fails the session; the record is untouched', async () => {
+test('a hook that rejects the commit fails the session; the record is untouched', { skip: SQLITE_ONLY }, async () => {
   const rec = await newDoc(srv, alice.token, 'locked');
   const c = await call(srv, 'POST', `/api/collections/locked/records/${rec}/uploads`, { token: alice.token, body: { field: 'file', filename: 'a.bin', length: 10 } });
   await send(srv, c.body.id, Buffer.alloc(10, 3), 0, 10, 1024 * KIB, alice.token);
@@ -135,7 +142,7 @@ test('a hook that rejects the commit fails the session; the record is untouched'
   withDb(dataDir, (db) => assert.deepEqual(db.prepare('SELECT "state" FROM "_uploadSessions" WHERE "id" = ?').raw().get(c.body.id), ['failed']));
 });
 
-test('a receipt that cannot be written: 503, the record update rolls back, uploads stop until a restart', async () => {
+test('a receipt that cannot be written: 503, the record update rolls back, uploads stop until a restart', { skip: SQLITE_ONLY }, async () => {
   const doc = await newDoc(srv, alice.token);
   const c = await call(srv, 'POST', `/api/collections/docs/records/${doc}/uploads`, { token: alice.token, body: { field: 'file', filename: 'a.bin', length: 100 } });
   await send(srv, c.body.id, Buffer.alloc(100, 9), 0, 100, 1024 * KIB, alice.token);
@@ -155,7 +162,7 @@ test('a receipt that cannot be written: 503, the record update rolls back, uploa
   assert.equal((await call(srv, 'GET', `/api/uploads/${other.body.id}`, { token: alice.token })).status, 200);
 });
 
-test('the owner file: a second durable owner fails at startup even with --ignore-lock; the file stays', async () => {
+test('the owner file: a second durable owner fails at startup even with --ignore-lock; the file stays', { skip: SQLITE_ONLY }, async () => {
   const owner = `${realpathSync(join(dataDir, 'data.db'))}.svc-uploads.lock`;
   assert.ok(existsSync(owner));
   assert.equal(JSON.parse(readFileSync(owner, 'utf8')).pid, srv.proc.pid);
@@ -172,7 +179,7 @@ test('the owner file: a second durable owner fails at startup even with --ignore
   srv = await start(dataDir);
 });
 
-test('budget changes are refused while unexpired sessions remain', async () => {
+test('budget changes are refused while unexpired sessions remain', { skip: SQLITE_ONLY }, async () => {
   const doc = await newDoc(srv, alice.token);
   const c = await call(srv, 'POST', `/api/collections/docs/records/${doc}/uploads`, { token: alice.token, body: { field: 'file', filename: 'a.bin', length: 10 } });
   assert.equal(c.status, 201);
@@ -182,7 +189,7 @@ test('budget changes are refused while unexpired sessions remain', async () => {
   assert.equal((await call(srv, 'GET', `/api/uploads/${c.body.id}`, { token: alice.token })).status, 200, 'refused, never rewritten');
 });
 
-test('store versions and invalid state are refused and never rewritten; a database with no upload tables starts fresh', async () => {
+test('store versions and invalid state are refused and never rewritten; a database with no upload tables starts fresh', { skip: SQLITE_ONLY }, async () => {
   await srv.stop();
   const version = (v: string | null) => withDb(dataDir, (db) => {
     if (v === null) db.prepare('DELETE FROM "_uploadStore" WHERE "key" = \'version\'').run();
@@ -226,7 +233,7 @@ test('store versions and invalid state are refused and never rewritten; a databa
   srv = await start(dataDir);
 });
 
-test('the durable mode refuses budgets it cannot hold', () => {
+test('the durable mode refuses budgets it cannot hold', { skip: SQLITE_ONLY }, () => {
   const d = mkdtempSync(join(tmpdir(), 'svc-uploads-budget-'));
   dirs.push(d);
   const r = runCli(['serve', '--http=127.0.0.1:0', `--data-dir=${d}`, '--features=resumable-uploads,durable-resumable-uploads'], { SERVICE_LOG_FORMAT: 'json', SERVICE_UPLOAD_MAX_UPLOAD_BYTES: String(1024 * 1024 * 1024), SERVICE_UPLOAD_MAX_TOTAL_BYTES: String(1024 * 1024 * 1024) });
@@ -236,3 +243,11 @@ test('the durable mode refuses budgets it cannot hold', () => {
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /durable-resumable-uploads together with resumable-uploads/);
 });
+
+if (TEST_BACKEND === 'postgres') {
+  test('the server SQL backend refuses the persistence mode at startup', () => {
+    const d = mkdtempSync(join(tmpdir(), 'svc-uploads-pg-'));
+    dirs.push(d);
+    assert.match(refusedStart(d), /durable resumable uploads need the embedded database/);
+  });
+}

@@ -4,10 +4,11 @@
  * database access for states the API cannot create (a passwordless record, an expired token).
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'libsql';
 import { spawnSync } from 'node:child_process';
-import { backendEnvSync } from './backend.js';
+import { backendEnvSync, TEST_BACKEND } from './backend.js';
 import type { ApiResponse, Svc } from './server.js';
 import { jsonLogLines } from './server.js';
 import { setCookies } from './proc.js';
@@ -72,6 +73,17 @@ export function withDb<T>(dataDir: string, fn: (db: InstanceType<typeof Database
   } finally {
     db.close();
   }
+}
+
+/**
+ * The server's token-signing secret (base64 of 32 bytes, decoded): the file `<dataDir>/token_secret`
+ * on the embedded SQLite backend; on PostgreSQL the row 'token_secret' of the table `_secrets`.
+ */
+export function tokenSecret(dataDir: string): Buffer {
+  if (TEST_BACKEND !== 'postgres') return Buffer.from(readFileSync(join(dataDir, 'token_secret'), 'utf8').trim(), 'base64');
+  const row = withDb(dataDir, (db) => db.prepare('SELECT "value" FROM "_secrets" WHERE "name" = ?').raw(true).get(['token_secret']) as unknown[] | undefined);
+  assert.ok(row, 'the _secrets table holds token_secret');
+  return Buffer.from(String(row[0]).trim(), 'base64');
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

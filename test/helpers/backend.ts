@@ -10,7 +10,7 @@
  * that restarts a server on the same directory finds the same data, as it would on SQLite.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { postgresBinDir, startPostgres, type Postgres } from './postgres.js';
@@ -83,11 +83,23 @@ export function backendEnvSync(dataDir: string): Record<string, string> {
   return { SERVICE_DATABASE_URL: databaseOf(dataDir, given, Number(new URL(given).port)) };
 }
 
+/**
+ * Data directories this process made only to hold `.test-database-url` (a CLI run given a
+ * `--data-dir` that did not exist yet): removed at exit, so a path a test expects to be missing
+ * (e.g. doctor's "no data directory") is not left behind for later runs.
+ */
+const madeDirs = new Set<string>();
+process.once('exit', () => {
+  for (const d of madeDirs) rmSync(d, { recursive: true, force: true });
+});
+
 function databaseOf(dataDir: string, admin: string, port: number): string {
   const file = join(dataDir, URL_FILE);
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   const url = createDatabaseSync(admin, port);
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(file, url);
+  if (!existsSync(dataDir)) madeDirs.add(dataDir);
+  // as svc makes a data directory: the folder 0700, the file 0600 (test/e2e/limits.test.ts)
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  writeFileSync(file, url, { mode: 0o600 });
   return url;
 }

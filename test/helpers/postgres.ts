@@ -82,7 +82,7 @@ function asOwner(bin: string, args: string[]): [string, string[]] {
  * Starts a new cluster and waits until it accepts connections (at most 30 s).
  * @throws Error with the server's output when initdb or the server fails, or the wait times out
  */
-export async function startPostgres(): Promise<Postgres> {
+export async function startPostgres(opts: { durable?: boolean } = {}): Promise<Postgres> {
   const reason = postgresSkipReason();
   if (reason) throw new Error(reason);
   const bin = postgresBinDir()!;
@@ -101,7 +101,9 @@ export async function startPostgres(): Promise<Postgres> {
   const port = await freePort();
   const [cmd, args] = asOwner(join(bin, 'postgres'), [
     '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
-    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200',
+    // tests trade durability for speed; `durable` keeps PostgreSQL's defaults (benchmarks compare
+    // its commits with libsql's durable ones)
+    ...(opts.durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']), '-c', 'max_connections=200',
   ]);
   const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
