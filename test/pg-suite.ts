@@ -27,7 +27,7 @@ async function main(): Promise<number> {
   const pgs = await startPostgres();
   try {
     return await new Promise<number>((done) => {
-      const child = spawn(process.execPath, ['--test', ...(process.env.SVC_TEST_REPORTER ? [`--test-reporter=${process.env.SVC_TEST_REPORTER}`] : []), '--test-concurrency=2', '--test-timeout=120000', '--import', 'tsx', ...targets], {
+      const child = spawn(process.execPath, ['--test', ...(process.env.SVC_TEST_REPORTER ? [`--test-reporter=${process.env.SVC_TEST_REPORTER}`] : []), '--test-concurrency=2', '--test-timeout=600000', '--import', 'tsx', ...targets], {
         cwd: ROOT,
         stdio: 'inherit',
         env: { ...process.env, SVC_TEST_BACKEND: 'postgres', SVC_TEST_PG_URL: pgs.url },
