@@ -62,8 +62,7 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
   installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
   const writer = await WriterClient.start(dbPath);
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
-  const loose = looseModes(config.dataDir);
-  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
+  warnLooseModes(config, logger);
   const reader = new Reader(dbPath, readers);
   writer.onCommit = () => reader.endSnapshot();
   const sql = sqliteStores(reader);
@@ -74,21 +73,30 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
     await writer.close();
     await reader.close();
   };
+  const files = await openFiles(config, logger, store, close);
+  return { backend: 'sqlite', dbPath, secret, store, files, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, close };
+}
+
+/** Warns about parts of the data directory other users may read or write. */
+function warnLooseModes(config: ServeConfig, logger: Logger): void {
+  const loose = looseModes(config.dataDir);
+  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
+}
+
+/**
+ * What both backends do once the store is open: the full-text check (fts5-off refuses a schema
+ * with searchable fields; otherwise missing indexes are (re)built) and the stored files' blob
+ * store. Calls `close` before rethrowing a failure.
+ */
+async function openFiles(config: ServeConfig, logger: Logger, store: Store, close: () => Promise<void>): Promise<RecordFiles> {
   try {
-    // fts5-off refuses a schema with searchable fields; otherwise missing indexes are (re)built
     for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
+    const blobs: BlobStore = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
+    return new RecordFiles(new FileStorage(blobs), store);
   } catch (err) {
     await close();
     throw err;
   }
-  let blobs: BlobStore;
-  try {
-    blobs = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
-  } catch (err) {
-    await close();
-    throw err;
-  }
-  return { backend: 'sqlite', dbPath, secret, store, files: new RecordFiles(new FileStorage(blobs), store), runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, close };
 }
 
 /** The server-SQL backend (src/store/pg/open.ts) with the data directory's per-instance parts. */
@@ -98,24 +106,17 @@ async function openPostgresData(config: ServeConfig, logger: Logger): Promise<Op
   installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
   const { store } = pg;
   // the data directory still holds this instance's files (local storage, the lock)
-  const loose = looseModes(config.dataDir);
-  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
-  try {
-    for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
-    const blobs = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
-    if (!config.storage) logger.warn('PostgreSQL with local file storage: files are stored in this instance\'s data directory only; set SERVICE_STORAGE=s3://… for several instances');
-    return {
-      backend: 'postgres',
-      dbPath: '',
-      secret: pg.secret,
-      store,
-      files: new RecordFiles(new FileStorage(blobs), store),
-      runOnce: async (name, fn) => (await pg.locks.runOnce(name, () => fn())).ran,
-      claimTick: pg.claimTick,
-      close: pg.close,
-    };
-  } catch (err) {
-    await pg.close();
-    throw err;
-  }
+  warnLooseModes(config, logger);
+  const files = await openFiles(config, logger, store, pg.close);
+  if (!config.storage) logger.warn('PostgreSQL with local file storage: files are stored in this instance\'s data directory only; set SERVICE_STORAGE=s3://… for several instances');
+  return {
+    backend: 'postgres',
+    dbPath: '',
+    secret: pg.secret,
+    store,
+    files,
+    runOnce: async (name, fn) => (await pg.locks.runOnce(name, () => fn())).ran,
+    claimTick: pg.claimTick,
+    close: pg.close,
+  };
 }
