@@ -79,9 +79,11 @@ export abstract class SvcCommand extends Command<SvcContext> {
     const file = app ?? this.context.env.SERVICE_APP;
     if (file) {
       // loaded only when asked: `svc version` must not pay for the app framework
-      const [{ loadApp }, { featureNames }] = await Promise.all([import('./load-app.js'), import('../src/app/definition.js')]);
+      const [{ loadApp }, { featureNames, appDatabaseUrl }] = await Promise.all([import('./load-app.js'), import('../src/app/definition.js')]);
       try {
-        for (const f of featureNames((await loadApp(file))?.features)) config.features.add(f);
+        const loaded = await loadApp(file);
+        for (const f of featureNames(loaded?.features)) config.features.add(f);
+        config.databaseUrl ??= appDatabaseUrl(loaded);
       } catch (err) {
         return this.fail('app', err instanceof Error ? err.message : String(err));
       }

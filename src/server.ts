@@ -40,7 +40,7 @@ import { accountRoutes } from './api/account.js';
 import { mailRoutes } from './api/mail.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
 import { openDataDir } from './store/open.js';
-import { featureNames } from './app/definition.js';
+import { appDatabaseUrl, featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
 import { MailService, PluginTransport, TestOutbox, addressOf } from './mail/mail-service.js';
@@ -74,7 +74,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { backend, dbPath, secret, store, files, runOnce, claimTick, close: closeData } = await openDataDir(config, logger);
   const { reader, registry, sql } = store;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
-  const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
+  const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => reader.plan(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
   // the mail backend (the app's mailer, else SMTP / the mail command / the log) behind the durable queue
   const realBackend = app?.mailer ? new PluginTransport(app.mailer) : createMailTransport(config, logger);
   // a development build (dev-tools) wraps it in the test capture outbox (app.mail.outbox)
@@ -243,7 +243,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   };
 }
 
-/** `config` with an app definition's `features` added and its `pagination` choices applied. */
+/** `config` with an app definition's `features` added, its `pagination` choices applied and its `database` (unless SERVICE_DATABASE_URL is set). */
 function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): ServeConfig {
   const features = new Set(config.features);
   for (const f of featureNames(app.features)) features.add(f);
@@ -251,6 +251,8 @@ function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): Ser
   const p = app.pagination ?? {};
   return {
     ...config,
+    // SERVICE_DATABASE_URL wins over the definition's database
+    databaseUrl: config.databaseUrl ?? appDatabaseUrl(app),
     features,
     pagination: { ...config.pagination, offset: p.offset ?? config.pagination.offset, cursor: p.cursor ?? config.pagination.cursor, cursorToken: p.cursorToken ?? config.pagination.cursorToken },
   };

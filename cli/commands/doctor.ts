@@ -4,7 +4,9 @@
  * then a summary object; docs/operations.md, "Doctor").
  *
  * Reads the data directory without its lock (it runs beside a server) and reports what needs an
- * operator's attention; the checks are in src/ops/doctor.ts.
+ * operator's attention; the checks are in src/ops/doctor.ts. With SERVICE_DATABASE_URL (or the
+ * `--app` definition's `database`) it reads that PostgreSQL database instead of data.db
+ * (src/ops/doctor-pg.ts).
  *
  * Output: text, one line per finding (`[warning] check-id: message — fix: …`) then a summary
  * line; under `--json`, one finding object per line then `{summary: {errors, warnings, infos,
@@ -16,6 +18,7 @@
 import { Command, Option } from 'clipanion';
 import { SvcCommand } from '../base-command.js';
 import { loadApp } from '../load-app.js';
+import { appDatabaseUrl } from '../../src/app/definition.js';
 
 export class DoctorCommand extends SvcCommand {
   static paths = [['doctor']];
@@ -33,11 +36,13 @@ export class DoctorCommand extends SvcCommand {
     const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     let declared: readonly Record<string, unknown>[] = [];
+    let databaseUrl = env.SERVICE_DATABASE_URL?.trim() || undefined;
     const appFile = this.app ?? env.SERVICE_APP;
     if (appFile) {
       try {
         const app = await loadApp(appFile);
         declared = (app?.collections ?? []) as unknown as Record<string, unknown>[];
+        databaseUrl ??= appDatabaseUrl(app);
       } catch (err) {
         return this.fail('app', err instanceof Error ? err.message : String(err));
       }
@@ -46,7 +51,7 @@ export class DoctorCommand extends SvcCommand {
     const { runDoctor, summarize, exitCode, DoctorError } = await import('../../src/ops/doctor.js');
     let report;
     try {
-      report = runDoctor({ dataDir, env, declared });
+      report = await runDoctor({ dataDir, env, declared, databaseUrl });
     } catch (err) {
       if (err instanceof DoctorError) return this.fail(err.code, err.message, { data_dir: dataDir });
       throw err;
@@ -60,7 +65,7 @@ export class DoctorCommand extends SvcCommand {
     } else {
       const lines = report.findings.map((f) => `[${f.severity}] ${f.check_id}: ${f.message} — fix: ${f.fix}`);
       const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-      lines.push(`${plural(summary.errors, 'error')}, ${plural(summary.warnings, 'warning')}, ${plural(summary.infos, 'info')} (${summary.checks_run} checks on ${dataDir})`);
+      lines.push(`${plural(summary.errors, 'error')}, ${plural(summary.warnings, 'warning')}, ${plural(summary.infos, 'info')} (${summary.checks_run} checks on ${report.target ?? dataDir})`);
       this.context.stdout.write(`${lines.join('\n')}\n`);
     }
     return exitCode(report);

@@ -17,7 +17,7 @@ import { ConfigError, loadFeatures } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
 import { createDatabaseFile, databasePath, ensureDataDir } from '../../src/files/data-paths.js';
 import type { App } from '../../src/app/app.js';
-import { featureNames } from '../../src/app/definition.js';
+import { appDatabaseUrl, featureNames } from '../../src/app/definition.js';
 
 abstract class MigrateBase extends SvcCommand {
   app = Option.String('--app', { description: 'The app module whose migrations to use (or SERVICE_APP)' });
@@ -67,7 +67,7 @@ export class MigrateCommand extends MigrateBase {
       };
       try {
         // SERVICE_DATABASE_URL: the server-SQL backend's database (src/store/pg/migrations-sql.ts)
-        const url = process.env.SERVICE_DATABASE_URL?.trim();
+        const url = process.env.SERVICE_DATABASE_URL?.trim() || appDatabaseUrl(app);
         if (url) await (await import('../../src/store/pg/migrations-sql.js')).applyMigrationsPg(url, await loadMigrations(app.migrations), onApplied);
         else await applyMigrations(databasePath(dataDir), await loadMigrations(app.migrations), onApplied);
       } catch (err) {
@@ -97,7 +97,7 @@ export class MigrateStatusCommand extends MigrateBase {
     const { existsSync } = await import('node:fs');
     const db = databasePath(dataDir);
     const declared = declaredMigrationIds(app.migrations);
-    const url = process.env.SERVICE_DATABASE_URL?.trim();
+    const url = process.env.SERVICE_DATABASE_URL?.trim() || appDatabaseUrl(app);
     const status = url
       ? migrationStatus('', declared, await (await import('../../src/store/pg/migrations-sql.js')).appliedMigrationsPg(url))
       : existsSync(db) ? migrationStatus(db, declared) : migrationStatus(':memory:', declared);

@@ -11,7 +11,8 @@ import { versionInfo } from '../meta/version-info.js';
 export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/state'): Route[] {
   const v = versionInfo();
   const http = v.http.engine === 'uws' ? { engine: v.http.engine, package: v.http.package, version: v.http.version } : { engine: v.http.engine };
-  const health = JSON.stringify({ status: 'ok', backend: 'libsql', svc: v.svc, commit: v.commit, components: v.components, http });
+  const serverSql = ctx.store.sql.kind === 'postgres';
+  const health = JSON.stringify({ status: 'ok', backend: serverSql ? 'postgres' : 'libsql', svc: v.svc, commit: v.commit, components: v.components, http });
   const meta = JSON.stringify({
     svc: v.svc,
     commit: v.commit,
@@ -28,7 +29,7 @@ export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/st
       durableUploads: ctx.config.features.has('durable-resumable-uploads'),
       offsetPaging: ctx.config.pagination.offset,
       cursorPaging: ctx.config.pagination.cursor,
-      serverSql: false,
+      serverSql,
       objectStore: ctx.config.storage !== undefined,
       devMode: ctx.config.features.has('dev-tools'),
       mail: ctx.mailGroup !== undefined,

@@ -201,6 +201,13 @@ export interface MailGroup {
 
 /** An embedding program's definition of its backend. */
 export interface AppDefinition<A = AppHandleLike> {
+  /**
+   * The server-SQL backend (issue 24): a `postgres://` or `postgresql://` URL, often
+   * `process.env.DATABASE_URL`. Left out, undefined or '': the embedded database of the data
+   * directory. SERVICE_DATABASE_URL, when set, wins (a deployment overrides the code). Used by
+   * `app.start()`, `svc serve --app` and every command given `--app` (migrate, schema, import, doctor).
+   */
+  database?: string;
   /** build options: an object (`{ vector: true, fts5: false }`) or the names `--features` takes */
   features?: FeatureOptions | FeatureName[];
   /**
@@ -266,7 +273,7 @@ export class AppDefinitionError extends Error {
   }
 }
 
-const KNOWN_KEYS = ['features', 'pagination', 'collections', 'migrations', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'featureRoutes', 'mail', 'mailer', 'tenancy', 'uploads'];
+const KNOWN_KEYS = ['database', 'features', 'pagination', 'collections', 'migrations', 'hooks', 'onAuthSuccess', 'routes', 'jobs', 'authMethods', 'flags', 'experiments', 'stateRoute', 'featureRoutes', 'mail', 'mailer', 'tenancy', 'uploads'];
 /** The feature object's keys and the `--features` names they stand for (true, or false for fts5). */
 const FEATURE_KEYS: Record<string, { on: boolean; name: FeatureName }> = {
   vector: { on: true, name: 'vector' },
@@ -274,6 +281,17 @@ const FEATURE_KEYS: Record<string, { on: boolean; name: FeatureName }> = {
   resumableUploads: { on: true, name: 'resumable-uploads' },
   devTools: { on: true, name: 'dev-tools' },
 };
+
+const DATABASE_URL = /^postgres(ql)?:\/\/./;
+
+/**
+ * The PostgreSQL URL a definition selects (its `database`, trimmed), or undefined for the
+ * embedded database. SERVICE_DATABASE_URL is the caller's to prefer.
+ */
+export function appDatabaseUrl(app: { database?: string } | undefined): string | undefined {
+  const url = app?.database?.trim();
+  return url ? url : undefined;
+}
 
 /** The `--features` names a definition's `features` turns on. */
 export function featureNames(features: FeatureOptions | FeatureName[] | undefined): FeatureName[] {
@@ -319,6 +337,9 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
   }
   const d = definition as Record<string, unknown>;
 
+  if (d.database !== undefined && d.database !== '' && (typeof d.database !== 'string' || !DATABASE_URL.test(d.database.trim()))) {
+    p('database: must be a postgres:// or postgresql:// URL (or left out for the embedded database)');
+  }
   if (d.features !== undefined) {
     if (Array.isArray(d.features)) {
       for (const f of d.features) if (!KNOWN_FEATURES.includes(f as FeatureName)) p(`features: unknown feature ${JSON.stringify(f)} (known: ${KNOWN_FEATURES.join(', ')})`);

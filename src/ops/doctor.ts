@@ -37,6 +37,8 @@ export interface Finding {
 export interface DoctorReport {
   findings: Finding[];
   checks_run: number;
+  /** what was checked, for the text summary: the data directory, or the PostgreSQL database (no password) and the directory */
+  target?: string;
 }
 
 /** Every check, in the order they run. */
@@ -78,6 +80,11 @@ export class DoctorError extends Error {
 export interface DoctorOptions {
   /** absolute path of the data directory */
   dataDir: string;
+  /**
+   * The PostgreSQL database of the servers (`SERVICE_DATABASE_URL`, or the app definition's
+   * `database`): the checks read it (src/ops/doctor-pg.ts) instead of `<dataDir>/data.db`.
+   */
+  databaseUrl?: string;
   /** the environment (SERVICE_ENCRYPTION_KEY is noticed); default process.env */
   env?: NodeJS.ProcessEnv;
   /**
@@ -93,10 +100,20 @@ export interface CheckedCollection extends Collection {
 }
 
 /**
- * Runs every check on `opts.dataDir`, read-only.
+ * Runs every check, read-only: on the PostgreSQL database of `opts.databaseUrl` when given
+ * (src/ops/doctor-pg.ts), else on the embedded database of `opts.dataDir`.
  * @throws DoctorError when the directory or its database is missing or cannot be read
  */
-export function runDoctor(opts: DoctorOptions): DoctorReport {
+export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
+  if (opts.databaseUrl) return (await import('./doctor-pg.js')).runDoctorPostgres({ ...opts, databaseUrl: opts.databaseUrl });
+  return runDoctorSqlite(opts);
+}
+
+/**
+ * Runs every check on `opts.dataDir`'s embedded database, read-only.
+ * @throws DoctorError when the directory or its database is missing or cannot be read
+ */
+export function runDoctorSqlite(opts: DoctorOptions): DoctorReport {
   const { dataDir } = opts;
   const env = opts.env ?? process.env;
   let dirStat: Stats;
@@ -131,7 +148,7 @@ export function runDoctor(opts: DoctorOptions): DoctorReport {
   } finally {
     db.close();
   }
-  return { findings, checks_run: checks };
+  return { findings, checks_run: checks, target: dataDir };
 }
 
 /** Counts of a report's findings by severity, as the summary object shows them. */
@@ -189,7 +206,7 @@ function loadCollections(db: Db): Collection[] {
 }
 
 /** The stored collections with an app's declarations laid over them (by name, case-insensitive). */
-function withDeclared(stored: Collection[], declared: readonly Record<string, unknown>[]): CheckedCollection[] {
+export function withDeclared(stored: Collection[], declared: readonly Record<string, unknown>[]): CheckedCollection[] {
   const out: CheckedCollection[] = stored.map((c) => ({ ...c, declared: false }));
   for (const raw of declared) {
     if (typeof raw.name !== 'string') continue;
@@ -386,6 +403,11 @@ function checkSuperuser(db: Db): Finding[] {
   } catch {
     n = 0; // no table yet: no superuser either
   }
+  return superuserFindings(n);
+}
+
+/** `no-superuser` for a count of `_superusers` rows. */
+export function superuserFindings(n: number): Finding[] {
   if (n > 0) return [];
   return [{
     check_id: 'no-superuser',

@@ -18,7 +18,8 @@
  *   append happen later on the main thread's check phase (setImmediate), on a query-only
  *   connection opened for the batch and closed after it (the reader's own connections are never
  *   used for EXPLAIN: libsql 0.5.29 leaves a connection that ran EXPLAIN QUERY PLAN reading a
- *   stale snapshot, see src/store/sqlite/reader.ts).
+ *   stale snapshot, see src/store/sqlite/reader.ts). On PostgreSQL the reader's `plan` explains
+ *   (EXPLAIN (FORMAT JSON) in the same wording), through its synchronous connection.
  * - At most one line per collection and query shape per minute (and per schema generation, so a
  *   plan changed by a new index is logged at once); at most {@link MAX_PENDING} samples wait.
  * - The file is created 0600, append-only; past {@link SLOW_QUERY_MAX_BYTES} it is renamed to
@@ -226,8 +227,14 @@ export function describeSample(s: SlowQuerySample, ms: number, at: number): Slow
 export interface SlowQueryLogOptions {
   /** the data directory; the log is `<dataDir>/slow_queries.ndjson` */
   dataDir: string;
-  /** the database file the plans are asked of (read through a query-only connection) */
+  /** the database file the plans are asked of (read through a query-only connection); '' with `explain` or for none */
   dbPath: string;
+  /**
+   * Plans a page query instead of a connection to `dbPath`: on PostgreSQL the reader's `plan`
+   * (EXPLAIN (FORMAT JSON) mapped to SQLite's wording, src/store/pg/reader.ts planDetails), so
+   * the log and `svc doctor`'s missing-index check read the same on both backends.
+   */
+  explain?: (sql: string, params: SqlValue[]) => string[];
   /** milliseconds from which a list is logged; must be > 0 (0 means no log: do not create one) */
   thresholdMs: number;
   /** rotation size in bytes (default {@link SLOW_QUERY_MAX_BYTES}) */
@@ -308,10 +315,13 @@ export class SlowQueryLog {
         if (last !== undefined && p.at - last < SHAPE_INTERVAL_MS) continue;
         if (this.lastByShape.size >= MAX_SHAPES) this.lastByShape.clear();
         this.lastByShape.set(key, p.at);
-        if (p.sample.sql && this.opts.dbPath) {
+        if (p.sample.sql && (this.opts.explain || this.opts.dbPath)) {
           try {
-            planner ??= openPlanner(this.opts.dbPath);
-            entry.plan = explain(planner, p.sample.sql, p.sample.params);
+            if (this.opts.explain) entry.plan = this.opts.explain(p.sample.sql, [...p.sample.params]);
+            else {
+              planner ??= openPlanner(this.opts.dbPath);
+              entry.plan = explain(planner, p.sample.sql, p.sample.params);
+            }
           } catch {
             entry.plan = []; // a table dropped meanwhile, a busy database: the line stays useful
           }

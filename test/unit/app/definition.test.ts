@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { AppDefinitionError, defineApp, featureNames, isCronExpression } from '../../../src/app/definition.js';
+import { AppDefinitionError, appDatabaseUrl, defineApp, featureNames, isCronExpression } from '../../../src/app/definition.js';
 import { defineApp as defineRunnable, isApp } from '../../../src/app/app.js';
 import { JobRunner } from '../../../src/app/runtime.js';
 import type { Logger } from '../../../src/log/logger.js';
@@ -154,6 +154,18 @@ test('migrations, mail, mailer, featureRoutes and the features object are checke
   assert.doesNotThrow(() => defineApp({ features: { devTools: true, fts5: false }, mail: {}, mailer: { send: noop }, featureRoutes: '/api/admin', migrations: [{ id: '0001', up: noop }] }));
   assert.deepEqual(featureNames({ vector: true, fts5: false, devTools: true, resumableUploads: false }), ['vector', 'fts5-off', 'dev-tools']);
   assert.deepEqual(featureNames({ fts5: true, vector: false }), []);
+});
+
+test('database: a postgres:// URL, or left out / empty for the embedded database', () => {
+  for (const ok of ['postgres://svc@db:5432/app', 'postgresql://u:p@127.0.0.1/x?sslmode=disable', '', undefined]) {
+    assert.doesNotThrow(() => defineApp({ database: ok }), String(ok));
+  }
+  assert.equal(appDatabaseUrl(defineApp({ database: ' postgres://svc@db/app ' })), 'postgres://svc@db/app');
+  assert.equal(appDatabaseUrl(defineApp({ database: '' })), undefined);
+  assert.equal(appDatabaseUrl(defineApp({})), undefined);
+  for (const bad of ['mysql://u@h/db', 'svc_data/data.db', 42, { url: 'postgres://h/db' }]) {
+    assert.deepEqual(problems({ database: bad }), ['database: must be a postgres:// or postgresql:// URL (or left out for the embedded database)'], String(bad));
+  }
 });
 
 test('declared collections are checked for shape', () => {
