@@ -128,6 +128,67 @@ test('a write on A is read, listed, searched and delivered over realtime on B', 
   rt.ws.close();
 });
 
+test('a delete on A reaches, on B, exactly the subscribers whose rule and filter held for the deleted row', { skip: skip ?? false }, async () => {
+  // an auth collection of its own: the rate-limit test below counts sign-ins per collection
+  const members = await a.createCollection({ name: 'members', type: 'auth', createRule: '@public', viewRule: 'id = @request.auth.id', fields: [] });
+  await a.createCollection({
+    name: 'memos', type: 'base', listRule: 'owner = @request.auth.id', viewRule: 'owner = @request.auth.id',
+    createRule: '@request.auth.id != ""', deleteRule: 'owner = @request.auth.id',
+    fields: [{ name: 'text', type: 'text' }, { name: 'owner', type: 'relation', options: { collectionId: members.id } }],
+  });
+  const signIn = async (email: string) => {
+    const made = await a.api('POST', '/api/collections/members/records', { body: { email, password: 'password123', passwordConfirm: 'password123' } });
+    assert.ok(made.status === 200 || made.status === 201, made.text);
+    const r = await a.api('POST', '/api/collections/members/auth-with-password', { body: { identity: email, password: 'password123' } });
+    assert.equal(r.status, 200, r.text);
+    return { id: r.body.record.id as string, token: r.body.token as string };
+  };
+  const alice = await signIn('alice@example.com');
+  const bob = await signIn('bob@example.com');
+  /** A client on B, signed in, subscribed to memos (with `filter` when given). */
+  const listener = async (token: string, filter?: string) => {
+    const ws = new WebSocket(`${b.url.replace('http', 'ws')}/api/realtime`);
+    const frames: any[] = [];
+    ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+    await new Promise<void>((res, rej) => {
+      ws.once('open', () => res());
+      ws.once('error', rej);
+    });
+    await eventually('connect frame', async () => frames.some((f) => f.type === 'connect'));
+    ws.send(JSON.stringify({ action: 'auth', token }));
+    await eventually('auth ok', async () => frames.some((f) => f.type === 'auth' && f.status === 'ok'));
+    ws.send(JSON.stringify({ action: 'subscribe', topic: 'memos', ...(filter ? { filter } : {}) }));
+    await eventually('subscribe ack', async () => frames.some((f) => f.type === 'ack' && f.action === 'subscribe'));
+    return { frames, ws };
+  };
+  const aliceAll = await listener(alice.token);
+  const aliceKept = await listener(alice.token, 'text = "keep"'); // the filter needs the row's text
+  const bobAll = await listener(bob.token);
+  const events = (l: { frames: any[] }, id: string) => l.frames.filter((f) => f.type === 'event' && f.record?.id === id).map((f) => f.action);
+
+  const memo = async (text: string) => {
+    const r = await a.api('POST', '/api/collections/memos/records', { token: alice.token, body: { text, owner: alice.id } });
+    assert.ok(r.status === 200 || r.status === 201, r.text);
+    return r.body.id as string;
+  };
+  const kept = await memo('keep');
+  const other = await memo('other');
+  await eventually('the creates on B', async () => events(aliceAll, kept).length === 1 && events(aliceAll, other).length === 1);
+  for (const id of [kept, other]) assert.equal((await a.api('DELETE', `/api/collections/memos/records/${id}`, { token: alice.token })).status, 204);
+  // deleted on A, gone before B hears of it: B decides on the row the notification carries
+  await eventually('alice hears both deletes on B', async () => events(aliceAll, kept).includes('delete') && events(aliceAll, other).includes('delete'));
+  await eventually('the filtered subscription hears the delete of the row it matched', async () => events(aliceKept, kept).includes('delete'));
+  const del = aliceAll.frames.find((f) => f.type === 'event' && f.action === 'delete' && f.record?.id === kept);
+  assert.deepEqual(del.record, { id: kept }, 'a delete event names the record (as a local delete does)');
+  // a marker write after the deletes: once alice hears it, B has delivered everything before it
+  const marker = await memo('marker');
+  await eventually('the marker on B', async () => events(aliceAll, marker).length === 1);
+  assert.deepEqual(events(aliceKept, other), [], 'the filter did not hold for "other"');
+  assert.deepEqual(events(aliceKept, kept), ['create', 'delete']);
+  for (const id of [kept, other, marker]) assert.deepEqual(events(bobAll, id), [], 'bob is not the owner: no event, not even a delete');
+  for (const l of [aliceAll, aliceKept, bobAll]) l.ws.close();
+});
+
 test('a token issued by one instance is accepted by the other', { skip: skip ?? false }, async () => {
   const signup = await a.api('POST', '/api/collections/users/records', { body: { email: 'c@example.com', password: 'password123', passwordConfirm: 'password123', nick: 'c' } });
   assert.ok(signup.status === 200 || signup.status === 201, signup.text);

@@ -6,10 +6,11 @@
  * (reading the records itself) as if the write had been made locally.
  *
  * Transport: LISTEN/NOTIFY on one channel (default `svc_changes`) of the database. A notification
- * carries ids only: collection id, record id and op, never record data (nor a delete's `old`
- * row: see "Deletes" below). Its payload is compact JSON:
+ * carries ids: collection id, record id and op; creates and updates never carry record data (the
+ * delivering instance reads the record), a delete carries the row as it was (see "Deletes"
+ * below). Its payload is compact JSON:
  *
- *   {"i":"<instance id>","s":<publish seq>,"k":<chunk index>,"e":1?,"c":[["<collection>","<id>",<op>],…]}
+ *   {"i":"<instance id>","s":<publish seq>,"k":<chunk index>,"e":1?,"c":[["<collection>","<id>",<op>,<old row>?],…]}
  *
  * with op 1 create, 2 update, 3 delete, and 0 for "every record of this collection may have
  * changed" (ChangeBatch.truncated; the id is null). `e` marks the last chunk of a batch. An
@@ -61,10 +62,14 @@
  * the new count as their `commit`, so a count-keyed cache entry made before a remote commit is not
  * served after it.
  *
- * Deletes. A remote delete carries no `old` row (ids only, as the issue asks): realtime on the
- * delivering instance cannot evaluate a row rule against the deleted row and fails closed for it
- * (hub.ts); only subscribers whose rule needs no row hear of remote deletes. Carrying the deleted
- * row would need a payload with data or a lookup table; left for the realtime work.
+ * Deletes. The row is gone when another instance hears of its delete, so the delete's entry
+ * carries the row as it was (`Change.old`, as the local writer reports it: `to_jsonb` of the row,
+ * bytea columns null, without `passwordHash` and `tokenKey`), and realtime on every instance
+ * decides the subscribers' rules and filters on it (hub.ts) as it does for a local delete. The
+ * writer notes every deleted row for this (PgWriter.captureAllDeletedRows), since the instances
+ * that need a collection's rows are not known to the one deleting. An entry whose row would not
+ * fit one notification is sent with its id alone: realtime then fails closed for subscribers whose
+ * rule or filter needs the row (only those whose rule needs none hear of it).
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -110,15 +115,21 @@ export interface ClusterFeedOptions {
   onError?: (err: Error) => void;
 }
 
-/** The merge (per record) of created ids and the notes of `fresh`, as entries, their count and their collections. */
+/**
+ * The merge (per record) of created ids and the notes of `fresh`, as entries, their count and
+ * their collections. A delete's entry carries the deleted row as noted (the writer notes every
+ * row with captureAllDeletedRows), without the auth columns no rule reads.
+ */
 const mergeSql = (fresh: string): string => `
-    SELECT coalesce(array_agg('[' || to_json(m.c)::text || ',' || to_json(m.id)::text || ',' || m.op || ']' ORDER BY m.o), '{}'),
+    SELECT coalesce(array_agg('[' || to_json(m.c)::text || ',' || to_json(m.id)::text || ',' || m.op
+             || CASE WHEN m.op = 3 AND m.old IS NOT NULL THEN ',' || (m.old - 'passwordHash' - 'tokenKey')::text ELSE '' END || ']' ORDER BY m.o), '{}'),
            count(*), coalesce(array_agg(DISTINCT m.c), '{}')
       INTO entries, n, colls
-      FROM (SELECT a.c, a.id, CASE WHEN bool_or(a.op = 3) THEN 3 WHEN bool_or(a.op = 1) THEN 1 ELSE 2 END AS op, min(a.o) AS o
-              FROM (SELECT x.e->>0 AS c, x.e->>1 AS id, 1 AS op, x.ord AS o FROM jsonb_array_elements(created) WITH ORDINALITY AS x(e, ord)
+      FROM (SELECT a.c, a.id, CASE WHEN bool_or(a.op = 3) THEN 3 WHEN bool_or(a.op = 1) THEN 1 ELSE 2 END AS op, min(a.o) AS o,
+                   (array_agg(a.old) FILTER (WHERE a.old IS NOT NULL))[1] AS old
+              FROM (SELECT x.e->>0 AS c, x.e->>1 AS id, 1 AS op, x.ord AS o, NULL::jsonb AS old FROM jsonb_array_elements(created) WITH ORDINALITY AS x(e, ord)
                     UNION ALL
-                    SELECT f.c, f.id, f.op, 1000000000 + row_number() OVER () FROM (${fresh}) f) a
+                    SELECT f.c, f.id, f.op, 1000000000 + row_number() OVER (), f.old FROM (${fresh}) f) a
              GROUP BY a.c, a.id) m;`;
 
 /*
@@ -141,15 +152,15 @@ DECLARE
 BEGIN
   IF since_last THEN
     IF to_regclass('pg_temp._svc_cl_sent') IS NULL THEN
-      CREATE TEMP TABLE _svc_cl_sent (c text, id text, op smallint) ON COMMIT DELETE ROWS;
+      CREATE TEMP TABLE _svc_cl_sent (c text, id text, op smallint, old jsonb) ON COMMIT DELETE ROWS;
     END IF;
-    ${mergeSql('SELECT c, id, op FROM pg_temp._svc_changes EXCEPT ALL SELECT c, id, op FROM pg_temp._svc_cl_sent')}
+    ${mergeSql('SELECT c, id, op, old FROM pg_temp._svc_changes EXCEPT ALL SELECT c, id, op, old FROM pg_temp._svc_cl_sent')}
     IF n > 0 THEN
       DELETE FROM pg_temp._svc_cl_sent;
-      INSERT INTO pg_temp._svc_cl_sent SELECT c, id, op FROM pg_temp._svc_changes;
+      INSERT INTO pg_temp._svc_cl_sent SELECT c, id, op, old FROM pg_temp._svc_changes;
     END IF;
   ELSE
-    ${mergeSql('SELECT c, id, op FROM pg_temp._svc_changes')}
+    ${mergeSql('SELECT c, id, op, old FROM pg_temp._svc_changes')}
   END IF;
   IF n = 0 THEN
     RETURN 0;
@@ -158,6 +169,9 @@ BEGIN
     entries := ARRAY(SELECT '[' || to_json(x)::text || ',null,0]' FROM unnest(colls) x);
   END IF;
   FOREACH e IN ARRAY entries LOOP
+    IF octet_length(e) > lim AND jsonb_array_length(e::jsonb) = 4 THEN
+      e := (e::jsonb - 3)::text; -- a delete whose row does not fit: its id alone
+    END IF;
     IF octet_length(e) > lim THEN
       e := '[' || to_json(e::jsonb->>0)::text || ',null,0]';
     END IF;
@@ -175,7 +189,7 @@ COMMIT;`;
 
 const OPS: Record<number, ChangeOp> = { 1: 'create', 2: 'update', 3: 'delete' };
 
-type Payload = { i: string; s: number; k: number; e?: number; c: Array<[string, string | null, number]> };
+type Payload = { i: string; s: number; k: number; e?: number; c: Array<[string, string | null, number, Record<string, unknown>?]> };
 
 /** The cluster-wide change feed of one instance: see the file comment. */
 export class ClusterFeed {
@@ -355,8 +369,9 @@ export class ClusterFeed {
       changes = [];
       truncated = new Set();
     }
-    for (const [collection, id, op] of p.c) {
+    for (const [collection, id, op, old] of p.c) {
       if (op === 0 || id === null) truncated!.add(collection);
+      else if (op === 3 && typeof old === 'object' && old !== null) changes.push({ collection, id, op: 'delete', old });
       else changes.push({ collection, id, op: OPS[op] ?? 'update' });
     }
     if (!p.e) {

@@ -116,6 +116,8 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     });
     cleanup.push(() => cluster.close());
     writer.beforeCommit = (created) => cluster.commitSql(created);
+    // a delete's row travels with its notification: other instances' realtime decides on it
+    writer.captureAllDeletedRows();
     const locks = new ClusterLock(url);
     cleanup.push(() => locks.close());
     // a schema change (of any instance) reloads the registry before the batch reaches the caches

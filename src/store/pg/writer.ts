@@ -33,7 +33,8 @@
  *   per statement and notes nothing. Several writers (several instances) each note their own
  *   writes in their own temp table.
  * - A delete in a collection named by captureDeletedRows also keeps the row as it was
- *   (`to_jsonb`, bytea columns as null; the per-session setting `svc.cf_old` lists them).
+ *   (`to_jsonb`, bytea columns as null; the per-session setting `svc.cf_old` lists them, or is
+ *   `*` for every collection after captureAllDeletedRows).
  * - Before COMMIT, in the same round trip, the notes are read and cleared
  *   (`DELETE … RETURNING`) and merged per record (anything then a delete is a delete). Inserts
  *   are not noted: the creating step names its record (WriteStep.creates) and the writer reports
@@ -147,7 +148,7 @@ END $f$;
 CREATE OR REPLACE FUNCTION _svc_cf_deleted() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   IF current_setting('svc.cf', true) = 'on' THEN
-    IF strpos(current_setting('svc.cf_old', true), ',' || TG_ARGV[0] || ',') > 0 THEN
+    IF current_setting('svc.cf_old', true) = '*' OR strpos(current_setting('svc.cf_old', true), ',' || TG_ARGV[0] || ',') > 0 THEN
       INSERT INTO pg_temp._svc_changes (c, id, op, old)
         SELECT TG_ARGV[0], o."id"::text, 3, to_jsonb(o) || TG_ARGV[1]::jsonb FROM _svc_old o;
     ELSE
@@ -276,6 +277,8 @@ export class PgWriter {
   private namesMade = 0;
   /** `svc.cf_old` as wanted (`,id,id,`) and as the connection has it (null: unknown). */
   private wantOld = '';
+  /** captureAllDeletedRows was called: `svc.cf_old` is `*` for good */
+  private allOld = false;
   private sentOld: string | null = null;
 
   /**
@@ -372,7 +375,18 @@ export class PgWriter {
    * collections it has subscribers of. Takes effect from the next group.
    */
   captureDeletedRows(collectionIds: string[]): void {
+    if (this.allOld) return;
     this.wantOld = collectionIds.length ? `,${collectionIds.join(',')},` : '';
+  }
+
+  /**
+   * Every collection's deletes carry the deleted row from the next group on, whatever
+   * captureDeletedRows asks: with the cluster feed (cluster-feed.ts) another instance's realtime
+   * may need the row of a collection this one has no subscriber of.
+   */
+  captureAllDeletedRows(): void {
+    this.allOld = true;
+    this.wantOld = '*';
   }
 
   /** Stops taking writes, commits every queued job, then closes the connection. */
