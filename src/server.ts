@@ -71,7 +71,7 @@ export interface RunningServer {
 export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
   if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
-  const { backend, dbPath, secret, store, files, runOnce, claimTick, close: closeData } = await openDataDir(config, logger);
+  const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = await openDataDir(config, logger);
   const { reader, registry, sql } = store;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => reader.plan(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
@@ -168,7 +168,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
     ...(uploads ? uploadRoutes(ctx, uploads, MAX_BODY_BYTES) : []),
-    ...realtimeRoutes(ctx, hub),
+    ...realtimeRoutes(ctx, hub, relay),
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
     ...authRoutes(ctx),

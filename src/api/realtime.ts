@@ -10,6 +10,8 @@
  *   subscriptions}` replaces the client's topics (`col/*`, `col/<id>`, each optionally with
  *   `?options={"query":{"filter":…}}` as the PocketBase SDK sends), authenticated by the POST's
  *   own Authorization header; events are named by the topic as sent, data `{action, record}`.
+ *   With several instances the POST may reach another instance than the stream's: it is relayed
+ *   to the instance holding the stream (ClusterRelay), which applies it and answers.
  * - `GET /api/realtime/metrics` (superusers): connections, subscriptions, deliveries, drops.
  *
  * Past the connection cap an upgrade or stream answers 503 `overloaded`.
@@ -24,6 +26,7 @@ import type { RealtimeClient, RealtimeHub, RealtimeTransport } from '../realtime
 import { authFrame, errorFrame } from '../realtime/protocol.js';
 import type { ClientInfo } from '../auth/client.js';
 import { credential } from '../auth/auth-service.js';
+import type { ClusterRelay } from '../store/backend.js';
 
 /** Bytes queued for one client before it is dropped as a slow consumer. */
 export const REALTIME_MAX_QUEUE = 1024 * 1024;
@@ -141,8 +144,14 @@ function sseTopic(raw: string): { topic: string; filter: string | null } {
   return { topic: raw.slice(0, q), filter };
 }
 
-/** The SSE routes and the metrics route. */
-export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
+/** The relay request kind of an SSE subscription POST that reached another instance than the stream's. */
+export const RELAY_SSE_SUBSCRIPTIONS = 'sse-subscriptions';
+
+/**
+ * The SSE routes and the metrics route. `relay` (several instances on PostgreSQL): a POST naming
+ * a stream held by another instance is applied there (ClusterRelay).
+ */
+export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: ClusterRelay | null = null): Route[] {
   const open = (req: Req): Reply => {
     if (!/text\/event-stream/i.test(req.headers.accept)) {
       throw new ApiError(400, 'bad_request', 'GET /api/realtime is a WebSocket upgrade, or an event stream with "Accept: text/event-stream".');
@@ -178,6 +187,52 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
     };
   };
 
+  /**
+   * Replaces the subscriptions of the SSE client `clientId` of this instance, for the caller of
+   * `info`. @throws ApiError 404 (no such stream here), 403 (another caller's stream), 400 (a bad topic or filter)
+   */
+  const applySubscriptions = async (clientId: string, subs: string[], info: ClientInfo): Promise<void> => {
+    const client = hub.find(clientId);
+    if (!client || client.transport.kind !== 'sse') throw ApiError.notFound('Missing or invalid client id.');
+    const principal = await ctx.auth.resolve(info);
+    // A client keeps one identity: another caller's token cannot take over its stream.
+    if (client.principal && principal && (client.principal.collection.id !== principal.collection.id || client.principal.record.id !== principal.record.id)) {
+      throw ApiError.forbidden('The current and the previous request authorization don\'t match.');
+    }
+    const token = principal ? (credential(info)?.token ?? null) : null;
+    // Validate every topic before changing anything.
+    const parsed = subs.map((raw) => {
+      const { topic, filter } = sseTopic(raw);
+      hub.parseTopic(topic);
+      return { raw, topic, filter };
+    });
+    hub.setPrincipal(client, principal, token);
+    for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);
+    // SSE names events by the topic as the SDK sent it (options included)
+    for (const { raw, topic, filter } of parsed) hub.subscribe(client, topic, filter, false, raw);
+  };
+
+  // Several instances (PostgreSQL): the stream may be held by another instance than the one the
+  // POST reached; that instance applies it, with the caller's credentials, and answers.
+  relay?.handle(RELAY_SSE_SUBSCRIPTIONS, async (body) => {
+    const b = body as { clientId?: unknown; subscriptions?: unknown; auth?: unknown; cookie?: unknown; csrf?: unknown; account?: unknown };
+    if (typeof b?.clientId !== 'string' || !hub.find(b.clientId)) return undefined; // not ours: stay silent
+    const subs = Array.isArray(b.subscriptions) ? b.subscriptions.filter((x): x is string => typeof x === 'string') : [];
+    const str = (v: unknown) => (typeof v === 'string' ? v : '');
+    const info: ClientInfo = {
+      method: 'POST',
+      headers: { authorization: str(b.auth), cookie: str(b.cookie), csrf: str(b.csrf), userAgent: '', forwardedFor: '', realIp: '', account: str(b.account) },
+      remoteAddress: '',
+    };
+    try {
+      await applySubscriptions(b.clientId, subs, info);
+      return { status: 204, body: '' };
+    } catch (err) {
+      const reply = errorReply(toApiError(err));
+      return { status: reply.status, body: String(reply.body) };
+    }
+  });
+
   const setSubscriptions = async (req: Req): Promise<Reply> => {
     const body = jsonBody(req) as { clientId?: unknown; subscriptions?: unknown };
     if (typeof body !== 'object' || body === null || typeof body.clientId !== 'string' || body.clientId === '') {
@@ -187,25 +242,29 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub): Route[] {
     if (!Array.isArray(subs) || subs.some((s) => typeof s !== 'string')) {
       throw ApiError.validation({ subscriptions: { code: 'validation_type', message: 'Must be an array of topic strings.' } });
     }
-    const client = hub.find(body.clientId);
-    if (!client || client.transport.kind !== 'sse') throw ApiError.notFound('Missing or invalid client id.');
-    const principal = await ctx.auth.resolve(req);
-    // A client keeps one identity: another caller's token cannot take over its stream.
-    if (client.principal && principal && (client.principal.collection.id !== principal.collection.id || client.principal.record.id !== principal.record.id)) {
-      throw ApiError.forbidden('The current and the previous request authorization don\'t match.');
+    const info: ClientInfo = { method: req.method, headers: { ...req.headers }, remoteAddress: req.remoteAddress };
+    if (hub.find(body.clientId) || !relay) {
+      await applySubscriptions(body.clientId, subs as string[], info);
+      return noContent();
     }
-    const token = principal ? (credential(req)?.token ?? null) : null;
-    // Validate every topic before changing anything.
-    const parsed = (subs as string[]).map((raw) => {
-      const { topic, filter } = sseTopic(raw);
-      hub.parseTopic(topic);
-      return { raw, topic, filter };
-    });
-    hub.setPrincipal(client, principal, token);
-    for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);
-    // SSE names events by the topic as the SDK sent it (options included)
-    for (const { raw, topic, filter } of parsed) hub.subscribe(client, topic, filter, false, raw);
-    return noContent();
+    // not a stream of this instance: the one holding it applies the POST with the caller's
+    // credential as sent (a cookie stays a cookie, so its CSRF check applies there too)
+    const cred = credential(info);
+    let reply: unknown;
+    try {
+      reply = await relay.request(RELAY_SSE_SUBSCRIPTIONS, {
+        clientId: body.clientId, subscriptions: subs,
+        auth: cred && !cred.viaCookie ? `Bearer ${cred.token}` : '', cookie: cred?.viaCookie ? `svc_auth=${cred.token}` : '',
+        csrf: req.headers.csrf, account: req.headers.account ?? '',
+      });
+    } catch (err) {
+      if (err instanceof RangeError) throw ApiError.badRequest('The subscriptions are too large to send to the instance holding this stream; send fewer topics per request.');
+      throw err;
+    }
+    const r = reply as { status?: unknown; body?: unknown } | undefined;
+    if (!r || typeof r.status !== 'number') throw ApiError.notFound('Missing or invalid client id.');
+    hub.relayed();
+    return r.status === 204 ? noContent() : { status: r.status, body: typeof r.body === 'string' ? r.body : '' };
   };
 
   return [

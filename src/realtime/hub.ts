@@ -74,6 +74,8 @@ export interface RealtimeMetrics {
   droppedConsumers: number;
   /** connections refused at the cap */
   refusedConnections: number;
+  /** SSE subscription POSTs for a stream held by another instance, relayed there (several instances on PostgreSQL) */
+  relayedPosts: number;
   /**
    * Server-side delivery time of the last (up to) 1,000 committed batches that had subscribers:
    * milliseconds from the commit reaching the main thread to the last frame of the batch handed
@@ -179,7 +181,7 @@ export class RealtimeHub {
   private queue: Array<{ batch: ChangeBatch; at: number }> = [];
   private scheduled = false;
   private unsubscribe: () => void;
-  private readonly stats = { delivered: 0, droppedConsumers: 0, refusedConnections: 0, ws: 0, sse: 0, subscriptions: 0 };
+  private readonly stats = { delivered: 0, droppedConsumers: 0, refusedConnections: 0, ws: 0, sse: 0, subscriptions: 0, relayedPosts: 0 };
 
   constructor(
     private store: Store,
@@ -211,6 +213,7 @@ export class RealtimeHub {
       delivered: this.stats.delivered,
       droppedConsumers: this.stats.droppedConsumers,
       refusedConnections: this.stats.refusedConnections,
+      relayedPosts: this.stats.relayedPosts,
       deliveryMs: this.deliveryTimes(),
     };
   }
@@ -244,6 +247,11 @@ export class RealtimeHub {
     for (const sub of client.subs.values()) this.dropSub(sub);
     client.subs.clear();
     this.setPrincipal(client, null, null);
+  }
+
+  /** Counts an SSE subscription POST relayed to the instance holding its stream (metrics `relayedPosts`). */
+  relayed(): void {
+    this.stats.relayedPosts++;
   }
 
   /** A client by id (SSE: the POST that sets its subscriptions). */

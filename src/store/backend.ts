@@ -68,3 +68,15 @@ export interface SqlWriter {
   /** Stops taking writes, commits every queued job, then closes. */
   close(): Promise<void>;
 }
+
+/**
+ * Requests to the other instances of a cluster, for state one instance keeps in memory (an SSE
+ * client's subscriptions): implemented by the PostgreSQL cluster feed (src/store/pg/cluster-feed.ts,
+ * "Relay"); there is none on the embedded backend.
+ */
+export interface ClusterRelay {
+  /** Asks every other instance; resolves the first reply, or undefined when none came within `timeoutMs`. @throws RangeError for a body too large to relay */
+  request(kind: string, body: unknown, timeoutMs?: number): Promise<unknown>;
+  /** Answers other instances' requests of `kind`: `fn` returns the reply, or undefined to stay silent (nothing here for it). */
+  handle(kind: string, fn: (body: unknown) => Promise<unknown> | unknown): void;
+}

@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { createDatabaseFile, databasePath, ensureDataDir, looseModes } from '../files/data-paths.js';
 import type { ServeConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
-import type { BackendKind } from './backend.js';
+import type { BackendKind, ClusterRelay } from './backend.js';
 import { WriterClient } from './sqlite/writer-client.js';
 import { Reader } from './sqlite/reader.js';
 import { bootstrapSteps } from './sqlite/bootstrap.js';
@@ -44,6 +44,8 @@ export interface OpenedData {
    * the first instance to claim it (PostgreSQL: a row of `_jobRuns`); on SQLite always true.
    */
   claimTick(job: string, tick: Date): Promise<boolean>;
+  /** Requests to the other instances (PostgreSQL's cluster feed); null on SQLite, where there are none. */
+  relay: ClusterRelay | null;
   /** Commits every queued write and closes the writer and the reader. */
   close(): Promise<void>;
 }
@@ -74,7 +76,7 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
     await reader.close();
   };
   const files = await openFiles(config, logger, store, close);
-  return { backend: 'sqlite', dbPath, secret, store, files, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, close };
+  return { backend: 'sqlite', dbPath, secret, store, files, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, relay: null, close };
 }
 
 /** Warns about parts of the data directory other users may read or write. */
@@ -117,6 +119,7 @@ async function openPostgresData(config: ServeConfig, logger: Logger): Promise<Op
     files,
     runOnce: async (name, fn) => (await pg.locks.runOnce(name, () => fn())).ran,
     claimTick: pg.claimTick,
+    relay: pg.cluster,
     close: pg.close,
   };
 }

@@ -189,6 +189,73 @@ test('a delete on A reaches, on B, exactly the subscribers whose rule and filter
   for (const l of [aliceAll, aliceKept, bobAll]) l.ws.close();
 });
 
+test('SSE: the stream on B, its subscription POST on A (no sticky routing): A relays it to B, with the caller\'s credential', { skip: skip ?? false }, async () => {
+  const { openSse } = await import('../helpers/devtool.js');
+  const stream = await openSse(`${b.url}/api/realtime`);
+  const connect = await stream.next('PB_CONNECT');
+  const { clientId } = JSON.parse(connect.data);
+  // the POST reaches A, which does not hold the stream
+  const set = await a.api('POST', '/api/realtime', { token: a.suToken, body: { clientId, subscriptions: ['posts/*'] } });
+  assert.equal(set.status, 204, set.text);
+  const created = await a.api('POST', '/api/collections/posts/records', { body: { title: 'over sse', n: 7 } });
+  const ev = await stream.next('posts/*');
+  assert.deepEqual([JSON.parse(ev.data).action, JSON.parse(ev.data).record.id], ['create', created.body.id]);
+
+  // errors come back from the instance holding the stream, as they would from it directly
+  const badTopic = await a.api('POST', '/api/realtime', { token: a.suToken, body: { clientId, subscriptions: ['no_such_collection/*'] } });
+  const direct = await b.api('POST', '/api/realtime', { token: b.suToken, body: { clientId, subscriptions: ['no_such_collection/*'] } });
+  assert.equal(badTopic.status, direct.status, badTopic.text);
+  assert.deepEqual(badTopic.body, direct.body);
+  assert.ok(badTopic.status >= 400 && badTopic.status < 500, badTopic.text);
+  // another caller's token cannot take the stream over through the relay either
+  const signup = await a.api('POST', '/api/collections/users/records', { body: { email: 'sse@example.com', password: 'password123', passwordConfirm: 'password123' } });
+  assert.ok(signup.status === 200 || signup.status === 201, signup.text);
+  const other = await a.api('POST', '/api/collections/users/auth-with-password', { body: { identity: 'sse@example.com', password: 'password123' } });
+  const hijack = await a.api('POST', '/api/realtime', { token: other.body.token, body: { clientId, subscriptions: ['posts/*'] } });
+  assert.equal(hijack.status, 403, hijack.text);
+  // an id no instance holds: 404, once no instance answered
+  const unknown = await a.api('POST', '/api/realtime', { body: { clientId: 'nosuchclient00', subscriptions: [] } });
+  assert.equal(unknown.status, 404, unknown.text);
+  // unsubscribing through A stops the events on B
+  assert.equal((await a.api('POST', '/api/realtime', { token: a.suToken, body: { clientId, subscriptions: [] } })).status, 204);
+  const before = stream.events.length;
+  await a.api('POST', '/api/collections/posts/records', { body: { title: 'after unsubscribe', n: 8 } });
+  const marker = await b.api('POST', '/api/realtime', { token: b.suToken, body: { clientId, subscriptions: ['posts/*'] } });
+  assert.equal(marker.status, 204);
+  const third = await a.api('POST', '/api/collections/posts/records', { body: { title: 'third', n: 9 } });
+  const ev3 = await stream.next('posts/*', before);
+  assert.equal(JSON.parse(ev3.data).record.id, third.body.id, 'nothing was delivered between the unsubscribe and the new subscription');
+  stream.close();
+});
+
+test('the PocketBase SDK through the round-robin balancer: its stream and its subscription POST land on either instance', { skip: skip ?? false }, async () => {
+  const { default: PocketBase } = await import('pocketbase');
+  // Node 20 has no EventSource; the SDK's realtime needs one
+  (globalThis as { EventSource?: unknown }).EventSource ??= (await import('eventsource')).EventSource;
+  const clients = Array.from({ length: 4 }, () => {
+    const pb = new PocketBase(lb!.url);
+    pb.autoCancellation(false);
+    return pb;
+  });
+  const got: string[][] = clients.map(() => []);
+  try {
+    const metric = async () => {
+      const [ma, mb] = await Promise.all([a.api('GET', '/api/realtime/metrics', { token: a.suToken }), b.api('GET', '/api/realtime/metrics', { token: b.suToken })]);
+      return ma.body.relayedPosts + mb.body.relayedPosts;
+    };
+    const relayedBefore = await metric();
+    // one after the other: round robin then sends a client's stream and its POST to different instances
+    for (const [i, pb] of clients.entries()) await pb.collection('posts').subscribe('*', (e) => got[i].push(`${e.action}:${e.record.title}`));
+    assert.ok((await metric()) > relayedBefore, 'at least one subscription POST reached the instance without the stream');
+    const r = await fetch(`${lb!.url}/api/collections/posts/records`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'to every sdk', n: 50 }) });
+    assert.ok(r.status === 200 || r.status === 201, await r.text());
+    await eventually('every SDK client hears the create', async () => got.every((g) => g.includes('create:to every sdk')));
+  } finally {
+    // the SDK reconnects a dropped stream forever: close them, or the test process stays up
+    for (const pb of clients) await pb.realtime.unsubscribe().catch(() => undefined);
+  }
+});
+
 test('a token issued by one instance is accepted by the other', { skip: skip ?? false }, async () => {
   const signup = await a.api('POST', '/api/collections/users/records', { body: { email: 'c@example.com', password: 'password123', passwordConfirm: 'password123', nick: 'c' } });
   assert.ok(signup.status === 200 || signup.status === 201, signup.text);

@@ -57,6 +57,15 @@
  * in place again, so every later commit is delivered by notification. A batch half received when
  * the connection dropped is discarded (the everything batch covers it).
  *
+ * Relay. State that lives in one instance's memory (an SSE client's stream) is reached from the
+ * others by request and reply over a second channel, `<channel>_relay`, on the same listener
+ * connection: {@link ClusterFeed.request} notifies `{"q":<request seq>,"f":"<instance>","k":"<kind>",
+ * "b":<body>}` to every instance; those with a handler for the kind (ClusterFeed.handle) run it,
+ * and one that has what the request names answers `{"r":<seq>,"t":"<asking instance>","b":<reply>}`.
+ * The asker takes the first reply; with none within the timeout (default 1 s: no instance has
+ * it, or the listener is down) it gets undefined. Requests and replies must each fit one
+ * notification.
+ *
  * Commit counts. Remote batches advance the local commit count (`counter.commits`, the writer's
  * public `commits`, which caches of rendered reads compare: src/records/records-list.ts) and carry
  * the new count as their `commit`, so a count-keyed cache entry made before a remote commit is not
@@ -85,6 +94,10 @@ export const CLUSTER_MAX_LISTED = 2000;
  * whole payload; the head (instance id, seq, chunk index, brackets) fits in the rest.
  */
 export const NOTIFY_BODY_LIMIT = 7800;
+/** PostgreSQL refuses a NOTIFY payload of this many bytes or more. */
+const NOTIFY_PAYLOAD_LIMIT = 8000;
+/** How long a relay request waits for a reply by default, ms. */
+export const RELAY_TIMEOUT_MS = 1000;
 
 /** Anything with a commit count the feed advances on remote batches (a PgWriter). */
 export interface CommitCounter {
@@ -213,12 +226,18 @@ export class ClusterFeed {
   /** Chunks received of batches not yet complete, by `instance:seq`. */
   private partial = new Map<string, Change[]>();
   private readonly truncatedOf = new Map<string, Set<string>>();
+  /** the relay's channel (`<channel>_relay`), its handlers and the requests awaiting a reply */
+  private readonly relayChannel: string;
+  private readonly handlers = new Map<string, (body: unknown) => Promise<unknown> | unknown>();
+  private readonly waiting = new Map<number, (reply: unknown) => void>();
+  private relaySeq = 0;
 
   private constructor(opts: ClusterFeedOptions) {
     this.opts = opts;
     this.instanceId = opts.instanceId ?? randomBytes(6).toString('hex');
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(this.instanceId)) throw new Error(`cluster feed: the instance id ${JSON.stringify(this.instanceId)} is not 1–64 of [A-Za-z0-9_-]`);
     this.channel = opts.channel ?? CLUSTER_CHANNEL;
+    this.relayChannel = `${this.channel}_relay`;
     this.counter = opts.counter ?? { commits: 0 };
     this.maxListed = opts.maxListed ?? CLUSTER_MAX_LISTED;
     this.backoff = opts.reconnectMinMs ?? 100;
@@ -273,9 +292,75 @@ export class ClusterFeed {
     return results.slice(0, steps.length);
   }
 
+  /**
+   * Handles relay requests of `kind` from other instances: `fn` answers the request's body with a
+   * JSON-serializable reply, or undefined when this instance has nothing for it (no reply is sent:
+   * the instance that has something answers). See "Relay" in the file comment.
+   */
+  handle(kind: string, fn: (body: unknown) => Promise<unknown> | unknown): void {
+    this.handlers.set(kind, fn);
+  }
+
+  /**
+   * Asks the other instances a relay request of `kind`; resolves the first reply, or undefined
+   * when none came within `timeoutMs` (no instance has what it names, or the listener is down).
+   * @throws RangeError when the request does not fit one notification (under 8000 bytes)
+   */
+  async request(kind: string, body: unknown, timeoutMs = RELAY_TIMEOUT_MS): Promise<unknown> {
+    const client = this.client;
+    if (!client || !this.listening) return undefined;
+    const rid = ++this.relaySeq;
+    const payload = JSON.stringify({ q: rid, f: this.instanceId, k: kind, b: body });
+    if (Buffer.byteLength(payload) >= NOTIFY_PAYLOAD_LIMIT) throw new RangeError(`a relay request of ${Buffer.byteLength(payload)} bytes does not fit one notification (under ${NOTIFY_PAYLOAD_LIMIT})`);
+    return new Promise<unknown>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(rid);
+        resolve(undefined);
+      }, timeoutMs);
+      this.waiting.set(rid, (reply) => {
+        clearTimeout(timer);
+        this.waiting.delete(rid);
+        resolve(reply);
+      });
+      client.query('SELECT pg_notify($1, $2)', [this.relayChannel, payload]).catch(() => {
+        this.waiting.get(rid)?.(undefined);
+      });
+    });
+  }
+
+  /** One relay notification: a request to handle, or the reply to one of ours. */
+  private relayed(payload: string): void {
+    let m: { q?: number; f?: string; k?: string; b?: unknown; r?: number; t?: string };
+    try {
+      m = JSON.parse(payload) as typeof m;
+    } catch {
+      this.opts.onError?.(new Error('cluster relay: cannot decode a notification'));
+      return;
+    }
+    if (typeof m.r === 'number') {
+      if (m.t === this.instanceId) this.waiting.get(m.r)?.(m.b);
+      return;
+    }
+    if (typeof m.q !== 'number' || typeof m.f !== 'string' || m.f === this.instanceId || typeof m.k !== 'string') return;
+    const fn = this.handlers.get(m.k);
+    if (!fn) return;
+    const { q, f } = m;
+    Promise.resolve()
+      .then(() => fn(m.b))
+      .then((reply) => {
+        const client = this.client;
+        if (reply === undefined || !client) return;
+        let text = JSON.stringify({ r: q, t: f, b: reply });
+        if (Buffer.byteLength(text) >= NOTIFY_PAYLOAD_LIMIT) text = JSON.stringify({ r: q, t: f, b: { status: 503, body: '{"status":503,"code":"overloaded","message":"The reply is too large to relay between instances.","data":{}}' } });
+        return client.query('SELECT pg_notify($1, $2)', [this.relayChannel, text]);
+      })
+      .catch((err: Error) => this.opts.onError?.(new Error(`cluster relay: ${err.message}`)));
+  }
+
   /** Stops listening and closes the listener connection. */
   async close(): Promise<void> {
     this.closed = true;
+    for (const done of [...this.waiting.values()]) done(undefined);
     this.listening = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
@@ -308,13 +393,15 @@ export class ClusterFeed {
     client.on('error', lost);
     client.on('end', () => lost(new Error('the cluster feed connection ended')));
     client.on('notification', (msg) => {
-      if (this.client === client && msg.channel === this.channel) this.receive(msg.payload ?? '');
+      if (this.client !== client) return;
+      if (msg.channel === this.channel) this.receive(msg.payload ?? '');
+      else if (msg.channel === this.relayChannel) this.relayed(msg.payload ?? '');
     });
     this.client = client;
     try {
       await client.connect();
       if (first) await client.query(PUBLISH_FUNCTION);
-      await client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`);
+      await client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}; LISTEN ${pg.escapeIdentifier(this.relayChannel)}`);
     } catch (err) {
       // a first connection that fails fails start(): no reconnect behind the caller's back
       if (first) this.closed = true;

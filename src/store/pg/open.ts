@@ -44,6 +44,8 @@ export interface OpenedPostgres {
   encryptionKey: Buffer | null;
   /** cluster-wide single runs (the TTL collector) */
   locks: ClusterLock;
+  /** the cluster feed, whose relay reaches state held by another instance (ClusterFeed.request) */
+  cluster: ClusterFeed;
   /** Claims the tick of a scheduled job due at `tick` for this instance (OpenedData.claimTick). */
   claimTick(job: string, tick: Date): Promise<boolean>;
   /** Closes the feed, the locks, the writer (after its queued jobs) and the reader. */
@@ -139,7 +141,7 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
       ]);
       return (r.rows?.length ?? 0) > 0;
     };
-    return { store, secret, encryptionKey, locks, claimTick, close: closeAll };
+    return { store, secret, encryptionKey, locks, cluster, claimTick, close: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

@@ -181,6 +181,30 @@ test('a delete carries the deleted row to B (auth columns left out); a row too b
   assert.deepEqual(b.batches.flatMap((x) => x.truncated), [], 'not a truncated collection');
 });
 
+test('relay: a request reaches the other instances, the one with an answer replies; silence is undefined; too large is refused', { skip }, async () => {
+  const { a, b } = await pair();
+  const seen: string[] = [];
+  a.cluster.handle('echo', (body) => {
+    seen.push(`A:${JSON.stringify(body)}`);
+    return { from: 'A', body };
+  });
+  b.cluster.handle('echo', (body) => {
+    seen.push(`B:${JSON.stringify(body)}`);
+    return (body as { to?: string }).to === 'B' ? { from: 'B', body } : undefined; // B answers only what is addressed to it
+  });
+  // asked by B: A answers; B never handles its own request
+  assert.deepEqual(await b.cluster.request('echo', { n: 1 }), { from: 'A', body: { n: 1 } });
+  // asked by A: B stays silent unless the request is its own
+  const t0 = Date.now();
+  assert.equal(await a.cluster.request('echo', { n: 2 }, 300), undefined);
+  assert.ok(Date.now() - t0 >= 290, 'silence waits out the timeout');
+  assert.deepEqual(await a.cluster.request('echo', { n: 3, to: 'B' }), { from: 'B', body: { n: 3, to: 'B' } });
+  assert.deepEqual(seen, ['A:{"n":1}', 'B:{"n":2}', 'B:{"n":3,"to":"B"}']);
+  // a kind nobody handles
+  assert.equal(await a.cluster.request('nobody', {}, 200), undefined);
+  await assert.rejects(a.cluster.request('echo', { blob: 'x'.repeat(8000) }), RangeError);
+});
+
 test('several commits arrive on B in commit order', { skip }, async () => {
   const { a, b } = await pair();
   const expected: string[] = [];
