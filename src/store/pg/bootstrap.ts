@@ -20,7 +20,7 @@
  */
 import type { WriteStep } from '../write-job.js';
 import { superusersCollection } from '../sqlite/bootstrap.js';
-import { ROWID_COLUMN, UPSERT_REGISTRY, VECTOR_FUNCTION, q, rowidIndexName, uniqueIndexName } from './collection-sql.js';
+import { FTS_CONFIG, ROWID_COLUMN, UPSERT_REGISTRY, VECTOR_FUNCTION, q, rowidIndexName, uniqueIndexName } from './collection-sql.js';
 
 export { SUPERUSERS_ID, superusersCollection } from '../sqlite/bootstrap.js';
 
@@ -112,6 +112,36 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
 $fn$`;
 
 /**
+ * The text search configuration of full-text search (FTS_CONFIG, collection-sql.ts), made once:
+ * a copy of `simple` whose words (`word`, `hword`, `hword_part`: those with letters outside ASCII)
+ * go through the `unaccent` dictionary first, so `café` is stored and searched as `cafe`, as
+ * SQLite's FTS5 folds diacritics (`remove_diacritics 2`). Without the extension (not installed,
+ * or no privilege: it is a trusted extension, a database owner may create it) the copy stays plain
+ * and accents must match exactly; {@link SEARCH_FOLDS_SQL} tells which. The mapping is decided
+ * when the configuration is made and never changed after, since stored tsvector columns keep the
+ * words of the configuration they were computed with.
+ */
+export const SEARCH_CONFIG_SQL = `DO $svc$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_ts_config c WHERE c.cfgname = '${FTS_CONFIG}' AND c.cfgnamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema())) THEN
+    CREATE TEXT SEARCH CONFIGURATION ${FTS_CONFIG} (COPY = pg_catalog.simple);
+    BEGIN
+      CREATE EXTENSION IF NOT EXISTS unaccent;
+      ALTER TEXT SEARCH CONFIGURATION ${FTS_CONFIG} ALTER MAPPING FOR hword, hword_part, word WITH unaccent, simple;
+    EXCEPTION WHEN OTHERS THEN
+      NULL; -- no unaccent on this server: the configuration stays a plain copy of simple
+    END;
+  END IF;
+END $svc$`;
+
+/** One row, one boolean: whether the search configuration folds accents (maps words through unaccent). */
+export const SEARCH_FOLDS_SQL = `SELECT EXISTS (SELECT 1 FROM pg_ts_config_map m JOIN pg_ts_dict d ON d.oid = m.mapdict
+  WHERE m.mapcfg = '${FTS_CONFIG}'::regconfig AND d.dictname = 'unaccent')::int`;
+
+/** The log line when full-text search on PostgreSQL does not fold accents. */
+export const SEARCH_NO_UNACCENT_WARNING =
+  `PostgreSQL: full-text search does not fold accents ("cafe" does not find "café"): the text search configuration ${FTS_CONFIG} was made without the unaccent extension`;
+
+/**
  * Idempotent steps creating the system tables and the `_superusers` collection row; with
  * `vector` (the extension is installed, see {@link ensureVectorExtension}) also the embedding
  * conversion function.
@@ -119,6 +149,7 @@ $fn$`;
 export function bootstrapSteps(opts: { vector?: boolean } = {}): WriteStep[] {
   const su = superusersCollection();
   const steps: WriteStep[] = SYSTEM_DDL.map((sql) => ({ sql, params: [] }));
+  steps.push({ sql: SEARCH_CONFIG_SQL, params: [] });
   steps.push({
     sql: `INSERT INTO "_collections" ("id","name","type","system","fields","indexes","options","created","updated")
           VALUES (?,?,?,1,?,?,?,?,?) ON CONFLICT DO NOTHING`,

@@ -24,7 +24,7 @@
  *   target deleting the referencing rows (`cascadeDelete`) or removing the id from their arrays,
  *   as the SQLite triggers do (`"updated"` is not touched). Relation columns are indexed (btree;
  *   GIN jsonb_path_ops for arrays) so a target's delete finds its referrers without a scan.
- * - full-text: `"_fts" tsvector GENERATED ALWAYS AS (to_tsvector('simple', …)) STORED` over
+ * - full-text: `"_fts" tsvector GENERATED ALWAYS AS (to_tsvector('svc_search', …)) STORED` over
  *   the searchable text/editor fields, with a GIN index; queried with `plainto_tsquery` and
  *   ranked by `ts_rank` ({@link ftsMatchSql}, {@link ftsRankSql}).
  * - vectors (json fields with `dimensions`), when the `vector` extension is installed:
@@ -67,8 +67,12 @@ export function pgName(name: string): string {
 export const ROWID_COLUMN = '_rowid';
 /** The generated tsvector column of collections with searchable fields. */
 export const FTS_COLUMN = '_fts';
-/** The text search configuration: no stemming, no stop words (as FTS5's unicode61). */
-export const FTS_CONFIG = 'simple';
+/**
+ * The text search configuration (bootstrap.ts SEARCH_CONFIG_SQL): a copy of `simple` (no stemming,
+ * no stop words, as FTS5's unicode61) whose words pass through `unaccent` first where the
+ * extension is available, so that accents fold as FTS5's `remove_diacritics 2` folds them.
+ */
+export const FTS_CONFIG = 'svc_search';
 /** Prefix of the vector shadow columns (reserved for field names, collection-input.ts). */
 export const VECTOR_COLUMN_PREFIX = '_vec_';
 /** The IMMUTABLE function turning a jsonb embedding into a vector (bootstrap.ts creates it). */

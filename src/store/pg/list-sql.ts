@@ -21,7 +21,7 @@
  * - PostgreSQL plans by cost with per-column statistics: SQLite's `+term` (an ORDER BY term no
  *   index may answer) has no counterpart and {@link unindexedOrder} returns the term unchanged.
  */
-import { q } from './collection-sql.js';
+import { FTS_CONFIG, q } from './collection-sql.js';
 
 /** The identity column ending every page order (SQLite's rowid). */
 const ROWID = 'r."_rowid"';
@@ -46,7 +46,7 @@ export const ID_EQUALS = 'r."id" = ?::text';
  * the server SQL backend the AND/OR/NOT/`*` operators are ignored).
  */
 export function searchJoin(): string {
-  return ` CROSS JOIN plainto_tsquery('simple'::regconfig, ?::text) AS f("q")`;
+  return ` CROSS JOIN plainto_tsquery('${FTS_CONFIG}'::regconfig, ?::text) AS f("q")`;
 }
 
 /** The condition "one of these `count` records"; params: the ids. */

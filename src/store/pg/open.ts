@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../log/logger.js';
 import { PgWriter } from './writer.js';
 import { PgReader } from './reader.js';
-import { bootstrapSteps, ensureVectorExtension } from './bootstrap.js';
+import { SEARCH_FOLDS_SQL, SEARCH_NO_UNACCENT_WARNING, bootstrapSteps, ensureVectorExtension } from './bootstrap.js';
 import { pgStores } from './sql-stores.js';
 import { ClusterFeed } from './cluster-feed.js';
 import { ClusterLock } from './cluster-lock.js';
@@ -104,6 +104,7 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     const encryptionKey = envKey ? null : await sharedSecret(writer, 'encryption_key', ENCRYPTION_KEY_BYTES);
     const reader = await PgReader.start(url);
     cleanup.push(() => reader.close());
+    if (Number(reader.get(SEARCH_FOLDS_SQL, [])?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
     writer.onCommit = () => reader.endSnapshot();
     const sql = pgStores(reader, { vector });
     const registry = new CollectionRegistry();

@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
 import { openPostgres, type OpenedPostgres } from '../../../src/store/pg/open.js';
 import { createLogger } from '../../../src/log/logger.js';
+import { SEARCH_FOLDS_SQL, SEARCH_NO_UNACCENT_WARNING } from '../../../src/store/pg/bootstrap.js';
+import pg from 'pg';
 
 const skip = postgresSkipReason() ?? false;
 let server: Postgres | null = null;
@@ -63,4 +65,31 @@ test('exactly one instance claims each tick of a scheduled job', { skip }, async
   // another job's tick at the same second is its own
   assert.equal(await b.claimTick('cleanup', tick), true);
   assert.equal(await a.claimTick('cleanup', tick), false);
+});
+
+test('full-text search folds accents through unaccent; a role that may not create the extension gets a plain configuration and a warning', { skip }, async () => {
+  const url = await server!.createDatabase('fold');
+  const before = lines.length;
+  const o = await openPostgres(url, logger);
+  opened.push(o);
+  assert.equal(Number(o.store.reader.get(SEARCH_FOLDS_SQL, [])?.[0]), 1);
+  assert.deepEqual(o.store.reader.get(`SELECT to_tsvector('svc_search', 'Crème Brûlée ÉTÉ São-Paulo')::text`, []), ["'brulee':2 'creme':1 'ete':3 'paulo':6 'sao':5 'sao-paulo':4"]);
+  const warned = (from: number) => lines.slice(from).some((l) => JSON.parse(l).msg === SEARCH_NO_UNACCENT_WARNING);
+  assert.ok(!warned(before));
+
+  // a role that may create tables in the schema but not extensions in the database
+  await server!.createDatabase('nofold');
+  const admin = new pg.Client({ connectionString: server!.urlOf('nofold') });
+  await admin.connect();
+  try {
+    await admin.query('CREATE ROLE limited LOGIN; GRANT USAGE, CREATE ON SCHEMA public TO limited');
+  } finally {
+    await admin.end();
+  }
+  const mark = lines.length;
+  const p = await openPostgres(`postgres://limited@127.0.0.1:${server!.port}/nofold`, logger);
+  opened.push(p);
+  assert.equal(Number(p.store.reader.get(SEARCH_FOLDS_SQL, [])?.[0]), 0);
+  assert.deepEqual(p.store.reader.get(`SELECT to_tsvector('svc_search', 'Crème')::text`, []), ["'crème':1"]);
+  assert.ok(warned(mark), lines.slice(mark).join('\n'));
 });
