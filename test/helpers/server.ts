@@ -89,7 +89,14 @@ export async function startSvc(opts: { args?: string[]; env?: Record<string, str
       body = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(url + path, { method, headers, body });
+    let res: Response;
+    try {
+      res = await fetch(url + path, { method, headers, body });
+    } catch (e) {
+      // say whether the server is still up, and what it logged last
+      const state = proc.exitCode !== null || proc.signalCode !== null ? `the server exited (${proc.exitCode ?? proc.signalCode})` : 'the server is still running';
+      throw new Error(`${method} ${path}: ${(e as Error).message} (${String((e as { cause?: unknown }).cause ?? '')}); ${state}; its log ends:\n${err.slice(-3000)}`, { cause: e });
+    }
     const text = await res.text();
     let parsed: any = null;
     try {
