@@ -40,9 +40,45 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     return { body, row };
   };
 
+  /** cachedRecord with its miss read off the main thread (PostgreSQL: RecordReader.readsOffThread). */
+  const cachedRecordOffThread = async (c: Collection, id: string): Promise<{ body: string; row?: unknown[] }> => {
+    const version = store.registry.version(c.id);
+    const hit = store.caches.records.entry(c.id, id, version);
+    if (hit !== undefined) return hit;
+    const codec = store.codec(c);
+    const commits = store.writer.commits;
+    const row = await reads.rowByIdOffThread(c, id);
+    if (row === undefined) throw ApiError.notFound();
+    const body = codec.stringify(codec.fromRow(row));
+    // kept only when nothing committed during the read (the entry could be stale) and the schema is the same
+    if (store.writer.commits === commits && store.registry.version(c.id) === version) store.caches.records.set(c.id, id, version, body, row);
+    return { body, row };
+  };
+
+  /**
+   * A view on PostgreSQL: the same paths as below, each read off the main thread (the pool), so
+   * the main thread serves other requests during the round trip to the server.
+   */
+  const viewOffThread = async (req: Req, c: Collection, principal: Principal | null): Promise<Reply> => {
+    if (req.query === '' && c.type === 'base' && !c.options.ttl_field) {
+      const owner = principal?.superuser ? null : store.rules.ownerColumn(c, 'viewRule');
+      if (owner !== null) {
+        const hit = await cachedRecordOffThread(c, req.params[1]);
+        if (!ownerMatches(owner, hit.row?.[owner.index], principal)) throw ApiError.notFound();
+        return json(200, hit.body);
+      }
+      if (store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all') return json(200, (await cachedRecordOffThread(c, req.params[1])).body);
+    }
+    const shape = readShape(req.query);
+    const codec = store.codec(c);
+    const rec = shape.expand ? await reads.view(c, req.params[1], principal, shape) : await reads.viewOffThread(c, req.params[1], principal, shape);
+    return json(200, codec.stringify(rec));
+  };
+
   const view = (req: Req): Reply | Promise<Reply> => {
     const c = store.collection(req.params[0]);
     const principal = auth.resolve(req);
+    if (reads.readsOffThread) return principal instanceof Promise ? principal.then((p) => viewOffThread(req, c, p)) : viewOffThread(req, c, principal);
     const codec = store.codec(c);
     if (!(principal instanceof Promise)) {
       // The record cache (record-cache.ts) serves plain views of base collections whose view rule

@@ -364,7 +364,10 @@ export class RecordLister {
       } else if (s.c.type === 'base') {
         // A small scope's ids (a semi-join's rows read and sorted: up to SMALL_SCOPE_ROWS) are
         // found on a reader thread while one is free, else here (Reader.getBalanced).
-        const balanced = small && s.driverRows! >= BALANCED_SCOPE_ROWS && order.length > 0 && this.store.reader.workerFree();
+        // On PostgreSQL every page's ids come from the pool: a main-thread read there blocks the
+        // main thread for a round trip to the server (RecordReader.readsOffThread).
+        const offThread = this.store.sql.kind === 'postgres';
+        const balanced = offThread || (small && s.driverRows! >= BALANCED_SCOPE_ROWS && order.length > 0 && this.store.reader.workerFree());
         items = balanced ? null : this.pageFromRowCache(s, where, order, rendered, pageParams, visits, small);
         items ??= await this.pageFromPoolIds(s, where, order, rendered, pageParams);
       }
@@ -427,15 +430,24 @@ export class RecordLister {
     const row = await this.runOne(s, idsSql, params, 0, 'pool');
     if (this.store.writer.commits !== commits) return null;
     const text = row?.[0] as string | null | undefined;
-    return this.bodiesOf(s, text ? text.split('\u001f') : [], rendered);
+    const ids = text ? text.split('\u001f') : [];
+    if (this.store.sql.kind !== 'postgres') return this.bodiesOf(s, ids, rendered);
+    // PostgreSQL: the records not cached are rendered on the pool too
+    const bodies = this.bodiesOf(s, ids, rendered, true);
+    if (bodies === null || !bodies.includes(undefined as unknown as Buffer)) return bodies;
+    const missing = ids.filter((_, i) => bodies[i] === undefined);
+    const rows = await this.store.reader.allOffThread(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing, this.cfg.timeBudgetMs ?? 0).catch((err) => {
+      throw overBudget(err) || err;
+    });
+    if (this.store.writer.commits !== commits) return null;
+    return this.fillBodies(s, ids, bodies, rows[0]?.[0] as string | null | undefined);
   }
 
   /**
    * The bodies of a page's records in page order (Caches.listRows as UTF-8 bytes), those not
    * cached rendered by one main-thread query and kept; null when a record is gone meanwhile.
    */
-  private bodiesOf(s: Scope, ids: string[], rendered: string): Buffer[] | null {
-    const reader = this.store.reader;
+  private bodiesOf(s: Scope, ids: string[], rendered: string, cachedOnly = false): Buffer[] | null {
     const cache = this.store.caches.listRows;
     const version = this.store.registry.version(s.c.id);
     const bodies: Buffer[] = new Array<Buffer>(ids.length);
@@ -446,26 +458,35 @@ export class RecordLister {
       if (body === undefined) missing.push(id);
       else bodies[i] = body;
     }
-    if (missing.length) {
-      // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
-      const rows = reader.all(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
-      const text = rows[0]?.[0] as string | null | undefined;
-      const byId = new Map<string, string>();
-      if (text) {
-        for (const part of text.split('\u001e')) {
-          const cut = part.indexOf('\u001f');
-          byId.set(part.slice(0, cut), part.slice(cut + 1));
-        }
+    // `cachedOnly`: the caller renders the missing ones itself (off the main thread), fillBodies
+    if (!missing.length || cachedOnly) return bodies;
+    // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
+    const rows = this.store.reader.all(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
+    return this.fillBodies(s, ids, bodies, rows[0]?.[0] as string | null | undefined);
+  }
+
+  /**
+   * Fills the holes of `bodies` (page order) from `text`, the rendering of the missing records
+   * (`id US json RS …`), caching each; null when a record is gone meanwhile.
+   */
+  private fillBodies(s: Scope, ids: string[], bodies: Buffer[], text: string | null | undefined): Buffer[] | null {
+    const cache = this.store.caches.listRows;
+    const version = this.store.registry.version(s.c.id);
+    const byId = new Map<string, string>();
+    if (text) {
+      for (const part of text.split('\u001e')) {
+        const cut = part.indexOf('\u001f');
+        byId.set(part.slice(0, cut), part.slice(cut + 1));
       }
-      for (let i = 0; i < ids.length; i++) {
-        if (bodies[i] !== undefined) continue;
-        const id = ids[i];
-        const text = byId.get(id);
-        if (text === undefined) return null;
-        const body = ownBytes(text);
-        bodies[i] = body;
-        cache.set(s.c.id, id, version, body);
-      }
+    }
+    for (let i = 0; i < ids.length; i++) {
+      if (bodies[i] !== undefined) continue;
+      const id = ids[i];
+      const rendered = byId.get(id);
+      if (rendered === undefined) return null;
+      const body = ownBytes(rendered);
+      bodies[i] = body;
+      cache.set(s.c.id, id, version, body);
     }
     return bodies;
   }

@@ -14,6 +14,7 @@ import type { WriteStep } from '../store/write-job.js';
 import { project, type Projection } from './projection.js';
 import { MAX_EXPAND_DEPTH, type ExpandTree } from './expand.js';
 import type { ListQuery } from './list-query.js';
+import type { RecordCodec } from './record-codec.js';
 
 export { parseExpand, type ExpandTree } from './expand.js';
 export { readShape } from './list-query.js';
@@ -87,9 +88,29 @@ export class RecordReader {
     return this.store.reader.get(this.store.sql.records.rowById(c, codec.columns), [id]);
   }
 
+  /**
+   * rowById read off the main thread (the PostgreSQL pool: the main thread is not blocked for the
+   * round trip to the server, see readsOffThread).
+   */
+  rowByIdOffThread(c: Collection, id: string): Promise<unknown[] | undefined> {
+    const codec = this.store.codec(c);
+    return this.store.reader.getOffThread(this.store.sql.records.rowById(c, codec.columns), [id]);
+  }
+
+  /**
+   * Whether reads of one record should go off the main thread: on PostgreSQL a synchronous read
+   * blocks the main thread for a network round trip (the sync bridge, src/store/pg/reader.ts),
+   * while the pool's reads overlap (measured in bench/cluster.ts, "get with cache bypassed");
+   * on SQLite a point read is a few microseconds on the main thread.
+   */
+  get readsOffThread(): boolean {
+    return this.store.sql.kind === 'postgres';
+  }
+
   /** One record by id under the view rule (with expand and projection), or 404. */
   async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
-    const rec = this.viewSync(c, id, principal, { expand: null, projection: null })!;
+    const bare = { expand: null, projection: null };
+    const rec = this.readsOffThread ? await this.viewOffThread(c, id, principal, bare) : this.viewSync(c, id, principal, bare)!;
     const [out] = await this.finish(c, [rec], principal, shape);
     return out;
   }
@@ -107,6 +128,19 @@ export class RecordReader {
   /** Synchronous view for the fast path (no expand): returns null when expand is requested. */
   viewSync(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Record<string, unknown> | null {
     if (shape.expand) return null;
+    const { sql, params, codec } = this.viewQuery(c, id, principal);
+    return this.viewed(c, codec, this.store.reader.get(sql, params), principal, shape);
+  }
+
+  /** viewSync with its read off the main thread (readsOffThread); no expand. */
+  async viewOffThread(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
+    // the codec of the statement's columns, even if the schema changes during the read
+    const { sql, params, codec } = this.viewQuery(c, id, principal);
+    return this.viewed(c, codec, await this.store.reader.getOffThread(sql, params), principal, shape);
+  }
+
+  /** The view's statement under the caller's view rule. @throws ApiError 404 when the rule denies */
+  private viewQuery(c: Collection, id: string, principal: Principal | null): { sql: string; params: SqlValue[]; codec: RecordCodec } {
     const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
     if (check.kind === 'deny') throw ApiError.notFound();
     const codec = this.store.codec(c);
@@ -122,7 +156,11 @@ export class RecordReader {
     const params: SqlValue[] = [id];
     if (check.kind === 'where') for (const p of check.params) params.push(p);
     if (c.options.ttl_field) params.push(nowDate());
-    const row = this.store.reader.get(sql, params);
+    return { sql, params, codec };
+  }
+
+  /** The viewed record from its row (404 when none), private fields hidden, links and projection applied. */
+  private viewed(c: Collection, codec: RecordCodec, row: unknown[] | undefined, principal: Principal | null, shape: ReadShape): Record<string, unknown> {
     if (!row) throw ApiError.notFound();
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);
