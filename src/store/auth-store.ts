@@ -1,7 +1,8 @@
 /**
  * The storage boundary of authentication (issue 13): what the auth domain (src/auth/) reads from
- * and writes to the database, as named operations. The SQLite implementations live in
- * src/store/sqlite/auth-sql.ts, session-sql.ts and token-sql.ts; a Store hands them out as
+ * and writes to the database, as named operations. The implementations, shared by both backends
+ * (a dialect table each for what they spell differently), live in src/store/shared/auth-sql.ts,
+ * session-sql.ts and token-sql.ts; a Store hands them out as
  * `store.sql.auth`, `store.sql.sessions` and `store.sql.authTokens`.
  *
  * Reads run at once on the store's main-thread reader and return raw values (never throwing for a

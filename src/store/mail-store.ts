@@ -1,7 +1,7 @@
 /**
  * The storage boundary of outbound mail (2-uploads-and-mail.md, "Mail send API": the durable
- * queue of job kind `mail`; "Sender identity"; "Suppression"); the SQLite implementation is
- * src/store/sqlite/mail-sql.ts.
+ * queue of job kind `mail`; "Sender identity"; "Suppression"); implemented for both backends by
+ * src/store/shared/mail-sql.ts.
  */
 import type { WriteStep } from './write-job.js';
 

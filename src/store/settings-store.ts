@@ -1,6 +1,6 @@
 /**
  * The storage boundary of settings and experiment assignments (spec 1-core-api.md, "Setting",
- * "Feature flag and experiment"); the SQLite implementation is src/store/sqlite/settings-sql.ts.
+ * "Feature flag and experiment"); implemented for both backends by src/store/shared/settings-sql.ts.
  */
 import type { WriteStep } from './write-job.js';
 import type { Setting } from '../settings/setting.js';

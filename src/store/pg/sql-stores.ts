@@ -2,7 +2,9 @@
  * The PostgreSQL implementations of the store interfaces (issue 24), bound to one PgReader: the
  * counterpart of src/store/sqlite/sql-stores.ts, so a Store over PostgreSQL hands out the same
  * `store.sql.*` operations (src/store/store.ts, StoreSql). Reads run on `reader`; writes come back
- * as write-job steps for a PgWriter.
+ * as write-job steps for a PgWriter. The auth, session, token, link, second-factor, settings and
+ * mail stores are shared with SQLite (src/store/shared/), each given PostgreSQL's spelling (the
+ * `postgres` entry of its dialect table).
  */
 import type { StoreSql } from '../store.js';
 import type { PgReader } from './reader.js';
@@ -10,13 +12,13 @@ import * as list from './list-sql.js';
 import * as keyset from './keyset.js';
 import * as json from './record-json.js';
 import type { PgDdlOptions } from './collection-sql.js';
-import { PgAuthSql } from './auth-sql.js';
-import { PgSessionSql } from './session-sql.js';
-import { PgTokenSql } from './token-sql.js';
-import { PgExternalAuthSql, PgPasskeySql } from './link-sql.js';
-import { PgMfaSql } from './mfa-sql.js';
-import { PgSettingsSql } from './settings-sql.js';
-import { PgMailSql } from './mail-sql.js';
+import { AuthSql, AUTH_DIALECTS } from '../shared/auth-sql.js';
+import { SessionSql, SESSION_TIE_BREAK } from '../shared/session-sql.js';
+import { TokenSql, TOKEN_TIE_BREAK } from '../shared/token-sql.js';
+import { ExternalAuthSql, PasskeySql, LINK_DIALECTS } from '../shared/link-sql.js';
+import { MfaSql, TOTP_ORDER } from '../shared/mfa-sql.js';
+import { SettingsSql, SETTINGS_DIALECTS } from '../shared/settings-sql.js';
+import { MailSql, MAIL_DIALECTS } from '../shared/mail-sql.js';
 import { PgUploadSql } from './upload-sql.js';
 import { PgFileSql } from './file-sql.js';
 import { PgSchemaSql } from './schema-sql.js';
@@ -31,14 +33,14 @@ import { PgRateLimiter } from './rate-limit-sql.js';
 export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }): StoreSql {
   return {
     kind: 'postgres',
-    auth: new PgAuthSql(reader),
-    sessions: new PgSessionSql(reader),
-    authTokens: new PgTokenSql(reader),
-    externalAuths: new PgExternalAuthSql(reader),
-    passkeys: new PgPasskeySql(reader),
-    mfa: new PgMfaSql(reader),
-    settings: new PgSettingsSql(reader),
-    mail: new PgMailSql(reader),
+    auth: new AuthSql(reader, AUTH_DIALECTS.postgres),
+    sessions: new SessionSql(reader, SESSION_TIE_BREAK.postgres),
+    authTokens: new TokenSql(reader, TOKEN_TIE_BREAK.postgres),
+    externalAuths: new ExternalAuthSql(reader, LINK_DIALECTS.postgres),
+    passkeys: new PasskeySql(reader, LINK_DIALECTS.postgres),
+    mfa: new MfaSql(reader, TOTP_ORDER.postgres),
+    settings: new SettingsSql(reader, SETTINGS_DIALECTS.postgres),
+    mail: new MailSql(reader, MAIL_DIALECTS.postgres),
     uploads: new PgUploadSql(reader),
     files: new PgFileSql(reader),
     schema: new PgSchemaSql(reader, ddl),

@@ -1,13 +1,11 @@
 /**
- * SQLite statements of second factors (implements MfaRowStore, src/store/auth-store.ts; spec
- * 1-core-api.md, "Two-factor ceremonies", "Two-factor limits"): `_totpFactors` (TOTP seeds,
- * encrypted, with the last accepted time step), `_recoveryCodes` (hashed, single use),
- * `_mfaAttempts` (pending logins, enrollments and management capabilities with their tries) and
- * `_mfaTries` (the durable per-account limit). WebAuthn factors live in `_passkeys` (factor = 1).
+ * SQLite DDL of second factors (spec 1-core-api.md, "Two-factor ceremonies", "Two-factor
+ * limits"): `_totpFactors` (TOTP seeds, encrypted, with the last accepted time step),
+ * `_recoveryCodes` (hashed, single use), `_mfaAttempts` (pending logins, enrollments and
+ * management capabilities with their tries) and `_mfaTries` (the durable per-account limit). Their
+ * statements are shared with PostgreSQL: src/store/shared/mfa-sql.ts (MfaSql, with
+ * TOTP_ORDER.sqlite).
  */
-import type { WriteStep } from '../write-job.js';
-import type { MfaAttemptRow, MfaRowStore, StepFail } from '../auth-store.js';
-import type { Reader } from './reader.js';
 
 /** DDL (part of the bootstrap steps, src/store/sqlite/bootstrap.ts). */
 export const MFA_DDL = [
@@ -28,86 +26,3 @@ export const MFA_DDL = [
   `CREATE TABLE IF NOT EXISTS "_mfaTries" ("collectionId" TEXT NOT NULL, "recordId" TEXT NOT NULL, "at" INTEGER NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS "_mfaTries_record" ON "_mfaTries" ("collectionId", "recordId", "at")`,
 ];
-
-export class SqliteMfaSql implements MfaRowStore {
-  constructor(private reader: Reader) {}
-
-  totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[] {
-    return this.reader.all('SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY "created"', [collectionId, recordId])
-      .map((r) => ({ id: String(r[0]), secret: String(r[1]), lastStep: Number(r[2]) }));
-  }
-
-  addTotpStep(id: string, collectionId: string, recordId: string, secret: string, lastStep: number, created: string): WriteStep {
-    return { sql: 'INSERT INTO "_totpFactors" ("id","collectionId","recordId","secret","lastStep","created") VALUES (?,?,?,?,?,?)', params: [id, collectionId, recordId, secret, lastStep, created] };
-  }
-
-  useTotpStep(id: string, step: number, fail: StepFail): WriteStep {
-    return { sql: 'UPDATE "_totpFactors" SET "lastStep" = ? WHERE "id" = ? AND "lastStep" < ?', params: [step, id, step], expect: 'change', fail };
-  }
-
-  removeTotpStep(collectionId: string, recordId: string): WriteStep {
-    return { sql: 'DELETE FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] };
-  }
-
-  recoveryCodes(collectionId: string, recordId: string): { id: string; hash: string }[] {
-    return this.reader.all('SELECT "id","hash" FROM "_recoveryCodes" WHERE "collectionId" = ? AND "recordId" = ?', [collectionId, recordId])
-      .map((r) => ({ id: String(r[0]), hash: String(r[1]) }));
-  }
-
-  replaceRecoveryStep(collectionId: string, recordId: string, codes: { id: string; hash: string }[], created: string): WriteStep[] {
-    return [
-      { sql: 'DELETE FROM "_recoveryCodes" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] },
-      ...codes.map((c) => ({ sql: 'INSERT INTO "_recoveryCodes" ("id","collectionId","recordId","hash","created") VALUES (?,?,?,?,?)', params: [c.id, collectionId, recordId, c.hash, created] })),
-    ];
-  }
-
-  useRecoveryStep(id: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_recoveryCodes" WHERE "id" = ?', params: [id], expect: 'change', fail };
-  }
-
-  attempt(id: string, collectionId: string): MfaAttemptRow | undefined {
-    const r = this.reader.get('SELECT "id","hash","recordId","purpose","tries","data","expires" FROM "_mfaAttempts" WHERE "id" = ? AND "collectionId" = ?', [id, collectionId]);
-    return r ? { id: String(r[0]), hash: String(r[1]), collectionId, recordId: String(r[2]), purpose: String(r[3]) as MfaAttemptRow['purpose'], tries: Number(r[4]), data: String(r[5]), expires: Number(r[6]) } : undefined;
-  }
-
-  addAttemptSteps(row: MfaAttemptRow, created: string, nowMs: number): WriteStep[] {
-    return [
-      { sql: 'DELETE FROM "_mfaAttempts" WHERE "expires" <= ?', params: [nowMs] },
-      {
-        sql: 'INSERT INTO "_mfaAttempts" ("id","hash","collectionId","recordId","purpose","tries","data","expires","created") VALUES (?,?,?,?,?,?,?,?,?)',
-        params: [row.id, row.hash, row.collectionId, row.recordId, row.purpose, row.tries, row.data, row.expires, created],
-      },
-    ];
-  }
-
-  setAttemptDataStep(id: string, data: string): WriteStep {
-    return { sql: 'UPDATE "_mfaAttempts" SET "data" = ? WHERE "id" = ?', params: [data, id] };
-  }
-
-  failAttemptSteps(id: string, maxTries: number): WriteStep[] {
-    return [
-      { sql: 'UPDATE "_mfaAttempts" SET "tries" = "tries" + 1 WHERE "id" = ?', params: [id] },
-      { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = ? AND "tries" >= ?', params: [id, maxTries] },
-    ];
-  }
-
-  consumeAttemptStep(id: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = ?', params: [id], expect: 'change', fail };
-  }
-
-  dropAttemptsStep(collectionId: string, recordId: string, purposes: readonly string[]): WriteStep {
-    return { sql: `DELETE FROM "_mfaAttempts" WHERE "collectionId" = ? AND "recordId" = ? AND "purpose" IN (${purposes.map(() => '?').join(',')})`, params: [collectionId, recordId, ...purposes] };
-  }
-
-  triesSince(collectionId: string, recordId: string, sinceMs: number): number {
-    const r = this.reader.get('SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?', [collectionId, recordId, sinceMs]);
-    return r ? Number(r[0]) : 0;
-  }
-
-  addTrySteps(collectionId: string, recordId: string, nowMs: number, windowMs: number): WriteStep[] {
-    return [
-      { sql: 'DELETE FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" <= ?', params: [collectionId, recordId, nowMs - windowMs] },
-      { sql: 'INSERT INTO "_mfaTries" ("collectionId","recordId","at") VALUES (?,?,?)', params: [collectionId, recordId, nowMs] },
-    ];
-  }
-}

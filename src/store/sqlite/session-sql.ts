@@ -1,10 +1,7 @@
 /**
- * SQLite statements of the table session store (implements SessionRowStore,
- * src/store/auth-store.ts): the `_sessions` table and its reads and writes.
+ * SQLite DDL of the table session store: the `_sessions` table. Its statements are shared with
+ * PostgreSQL: src/store/shared/session-sql.ts (SessionSql, with SESSION_TIE_BREAK.sqlite).
  */
-import type { WriteStep } from '../write-job.js';
-import type { SessionRow, SessionRowStore, StepFail } from '../auth-store.js';
-import type { Reader } from './reader.js';
 
 /** `_sessions` DDL (part of the bootstrap steps, src/store/sqlite/bootstrap.ts). */
 export const SESSIONS_DDL = [
@@ -13,44 +10,3 @@ export const SESSIONS_DDL = [
     "created" TEXT NOT NULL, "last_seen" TEXT NOT NULL, "user_agent" TEXT NOT NULL DEFAULT '', "ip" TEXT NOT NULL DEFAULT '')`,
   `CREATE INDEX IF NOT EXISTS "_sessions_owner" ON "_sessions" ("collectionId", "recordId", "created")`,
 ];
-
-export class SqliteSessionSql implements SessionRowStore {
-  constructor(private reader: Reader) {}
-
-  createSteps(collectionId: string, recordId: string, cutoff: string, row: Omit<SessionRow, 'last_seen'>): WriteStep[] {
-    return [
-      { sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" < ?', params: [collectionId, recordId, cutoff] },
-      {
-        sql: 'INSERT INTO "_sessions" ("id","collectionId","recordId","created","last_seen","user_agent","ip") VALUES (?,?,?,?,?,?,?)',
-        params: [row.id, collectionId, recordId, row.created, row.created, row.user_agent, row.ip],
-      },
-    ];
-  }
-
-  lastSeen(collectionId: string, recordId: string, sid: string): string | undefined {
-    const row = this.reader.get('SELECT "last_seen" FROM "_sessions" WHERE "id" = ? AND "collectionId" = ? AND "recordId" = ?', [sid, collectionId, recordId]);
-    return row ? String(row[0]) : undefined;
-  }
-
-  touchStep(sid: string, now: string): WriteStep {
-    return { sql: 'UPDATE "_sessions" SET "last_seen" = ? WHERE "id" = ?', params: [now, sid] };
-  }
-
-  list(collectionId: string, recordId: string, cutoff: string): SessionRow[] {
-    const rows = this.reader.all(
-      'SELECT "id","created","last_seen","user_agent","ip" FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" >= ? ORDER BY "created" DESC, rowid DESC',
-      [collectionId, recordId, cutoff],
-    );
-    return rows.map((r) => ({ id: String(r[0]), created: String(r[1]), last_seen: String(r[2]), user_agent: String(r[3]), ip: String(r[4]) }));
-  }
-
-  revokeStep(collectionId: string, recordId: string, sid: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_sessions" WHERE "id" = ? AND "collectionId" = ? AND "recordId" = ?', params: [sid, collectionId, recordId], expect: 'change', fail };
-  }
-
-  wipeSteps(collectionId: string, recordId: string, keepSid: string | null): WriteStep[] {
-    return keepSid
-      ? [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "id" != ?', params: [collectionId, recordId, keepSid] }]
-      : [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] }];
-  }
-}

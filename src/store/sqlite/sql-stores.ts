@@ -1,16 +1,20 @@
-/** The SQLite implementations of the store interfaces, bound to one main-thread reader. */
+/**
+ * The SQLite implementations of the store interfaces, bound to one main-thread reader. The auth,
+ * session, token, link, second-factor, settings and mail stores are shared with PostgreSQL
+ * (src/store/shared/), each given SQLite's spelling (the `sqlite` entry of its dialect table).
+ */
 import type { StoreSql } from '../store.js';
 import type { Reader } from './reader.js';
 import * as list from './list-sql.js';
 import * as keyset from './keyset.js';
 import * as json from './record-json.js';
-import { SqliteAuthSql } from './auth-sql.js';
-import { SqliteSessionSql } from './session-sql.js';
-import { SqliteTokenSql } from './token-sql.js';
-import { SqliteExternalAuthSql, SqlitePasskeySql } from './link-sql.js';
-import { SqliteMfaSql } from './mfa-sql.js';
-import { SqliteSettingsSql } from './settings-sql.js';
-import { SqliteMailSql } from './mail-sql.js';
+import { AuthSql, AUTH_DIALECTS } from '../shared/auth-sql.js';
+import { SessionSql, SESSION_TIE_BREAK } from '../shared/session-sql.js';
+import { TokenSql, TOKEN_TIE_BREAK } from '../shared/token-sql.js';
+import { ExternalAuthSql, PasskeySql, LINK_DIALECTS } from '../shared/link-sql.js';
+import { MfaSql, TOTP_ORDER } from '../shared/mfa-sql.js';
+import { SettingsSql, SETTINGS_DIALECTS } from '../shared/settings-sql.js';
+import { MailSql, MAIL_DIALECTS } from '../shared/mail-sql.js';
 import { SqliteUploadSql } from './upload-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
@@ -21,14 +25,14 @@ import { sqliteRecordSql } from './record-sql.js';
 export function sqliteStores(reader: Reader): StoreSql {
   return {
     kind: 'sqlite',
-    auth: new SqliteAuthSql(reader),
-    sessions: new SqliteSessionSql(reader),
-    authTokens: new SqliteTokenSql(reader),
-    externalAuths: new SqliteExternalAuthSql(reader),
-    passkeys: new SqlitePasskeySql(reader),
-    mfa: new SqliteMfaSql(reader),
-    settings: new SqliteSettingsSql(reader),
-    mail: new SqliteMailSql(reader),
+    auth: new AuthSql(reader, AUTH_DIALECTS.sqlite),
+    sessions: new SessionSql(reader, SESSION_TIE_BREAK.sqlite),
+    authTokens: new TokenSql(reader, TOKEN_TIE_BREAK.sqlite),
+    externalAuths: new ExternalAuthSql(reader, LINK_DIALECTS.sqlite),
+    passkeys: new PasskeySql(reader, LINK_DIALECTS.sqlite),
+    mfa: new MfaSql(reader, TOTP_ORDER.sqlite),
+    settings: new SettingsSql(reader, SETTINGS_DIALECTS.sqlite),
+    mail: new MailSql(reader, MAIL_DIALECTS.sqlite),
     uploads: new SqliteUploadSql(reader),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),

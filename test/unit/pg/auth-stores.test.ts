@@ -1,6 +1,6 @@
 /**
- * The PostgreSQL auth-side statement stores (src/store/pg/auth-sql.ts, session-sql.ts,
- * token-sql.ts, link-sql.ts, mfa-sql.ts; issue 24) against a real PostgreSQL
+ * The auth-side statement stores (src/store/shared/auth-sql.ts, session-sql.ts, token-sql.ts,
+ * link-sql.ts, mfa-sql.ts; issue 24) with their PostgreSQL dialects against a real PostgreSQL
  * (test/helpers/postgres.ts): the system tables from bootstrap.ts and an auth collection from
  * collection-sql.ts written through a PgWriter, reads through a PgReader. Every method of every
  * store runs in one scenario (identity look-ups, hidden columns, sessions, tokens, OAuth2 links,
@@ -26,28 +26,24 @@ import { AUTH_SIDE_TABLES, type AuthRecordStore, type AuthTokenRowStore, type Ex
 import { ApiError } from '../../../src/errors/api-error.js';
 import { authSystemFields } from '../../../src/auth/auth-fields.js';
 import { defaultAuthOptions } from '../../../src/auth/auth-defaults.js';
+// the stores, shared by both backends and spelled for each by its dialect
+import { AuthSql, AUTH_DIALECTS } from '../../../src/store/shared/auth-sql.js';
+import { SessionSql, SESSION_TIE_BREAK } from '../../../src/store/shared/session-sql.js';
+import { TokenSql, TOKEN_TIE_BREAK } from '../../../src/store/shared/token-sql.js';
+import { ExternalAuthSql, PasskeySql, LINK_DIALECTS } from '../../../src/store/shared/link-sql.js';
+import { MfaSql, TOTP_ORDER } from '../../../src/store/shared/mfa-sql.js';
 // PostgreSQL
 import { PgWriter } from '../../../src/store/pg/writer.js';
 import { PgReader } from '../../../src/store/pg/reader.js';
 import { pgDialect } from '../../../src/store/pg/dialect.js';
 import { bootstrapSteps as pgBootstrapSteps } from '../../../src/store/pg/bootstrap.js';
 import { createSteps as pgCreateSteps, q, uniqueIndexName } from '../../../src/store/pg/collection-sql.js';
-import { PgAuthSql } from '../../../src/store/pg/auth-sql.js';
-import { PgSessionSql } from '../../../src/store/pg/session-sql.js';
-import { PgTokenSql } from '../../../src/store/pg/token-sql.js';
-import { PgExternalAuthSql, PgPasskeySql } from '../../../src/store/pg/link-sql.js';
-import { PgMfaSql } from '../../../src/store/pg/mfa-sql.js';
 // SQLite
 import { WriterClient } from '../../../src/store/sqlite/writer-client.js';
 import { Reader } from '../../../src/store/sqlite/reader.js';
 import { sqliteDialect } from '../../../src/store/sqlite/dialect.js';
 import { bootstrapSteps as sqliteBootstrapSteps } from '../../../src/store/sqlite/bootstrap.js';
 import { createSteps as sqliteCreateSteps } from '../../../src/store/sqlite/collection-sql.js';
-import { SqliteAuthSql } from '../../../src/store/sqlite/auth-sql.js';
-import { SqliteSessionSql } from '../../../src/store/sqlite/session-sql.js';
-import { SqliteTokenSql } from '../../../src/store/sqlite/token-sql.js';
-import { SqliteExternalAuthSql, SqlitePasskeySql } from '../../../src/store/sqlite/link-sql.js';
-import { SqliteMfaSql } from '../../../src/store/sqlite/mfa-sql.js';
 
 const skip = postgresSkipReason() ?? false;
 
@@ -361,12 +357,12 @@ async function pgBackend(server: Postgres): Promise<Backend> {
     name: 'postgresql',
     write: (steps) => writer.write(steps),
     get: (sql, params) => reader.get(sql, params),
-    auth: new PgAuthSql(reader),
-    sessions: new PgSessionSql(reader),
-    tokens: new PgTokenSql(reader),
-    links: new PgExternalAuthSql(reader),
-    passkeys: new PgPasskeySql(reader),
-    mfa: new PgMfaSql(reader),
+    auth: new AuthSql(reader, AUTH_DIALECTS.postgres),
+    sessions: new SessionSql(reader, SESSION_TIE_BREAK.postgres),
+    tokens: new TokenSql(reader, TOKEN_TIE_BREAK.postgres),
+    links: new ExternalAuthSql(reader, LINK_DIALECTS.postgres),
+    passkeys: new PasskeySql(reader, LINK_DIALECTS.postgres),
+    mfa: new MfaSql(reader, TOTP_ORDER.postgres),
     dialect: pgDialect,
     statements: [],
     async close() {
@@ -386,12 +382,12 @@ async function sqliteBackend(dir: string): Promise<Backend> {
     name: 'sqlite',
     write: (steps) => writer.write(steps),
     get: (sql, params) => reader.get(sql, params),
-    auth: new SqliteAuthSql(reader),
-    sessions: new SqliteSessionSql(reader),
-    tokens: new SqliteTokenSql(reader),
-    links: new SqliteExternalAuthSql(reader),
-    passkeys: new SqlitePasskeySql(reader),
-    mfa: new SqliteMfaSql(reader),
+    auth: new AuthSql(reader, AUTH_DIALECTS.sqlite),
+    sessions: new SessionSql(reader, SESSION_TIE_BREAK.sqlite),
+    tokens: new TokenSql(reader, TOKEN_TIE_BREAK.sqlite),
+    links: new ExternalAuthSql(reader, LINK_DIALECTS.sqlite),
+    passkeys: new PasskeySql(reader, LINK_DIALECTS.sqlite),
+    mfa: new MfaSql(reader, TOTP_ORDER.sqlite),
     dialect: sqliteDialect,
     statements: [],
     async close() {

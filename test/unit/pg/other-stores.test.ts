@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL statement stores of settings, mail, uploads, record files and the schema
- * (src/store/pg/{settings,mail,upload,file,schema}-sql.ts; issue 24) against a real PostgreSQL
+ * (src/store/shared/{settings,mail}-sql.ts with their PostgreSQL dialects,
+ * src/store/pg/{upload,file,schema}-sql.ts; issue 24) against a real PostgreSQL
  * (test/helpers/postgres.ts), bootstrapped with src/store/pg/bootstrap.ts through a PgWriter and
  * read through a PgReader. Each scenario runs the same calls on the SQLite stores over a libsql
  * database (WriterClient + Reader) and asserts both backends hand the domain the same values
@@ -25,16 +26,14 @@ import type { SchemaStore } from '../../../src/store/schema-store.js';
 import { PgWriter } from '../../../src/store/pg/writer.js';
 import { PgReader } from '../../../src/store/pg/reader.js';
 import { bootstrapSteps as pgBootstrap } from '../../../src/store/pg/bootstrap.js';
-import { PgSettingsSql } from '../../../src/store/pg/settings-sql.js';
-import { PgMailSql } from '../../../src/store/pg/mail-sql.js';
+import { SettingsSql, SETTINGS_DIALECTS } from '../../../src/store/shared/settings-sql.js';
+import { MailSql, MAIL_DIALECTS } from '../../../src/store/shared/mail-sql.js';
 import { PgUploadSql, ZERO_BYTES_SQL } from '../../../src/store/pg/upload-sql.js';
 import { PgFileSql } from '../../../src/store/pg/file-sql.js';
 import { PgSchemaSql } from '../../../src/store/pg/schema-sql.js';
 import { WriterClient } from '../../../src/store/sqlite/writer-client.js';
 import { Reader } from '../../../src/store/sqlite/reader.js';
 import { bootstrapSteps as sqliteBootstrap } from '../../../src/store/sqlite/bootstrap.js';
-import { SqliteSettingsSql } from '../../../src/store/sqlite/settings-sql.js';
-import { SqliteMailSql } from '../../../src/store/sqlite/mail-sql.js';
 import { SqliteUploadSql } from '../../../src/store/sqlite/upload-sql.js';
 import { SqliteFileSql } from '../../../src/store/sqlite/file-sql.js';
 import { SqliteSchemaSql } from '../../../src/store/sqlite/schema-sql.js';
@@ -106,8 +105,8 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       write: (steps) => pgWriter.write(steps),
       get: (sql, params) => pgReader.get(sql, params),
       all: (sql, params) => pgReader.all(sql, params),
-      settings: new PgSettingsSql(pgReader),
-      mail: new PgMailSql(pgReader),
+      settings: new SettingsSql(pgReader, SETTINGS_DIALECTS.postgres),
+      mail: new MailSql(pgReader, MAIL_DIALECTS.postgres),
       uploads: new PgUploadSql(pgReader),
       files: new PgFileSql(pgReader),
       schema: new PgSchemaSql(pgReader),
@@ -123,8 +122,8 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       },
       get: (sql, params) => sqReader.get(sql, params),
       all: (sql, params) => sqReader.all(sql, params),
-      settings: new SqliteSettingsSql(sqReader),
-      mail: new SqliteMailSql(sqReader),
+      settings: new SettingsSql(sqReader, SETTINGS_DIALECTS.sqlite),
+      mail: new MailSql(sqReader, MAIL_DIALECTS.sqlite),
       uploads: new SqliteUploadSql(sqReader),
       files: new SqliteFileSql(sqReader),
       schema: new SqliteSchemaSql(sqReader),

@@ -1,24 +1,51 @@
 /**
- * PostgreSQL statements of the two sign-in link tables (implements ExternalAuthRowStore and
- * PasskeyRowStore, src/store/auth-store.ts; issue 24): the counterpart of
- * src/store/sqlite/link-sql.ts over `_externalAuths` and `_passkeys` of bootstrap.ts.
+ * Statements of the two sign-in link tables on both backends (implement ExternalAuthRowStore and
+ * PasskeyRowStore, src/store/auth-store.ts; issue 24), over the backend-neutral SqlReader
+ * (src/store/backend.ts): `_externalAuths` (OAuth2 provider links, spec 1-core-api.md "OAuth2")
+ * and `_passkeys` (WebAuthn credentials, "Passkey registration"; second factors have factor = 1,
+ * src/store/shared/mfa-sql.ts). The tables themselves are created by each backend's bootstrap:
+ * LINK_DDL of src/store/sqlite/link-sql.ts, SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
  * A provider account linked twice (UNIQUE ("collectionId","provider","providerId")) or a
- * credential id registered twice (the primary key) fails the job with SQLSTATE 23505, which
- * src/store/pg/dialect.ts reports as a constraint failure, as the SQLite dialect reports
- * SQLITE_CONSTRAINT. `counter` (bigint) and `factor` (smallint 0/1) are read as BigInt and
- * answered as a number and a boolean, as on SQLite. Ties of `created` are ordered by the link's
- * provider and record, the credential's id (SQLite leaves them to its index order).
+ * credential id registered twice (the primary key) fails the job with a constraint failure on
+ * both backends: SQLITE_CONSTRAINT on SQLite, SQLSTATE 23505 on PostgreSQL (src/store/pg/dialect.ts
+ * reports it as one). `counter` (SQLite INTEGER, PostgreSQL bigint) and `factor` (INTEGER /
+ * smallint 0/1) are read as BigInt on PostgreSQL and answered as a number and a boolean on both.
+ * What the backends spell differently is in {@link LinkSqlDialect}.
  */
 import type { WriteStep } from '../write-job.js';
 import type { ExternalAuthRowStore, PasskeyRow, PasskeyRowStore, StepFail } from '../auth-store.js';
-import type { PgReader } from './reader.js';
+import type { BackendKind, SqlReader } from '../backend.js';
 
-/** Record ids per IN list (a page holds at most 500 records). */
+/** What the link statements spell differently per backend. */
+export interface LinkSqlDialect {
+  /**
+   * The ORDER BY of a page's OAuth2 links. Ties of `created` and `provider` are ordered by the
+   * record on PostgreSQL; SQLite leaves them to its index order.
+   */
+  readonly externalAuthOrder: string;
+  /**
+   * The ORDER BY of a record's passkeys. Ties of `created` are ordered by the credential's id on
+   * PostgreSQL; SQLite leaves them to its index order.
+   */
+  readonly passkeyOrder: string;
+}
+
+/** Each backend's spelling. */
+export const LINK_DIALECTS: Readonly<Record<BackendKind, LinkSqlDialect>> = {
+  sqlite: { externalAuthOrder: '"created", "provider"', passkeyOrder: '"created"' },
+  postgres: { externalAuthOrder: '"created", "provider", "recordId"', passkeyOrder: '"created", "id"' },
+};
+
+/** Record ids per IN list (bounded IN lists: a page holds at most 500 records). */
 const IN_CHUNK = 500;
 
-export class PgExternalAuthSql implements ExternalAuthRowStore {
-  constructor(private reader: PgReader) {}
+/**
+ * The OAuth2 link store over one backend's reader; `dialect`: that backend's entry of
+ * {@link LINK_DIALECTS}.
+ */
+export class ExternalAuthSql implements ExternalAuthRowStore {
+  constructor(private reader: SqlReader, private dialect: LinkSqlDialect) {}
 
   recordFor(collectionId: string, provider: string, providerId: string): string | undefined {
     const row = this.reader.get('SELECT "recordId" FROM "_externalAuths" WHERE "collectionId" = ? AND "provider" = ? AND "providerId" = ?', [collectionId, provider, providerId]);
@@ -31,7 +58,7 @@ export class PgExternalAuthSql implements ExternalAuthRowStore {
     for (let i = 0; i < recordIds.length; i += IN_CHUNK) {
       const ids = recordIds.slice(i, i + IN_CHUNK);
       const rows = this.reader.all(
-        `SELECT "recordId","provider","providerId" FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" IN (${ids.map(() => '?').join(',')}) ORDER BY "created", "provider", "recordId"`,
+        `SELECT "recordId","provider","providerId" FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" IN (${ids.map(() => '?').join(',')}) ORDER BY ${this.dialect.externalAuthOrder}`,
         [collectionId, ...ids],
       );
       for (const r of rows) out.push({ recordId: String(r[0]), provider: String(r[1]), providerId: String(r[2]) });
@@ -54,8 +81,12 @@ export class PgExternalAuthSql implements ExternalAuthRowStore {
 const COLS = '"id","recordId","publicKey","counter","transports","factor"';
 const passkey = (r: unknown[]): PasskeyRow => ({ id: String(r[0]), recordId: String(r[1]), publicKey: String(r[2]), counter: Number(r[3]), transports: String(r[4]), factor: Number(r[5]) === 1 });
 
-export class PgPasskeySql implements PasskeyRowStore {
-  constructor(private reader: PgReader) {}
+/**
+ * The passkey store over one backend's reader; `dialect`: that backend's entry of
+ * {@link LINK_DIALECTS}.
+ */
+export class PasskeySql implements PasskeyRowStore {
+  constructor(private reader: SqlReader, private dialect: LinkSqlDialect) {}
 
   find(collectionId: string, credentialId: string): PasskeyRow | undefined {
     const r = this.reader.get(`SELECT ${COLS} FROM "_passkeys" WHERE "id" = ? AND "collectionId" = ?`, [credentialId, collectionId]);
@@ -64,7 +95,7 @@ export class PgPasskeySql implements PasskeyRowStore {
 
   list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[] {
     const only = factor === undefined ? '' : ` AND "factor" = ${factor ? 1 : 0}`;
-    return this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY "created", "id"`, [collectionId, recordId]).map(passkey);
+    return this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId]).map(passkey);
   }
 
   removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep {

@@ -1,19 +1,30 @@
 /**
- * PostgreSQL statements of single-use verification and reset tokens (implements
- * AuthTokenRowStore, src/store/auth-store.ts; issue 24): the counterpart of
- * src/store/sqlite/token-sql.ts over the `_authTokens` table of bootstrap.ts.
+ * Statements of single-use verification and reset tokens on both backends (implements
+ * AuthTokenRowStore, src/store/auth-store.ts; issue 24): the `_authTokens` table and its reads and
+ * writes, over the backend-neutral SqlReader (src/store/backend.ts). The table itself is created
+ * by each backend's bootstrap: AUTH_TOKENS_DDL of src/store/sqlite/token-sql.ts, SYSTEM_DDL of
+ * src/store/pg/bootstrap.ts.
  *
- * `expires` is bigint (epoch ms), read as BigInt and answered as a number as on SQLite. SQLite
- * breaks a tie of `created` in `latest` by rowid (insertion order); `_authTokens` has no such
- * column on PostgreSQL, so a tie (two tokens of one record in the same millisecond) is broken by
- * the selector instead.
+ * `expires` is epoch ms (SQLite INTEGER; PostgreSQL bigint, read as BigInt), answered as a
+ * number on both. What the backends spell differently is in {@link TOKEN_TIE_BREAK}.
  */
 import type { WriteStep } from '../write-job.js';
 import type { AuthTokenRow, AuthTokenRowStore, StepFail } from '../auth-store.js';
-import type { PgReader } from './reader.js';
+import type { BackendKind, SqlReader } from '../backend.js';
 
-export class PgTokenSql implements AuthTokenRowStore {
-  constructor(private reader: PgReader) {}
+/**
+ * What breaks a tie of `created` in `latest` (`ORDER BY "created" DESC, <this> DESC`), per
+ * backend. SQLite breaks it by rowid (insertion order); `_authTokens` has no such column on
+ * PostgreSQL, so a tie (two tokens of one record in the same millisecond) is broken by the
+ * selector (the token's id) instead.
+ */
+export const TOKEN_TIE_BREAK: Readonly<Record<BackendKind, string>> = { sqlite: '"rowid"', postgres: '"id"' };
+
+/**
+ * The token store over one backend's reader; `tieBreak`: that backend's {@link TOKEN_TIE_BREAK}.
+ */
+export class TokenSql implements AuthTokenRowStore {
+  constructor(private reader: SqlReader, private tieBreak: string) {}
 
   issueSteps(row: AuthTokenRow, nowMs: number): WriteStep[] {
     return [
@@ -36,7 +47,7 @@ export class PgTokenSql implements AuthTokenRowStore {
 
   latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined {
     const row = this.reader.get(
-      'SELECT "id","hash","email","expires" FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ? ORDER BY "created" DESC, "id" DESC LIMIT 1',
+      `SELECT "id","hash","email","expires" FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ? ORDER BY "created" DESC, ${this.tieBreak} DESC LIMIT 1`,
       [collectionId, recordId, kind],
     );
     return row ? { id: String(row[0]), hash: String(row[1]), email: String(row[2]), expires: Number(row[3]) } : undefined;

@@ -1,19 +1,32 @@
 /**
- * PostgreSQL statements of the table session store (implements SessionRowStore,
- * src/store/auth-store.ts; issue 24): the counterpart of src/store/sqlite/session-sql.ts over
- * the `_sessions` table of bootstrap.ts.
+ * Statements of the table session store on both backends (implements SessionRowStore,
+ * src/store/auth-store.ts; issue 24): the `_sessions` table and its reads and writes, over the
+ * backend-neutral SqlReader (src/store/backend.ts). The table itself is created by each backend's
+ * bootstrap: SESSIONS_DDL of src/store/sqlite/session-sql.ts, SYSTEM_DDL of
+ * src/store/pg/bootstrap.ts.
  *
  * Timestamps are text in the stored format (`YYYY-MM-DD HH:MM:SS.sssZ`, fixed width), compared
- * and ordered as text as on SQLite. SQLite breaks a tie of `created` in the newest-first list by
- * rowid (insertion order); `_sessions` has no such column on PostgreSQL, so a tie (two logins of
- * one record in the same millisecond) is broken by the session id instead.
+ * and ordered as text on both backends. What the backends spell differently is in
+ * {@link SESSION_TIE_BREAK}.
  */
 import type { WriteStep } from '../write-job.js';
 import type { SessionRow, SessionRowStore, StepFail } from '../auth-store.js';
-import type { PgReader } from './reader.js';
+import type { BackendKind, SqlReader } from '../backend.js';
 
-export class PgSessionSql implements SessionRowStore {
-  constructor(private reader: PgReader) {}
+/**
+ * What breaks a tie of `created` in the newest-first list (`ORDER BY "created" DESC, <this>
+ * DESC`), per backend. SQLite breaks it by rowid (insertion order); `_sessions` has no such
+ * column on PostgreSQL, so a tie (two logins of one record in the same millisecond) is broken by
+ * the session id instead.
+ */
+export const SESSION_TIE_BREAK: Readonly<Record<BackendKind, string>> = { sqlite: 'rowid', postgres: '"id"' };
+
+/**
+ * The table session store over one backend's reader; `tieBreak`: that backend's
+ * {@link SESSION_TIE_BREAK}.
+ */
+export class SessionSql implements SessionRowStore {
+  constructor(private reader: SqlReader, private tieBreak: string) {}
 
   createSteps(collectionId: string, recordId: string, cutoff: string, row: Omit<SessionRow, 'last_seen'>): WriteStep[] {
     return [
@@ -36,7 +49,7 @@ export class PgSessionSql implements SessionRowStore {
 
   list(collectionId: string, recordId: string, cutoff: string): SessionRow[] {
     const rows = this.reader.all(
-      'SELECT "id","created","last_seen","user_agent","ip" FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" >= ? ORDER BY "created" DESC, "id" DESC',
+      `SELECT "id","created","last_seen","user_agent","ip" FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" >= ? ORDER BY "created" DESC, ${this.tieBreak} DESC`,
       [collectionId, recordId, cutoff],
     );
     return rows.map((r) => ({ id: String(r[0]), created: String(r[1]), last_seen: String(r[2]), user_agent: String(r[3]), ip: String(r[4]) }));
@@ -47,6 +60,7 @@ export class PgSessionSql implements SessionRowStore {
   }
 
   wipeSteps(collectionId: string, recordId: string, keepSid: string | null): WriteStep[] {
+    // `<>`: the standard spelling, which both backends take
     return keepSid
       ? [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "id" <> ?', params: [collectionId, recordId, keepSid] }]
       : [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] }];

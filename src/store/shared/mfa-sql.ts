@@ -1,22 +1,37 @@
 /**
- * PostgreSQL statements of second factors (implements MfaRowStore, src/store/auth-store.ts;
- * issue 24): the counterpart of src/store/sqlite/mfa-sql.ts over `_totpFactors`,
- * `_recoveryCodes`, `_mfaAttempts` and `_mfaTries` of bootstrap.ts. WebAuthn factors live in
- * `_passkeys` (factor = 1, link-sql.ts).
+ * Statements of second factors on both backends (implements MfaRowStore, src/store/auth-store.ts;
+ * spec 1-core-api.md, "Two-factor ceremonies", "Two-factor limits"; issue 24), over the
+ * backend-neutral SqlReader (src/store/backend.ts): `_totpFactors` (TOTP seeds, encrypted, with
+ * the last accepted time step), `_recoveryCodes` (hashed, single use), `_mfaAttempts` (pending
+ * logins, enrollments and management capabilities with their tries) and `_mfaTries` (the durable
+ * per-account limit). WebAuthn factors live in `_passkeys` (factor = 1,
+ * src/store/shared/link-sql.ts). The tables themselves are created by each backend's bootstrap:
+ * MFA_DDL of src/store/sqlite/mfa-sql.ts, SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
- * Integers (`lastStep`, `tries`, `expires`, counts) are read as BigInt and answered as numbers,
- * as on SQLite. SQLite accepts an empty `IN ()`; PostgreSQL does not, so dropping the attempts of
- * no purpose is spelled as a statement that deletes nothing.
+ * Integers (`lastStep`, `tries`, `expires`, counts) are read as BigInt on PostgreSQL and answered
+ * as numbers on both backends. SQLite accepts an empty `IN ()`; PostgreSQL does not, so dropping
+ * the attempts of no purpose is spelled, on both, as a statement that deletes nothing (`false`).
+ * What the backends spell differently is in {@link TOTP_ORDER}.
  */
 import type { WriteStep } from '../write-job.js';
 import type { MfaAttemptRow, MfaRowStore, StepFail } from '../auth-store.js';
-import type { PgReader } from './reader.js';
+import type { BackendKind, SqlReader } from '../backend.js';
 
-export class PgMfaSql implements MfaRowStore {
-  constructor(private reader: PgReader) {}
+/**
+ * The ORDER BY of a record's TOTP factors, per backend. SQLite orders by `created` and leaves its
+ * ties to its index order; PostgreSQL breaks them by the factor id.
+ */
+export const TOTP_ORDER: Readonly<Record<BackendKind, string>> = { sqlite: '"created"', postgres: '"created", "id"' };
+
+/**
+ * The second-factor store over one backend's reader; `totpOrder`: that backend's
+ * {@link TOTP_ORDER}.
+ */
+export class MfaSql implements MfaRowStore {
+  constructor(private reader: SqlReader, private totpOrder: string) {}
 
   totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[] {
-    return this.reader.all('SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY "created", "id"', [collectionId, recordId])
+    return this.reader.all(`SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY ${this.totpOrder}`, [collectionId, recordId])
       .map((r) => ({ id: String(r[0]), secret: String(r[1]), lastStep: Number(r[2]) }));
   }
 

@@ -1,0 +1,77 @@
+/**
+ * Statements of settings and sticky experiment assignments on both backends (implements
+ * SettingsRowStore, src/store/settings-store.ts; issue 24), over the backend-neutral SqlReader
+ * (src/store/backend.ts): `_settings` (key → opaque string) and `_assignments` (the variant a
+ * subject got in a sticky experiment, kept from its first resolve). The tables themselves are
+ * created by each backend's bootstrap: SETTINGS_DDL of src/store/sqlite/settings-sql.ts,
+ * SYSTEM_DDL of src/store/pg/bootstrap.ts.
+ *
+ * What the backends spell differently is in {@link SettingsSqlDialect}; none of it is visible to
+ * the domain. One difference is not in the statements: PostgreSQL text cannot hold U+0000, so a
+ * setting value holding one is refused by the server (the write job fails) where SQLite stores it.
+ */
+import type { WriteStep } from '../write-job.js';
+import type { SettingsRowStore } from '../settings-store.js';
+import type { Setting } from '../../settings/setting.js';
+import type { BackendKind, SqlReader } from '../backend.js';
+
+/** What the settings statements spell differently per backend. */
+export interface SettingsSqlDialect {
+  /**
+   * The ORDER BY of `all()`: byte order of the UTF-8 key, SQLite's BINARY collation (its
+   * default); on PostgreSQL `COLLATE "C"`, whatever the database's default collation is.
+   */
+  readonly keyOrder: string;
+  /**
+   * The insert of an assignment that keeps a stored one (the first resolve wins): SQLite's
+   * `INSERT OR IGNORE`; on PostgreSQL `ON CONFLICT ("experiment","subject") DO NOTHING`, on the
+   * table's primary key. Parameters: experiment, subject, variant, created.
+   */
+  readonly assignInsert: string;
+}
+
+/** Each backend's spelling. */
+export const SETTINGS_DIALECTS: Readonly<Record<BackendKind, SettingsSqlDialect>> = {
+  sqlite: {
+    keyOrder: '"key"',
+    assignInsert: 'INSERT OR IGNORE INTO "_assignments" ("experiment","subject","variant","created") VALUES (?,?,?,?)',
+  },
+  postgres: {
+    keyOrder: '"key" COLLATE "C"',
+    assignInsert: 'INSERT INTO "_assignments" ("experiment","subject","variant","created") VALUES (?,?,?,?) ON CONFLICT ("experiment","subject") DO NOTHING',
+  },
+};
+
+/**
+ * The settings store over one backend's reader; `dialect`: that backend's entry of
+ * {@link SETTINGS_DIALECTS}.
+ */
+export class SettingsSql implements SettingsRowStore {
+  constructor(private reader: SqlReader, private dialect: SettingsSqlDialect) {}
+
+  all(): Setting[] {
+    return this.reader.all(`SELECT "key","value","created","updated" FROM "_settings" ORDER BY ${this.dialect.keyOrder}`, [])
+      .map((r) => ({ key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) }));
+  }
+
+  putStep(key: string, value: string, now: string): WriteStep {
+    return {
+      sql: 'INSERT INTO "_settings" ("key","value","created","updated") VALUES (?,?,?,?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value", "updated" = excluded."updated"',
+      params: [key, value, now, now],
+    };
+  }
+
+  deleteStep(key: string, fail: NonNullable<WriteStep['fail']>): WriteStep {
+    return { sql: 'DELETE FROM "_settings" WHERE "key" = ?', params: [key], expect: 'change', fail };
+  }
+
+  assignment(experiment: string, subject: string): string | undefined {
+    const r = this.reader.get('SELECT "variant" FROM "_assignments" WHERE "experiment" = ? AND "subject" = ?', [experiment, subject]);
+    return r ? String(r[0]) : undefined;
+  }
+
+  assignStep(experiment: string, subject: string, variant: string, now: string): WriteStep {
+    // the first resolve wins: a concurrent one keeps the stored variant
+    return { sql: this.dialect.assignInsert, params: [experiment, subject, variant, now] };
+  }
+}
