@@ -220,11 +220,7 @@ export class AuthService {
     const rec = this.callerRecord(c, claims.id);
     if (!rec) return invalid(viaCookie);
     const tokenKey = String(rec.tokenKey);
-    const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null => {
-      if (!cl || cl.ep !== rec.token_epoch) return invalid(viaCookie);
-      if (viaCookie && UNSAFE.has(req.method) && !(req.headers.csrf && safeEqual(req.headers.csrf, cl.csrf))) return null;
-      // Table store: the session row must still exist. A token without one is refused there.
-      if (cl.sid ? !this.sessions.check(c, String(rec.id), cl.sid) : sessionMode(c) === 'table') return invalid(viaCookie);
+    const principalOf = (cl: TokenClaims): AuthPrincipal | null => {
       // a collection that requires two factors refuses primary-only sessions (spec: the policy
       // is re-checked on authenticated requests and refresh)
       if (!cl.mf && twoFactorPolicy(c) === 'required') return invalid(viaCookie);
@@ -232,6 +228,15 @@ export class AuthService {
       if (cl.sid) p.sid = cl.sid;
       if (cl.mf) p.mfa = true;
       return p;
+    };
+    const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null | Promise<AuthPrincipal | null> => {
+      if (!cl || cl.ep !== rec.token_epoch) return invalid(viaCookie);
+      if (viaCookie && UNSAFE.has(req.method) && !(req.headers.csrf && safeEqual(req.headers.csrf, cl.csrf))) return null;
+      // Table store: the session row must still exist. A token without one is refused there.
+      if (!cl.sid) return sessionMode(c) === 'table' ? invalid(viaCookie) : principalOf(cl);
+      // on PostgreSQL the session's read goes through the pool (Sessions.offThread)
+      if (this.sessions.offThread) return this.sessions.checkOffThread(c, String(rec.id), cl.sid).then((ok) => (ok ? principalOf(cl) : invalid(viaCookie)));
+      return this.sessions.check(c, String(rec.id), cl.sid) ? principalOf(cl) : invalid(viaCookie);
     };
     const hit = this.tokens.cached(token, tokenKey);
     const principal = hit ? check(hit) : this.tokens.verify(token, tokenKey).then(check);

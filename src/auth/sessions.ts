@@ -59,10 +59,27 @@ export class SessionStore {
    * `last_seen` refresh when the stored one is over a minute old.
    */
   check(c: Collection, recordId: string, sid: string): boolean {
-    const lastSeen = this.store.sql.sessions.lastSeen(c.id, recordId, sid);
+    return this.seen(sid, this.store.sql.sessions.lastSeen(c.id, recordId, sid));
+  }
+
+  /**
+   * Whether check should read off the main thread (checkOffThread): on PostgreSQL, where a
+   * main-thread read blocks for a round trip to the server; every authenticated request makes one.
+   */
+  get offThread(): boolean {
+    return this.store.sql.kind === 'postgres';
+  }
+
+  /** check with its read off the main thread (the reader's pool). */
+  async checkOffThread(c: Collection, recordId: string, sid: string): Promise<boolean> {
+    return this.seen(sid, await this.store.sql.sessions.lastSeenOffThread(c.id, recordId, sid));
+  }
+
+  /** Whether a session was found (`lastSeen` defined); schedules a refresh of a stale `last_seen`. */
+  private seen(sid: string, lastSeen: string | undefined): boolean {
     if (lastSeen === undefined) return false;
-    const seen = Date.parse(lastSeen.replace(' ', 'T'));
-    if (!(Date.now() - seen < TOUCH_EVERY_MS)) this.touch(sid);
+    const at = Date.parse(lastSeen.replace(' ', 'T'));
+    if (!(Date.now() - at < TOUCH_EVERY_MS)) this.touch(sid);
     return true;
   }
 

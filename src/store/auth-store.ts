@@ -79,6 +79,8 @@ export interface SessionRowStore {
   createSteps(collectionId: string, recordId: string, cutoff: string, row: Omit<SessionRow, 'last_seen'>): WriteStep[];
   /** `last_seen` of session `sid` if it exists and belongs to the record, else undefined (one point read). */
   lastSeen(collectionId: string, recordId: string, sid: string): string | undefined;
+  /** lastSeen read off the main thread (the reader's pool: PostgreSQL's, where a main-thread read blocks for a round trip). */
+  lastSeenOffThread(collectionId: string, recordId: string, sid: string): Promise<string | undefined>;
   /** Step setting the session's `last_seen` to `now`. */
   touchStep(sid: string, now: string): WriteStep;
   /** The owner's sessions last seen at or after `cutoff`, newest first. */

@@ -21,6 +21,8 @@ import type { BackendKind, SqlReader } from '../backend.js';
  */
 export const SESSION_TIE_BREAK: Readonly<Record<BackendKind, string>> = { sqlite: 'rowid', postgres: '"id"' };
 
+const LAST_SEEN = 'SELECT "last_seen" FROM "_sessions" WHERE "id" = ? AND "collectionId" = ? AND "recordId" = ?';
+
 /**
  * The table session store over one backend's reader; `tieBreak`: that backend's
  * {@link SESSION_TIE_BREAK}.
@@ -39,7 +41,12 @@ export class SessionSql implements SessionRowStore {
   }
 
   lastSeen(collectionId: string, recordId: string, sid: string): string | undefined {
-    const row = this.reader.get('SELECT "last_seen" FROM "_sessions" WHERE "id" = ? AND "collectionId" = ? AND "recordId" = ?', [sid, collectionId, recordId]);
+    const row = this.reader.get(LAST_SEEN, [sid, collectionId, recordId]);
+    return row ? String(row[0]) : undefined;
+  }
+
+  async lastSeenOffThread(collectionId: string, recordId: string, sid: string): Promise<string | undefined> {
+    const row = await this.reader.getOffThread(LAST_SEEN, [sid, collectionId, recordId]);
     return row ? String(row[0]) : undefined;
   }
 
