@@ -91,7 +91,16 @@ export async function startSvc(opts: { args?: string[]; env?: Record<string, str
     }
     let res: Response;
     try {
-      res = await fetch(url + path, { method, headers, body });
+      try {
+        res = await fetch(url + path, { method, headers, body });
+      } catch (e) {
+        // A kept-alive connection the server closed while idle, whose close this process had not
+        // seen yet: the test was blocked in a synchronous CLI run (runCli is spawnSync), so undici
+        // took the dead socket from its pool; the server closed it idle, before any request on it,
+        // so sending again cannot run a request twice.
+        if ((e as { cause?: { code?: string } }).cause?.code !== 'UND_ERR_SOCKET') throw e;
+        res = await fetch(url + path, { method, headers, body });
+      }
     } catch (e) {
       // say whether the server is still up, and what it logged last
       const state = proc.exitCode !== null || proc.signalCode !== null ? `the server exited (${proc.exitCode ?? proc.signalCode})` : 'the server is still running';
