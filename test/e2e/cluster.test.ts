@@ -71,8 +71,11 @@ async function eventually(what: string, fn: () => Promise<boolean>, ms = 5000): 
   }
 }
 
-/** A realtime WebSocket client (0-conventions.md protocol) collecting frames. */
-async function subscribe(url: string, topic: string): Promise<{ frames: any[]; ws: WebSocket }> {
+/**
+ * A realtime WebSocket client (0-conventions.md protocol) collecting frames, subscribed to
+ * `topic`; signed in with `opts.token` first, and with `opts.filter` when given.
+ */
+async function subscribe(url: string, topic: string, opts: { token?: string; filter?: string } = {}): Promise<{ frames: any[]; ws: WebSocket }> {
   const ws = new WebSocket(`${url.replace('http', 'ws')}/api/realtime`);
   const frames: any[] = [];
   ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
@@ -81,7 +84,11 @@ async function subscribe(url: string, topic: string): Promise<{ frames: any[]; w
     ws.once('error', rej);
   });
   await eventually('connect frame', async () => frames.some((f) => f.type === 'connect'));
-  ws.send(JSON.stringify({ action: 'subscribe', topic }));
+  if (opts.token) {
+    ws.send(JSON.stringify({ action: 'auth', token: opts.token }));
+    await eventually('auth ok', async () => frames.some((f) => f.type === 'auth' && f.status === 'ok'));
+  }
+  ws.send(JSON.stringify({ action: 'subscribe', topic, ...(opts.filter ? { filter: opts.filter } : {}) }));
   await eventually('subscribe ack', async () => frames.some((f) => f.type === 'ack' && f.action === 'subscribe'));
   return { frames, ws };
 }
@@ -146,21 +153,7 @@ test('a delete on A reaches, on B, exactly the subscribers whose rule and filter
   const alice = await signIn('alice@example.com');
   const bob = await signIn('bob@example.com');
   /** A client on B, signed in, subscribed to memos (with `filter` when given). */
-  const listener = async (token: string, filter?: string) => {
-    const ws = new WebSocket(`${b.url.replace('http', 'ws')}/api/realtime`);
-    const frames: any[] = [];
-    ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
-    await new Promise<void>((res, rej) => {
-      ws.once('open', () => res());
-      ws.once('error', rej);
-    });
-    await eventually('connect frame', async () => frames.some((f) => f.type === 'connect'));
-    ws.send(JSON.stringify({ action: 'auth', token }));
-    await eventually('auth ok', async () => frames.some((f) => f.type === 'auth' && f.status === 'ok'));
-    ws.send(JSON.stringify({ action: 'subscribe', topic: 'memos', ...(filter ? { filter } : {}) }));
-    await eventually('subscribe ack', async () => frames.some((f) => f.type === 'ack' && f.action === 'subscribe'));
-    return { frames, ws };
-  };
+  const listener = (token: string, filter?: string) => subscribe(b.url, 'memos', { token, filter });
   const aliceAll = await listener(alice.token);
   const aliceKept = await listener(alice.token, 'text = "keep"'); // the filter needs the row's text
   const bobAll = await listener(bob.token);

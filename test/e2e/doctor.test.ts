@@ -204,15 +204,24 @@ test('token-secret: too short and readable by others (errors); absent (info)', {
   assert.deepEqual(of(doctor(clean.dataDir), 'token-secret'), []);
 });
 
+/** A collection with an encrypted field. */
+const VAULT = { name: 'vault', type: 'base', fields: [{ name: 'pin', type: 'text', options: { encrypted: true } }] };
+
+/** The doctor on the clean directory while VAULT exists: exit 2 and one encryption-key-backup warning naming vault.pin. */
+function encryptedWarning(): Finding[] {
+  const d = doctor(clean.dataDir);
+  assert.equal(d.status, 2);
+  const enc = of(d, 'encryption-key-backup');
+  assert.equal(enc.length, 1);
+  assert.equal(enc[0].severity, 'warning');
+  assert.ok(enc[0].message.includes('vault.pin'), enc[0].message);
+  return enc;
+}
+
 test('encryption-key-backup: a warning once a field is encrypted', { skip: SQLITE_ONLY }, async () => {
-  const secrets = await clean.createCollection({ name: 'vault', type: 'base', fields: [{ name: 'pin', type: 'text', options: { encrypted: true } }] });
+  const secrets = await clean.createCollection(VAULT);
   try {
-    const d = doctor(clean.dataDir);
-    assert.equal(d.status, 2);
-    const enc = of(d, 'encryption-key-backup');
-    assert.equal(enc.length, 1);
-    assert.equal(enc[0].severity, 'warning');
-    assert.ok(enc[0].message.includes('vault.pin'), enc[0].message);
+    const enc = encryptedWarning();
     assert.ok(enc[0].message.includes(join(clean.dataDir, 'encryption_key')));
     assert.match(enc[0].fix, /back up encryption_key separately/);
   } finally {
@@ -323,14 +332,9 @@ test('token-secret on PostgreSQL: the shared secret in _secrets, not 32 bytes (e
 });
 
 test('encryption-key-backup on PostgreSQL: a key stored beside the values is a warning; SERVICE_ENCRYPTION_KEY makes it information', { skip: PG_ONLY }, async () => {
-  const vault = await clean.createCollection({ name: 'vault', type: 'base', fields: [{ name: 'pin', type: 'text', options: { encrypted: true } }] });
+  const vault = await clean.createCollection(VAULT);
   try {
-    const d = doctor(clean.dataDir);
-    assert.equal(d.status, 2);
-    const enc = of(d, 'encryption-key-backup');
-    assert.equal(enc.length, 1);
-    assert.equal(enc[0].severity, 'warning');
-    assert.ok(enc[0].message.includes('vault.pin'), enc[0].message);
+    const enc = encryptedWarning();
     assert.match(enc[0].message, /the key stored in the same database \(postgres:\/\/\S+, "_secrets"\): any dump, replica or backup of the database reads them/);
     assert.match(enc[0].fix, /set SERVICE_ENCRYPTION_KEY to it on every instance/);
 
