@@ -6,6 +6,7 @@
  * Errors come back as plain Errors carrying the SQLite message and `code`.
  */
 import Database from 'libsql';
+import { workerData } from 'node:worker_threads';
 import type { SqlValue } from '../src/store/bind.js';
 
 
@@ -26,7 +27,18 @@ function open(path: string): InstanceType<typeof Database> {
   return db;
 }
 
+/** Tasks finished by the workers of this process, read by Reader.workerFree (shared memory). */
+const finished = (workerData as { finished?: Int32Array } | undefined)?.finished ?? new Int32Array(1);
+
 export default function read(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
+  try {
+    return runTask(task);
+  } finally {
+    Atomics.add(finished, 0, 1);
+  }
+}
+
+function runTask(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
   const conn = open(task.path);
   let stmt = cache.get(task.sql);
   if (stmt === undefined) {
