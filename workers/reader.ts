@@ -14,12 +14,17 @@ type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
 let db: InstanceType<typeof Database> | null = null;
 let dbPath = '';
-const cache = new Map<string, Stmt>();
+/**
+ * Prepared statements per mode: libsql 0.5.29 leaves a statement that ran `all()` unreset, and a
+ * later `get()` on it answers with the previous parameters (src/store/sqlite/reader.ts, statement).
+ */
+const caches = { get: new Map<string, Stmt>(), all: new Map<string, Stmt>() };
 
 function open(path: string): InstanceType<typeof Database> {
   if (db && dbPath === path) return db;
   db?.close();
-  cache.clear();
+  caches.get.clear();
+  caches.all.clear();
   db = new Database(path);
   db.exec('PRAGMA busy_timeout = 5000');
   db.exec('PRAGMA query_only = 1');
@@ -40,6 +45,7 @@ export default function read(task: { path: string; sql: string; params: SqlValue
 
 function runTask(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
   const conn = open(task.path);
+  const cache = caches[task.mode];
   let stmt = cache.get(task.sql);
   if (stmt === undefined) {
     stmt = conn.prepare(task.sql);

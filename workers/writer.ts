@@ -36,13 +36,21 @@ const STMT_CACHE_MAX = 500;
 const port = parentPort!;
 let db: InstanceType<typeof Database>;
 const stmtCache = new Map<string, Prepared>();
+/**
+ * Statements that run `all()` (steps returning rows), apart: libsql 0.5.29 leaves a statement that
+ * ran `all()` unreset, and a later `get()` on it cannot bind its parameters and runs it again with
+ * the previous ones (measured: `UPDATE … RETURNING` by `all(['c', 4])` then `get(['d', 5])`
+ * updated row 4 again and left row 5 as it was).
+ */
+const allStmtCache = new Map<string, Prepared>();
 /** The queued jobs, in order: each is its batch and its start offset in it. */
 let queue: Array<{ batch: unknown[]; at: number }> = [];
 let scheduled = false;
 let closing = false;
 
-function prepare(sql: string): Prepared {
-  let p = stmtCache.get(sql);
+function prepare(sql: string, forAll = false): Prepared {
+  const cache = forAll ? allStmtCache : stmtCache;
+  let p = cache.get(sql);
   if (p === undefined) {
     const stmt = db.prepare(sql);
     const reader = stmt.reader;
@@ -51,8 +59,8 @@ function prepare(sql: string): Prepared {
       stmt.safeIntegers(true);
     }
     p = { stmt, reader };
-    if (stmtCache.size >= STMT_CACHE_MAX) stmtCache.clear();
-    stmtCache.set(sql, p);
+    if (cache.size >= STMT_CACHE_MAX) cache.clear();
+    cache.set(sql, p);
   }
   return p;
 }
@@ -112,7 +120,7 @@ function syncChangeTriggers(): void {
  * collections whose changes were too many to list (MAX_CHANGES_LISTED).
  */
 function takeChanges(): [unknown[] | null, string[] | null] {
-  const rows = prepare('SELECT "c", "id", "op", "old" FROM temp."_changes"').stmt.all(NO_PARAMS) as unknown[][];
+  const rows = prepare('SELECT "c", "id", "op", "old" FROM temp."_changes"', true).stmt.all(NO_PARAMS) as unknown[][];
   if (rows.length === 0) return [null, null];
   exec('DELETE FROM temp."_changes"');
   if (rows.length > MAX_CHANGES_LISTED * 2) return [null, [...new Set(rows.map((r) => String(r[0])))]];
@@ -160,7 +168,7 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
       ddlPending = ddl;
       hadDdl ||= ddl;
       if (ddl) analyzeDue = true;
-      const { stmt, reader } = prepare(sql);
+      const { stmt, reader } = prepare(sql, (flags & STEP_RETURN_ROWS) !== 0);
       if (reader) {
         if (flags & STEP_RETURN_ROWS) {
           const rows = stmt.all(params) as unknown[][];

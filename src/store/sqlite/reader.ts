@@ -100,6 +100,8 @@ function openPlanner(path: string): InstanceType<typeof Database> {
 export class Reader {
   readonly db: InstanceType<typeof Database>;
   private cache = new Map<string, Stmt>();
+  /** statements that run `all()` (see statement) */
+  private allCache = new Map<string, Stmt>();
   private planCache = new Map<string, boolean>();
   private plans = new Map<string, string[]>();
   private pool: Piscina | null = null;
@@ -142,15 +144,21 @@ export class Reader {
     }
   }
 
-  /** A cached raw statement (rows as arrays, integers as BigInt). */
-  statement(sql: string): Stmt {
-    let s = this.cache.get(sql);
+  /**
+   * A cached raw statement (rows as arrays, integers as BigInt) for `get()` or, from a cache of
+   * its own, for `all()`: libsql 0.5.29 leaves a statement that ran `all()` unreset, so a later
+   * `get()` on it cannot bind its parameters and answers with the previous ones (measured:
+   * `all([3])` then `get([4])` on `SELECT count(*) … WHERE n % ? = 0` gave the count for 3).
+   */
+  statement(sql: string, mode: 'get' | 'all' = 'get'): Stmt {
+    const cache = mode === 'get' ? this.cache : this.allCache;
+    let s = cache.get(sql);
     if (s === undefined) {
       s = this.db.prepare(sql);
       s.raw(true);
       s.safeIntegers(true);
-      if (this.cache.size >= STMT_CACHE_MAX) this.cache.clear();
-      this.cache.set(sql, s);
+      if (cache.size >= STMT_CACHE_MAX) cache.clear();
+      cache.set(sql, s);
     }
     return s;
   }
@@ -183,6 +191,7 @@ export class Reader {
   invalidate(): void {
     this.endSnapshot();
     this.cache.clear();
+    this.allCache.clear();
     this.planCache.clear();
     this.plans.clear();
     // The planner's statements are never reset explicitly, so it may still hold a read
@@ -200,7 +209,7 @@ export class Reader {
   /** All rows, on the main thread. */
   all(sql: string, params: SqlValue[]): unknown[][] {
     if (!this.inSnapshot) this.beginSnapshot();
-    return this.statement(sql).all(params) as unknown[][];
+    return this.statement(sql, 'all').all(params) as unknown[][];
   }
 
   /**
@@ -459,6 +468,7 @@ export class Reader {
     clearTimeout(timer);
     this.endSnapshot();
     this.cache.clear();
+    this.allCache.clear();
     this.planner.close();
     this.db.close();
   }

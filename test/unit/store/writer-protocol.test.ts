@@ -128,3 +128,17 @@ test('a write after close answers 503', async () => {
   await assert.rejects(w.write([{ sql: 'SELECT 1', params: [] }]), (e: unknown) => e instanceof ApiError && e.status === 503);
   rmSync(dir, { recursive: true, force: true });
 });
+
+test('one statement run for rows and then as a guard binds its new parameters (libsql all() then get())', async () => {
+  await withWriter(async (w) => {
+    await w.write([{ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)', params: [] }]);
+    await w.write([{ sql: "INSERT INTO t SELECT value, 'x' FROM generate_series(1, 5)", params: [] }]);
+    const update = 'UPDATE t SET v = ? WHERE id = ? RETURNING id, v';
+    const [withRows] = await w.write([{ sql: update, params: ['c', 4], returnRows: true }]);
+    assert.deepEqual(withRows.rows, [[4n, 'c']]);
+    // the same SQL as a guard (a get() on libsql): it must update row 5, not run again for row 4
+    await w.write([{ sql: update, params: ['d', 5], expect: 'row' }]);
+    const [read] = await w.write([{ sql: 'SELECT id, v FROM t WHERE id >= 4 ORDER BY id', params: [], returnRows: true }]);
+    assert.deepEqual(read.rows, [[4n, 'c'], [5n, 'd']]);
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * The reader pool's scheduling (src/store/sqlite/reader.ts, issue 23): whether a reader thread is
+ * free is read from what the threads report finished (shared memory), so a main thread that is
+ * busy, and so has not taken the answers in, still sees a thread free again; reads for the pool
+ * wait in the Reader's queue and all come back with their own answers. Real worker threads
+ * (dist/workers/reader.js: `npm run build` first) on a real database file.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'libsql';
+import { Reader } from '../../../src/store/sqlite/reader.js';
+
+let dir: string;
+let reader: Reader;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-reader-pool-'));
+  const path = join(dir, 'data.db');
+  const db = new Database(path);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('CREATE TABLE t (n INTEGER)');
+  db.exec('INSERT INTO t SELECT value FROM generate_series(1, 20000)');
+  db.close();
+  reader = new Reader(path, 1);
+  // start the thread and its connection
+  assert.deepEqual(await reader.getOffThread('SELECT 1', []), [1n]);
+});
+
+after(async () => {
+  await reader?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Busy-waits (never yielding to the event loop) until `ok()` or `ms` pass; returns whether it held. */
+function spinUntil(ok: () => boolean, ms: number): boolean {
+  const end = performance.now() + ms;
+  while (performance.now() < end) if (ok()) return true;
+  return ok();
+}
+
+test('a reader thread that finished is free again before the main thread takes its answer in', async () => {
+  const sql = 'SELECT count(*), sum(n) FROM t WHERE n % ? = 0';
+  // one read running and one waiting behind it: the balanced reads that may go to one thread
+  const first = reader.getBalanced(sql, [3]);
+  const second = reader.getBalanced(sql, [7]);
+  assert.ok(first instanceof Promise && second instanceof Promise, 'both went to the worker');
+  assert.equal(reader.workerFree(), false, 'two reads held by the one thread');
+  // The main thread stays busy (no event-loop turn, so no answer is taken in); the thread's
+  // reports alone make it free again. Counting by answers taken in, this never turned true.
+  assert.ok(spinUntil(() => reader.workerFree(), 10_000), 'the thread was never seen free while the main thread was busy');
+  // a third balanced read now goes to the thread too, not to the main thread
+  const third = reader.getBalanced(sql, [11]);
+  assert.ok(third instanceof Promise);
+  // count and sum of the multiples of d up to 20,000
+  const want = (d: number) => {
+    const k = Math.floor(20000 / d);
+    return [BigInt(k), BigInt((d * k * (k + 1)) / 2)];
+  };
+  assert.deepEqual(await first, want(3));
+  assert.deepEqual(await second, want(7));
+  assert.deepEqual(await third, want(11));
+});
+
+test('reads queued for the pool come back in full, each with its own answer', async () => {
+  const divisors = Array.from({ length: 40 }, (_, i) => i + 2);
+  const answers = await Promise.all(divisors.map((d) => (d % 2 ? reader.allOffThread('SELECT count(*) FROM t WHERE n % ? = 0', [d]) : reader.getOffThread('SELECT count(*) FROM t WHERE n % ? = 0', [d]))));
+  answers.forEach((a, i) => {
+    const want = BigInt(Math.floor(20000 / divisors[i]));
+    assert.deepEqual(divisors[i] % 2 ? a : [a], [[want]], `divisor ${divisors[i]}`);
+  });
+  assert.equal(reader.workerFree(), true, 'nothing held once all are answered');
+});
+
+test('one SQL text read by all() and then by get() answers for the new parameters, on the main thread and on the pool', async () => {
+  const sql = 'SELECT count(*) FROM t WHERE n % ? = 0';
+  assert.deepEqual(reader.all(sql, [3]), [[6666n]]);
+  assert.deepEqual(reader.get(sql, [4]), [5000n]);
+  assert.deepEqual(await reader.allOffThread(sql, [3]), [[6666n]]);
+  assert.deepEqual(await reader.getOffThread(sql, [4]), [5000n]);
+});
