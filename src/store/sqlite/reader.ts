@@ -202,12 +202,14 @@ export class Reader {
 
   /** First row or undefined, on the main thread. */
   get(sql: string, params: SqlValue[]): unknown[] | undefined {
+    if (this.queue.length) this.pump(); // a busy main thread still feeds the threads (pump)
     if (!this.inSnapshot) this.beginSnapshot();
     return this.statement(sql).get(params) as unknown[] | undefined;
   }
 
   /** All rows, on the main thread. */
   all(sql: string, params: SqlValue[]): unknown[][] {
+    if (this.queue.length) this.pump();
     if (!this.inSnapshot) this.beginSnapshot();
     return this.statement(sql, 'all').all(params) as unknown[][];
   }
@@ -337,8 +339,9 @@ export class Reader {
   /**
    * Hands queued reads, oldest first, to the current pool while one of its threads is idle, so a
    * read never waits on a thread behind another (a long one would hold it: see retirePool). Runs
-   * when a read is queued, when one is answered, and whenever a balanced read asks (workerFree),
-   * so a busy main thread keeps the threads fed between turns of its event loop.
+   * when a read is queued, when one is answered, and whenever the main thread reads or a balanced
+   * read asks (workerFree), so a busy main thread keeps the threads fed between turns of its
+   * event loop.
    */
   private pump(): void {
     const pool = this.pool;
