@@ -32,10 +32,18 @@ function open(path: string): InstanceType<typeof Database> {
   return db;
 }
 
+/** One read (src/store/sqlite/reader.ts, ReadTask). */
+interface ReadTask {
+  path: string;
+  sql: string;
+  params: SqlValue[];
+  mode: 'all' | 'get';
+}
+
 /** Tasks finished by the workers of this process, read by Reader.workerFree (shared memory). */
 const finished = (workerData as { finished?: Int32Array } | undefined)?.finished ?? new Int32Array(1);
 
-export default function read(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
+export default function read(task: ReadTask): unknown {
   try {
     return runTask(task);
   } finally {
@@ -43,7 +51,7 @@ export default function read(task: { path: string; sql: string; params: SqlValue
   }
 }
 
-function runTask(task: { path: string; sql: string; params: SqlValue[]; mode: 'all' | 'get' }): unknown {
+function runTask(task: ReadTask): unknown {
   const conn = open(task.path);
   const cache = caches[task.mode];
   let stmt = cache.get(task.sql);

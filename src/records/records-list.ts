@@ -104,7 +104,7 @@ const SMALL_SCOPE_ROWS = 2000;
  */
 const BALANCED_SCOPE_ROWS = 100;
 
-/** Id queries kept per collection (RecordLister.idQueriesOf); past it they are dropped and built again. */
+/** Id queries kept (RecordLister.idQueriesOf); past it they are dropped and built again. */
 const ID_QUERIES_MAX = 500;
 /** Deepest offset page end (page × perPage) answered from a vector index; deeper pages scan exactly. */
 export const VECTOR_INDEX_MAX_K = 5000;
@@ -114,12 +114,12 @@ export const VECTOR_OVERFETCH = 4;
 export class RecordLister {
   private filterCache = new Map<string, CompiledExpr>();
   /**
-   * The id queries of plain pages per collection (the object: a schema change replaces it) and
-   * WHERE + ORDER BY, so a page reuses the same SQL strings: their hashes are kept, and the
-   * statement and plan caches compare them by identity instead of hashing and comparing a new
-   * string of a few hundred characters each time.
+   * The id queries of plain pages by FROM (the table), WHERE and ORDER BY, everything they are
+   * built from, so a page reuses the same SQL strings: their hashes are kept, and the statement
+   * and plan caches compare them by identity instead of hashing and comparing a new string of a
+   * few hundred characters each time.
    */
-  private idQueries = new WeakMap<Collection, Map<string, { pageIds: string; aggregate: string }>>();
+  private idQueries = new Map<string, { pageIds: string; aggregate: string }>();
   /** the backend's list statements and keyset terms (store.sql.list, store.sql.keyset) */
   private readonly L: ListSql;
   private readonly K: KeysetSql;
@@ -429,18 +429,14 @@ export class RecordLister {
    * 4.7 µs against 16 µs; 10 µs with a sort), built once per collection, WHERE and ORDER BY.
    */
   private idQueriesOf(s: Scope, where: Where, order: string[]): { pageIds: string; aggregate: string } {
-    let byScope = this.idQueries.get(s.c);
-    if (byScope === undefined) {
-      byScope = new Map();
-      this.idQueries.set(s.c, byScope);
-    }
     const whereSql = where.sql();
-    const key = order.length ? `${s.from}\u0000${whereSql}\u0000${order.join('\u0001')}` : `${s.from}\u0000${whereSql}`;
-    let q = byScope.get(key);
+    // s.from names the table (s.c.name) the aggregate joins back to
+    const key = `${s.from}\u0000${whereSql}\u0000${order.join('\u0001')}`;
+    let q = this.idQueries.get(key);
     if (q === undefined) {
       q = { pageIds: this.L.pageIdsSql(s.from, whereSql, order), aggregate: this.L.pageAggregateSql(s.c.name, s.from, whereSql, order, this.L.ID_ORDER, this.L.ID_SEPARATOR) };
-      if (byScope.size >= ID_QUERIES_MAX) byScope.clear();
-      byScope.set(key, q);
+      if (this.idQueries.size >= ID_QUERIES_MAX) this.idQueries.clear();
+      this.idQueries.set(key, q);
     }
     return q;
   }
