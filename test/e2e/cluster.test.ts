@@ -212,7 +212,12 @@ test('SSE: the stream on B, its subscription POST on A (no sticky routing): A re
   // unsubscribing through A stops the events on B
   assert.equal((await a.api('POST', '/api/realtime', { token: a.suToken, body: { clientId, subscriptions: [] } })).status, 204);
   const before = stream.events.length;
-  await a.api('POST', '/api/collections/posts/records', { body: { title: 'after unsubscribe', n: 8 } });
+  // a watcher on B: once it hears the create, B has dispatched it to every client it holds (the
+  // change reaches B asynchronously, so resubscribing before that would rightly deliver it)
+  const watcher = await subscribe(b.url, 'posts');
+  const after = await a.api('POST', '/api/collections/posts/records', { body: { title: 'after unsubscribe', n: 8 } });
+  await eventually('B dispatched the create made after the unsubscribe', async () => watcher.frames.some((f) => f.type === 'event' && f.record?.id === after.body.id));
+  watcher.ws.close();
   const marker = await b.api('POST', '/api/realtime', { token: b.suToken, body: { clientId, subscriptions: ['posts/*'] } });
   assert.equal(marker.status, 204);
   const third = await a.api('POST', '/api/collections/posts/records', { body: { title: 'third', n: 9 } });
