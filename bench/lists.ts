@@ -5,14 +5,19 @@
  * the ceiling and the three series (relation filter + indexed sort, random deep pages, list 20
  * with the page cache bypassed), printing each run and the median ratio to the ceiling.
  *
+ * With `floor` in `--only` (or no `--only`), a fourth series runs bench/list-floor.mjs: bare
+ * uWebSockets.js doing only the one libsql read of a bypassed page and sending the same 5 KB
+ * body, the most a page-cache-bypassed list could reach on this design.
+ *
  *   npm run build && npx tsx bench/lists.ts [--data=DIR] [--rounds=3] [--seconds=3]
- *       [--only=relation,deep,nocache] [--cpu-prof]
+ *       [--only=relation,deep,nocache,floor] [--cpu-prof]
  *
  * `--cpu-prof` runs the server under `node --cpu-prof` (profiles in bench/results/profiles-lists/)
  * and prints the hottest functions of the main thread. The committed figures come from
  * `npm run bench`; this runner is not part of it.
  */
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadCities } from './lib/cities.js';
@@ -55,15 +60,26 @@ async function main(): Promise<void> {
   const helloPort = await freePort();
   const hello = startProcess('hello-uws', process.execPath, [join(REPO_ROOT, 'bench', 'hello-uws.mjs'), String(helloPort)], { cwd: REPO_ROOT });
   const ceilingUrl = `http://127.0.0.1:${helloPort}/`;
+  const url = `${svc.url}/api/collections/cities/records`;
+  const bypassed = `${url}?page=1&perPage=20&skipTotal=1`;
+  let floor: ReturnType<typeof startProcess> | null = null;
+  const bodyFile = join(tmpdir(), `svc-list-floor-${process.pid}.json`);
   try {
     await waitForHttp(ceilingUrl, hello);
-    const url = `${svc.url}/api/collections/cities/records`;
+    const floorPort = await freePort();
+    if (!ONLY || ONLY.includes('floor')) {
+      // the floor sends the very page svc answers
+      await writeFile(bodyFile, Buffer.from(await (await fetch(bypassed)).arrayBuffer()));
+      floor = startProcess('list-floor', process.execPath, [join(REPO_ROOT, 'bench', 'list-floor.mjs'), String(floorPort), join(dataDir, 'data.db'), bodyFile], { cwd: REPO_ROOT });
+      await waitForHttp(`http://127.0.0.1:${floorPort}/`, floor);
+    }
     const series: Array<{ key: string; load: WrkOptions }> = [
       { key: 'relation', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['relation', codes.join(','), CITY_THRESHOLDS.join(',')] } },
       { key: 'deep', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['deep', String(Math.floor(rows / 20))] } },
-      { key: 'nocache', load: { url: `${url}?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
+      { key: 'nocache', load: { url: bypassed, script: wrkScript('distinct-query.lua') } },
+      { key: 'floor', load: { url: `http://127.0.0.1:${floorPort}/?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
     ].filter((s) => !ONLY || ONLY.includes(s.key));
-    const pids = [svc.proc.child.pid!, hello.child.pid!];
+    const pids = [svc.proc.child.pid!, hello.child.pid!, ...(floor ? [floor.child.pid!] : [])];
     for (const s of series) await runWrk({ ...s.load, durationS: 1 }); // warm-up
     const ratios = new Map<string, number[]>(series.map((s) => [s.key, []]));
     for (let round = 0; round < ROUNDS; round++) {
@@ -80,6 +96,8 @@ async function main(): Promise<void> {
     }
     console.log(series.map((s) => `${s.key}: median ${median(ratios.get(s.key)!).toFixed(3)} × ceiling`).join('\n'));
   } finally {
+    await floor?.stop();
+    await rm(bodyFile, { force: true });
     await hello.stop();
     await svc.stop();
     if (!keep) await rm(dataDir, { recursive: true, force: true });
