@@ -6,7 +6,7 @@
  * Errors come back as plain Errors carrying the SQLite message and `code`.
  */
 import Database from 'libsql';
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import type { SqlValue } from '../src/store/bind.js';
 
 
@@ -40,13 +40,38 @@ interface ReadTask {
   mode: 'all' | 'get';
 }
 
-/** Tasks finished by the workers of this process, read by Reader.workerFree (shared memory). */
+/**
+ * Reads finished, in memory shared with the Reader (src/store/sqlite/reader.ts, PoolCounts): [0]
+ * by every thread of the pool, then per slot a thread's id and its own count. The Reader reads
+ * them to see a thread idle before it has taken the thread's answers in.
+ */
 const finished = (workerData as { finished?: Int32Array } | undefined)?.finished ?? new Int32Array(1);
+/**
+ * This thread's slot, or -1 when all are taken (the Reader then goes by piscina's count). piscina
+ * ends idle threads with `terminate()`, which runs no exit handler: the Reader frees their slots
+ * (`workerDestroy`); the handler here covers a thread that exits by itself.
+ */
+const slot = claimSlot();
+
+function claimSlot(): number {
+  for (let i = 0; 2 + 2 * i < finished.length; i++) {
+    // a free slot's count is 0 (reset before it is freed)
+    if (Atomics.compareExchange(finished, 1 + 2 * i, 0, threadId) === 0) {
+      process.once('exit', () => {
+        Atomics.store(finished, 2 + 2 * i, 0);
+        Atomics.store(finished, 1 + 2 * i, 0);
+      });
+      return i;
+    }
+  }
+  return -1;
+}
 
 export default function read(task: ReadTask): unknown {
   try {
     return runTask(task);
   } finally {
+    if (slot >= 0) Atomics.add(finished, 2 + 2 * slot, 1);
     Atomics.add(finished, 0, 1);
   }
 }

@@ -54,11 +54,19 @@ export class ReadBudgetExceeded extends Error {
  * only has to exceed what a busy main thread has not yet taken answers of (piscina learns that a
  * task is done only when this thread's event loop turns). It also cut piscina's own cost on the
  * main thread: 54-60 µs a task with one task a thread, 23-26 µs with 64 (measured, `SELECT 1`,
- * four in flight). With two threads (four cores and more), piscina picks the thread by its own
- * count of unanswered tasks, which may be stale: a read can then wait on a thread that is still
- * busy while the other is idle.
+ * four in flight). Which thread takes a read is the Reader's choice (threadBalancer), not
+ * piscina's: piscina counts a task until this thread takes its answer in.
  */
 const PISCINA_TASKS_PER_THREAD = 64;
+/**
+ * Threads of one pool that can report their own finished reads (workers/reader.ts claims a slot
+ * when it starts and frees it when it exits; a thread without a slot is judged by piscina's count).
+ */
+export const READER_THREAD_SLOTS = 16;
+
+/** The shared counters of one pool: [0] reads finished by all its threads, then per slot its thread id and its reads finished. */
+type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0]>;
+type PiscinaWorker = Parameters<NonNullable<PiscinaOptions['loadBalancer']>>[1][number];
 
 /** A read waiting for a reader thread (Reader.pump). */
 interface QueuedRead {
@@ -85,12 +93,70 @@ interface ReadTask {
  */
 interface PoolCounts {
   handed: number;
+  /** [0]: reads finished by all threads; [1 + 2i], [2 + 2i]: slot i's thread id (0: free) and its reads finished */
   finished: Int32Array;
+  /** reads handed per thread id (threadBalancer) */
+  byThread: Map<number, number>;
+  /** slot per thread id, as last found (checked against the slot's id before use) */
+  slots: Map<number, number>;
   /**
    * Reads handed whose answer this thread has not taken in yet: a bound on what the threads hold
    * that a thread ending without finishing its reads (its answers are then errors) cannot drift.
    */
   unanswered: number;
+}
+
+/**
+ * The reads one thread of a pool holds now (handed to it and not finished), from what it reports
+ * in shared memory; null when it has no slot (workers/reader.ts).
+ */
+function threadHeld(c: PoolCounts, threadId: number): number | null {
+  let slot = c.slots.get(threadId);
+  if (slot === undefined || Atomics.load(c.finished, 1 + 2 * slot) !== threadId) {
+    slot = -1;
+    for (let i = 0; i < READER_THREAD_SLOTS; i++) {
+      if (Atomics.load(c.finished, 1 + 2 * i) === threadId) { slot = i; break; }
+    }
+    if (slot < 0) return null;
+    c.slots.set(threadId, slot);
+  }
+  return (c.byThread.get(threadId) ?? 0) - Atomics.load(c.finished, 2 + 2 * slot);
+}
+
+/** Frees the slot of a thread that ended (its count first: a free slot counts 0). */
+function freeSlot(c: PoolCounts, threadId: number): void {
+  for (let i = 0; i < READER_THREAD_SLOTS; i++) {
+    if (Atomics.load(c.finished, 1 + 2 * i) !== threadId) continue;
+    Atomics.store(c.finished, 2 + 2 * i, 0);
+    Atomics.store(c.finished, 1 + 2 * i, 0);
+  }
+  c.byThread.delete(threadId);
+  c.slots.delete(threadId);
+}
+
+/**
+ * piscina's choice of thread for a read (its `loadBalancer`): an idle thread by what the threads
+ * report finished, else, while the pool has fewer than `maxThreads` ready threads, none (piscina
+ * queues the read and starts a thread), else the one holding fewest. piscina's own balancer
+ * counts a read until this thread takes its answer in, so while the main thread was busy it
+ * could hand a cheap read to the thread running a long one with the other idle (measured in
+ * test/unit/store/reader-pool.test.ts: the read waited for the long one to end).
+ */
+function threadBalancer(c: PoolCounts, workers: PiscinaWorker[], maxThreads: number): PiscinaWorker | null {
+  let best: PiscinaWorker | null = null;
+  let fewest = Infinity;
+  for (const w of workers) {
+    if (w.terminating || w.destroyed) continue;
+    const held = threadHeld(c, w.id) ?? w.currentUsage;
+    if (held < fewest) {
+      best = w;
+      fewest = held;
+      if (held <= 0) break;
+    }
+  }
+  if (best === null || fewest >= PISCINA_TASKS_PER_THREAD || (fewest > 0 && workers.length < maxThreads)) return null;
+  c.byThread.set(best.id, (c.byThread.get(best.id) ?? 0) + 1);
+  return best;
 }
 
 /** A query-only connection for EXPLAIN QUERY PLAN (see Reader.planner). */
@@ -121,8 +187,12 @@ export class Reader {
    */
   private planner: InstanceType<typeof Database>;
 
-  /** Opens the main-thread read connection (query_only) on an existing database file. */
-  constructor(readonly path: string, poolThreads = 2) {
+  /**
+   * Opens the main-thread read connection (query_only) on an existing database file.
+   * `poolThreads`: reader threads (0: none, every read on the main thread); `threadIdleMs`: how
+   * long a reader thread waits for a read before it ends (tests shorten it).
+   */
+  constructor(readonly path: string, poolThreads = 2, threadIdleMs = 20_000) {
     this.db = new Database(path);
     this.db.exec('PRAGMA busy_timeout = 5000');
     this.db.exec('PRAGMA query_only = 1');
@@ -138,10 +208,13 @@ export class Reader {
       // closeTimeout: a retired pool (retirePool) waits for its running statements however long
       // they take; terminating a thread inside a libsql call aborts the process
       this.makePool = () => {
-        const finished = new Int32Array(new SharedArrayBuffer(4));
-        const pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, concurrentTasksPerWorker: PISCINA_TASKS_PER_THREAD, workerData: { finished }, idleTimeout: 20_000, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 }, closeTimeout: 2_147_483_647 });
+        const finished = new Int32Array(new SharedArrayBuffer(4 * (1 + 2 * READER_THREAD_SLOTS)));
+        const counts: PoolCounts = { handed: 0, finished, byThread: new Map(), slots: new Map(), unanswered: 0 };
+        const pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, concurrentTasksPerWorker: PISCINA_TASKS_PER_THREAD, loadBalancer: (_task, workers) => threadBalancer(counts, workers, poolThreads), workerData: { finished }, idleTimeout: threadIdleMs, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 }, closeTimeout: 2_147_483_647 });
         pool.on('error', () => undefined);
-        this.counts.set(pool, { handed: 0, finished, unanswered: 0 });
+        // a thread piscina ends (idle, or its pool closed) is terminated: it cannot free its slot itself
+        pool.on('workerDestroy', (w: PiscinaWorker) => freeSlot(counts, w.id));
+        this.counts.set(pool, counts);
         return pool;
       };
       this.pool = this.makePool();

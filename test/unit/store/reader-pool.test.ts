@@ -79,3 +79,44 @@ test('one SQL text read by all() and then by get() answers for the new parameter
   assert.deepEqual(await reader.allOffThread(sql, [3]), [[6666n]]);
   assert.deepEqual(await reader.getOffThread(sql, [4]), [5000n]);
 });
+
+/**
+ * With one thread of `two` running a read of a second or more, a cheap read, then (the main thread
+ * spinning, so it takes no answer in) another: the second must reach the idle thread too.
+ */
+async function cheapReadPassesLongRead(two: Reader): Promise<void> {
+  // both threads started, with their connections
+  await Promise.all([two.getOffThread('SELECT 1', []), two.getOffThread('SELECT 2', [])]);
+  let longDone = false;
+  const long = two.getOffThread('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) FROM c', [6_000_000]).finally(() => { longDone = true; });
+  const first = two.getOffThread('SELECT upper(?)', ['a']);
+  spinUntil(() => false, 300);
+  const second = two.getOffThread('SELECT upper(?)', ['b']);
+  assert.deepEqual(await first, ['A']);
+  assert.deepEqual(await second, ['B']);
+  assert.equal(longDone, false, 'the second cheap read waited behind the long one');
+  assert.deepEqual(await long, [6_000_000n]);
+}
+
+test('with two reader threads, a cheap read goes to the idle thread, not behind a long read, while the main thread is busy', async () => {
+  const two = new Reader(join(dir, 'data.db'), 2);
+  try {
+    await cheapReadPassesLongRead(two);
+  } finally {
+    await two.close();
+  }
+});
+
+test('threads that idle out give their slots back: later threads still report what they finished', async () => {
+  const two = new Reader(join(dir, 'data.db'), 2, 100);
+  try {
+    // ten times two threads started and ended: more than the 16 slots a pool has
+    for (let i = 0; i < 10; i++) {
+      await Promise.all([two.getOffThread('SELECT 1', []), two.getOffThread('SELECT 2', [])]);
+      await new Promise((r) => setTimeout(r, 400));
+    }
+    await cheapReadPassesLongRead(two);
+  } finally {
+    await two.close();
+  }
+});
