@@ -6,7 +6,8 @@
 //
 //   node bench/list-floor.mjs PORT DATABASE BODY_FILE [TABLE]
 //
-// GET /?… answers BODY_FILE (any query string); prints "listening on 127.0.0.1:PORT" once ready.
+// GET /?… answers BODY_FILE (any query string) after the read; GET /bare?… answers it without the
+// read (the cost of sending the page alone). Prints "listening on 127.0.0.1:PORT" once ready.
 import uWS from '@trufflesuite/uws-js-unofficial';
 import Database from 'libsql';
 import { readFileSync } from 'node:fs';
@@ -31,6 +32,9 @@ let listenSocket = null;
 uWS.App()
   .get('/', (res) => {
     if (!ids.get(params)?.[0]) throw new Error('list-floor: the table has no rows');
+    res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
+  })
+  .get('/bare', (res) => {
     res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
   })
   .listen('127.0.0.1', port, (socket) => {

@@ -5,12 +5,17 @@
  * the ceiling and the three series (relation filter + indexed sort, random deep pages, list 20
  * with the page cache bypassed), printing each run and the median ratio to the ceiling.
  *
- * With `floor` in `--only` (or no `--only`), a fourth series runs bench/list-floor.mjs: bare
- * uWebSockets.js doing only the one libsql read of a bypassed page and sending the same 5 KB
- * body, the most a page-cache-bypassed list could reach on this design.
+ * Reference series for the bypassed list (in `--only`, or all without it), on the same URL and
+ * wrk script:
+ * - `cached`: svc answering the same page from its page cache (the query string repeats);
+ * - `floor`: bench/list-floor.mjs, bare uWebSockets.js doing only the one libsql read of a
+ *   bypassed page and sending the same 5 KB body: the most a bypassed list could reach here;
+ * - `bare`: the same server sending the body without the read.
+ * From them: what svc adds to a page it has cached (bare vs cached), what the read costs (bare
+ * vs floor), and the estimate of a cached page plus the read, printed as `cached+read`.
  *
  *   npm run build && npx tsx bench/lists.ts [--data=DIR] [--rounds=3] [--seconds=3]
- *       [--only=relation,deep,nocache,floor] [--cpu-prof]
+ *       [--only=relation,deep,nocache,cached,floor,bare] [--cpu-prof]
  *
  * `--cpu-prof` runs the server under `node --cpu-prof` (profiles in bench/results/profiles-lists/)
  * and prints the hottest functions of the main thread. The committed figures come from
@@ -67,7 +72,7 @@ async function main(): Promise<void> {
   try {
     await waitForHttp(ceilingUrl, hello);
     const floorPort = await freePort();
-    if (!ONLY || ONLY.includes('floor')) {
+    if (!ONLY || ONLY.includes('floor') || ONLY.includes('bare')) {
       // the floor sends the very page svc answers
       await writeFile(bodyFile, Buffer.from(await (await fetch(bypassed)).arrayBuffer()));
       floor = startProcess('list-floor', process.execPath, [join(REPO_ROOT, 'bench', 'list-floor.mjs'), String(floorPort), join(dataDir, 'data.db'), bodyFile], { cwd: REPO_ROOT });
@@ -77,7 +82,10 @@ async function main(): Promise<void> {
       { key: 'relation', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['relation', codes.join(','), CITY_THRESHOLDS.join(',')] } },
       { key: 'deep', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['deep', String(Math.floor(rows / 20))] } },
       { key: 'nocache', load: { url: bypassed, script: wrkScript('distinct-query.lua') } },
+      // distinct-query.lua's twin with a constant `run`: svc's page cache answers all but the first
+      { key: 'cached', load: { url: bypassed, script: wrkScript('same-query.lua') } },
       { key: 'floor', load: { url: `http://127.0.0.1:${floorPort}/?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
+      { key: 'bare', load: { url: `http://127.0.0.1:${floorPort}/bare?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
     ].filter((s) => !ONLY || ONLY.includes(s.key));
     const pids = [svc.proc.child.pid!, hello.child.pid!, ...(floor ? [floor.child.pid!] : [])];
     for (const s of series) await runWrk({ ...s.load, durationS: 1 }); // warm-up
@@ -95,6 +103,12 @@ async function main(): Promise<void> {
       console.log(line.join(' · '));
     }
     console.log(series.map((s) => `${s.key}: median ${median(ratios.get(s.key)!).toFixed(3)} × ceiling`).join('\n'));
+    const m = (k: string): number | undefined => (ratios.has(k) ? median(ratios.get(k)!) : undefined);
+    const [cached, floorRatio, bare] = [m('cached'), m('floor'), m('bare')];
+    if (cached && floorRatio && bare) {
+      // costs in ceiling-request times: a page cached by svc, plus what the read adds to a bare send
+      console.log(`cached+read: ${(1 / (1 / cached + 1 / floorRatio - 1 / bare)).toFixed(3)} × ceiling (svc's cached page plus the one read, estimated)`);
+    }
   } finally {
     await floor?.stop();
     await rm(bodyFile, { force: true });
