@@ -62,9 +62,9 @@ const PISCINA_TASKS_PER_THREAD = 64;
  * Threads of one pool that can report their own finished reads (workers/reader.ts claims a slot
  * when it starts and frees it when it exits; a thread without a slot is judged by piscina's count).
  */
-export const READER_THREAD_SLOTS = 16;
+const READER_THREAD_SLOTS = 16;
 
-/** The shared counters of one pool: [0] reads finished by all its threads, then per slot its thread id and its reads finished. */
+/** A reader thread as piscina shows it to a `loadBalancer` (its `id` is the thread id). */
 type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0]>;
 type PiscinaWorker = Parameters<NonNullable<PiscinaOptions['loadBalancer']>>[1][number];
 
@@ -97,8 +97,6 @@ interface PoolCounts {
   finished: Int32Array;
   /** reads handed per thread id (threadBalancer) */
   byThread: Map<number, number>;
-  /** slot per thread id, as last found (checked against the slot's id before use) */
-  slots: Map<number, number>;
   /**
    * Reads handed whose answer this thread has not taken in yet: a bound on what the threads hold
    * that a thread ending without finishing its reads (its answers are then errors) cannot drift.
@@ -111,16 +109,10 @@ interface PoolCounts {
  * in shared memory; null when it has no slot (workers/reader.ts).
  */
 function threadHeld(c: PoolCounts, threadId: number): number | null {
-  let slot = c.slots.get(threadId);
-  if (slot === undefined || Atomics.load(c.finished, 1 + 2 * slot) !== threadId) {
-    slot = -1;
-    for (let i = 0; i < READER_THREAD_SLOTS; i++) {
-      if (Atomics.load(c.finished, 1 + 2 * i) === threadId) { slot = i; break; }
-    }
-    if (slot < 0) return null;
-    c.slots.set(threadId, slot);
+  for (let i = 0; i < READER_THREAD_SLOTS; i++) {
+    if (Atomics.load(c.finished, 1 + 2 * i) === threadId) return (c.byThread.get(threadId) ?? 0) - Atomics.load(c.finished, 2 + 2 * i);
   }
-  return (c.byThread.get(threadId) ?? 0) - Atomics.load(c.finished, 2 + 2 * slot);
+  return null;
 }
 
 /** Frees the slot of a thread that ended (its count first: a free slot counts 0). */
@@ -131,7 +123,6 @@ function freeSlot(c: PoolCounts, threadId: number): void {
     Atomics.store(c.finished, 1 + 2 * i, 0);
   }
   c.byThread.delete(threadId);
-  c.slots.delete(threadId);
 }
 
 /**
@@ -209,7 +200,7 @@ export class Reader {
       // they take; terminating a thread inside a libsql call aborts the process
       this.makePool = () => {
         const finished = new Int32Array(new SharedArrayBuffer(4 * (1 + 2 * READER_THREAD_SLOTS)));
-        const counts: PoolCounts = { handed: 0, finished, byThread: new Map(), slots: new Map(), unanswered: 0 };
+        const counts: PoolCounts = { handed: 0, finished, byThread: new Map(), unanswered: 0 };
         const pool = new Piscina({ filename: file, minThreads: 0, maxThreads: poolThreads, concurrentTasksPerWorker: PISCINA_TASKS_PER_THREAD, loadBalancer: (_task, workers) => threadBalancer(counts, workers, poolThreads), workerData: { finished }, idleTimeout: threadIdleMs, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 }, closeTimeout: 2_147_483_647 });
         pool.on('error', () => undefined);
         // a thread piscina ends (idle, or its pool closed) is terminated: it cannot free its slot itself
