@@ -41,7 +41,7 @@ export function App() {
   }, []);
 
   const signedOut = useCallback((message: string | null) => {
-    disconnect();
+    void disconnect();
     setNotice(message);
     setBoot((b) => (b.phase === 'ready' ? { ...b, user: null } : b));
   }, []);
@@ -56,7 +56,7 @@ export function App() {
   if (!boot.user) {
     // a stream left from before the sign-in (e.g. one the browser reopened without a cookie after the
     // sign-out) would mix two authorizations on one realtime client (403): start from none
-    return <SignIn notice={notice} onSignedIn={(user) => { disconnect(); setNotice(null); setBoot({ ...boot, user }); }} />;
+    return <SignIn notice={notice} onSignedIn={(user) => { void disconnect(); setNotice(null); setBoot({ ...boot, user }); }} />;
   }
   return (
     <SignedIn
@@ -64,8 +64,9 @@ export function App() {
       user={boot.user}
       onSignOut={async () => {
         // the stream goes first: the logout ends the session's streams, and a browser that
-        // reopened one without the cookie would subscribe anonymously (403 on locked collections)
-        disconnect();
+        // reopened one without the cookie would subscribe anonymously (403 on locked collections);
+        // a subscription POST under way is answered before the stream closes
+        await disconnect();
         await signOut();
         signedOut('You are signed out.');
       }}

@@ -19,6 +19,10 @@ let clientId = '';
 const topics = new Map<string, Set<Handler>>();
 const bound = new Set<string>();
 let syncTimer: ReturnType<typeof setTimeout> | null = null;
+/** the subscription POSTs under way (a stream closed before their answer would make them 404s) */
+const inflight = new Set<Promise<unknown>>();
+/** How long a disconnect waits for the subscription POSTs under way before closing the stream, ms. */
+const CLOSE_WAIT_MS = 2000;
 const statusListeners = new Set<(live: boolean) => void>();
 let live = false;
 
@@ -40,9 +44,12 @@ function topicFor(collection: string, filter: string): string {
 }
 
 function bind(topic: string): void {
-  if (!source || bound.has(topic)) return;
+  const src = source;
+  if (!src || bound.has(topic)) return;
   bound.add(topic);
-  source.addEventListener(topic, (ev) => {
+  src.addEventListener(topic, (ev) => {
+    // a stream left open after a disconnect (until its POST is answered) delivers to nobody
+    if (src !== source) return;
     let data: RecordEvent;
     try {
       data = JSON.parse((ev as MessageEvent<string>).data) as RecordEvent;
@@ -63,10 +70,17 @@ function scheduleSync(): void {
 
 async function sync(): Promise<void> {
   if (!clientId) return;
+  // this POST sends every topic: one already scheduled would repeat it
+  if (syncTimer) clearTimeout(syncTimer);
+  syncTimer = null;
+  const src = source;
+  const req = api('POST', '/api/realtime', { json: { clientId, subscriptions: [...topics.keys()] } });
+  inflight.add(req);
   try {
-    await api('POST', '/api/realtime', { json: { clientId, subscriptions: [...topics.keys()] } });
-    setLive(true);
+    await req;
+    if (src === source) setLive(true);
   } catch (err) {
+    if (src !== source) return; // disconnected meanwhile: nothing of this stream is kept
     setLive(false);
     // 403: the stream was opened under another authorization (the session changed): open a new
     // one under the current cookie, keeping the topics
@@ -76,14 +90,18 @@ async function sync(): Promise<void> {
       clientId = '';
       connect();
     }
+  } finally {
+    inflight.delete(req);
   }
 }
 
 function connect(): void {
   if (source) return;
-  source = new EventSource('/api/realtime');
+  const src = new EventSource('/api/realtime');
+  source = src;
   bound.clear();
-  source.addEventListener('PB_CONNECT', (ev) => {
+  src.addEventListener('PB_CONNECT', (ev) => {
+    if (src !== source) return;
     try {
       clientId = (JSON.parse((ev as MessageEvent<string>).data) as { clientId: string }).clientId;
     } catch {
@@ -92,7 +110,13 @@ function connect(): void {
     for (const t of topics.keys()) bind(t);
     void sync();
   });
-  source.onerror = () => setLive(false);
+  src.onerror = () => {
+    if (src !== source) return;
+    // the server forgot this stream's client: no POST names it again; the browser's reconnect
+    // brings a new PB_CONNECT with a new id, which re-sends the topics
+    clientId = '';
+    setLive(false);
+  };
 }
 
 /**
@@ -121,14 +145,34 @@ export function subscribeRecords(collection: string, filter: string, handler: Ha
   };
 }
 
-/** Closes the stream and forgets its topics (sign-out, and before a sign-in). */
-export function disconnect(): void {
+/**
+ * Forgets the topics and closes the stream (sign-out, and before a sign-in). The subscription
+ * POSTs under way are answered first (at most 2 s): the server forgets a client when its stream
+ * closes, so closing before would make them 404s. Resolves once the stream is closed.
+ */
+export function disconnect(): Promise<void> {
   if (syncTimer) clearTimeout(syncTimer);
   syncTimer = null;
-  source?.close();
+  const old = source;
+  const pending = [...inflight];
   source = null;
   clientId = '';
+  inflight.clear();
   topics.clear();
   bound.clear();
   setLive(false);
+  if (!old) return Promise.resolve();
+  if (pending.length === 0) {
+    old.close();
+    return Promise.resolve();
+  }
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      old.close();
+      resolve();
+    };
+    const timer = setTimeout(done, CLOSE_WAIT_MS);
+    void Promise.allSettled(pending).then(done);
+  });
 }

@@ -259,7 +259,6 @@ export class RealtimeHub {
     return this.clients.get(id);
   }
 
-  /** Closes every client (shutdown). */
   /**
    * Sends every client `{"type":"signal","topic":<topic>}` (SSE: an event named `topic` with that
    * JSON): `__features` after a flag or experiment override changes (0-conventions.md, "Realtime
@@ -273,6 +272,7 @@ export class RealtimeHub {
     }
   }
 
+  /** Closes every client (shutdown). */
   closeAll(): void {
     this.unsubscribe();
     for (const c of [...this.clients.values()]) {

@@ -95,6 +95,72 @@ test('a recovery code signs in instead of the authenticator', { skip: NO_BROWSER
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 });
 
+let suToken = '';
+
+/** The number of open SSE streams the server holds (its realtime metrics). */
+async function sseStreams(): Promise<number> {
+  if (!suToken) {
+    // the enrollment ended the superuser's earlier sessions: a new one, with a recovery code
+    const login = await srv.api('POST', '/api/collections/_superusers/auth-with-password', { token: null, body: { identity: SU_EMAIL, password: SU_PASSWORD } });
+    assert.equal(login.body.status, 'factor_required', login.text);
+    const done = await srv.api('POST', '/api/collections/_superusers/auth/two-factor/complete', { token: null, body: { pendingToken: login.body.pendingToken, factor: 'recovery', code: codes[1] } });
+    assert.equal(done.status, 200, done.text);
+    suToken = done.body.token;
+  }
+  const m = await srv.api('GET', '/api/realtime/metrics', { token: suToken });
+  assert.equal(m.status, 200, m.text);
+  return m.body.sse as number;
+}
+
+test('a sign-out while the subscription POST is under way: the POST is answered before the stream closes', { skip: NO_BROWSER }, async () => {
+  // the server forgets an SSE client when its stream closes, so a stream closed first makes the
+  // POST a 404: hold the POST in the browser, sign out, and let it go only once the server has
+  // seen the stream close (or 0.8 s passed with the stream still open, as it should be)
+  let held!: () => void;
+  const isHeld = new Promise<void>((r) => (held = r));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const answers: number[] = [];
+  const onResponse = (r: import('playwright-core').Response) => {
+    if (r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/realtime') answers.push(r.status());
+  };
+  // the page settled first (its subscription answered), so the POST held is the reloaded page's
+  await page.goto(`${srv.url}/_/collections/_superusers`);
+  await page.locator('.live-on').waitFor();
+  page.on('response', onResponse);
+  await page.route('**/api/realtime', async (route) => {
+    if (route.request().method() === 'POST') {
+      held();
+      await released;
+    }
+    await route.continue();
+  });
+  try {
+    await page.reload();
+    await isHeld;
+    // the stream of the page before the reload may take a moment to be seen closed
+    const one = Date.now() + 5000;
+    while (Date.now() < one && (await sseStreams()) !== 1) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await sseStreams(), 1, 'the page\'s stream is open');
+    const click = page.getByRole('button', { name: 'Sign out' }).click();
+    const until = Date.now() + 800; // the UI waits up to 2 s for the POST
+    while (Date.now() < until && (await sseStreams()) > 0) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await sseStreams(), 1, 'the stream stays open while its POST is under way');
+    release();
+    await click;
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    const closed = Date.now() + 5000;
+    while (Date.now() < closed && (await sseStreams()) > 0) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(await sseStreams(), 0, 'the stream closes once the POST is answered');
+    // one POST, or two when the stream's PB_CONNECT and the page's subscription each sent one
+    assert.ok(answers.length >= 1 && answers.every((s) => s === 204), `the POSTs' answers: ${answers.join(', ')}`);
+  } finally {
+    release();
+    page.off('response', onResponse);
+    await page.unroute('**/api/realtime');
+  }
+});
+
 test('no console errors but the wrong code\'s answer', { skip: NO_BROWSER }, () => {
   const unexpected = problems.filter((p) => !/^Failed to load resource: the server responded with a status of 401 .* at .*\/auth\/two-factor\/complete$/.test(p));
   assert.deepEqual(unexpected, []);
