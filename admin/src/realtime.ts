@@ -2,7 +2,8 @@
  * Live record events over the API's Server-Sent Events transport (PocketBase's shape): one
  * EventSource for the whole app, carrying the session cookie; `POST /api/realtime` sets its
  * topics (`<collection>/*`, with the table's filter in `?options=`). Reconnects re-send the
- * topics. The socket transport needs a token in a frame, which this UI never holds.
+ * topics; a stream the server refused is opened again after 1 s, doubling up to 30 s. The
+ * socket transport needs a token in a frame, which this UI never holds.
  */
 import { api } from './api';
 import type { RecordModel } from './types';
@@ -23,6 +24,11 @@ let syncTimer: ReturnType<typeof setTimeout> | null = null;
 const inflight = new Set<Promise<unknown>>();
 /** How long a disconnect waits for the subscription POSTs under way before closing the stream, ms. */
 const CLOSE_WAIT_MS = 2000;
+/** A stream the server refused (e.g. 503 at its connection limit) is opened again after these, ms. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+let retryMs = RETRY_FIRST_MS;
+let retryTimer: ReturnType<typeof setTimeout> | null = null;
 const statusListeners = new Set<(live: boolean) => void>();
 let live = false;
 
@@ -107,6 +113,7 @@ function connect(): void {
     } catch {
       return;
     }
+    retryMs = RETRY_FIRST_MS;
     for (const t of topics.keys()) bind(t);
     void sync();
   });
@@ -116,6 +123,17 @@ function connect(): void {
     // brings a new PB_CONNECT with a new id, which re-sends the topics
     clientId = '';
     setLive(false);
+    // an answer other than a stream (503 at the server's connection limit, a proxy's error) ends
+    // the EventSource for good: open a new one later, backing off, while any topic wants it
+    if (src.readyState === EventSource.CLOSED) {
+      source = null;
+      if (retryTimer || topics.size === 0) return;
+      retryTimer = setTimeout(() => {
+        retryTimer = null;
+        if (!source && topics.size > 0) connect();
+      }, retryMs);
+      retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+    }
   };
 }
 
@@ -153,6 +171,9 @@ export function subscribeRecords(collection: string, filter: string, handler: Ha
 export function disconnect(): Promise<void> {
   if (syncTimer) clearTimeout(syncTimer);
   syncTimer = null;
+  if (retryTimer) clearTimeout(retryTimer);
+  retryTimer = null;
+  retryMs = RETRY_FIRST_MS;
   const old = source;
   const pending = [...inflight];
   source = null;
