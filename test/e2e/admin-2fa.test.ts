@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { generateSync } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
+import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -26,12 +26,7 @@ before(async () => {
   const r = await srv.api('PATCH', '/api/collections/_superusers', { token: srv.suToken, body: { name: '_superusers', type: 'auth', options: { auth: { two_factor: 'required' } } } });
   assert.equal(r.status, 200, r.text);
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${m.text()} at ${m.location().url}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page = await watchedPage(browser, problems);
 });
 
 after(async () => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { ROOT, startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
+import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -20,12 +20,7 @@ before(async () => {
   if (NO_BROWSER) return;
   srv = await startSvc({ args: [`--app=${join(ROOT, 'test', 'fixtures', 'app-features.mjs')}`] });
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page = await watchedPage(browser, problems);
 });
 
 after(async () => {

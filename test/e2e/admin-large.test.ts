@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { runCli, startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
+import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
 
 interface City { name: string; country: string; population: number; loc: { coordinates: [number, number] } }
 
@@ -53,12 +53,7 @@ before(async () => {
   assert.equal(imported.status, 0, imported.stderr);
   srv = await startSvc({ dataDir });
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page = await watchedPage(browser, problems);
 });
 
 after(async () => {

@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
+import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -20,12 +20,7 @@ before(async () => {
   srv = await startSvc({ env: { SERVICE_REALTIME_MAX_CONNECTIONS: '1' } });
   await srv.createCollection({ name: 'notes', fields: [{ name: 'title', type: 'text' }], listRule: '@public', viewRule: '@public' });
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${m.text()} at ${m.location().url}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page = await watchedPage(browser, problems);
 });
 
 after(async () => {

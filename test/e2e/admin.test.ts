@@ -11,7 +11,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
+import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -42,12 +42,7 @@ before(async () => {
   assert.ok(authors.id);
   if (NO_BROWSER) return;
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console: ${m.text()} at ${m.location().url}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page = await watchedPage(browser, problems);
 });
 
 after(async () => {
@@ -459,7 +454,7 @@ test('no console errors or uncaught exceptions in the browser', { skip: NO_BROWS
   // Chromium logs every 4xx answer to fetch as a console error: only the ones asked for above, once each
   const left = [...expectedNetwork];
   const unexpected = problems.filter((p) => {
-    if (!p.startsWith('console: Failed to load resource: the server responded with a status of 400')) return true;
+    if (!p.startsWith('Failed to load resource: the server responded with a status of 400')) return true;
     const i = left.findIndex((re) => re.test(p.slice(p.lastIndexOf(' at ') + 4)));
     if (i < 0) return true;
     left.splice(i, 1);

@@ -18,6 +18,21 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
+/**
+ * A 1280×800 page with a 10 s default timeout that records what went wrong in it into `problems`:
+ * console errors as `<text> at <url>` (Chromium logs every 4xx/5xx answer this way) and uncaught
+ * exceptions as `pageerror: <message>`.
+ */
+export async function watchedPage(browser: Browser, problems: string[]): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`${m.text()} at ${m.location().url}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  return page;
+}
+
 /** A page with a virtual platform authenticator (resident keys, user verification, automatic presence). */
 export async function pageWithAuthenticator(browser: Browser): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
   const page = await browser.newPage();
