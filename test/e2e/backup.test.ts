@@ -140,7 +140,10 @@ test('a backup taken under write load restores every write acknowledged before i
     }
   };
   const load = Promise.all(Array.from({ length: 8 }, (_, c) => client(c)));
-  await sleep(400);
+  // the backup starts once the load has made progress (a count, not a time: a loaded machine
+  // may take longer than usual to answer the first writes)
+  const progress = Date.now() + 30_000;
+  while (acked.size < 20 && Date.now() < progress) await sleep(20);
   const before = new Map(acked);
   const r = await cli('backup', dirBackup, `--data-dir=${source}`, '--json');
   const duringBackup = acked.size - before.size;
