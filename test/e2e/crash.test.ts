@@ -39,7 +39,7 @@ async function login(srv: Svc): Promise<string> {
  * Runs `clients` loops of creates (some pointing at an earlier record) and updates (version + 1,
  * checksum over the fields) until the server dies; records only what was answered 2xx.
  */
-function drive(srv: Svc, token: string, acked: Acked, clients: number): { stop: () => void; done: Promise<number> } {
+function drive(srv: Svc, token: string, acked: Acked, clients: number): { stop: () => void; done: Promise<number>; answered: () => number } {
   let stopped = false;
   let answered = 0;
   // one update per record at a time: two concurrent updates of one record may commit in either
@@ -87,7 +87,7 @@ function drive(srv: Svc, token: string, acked: Acked, clients: number): { stop: 
     }
   };
   const done = Promise.all(Array.from({ length: clients }, (_, c) => loop(c))).then(() => answered);
-  return { stop: () => (stopped = true), done };
+  return { stop: () => (stopped = true), done, answered: () => answered };
 }
 
 test('kill -9 during creates and updates loses no acknowledged write and leaves nothing half-written', { timeout: 120_000 }, async (t) => {
@@ -110,6 +110,12 @@ test('kill -9 during creates and updates loses no acknowledged write and leaves 
     for (const [round, ms] of killAfterMs.entries()) {
       const load = drive(srv, token, acked, 12);
       await sleep(ms);
+      if (round === 2) {
+        // the late kill also waits for the load to have made progress (a count, not a time: a
+        // loaded machine may answer far fewer writes than usual in the same time)
+        const progress = Date.now() + 30_000;
+        while (totalAnswered + load.answered() <= 100 && Date.now() < progress) await sleep(20);
+      }
       if (round === 3) {
         // a burst of acknowledgements lands, then the kill
         load.stop();

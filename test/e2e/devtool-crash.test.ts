@@ -6,20 +6,33 @@
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CLI } from '../helpers/server.js';
-import { alive, cleanEnv, cleanupSites, devtool, lockInfo, makeSite, sleep, spawnDevtool, startBackground, until } from '../helpers/devtool.js';
+import { alive, cleanEnv, cleanupSites, devtool, lockInfo, makeSite, spawnDevtool, startBackground, until } from '../helpers/devtool.js';
 
 after(cleanupSites);
 
-/** Holds `<site>/.svc/dev.lock` from another process (flock(1)) until killed. */
-function holdLock(site: string): { pid: number; release(): void } {
+/** Whether `<site>/.svc/dev.lock` is held by someone (a non-blocking flock(1) attempt fails). */
+const lockBusy = (site: string): boolean => spawnSync('flock', ['-x', '-n', join(site, '.svc', 'dev.lock'), 'true']).status === 1;
+
+/**
+ * Holds `<site>/.svc/dev.lock` from another process (flock(1)) until killed; resolves once it is
+ * held (flock(1) starts in its own time: a loaded machine may take well over 150 ms).
+ */
+async function holdLock(site: string): Promise<{ pid: number; release(): void }> {
   mkdirSync(join(site, '.svc'), { recursive: true });
   const p = spawn('flock', ['-x', join(site, '.svc', 'dev.lock'), 'sleep', '60'], { stdio: 'ignore', detached: true });
-  return { pid: p.pid!, release: () => { try { process.kill(-p.pid!, 'SIGKILL'); } catch { /* gone */ } } };
+  const release = () => { try { process.kill(-p.pid!, 'SIGKILL'); } catch { /* gone */ } };
+  try {
+    await until(() => lockBusy(site), 10_000, 'flock(1) to hold dev.lock');
+  } catch (err) {
+    release();
+    throw err;
+  }
+  return { pid: p.pid!, release };
 }
 
 const fakeInfo = (site: string, over: Record<string, unknown>): Record<string, unknown> => ({
@@ -75,9 +88,8 @@ test('a stale dev.json (lock free) is treated as absent and removed by every ver
 
 test('a held lock without dev.json is a starting session: status, stop and dev exit 1', async () => {
   const site = makeSite();
-  const holder = holdLock(site);
+  const holder = await holdLock(site);
   try {
-    await sleep(150);
     const st = await devtool(['dev', 'status'], { cwd: site });
     assert.equal(st.code, 1);
     assert.match(st.stdout, /starting/);
@@ -92,7 +104,8 @@ test('a held lock without dev.json is a starting session: status, stop and dev e
   } finally {
     holder.release();
   }
-  await sleep(100);
+  // the kernel drops the lock once the killed holder is gone, in its own time
+  await until(() => !lockBusy(site), 10_000, 'dev.lock to be released');
   const after = await devtool(['dev', 'status', '--json'], { cwd: site });
   assert.deepEqual(JSON.parse(after.stdout), { running: false });
 });
@@ -142,10 +155,9 @@ test('a control server that resets after some bytes is treated as unreachable', 
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const holder = holdLock(site);
+  const holder = await holdLock(site);
   try {
     writeFileSync(join(site, '.svc', 'dev.json'), JSON.stringify(fakeInfo(site, { pid: holder.pid, control_port: (server.address() as AddressInfo).port })));
-    await sleep(150);
     const t0 = Date.now();
     const st = await devtool(['dev', 'status'], { cwd: site });
     assert.equal(st.code, 0, st.stderr);

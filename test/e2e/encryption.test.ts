@@ -165,7 +165,7 @@ test('SERVICE_ENCRYPTION_KEY is used instead of a key file; a different key cann
     assert.equal(r.body.pin, null, 'another key reads null, never ciphertext');
     // The warning is written before the reply, but the server's stderr reaches this process on
     // its own stream: give it a moment.
-    const until = Date.now() + 2000;
+    const until = Date.now() + 10_000;
     while (!/cannot decrypt/.test(s.stderr()) && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
     assert.match(s.stderr(), /cannot decrypt/);
   } finally {

@@ -37,7 +37,7 @@ const httpSince = (stderr: string, mark: number) => jsonRecordsSince(stderr, mar
 
 /** Waits until at least `n` request records appear after `mark`, then a little longer (to catch extras). */
 async function settleHttp(srv: { stderr(): string }, mark: number, n = 1): Promise<any[]> {
-  const deadline = Date.now() + 3000;
+  const deadline = Date.now() + 10_000;
   while (httpSince(srv.stderr(), mark).length < n && Date.now() < deadline) await sleep(20);
   await sleep(150);
   return httpSince(srv.stderr(), mark);
@@ -57,7 +57,7 @@ async function quiet(srv: { stderr(): string }): Promise<void> {
 
 /** Waits for text-format lines after `mark` containing `needle`, then a little longer. */
 async function settleText(srv: { stderr(): string }, mark: number, needle: string): Promise<string[]> {
-  const deadline = Date.now() + 3000;
+  const deadline = Date.now() + 10_000;
   const lines = () => srv.stderr().slice(mark).split('\n').filter((l) => l.length > 0);
   while (!lines().some((l) => l.includes(needle)) && Date.now() < deadline) await sleep(20);
   await sleep(150);
@@ -118,7 +118,7 @@ before(async () => {
   ]);
   await json.createCollection({ name: 'logbox', type: 'base', fields: [{ name: 'title', type: 'text' }], createRule: '@public', listRule: '@public', viewRule: '@public', updateRule: '@public', deleteRule: '@public' });
   // The record of a request is written after its response; let the setup's records land first.
-  const deadline = Date.now() + 3000;
+  const deadline = Date.now() + 10_000;
   while (!httpSince(json.stderr(), 0).some((r) => r.method === 'POST' && r.path === '/api/collections') && Date.now() < deadline) await sleep(20);
   await sleep(100);
 });

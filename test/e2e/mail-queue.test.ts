@@ -66,7 +66,7 @@ test('a backend that refuses: the message is retried and delivered once the back
   srv = await startSvc({ args: [`--app=${APP}`], env: env(port), dataDir, superuser: false });
   const r = await srv.api('POST', '/api/enqueue', { body: { message: { to: 'late@example.com', subject: 'retried', text: 'after a failure' } } });
   assert.deepEqual(r.body, { ok: true, result: null });
-  for (let i = 0; i < 40 && !/mail to late@example\.com failed \(attempt 1\)/.test(srv.stderr()); i++) await sleep(50);
+  for (let i = 0; i < 200 && !/mail to late@example\.com failed \(attempt 1\)/.test(srv.stderr()); i++) await sleep(50);
   assert.match(srv.stderr(), /mail to late@example\.com failed \(attempt 1\), retrying in 1 s/);
   smtp = await startSmtp({ port });
   const m = await smtp.waitFor((x) => x.to.includes('late@example.com'), 15_000);

@@ -117,11 +117,13 @@ test('expiring rows leave a page when their time comes; random sorts are not rep
     name: 'notes', type: 'base', listRule: '@public', options: { ttl_field: 'expires' },
     fields: [{ name: 'title', type: 'text' }, { name: 'expires', type: 'date' }],
   });
-  const soon = new Date(Date.now() + 1500).toISOString().replace('T', ' ');
+  // 3 s to live: the seed and the first reads fit in it with room to spare on a slow machine
+  const expiresAt = Date.now() + 3000;
+  const soon = new Date(expiresAt).toISOString().replace('T', ' ');
   await seed(srv, 'notes', { title: 'short-lived', expires: soon });
   const list = async () => (await get3('/api/collections/notes/records')).items.length;
   assert.equal(await list(), 1);
-  await new Promise((r) => setTimeout(r, 1800));
+  await new Promise((r) => setTimeout(r, expiresAt + 300 - Date.now()));
   assert.equal(await list(), 0);
 
   await srv.createCollection({ name: 'dice', type: 'base', listRule: '@public', fields: [{ name: 'n', type: 'number' }] });

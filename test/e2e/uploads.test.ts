@@ -12,6 +12,7 @@ import WebSocket from 'ws';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError, createUsers, dumpServerLog, signup, type User } from '../helpers/records-fixtures.js';
 import { sleep } from '../helpers/auth-helpers.js';
+import { jsonRecordsSince } from '../helpers/proc.js';
 
 /** A 1×1 PNG. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ff9b4d0a0000000049454e44ae426082', 'hex');
@@ -49,6 +50,18 @@ async function newDoc(owner: User, extra: Record<string, unknown> = {}): Promise
 
 const create = (doc: string, body: Record<string, unknown>, token: User | string | null = alice, col = 'docs', server?: Svc) =>
   call('POST', `/api/collections/${col}/records/${doc}/uploads`, { token, body, server });
+
+/**
+ * Waits until `server` has logged a `method` request to `path` written after `mark`: a request the
+ * client cut off is let go of (its chunk no longer being received) when the server notices, in
+ * its own time.
+ */
+async function logged(server: Svc, mark: number, method: string, path: string): Promise<void> {
+  const seen = () => jsonRecordsSince(server.stderr(), mark).some((r) => r.scope === 'http' && r.method === method && r.path === path);
+  const deadline = Date.now() + 10_000;
+  while (!seen() && Date.now() < deadline) await sleep(20);
+  assert.ok(seen(), `the server logged the cut-off ${method} ${path}`);
+}
 
 /** Sends `data` in chunks of `size` from offset 0. */
 async function sendAll(id: string, data: Buffer, size: number, token: User = alice, server?: Svc): Promise<void> {
@@ -261,13 +274,14 @@ test('a chunk cut off mid-body acknowledges nothing; the re-sent chunk then comp
   const c = await create(doc, { field: 'file', filename: 'x.bin', length: data.length });
   const { request } = await import('node:http');
   const url = new URL(`${srv.url}/api/uploads/${c.body.id}`);
+  const mark = srv.stderr().length;
   await new Promise<void>((resolve) => {
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'PATCH', headers: { ...auth(alice), 'content-type': 'application/octet-stream', 'content-length': String(data.length), 'upload-offset': '0' } });
     req.on('error', () => resolve());
     req.write(data.subarray(0, 20 * KIB));
     setTimeout(() => { req.destroy(); resolve(); }, 200);
   });
-  await sleep(100);
+  await logged(srv, mark, 'PATCH', url.pathname);
   assert.equal((await call('GET', `/api/uploads/${c.body.id}`, { token: alice })).body.offset, 0);
   await sendAll(c.body.id, data, 64 * KIB);
   assert.equal((await call('POST', `/api/uploads/${c.body.id}/commit`, { token: alice })).status, 204);
@@ -366,7 +380,7 @@ test('the feature off: no upload routes', async () => {
 test('budgets: sessions per principal, sessions in all, payload bytes (429), terminal slots kept until expiry, expiry sweeps', async () => {
   const small = await startSvc({
     args: ['--features=resumable-uploads'],
-    env: { SERVICE_UPLOAD_MAX_SESSIONS: '3', SERVICE_UPLOAD_MAX_SESSIONS_PER_PRINCIPAL: '2', SERVICE_UPLOAD_MAX_UPLOAD_BYTES: String(64 * KIB), SERVICE_UPLOAD_MAX_TOTAL_BYTES: String(100 * KIB), SERVICE_UPLOAD_MAX_CHUNK_BYTES: String(16 * KIB), SERVICE_UPLOAD_TTL_SECONDS: '2' },
+    env: { SERVICE_UPLOAD_MAX_SESSIONS: '3', SERVICE_UPLOAD_MAX_SESSIONS_PER_PRINCIPAL: '2', SERVICE_UPLOAD_MAX_UPLOAD_BYTES: String(64 * KIB), SERVICE_UPLOAD_MAX_TOTAL_BYTES: String(100 * KIB), SERVICE_UPLOAD_MAX_CHUNK_BYTES: String(16 * KIB), SERVICE_UPLOAD_TTL_SECONDS: '5' },
   });
   try {
     const u = await createUsers(small, 'users');
@@ -392,8 +406,9 @@ test('budgets: sessions per principal, sessions in all, payload bytes (429), ter
     assert.equal((await call('DELETE', `/api/uploads/${b1.body.id}`, { token: b, server: small })).status, 204);
     const c1 = await mk(cc, 40 * KIB);
     assert.equal(c1.status, 201);
-    // after the expiry (2 s) every session is gone, terminal or not
-    await sleep(2300);
+    // after the expiry (5 s: every check above runs while a1 still holds its slot, however slow
+    // the machine) every session is gone, terminal or not
+    await sleep(5300);
     assertError(await call('GET', `/api/uploads/${a1.body.id}`, { token: a, server: small }), 404);
     assertError(await call('GET', `/api/uploads/${a2.body.id}`, { token: a, server: small }), 404);
     assertError(await call('POST', `/api/uploads/${a1.body.id}/commit`, { token: a, server: small }), 404);
@@ -443,13 +458,14 @@ test('the node:http engine takes chunks through the same sink: offsets, a re-sen
     assert.equal(c.status, 201);
     const { request } = await import('node:http');
     const url = new URL(`${nodeSrv.url}/api/uploads/${c.body.id}`);
+    const mark = nodeSrv.stderr().length;
     await new Promise<void>((resolve) => {
       const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'PATCH', headers: { ...auth(u), 'content-type': 'application/octet-stream', 'content-length': String(64 * KIB), 'upload-offset': '0' } });
       req.on('error', () => resolve());
       req.write(data.subarray(0, 10 * KIB));
       setTimeout(() => { req.destroy(); resolve(); }, 200);
     });
-    await sleep(100);
+    await logged(nodeSrv, mark, 'PATCH', url.pathname);
     assert.equal((await call('GET', `/api/uploads/${c.body.id}`, { token: u, server: nodeSrv })).body.offset, 0);
     await sendAll(c.body.id, data.subarray(0, 64 * KIB), 64 * KIB, u, nodeSrv);
     assert.equal((await call('PATCH', `/api/uploads/${c.body.id}`, { token: u, raw: data.subarray(0, 64 * KIB), offset: 0, server: nodeSrv })).status, 204);
