@@ -15,7 +15,6 @@ import { CollectionsService } from './collections/collections-service.js';
 import { RULE_NAMES } from './collections/types.js';
 import { startTtlCollector } from './records/ttl-gc.js';
 import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';
-import { NodeHttpServer } from './http/node-server.js';
 import { httpEngine } from './meta/version-info.js';
 import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
@@ -203,7 +202,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
   };
   if (engine.engine === 'node:http') logger.warn(`HTTP engine: node:http (slower than uWebSockets.js): ${engine.reason}`);
-  const http = engine.engine === 'uws' ? new HttpServer(httpOptions, engine.uws) : new NodeHttpServer(httpOptions);
+  // the node:http adapter (and its `ws` dependency) loads only where uWS does not
+  const http = engine.engine === 'uws' ? new HttpServer(httpOptions, engine.uws) : new (await import('./http/node-server.js')).NodeHttpServer(httpOptions);
   let port: number;
   try {
     port = await http.listen();

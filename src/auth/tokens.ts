@@ -14,7 +14,8 @@
  * 20 µs here, the largest cost of auth-refresh.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { jwtVerify, decodeJwt } from 'jose';
+import { jwtVerify } from 'jose/jwt/verify';
+import { decodeJwt } from 'jose/jwt/decode';
 import { randomToken } from '../records/ids.js';
 
 export const TOKEN_TTL_S = 7 * 24 * 3600;

@@ -22,7 +22,6 @@
  *   key (AES-256-GCM, bound to the factor row).
  */
 import { createHash, createHmac, randomInt, timingSafeEqual } from 'node:crypto';
-import { generateSecret, generateURI, verifySync } from 'otplib';
 import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { Store } from '../store/store.js';
@@ -35,6 +34,15 @@ import { decryptStored, encryptStored } from '../records/encryption.js';
 import type { WebAuthnMethod } from './methods/webauthn.js';
 import { methodOptions } from './methods/emailed.js';
 import type { SignInTag } from './methods/method.js';
+
+type Otplib = typeof import('otplib');
+let otpLibrary: Promise<Otplib> | null = null;
+
+/** otplib, imported on the first TOTP ceremony rather than at start (about 8 MB resident). */
+function otplib(): Promise<Otplib> {
+  otpLibrary ??= import('otplib');
+  return otpLibrary;
+}
 
 /** Attempt lifetime and tries, the account limit, the management capability, recovery codes. */
 export const MFA_ATTEMPT_TTL_MS = 5 * 60_000;
@@ -200,6 +208,7 @@ export class TwoFactor {
     if (factor === 'webauthn') {
       return { kind: 'json', body: await this.webauthn.registrationOptions(c, rec, 'mfa_webauthn_enroll', this.store.sql.passkeys.list(c.id, a.recordId)) };
     }
+    const { generateSecret, generateURI } = await otplib();
     const secret = generateSecret();
     const ceremonyId = newId();
     await this.write([this.store.sql.mfa.setAttemptDataStep(a.id, JSON.stringify({ ...parseJson(a.data), ceremonyId, secret: encryptStored(c.id, PENDING_FIELD, a.id, secret) }))]);
@@ -217,7 +226,7 @@ export class TwoFactor {
       const data = parseJson(a.data);
       if (typeof b.ceremonyId !== 'string' || !data || data.ceremonyId !== b.ceremonyId) throw ApiError.validation({ ceremonyId: { code: 'validation_value', message: 'Start with enroll-begin; the ceremony is unknown or replaced.' } });
       const secret = String(decryptStored(c.id, PENDING_FIELD, a.id, data.secret) ?? '');
-      const step = totpStep(secret, b.code);
+      const step = totpStep(await otplib(), secret, b.code);
       if (step === null) return this.refuse(c, a);
       const id = newId();
       steps.push(this.store.sql.mfa.addTotpStep(id, c.id, a.recordId, encryptStored(c.id, TOTP_FIELD, id, secret), step, nowDate()));
@@ -267,8 +276,9 @@ export class TwoFactor {
     const spent = { status: 401, code: 'unauthorized', message: 'The second-factor proof is invalid.' };
     if (factor === 'totp') {
       let hit: { id: string; step: number } | null = null;
+      const otp = await otplib();
       for (const f of this.store.sql.mfa.totpFactors(c.id, a.recordId)) {
-        const step = totpStep(String(decryptStored(c.id, TOTP_FIELD, f.id, f.secret) ?? ''), b.code);
+        const step = totpStep(otp, String(decryptStored(c.id, TOTP_FIELD, f.id, f.secret) ?? ''), b.code);
         if (step !== null && step > f.lastStep) hit = { id: f.id, step };
       }
       if (!hit) return this.refuse(c, a);
@@ -357,11 +367,11 @@ export class TwoFactor {
 }
 
 /** The accepted time step of a six-digit TOTP code (one adjacent step each way), or null. */
-function totpStep(secret: string, code: unknown): number | null {
+function totpStep(otp: Otplib, secret: string, code: unknown): number | null {
   const token = typeof code === 'number' ? String(code).padStart(6, '0') : code;
   if (!secret || typeof token !== 'string' || !/^\d{6}$/.test(token)) return null;
   try {
-    const r = verifySync({ secret, token, epochTolerance: 30 });
+    const r = otp.verifySync({ secret, token, epochTolerance: 30 });
     return r.valid ? (r as { timeStep: number }).timeStep : null;
   } catch {
     return null;

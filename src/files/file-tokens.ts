@@ -9,7 +9,9 @@
  * every file token issued before.
  */
 import { createHmac } from 'node:crypto';
-import { SignJWT, decodeJwt, jwtVerify } from 'jose';
+import { SignJWT } from 'jose/jwt/sign';
+import { jwtVerify } from 'jose/jwt/verify';
+import { decodeJwt } from 'jose/jwt/decode';
 import type { Principal } from '../rules/access.js';
 import type { Collection } from '../collections/types.js';
 

@@ -17,7 +17,6 @@
  *   when the authenticator keeps one (a cloned authenticator is refused), and records the use.
  */
 import { createHmac } from 'node:crypto';
-import { generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse } from '@simplewebauthn/server';
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../collections/types.js';
 import type { Store } from '../../store/store.js';
@@ -27,7 +26,19 @@ import type { AuthMethod, MethodResult } from './method.js';
 import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
 import type { PasskeyRow } from '../../store/auth-store.js';
 import type { WriteStep } from '../../store/write-job.js';
-import { decodeAttestationObject, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
+type WebAuthnServer = typeof import('@simplewebauthn/server');
+type WebAuthnHelpers = typeof import('@simplewebauthn/server/helpers');
+let webauthnLibrary: Promise<[WebAuthnServer, WebAuthnHelpers]> | null = null;
+
+/**
+ * @simplewebauthn/server and its helpers, imported on the first passkey ceremony rather than at
+ * start: with their ASN.1 and X.509 stack they are over 200 modules and about 20 MB resident,
+ * which a server whose users never use passkeys should not carry.
+ */
+function webauthnLib(): Promise<[WebAuthnServer, WebAuthnHelpers]> {
+  webauthnLibrary ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]);
+  return webauthnLibrary;
+}
 import { methodEnabled, methodOptions } from './emailed.js';
 import { nowDate } from '../../collections/fields/index.js';
 
@@ -157,6 +168,7 @@ export class WebAuthnMethod implements AuthMethod {
     const id = String(record.id);
     const ceremonyId = await this.tokens.issue(kind, c, id, '');
     const challenge = this.challenge(ceremonyId);
+    const [{ generateRegistrationOptions }] = await webauthnLib();
     const options = await generateRegistrationOptions({
       rpName: rp.rpName,
       rpID: rp.rpId,
@@ -182,8 +194,9 @@ export class WebAuthnMethod implements AuthMethod {
     if (ceremony.recordId !== recordId) throw ApiError.validation(BAD_CEREMONY);
     const rp = this.rp(c);
     const transports = Array.isArray(input.transports) ? input.transports.filter((t): t is string => typeof t === 'string' && t.length < 20).slice(0, 8) : [];
+    const [{ verifyRegistrationResponse }, helpers] = await webauthnLib();
     try {
-      const id = input.id ?? credentialIdOf(input.attestationObject);
+      const id = input.id ?? credentialIdOf(helpers, input.attestationObject);
       const out = await verifyRegistrationResponse({
         response: { id, rawId: id, type: 'public-key', response: { clientDataJSON: input.clientDataJSON, attestationObject: input.attestationObject, transports: transports as never }, clientExtensionResults: {} },
         expectedChallenge: this.challenge(ceremony.ceremonyId),
@@ -212,6 +225,7 @@ export class WebAuthnMethod implements AuthMethod {
     const rp = this.rp(c);
     const ceremonyId = await this.tokens.issue(kind, c, bound, '');
     const challenge = this.challenge(ceremonyId);
+    const [{ generateAuthenticationOptions }] = await webauthnLib();
     const options = await generateAuthenticationOptions({
       rpID: rp.rpId, challenge: Buffer.from(challenge, 'base64url'), timeout: CEREMONY_TIMEOUT_MS, userVerification: 'preferred',
       allowCredentials: allow.map((k) => ({ id: k.id, transports: parseTransports(k.transports) })),
@@ -237,6 +251,7 @@ export class WebAuthnMethod implements AuthMethod {
     if ((ceremony.recordId !== '' && ceremony.recordId !== key.recordId) || !accept(key)) throw refused();
     if (typeof b.userHandle === 'string' && b.userHandle !== '' && Buffer.from(b.userHandle, 'base64url').toString('utf8') !== key.recordId) throw refused();
     const rp = this.rp(c);
+    const [{ verifyAuthenticationResponse }] = await webauthnLib();
     let newCounter: number;
     try {
       const out = await verifyAuthenticationResponse({
@@ -284,9 +299,9 @@ export class WebAuthnMethod implements AuthMethod {
 }
 
 /** The credential id (base64url) inside an attestation object's authenticator data. */
-function credentialIdOf(attestationObject: string): string {
-  const att = decodeAttestationObject(Buffer.from(attestationObject, 'base64url'));
-  const id = parseAuthenticatorData(att.get('authData')).credentialID;
+function credentialIdOf(helpers: WebAuthnHelpers, attestationObject: string): string {
+  const att = helpers.decodeAttestationObject(Buffer.from(attestationObject, 'base64url'));
+  const id = helpers.parseAuthenticatorData(att.get('authData')).credentialID;
   if (!id) throw new Error('the attestation carries no credential');
   return Buffer.from(id).toString('base64url');
 }
