@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { generateSync } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
+import { NO_BROWSER, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
+import { waitFor } from '../helpers/wait.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -35,10 +36,7 @@ after(async () => {
 });
 
 async function password(): Promise<void> {
-  await page.goto(`${srv.url}/_/`);
-  await page.getByLabel('Email').fill(SU_EMAIL);
-  await page.getByLabel('Password').fill(SU_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, srv.url);
 }
 
 async function signOut(): Promise<void> {
@@ -134,18 +132,15 @@ test('a sign-out while the subscription POST is under way: the POST is answered 
     await page.reload();
     await isHeld;
     // the stream of the page before the reload may take a moment to be seen closed
-    const one = Date.now() + 5000;
-    while (Date.now() < one && (await sseStreams()) !== 1) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(async () => (await sseStreams()) === 1, 5000);
     assert.equal(await sseStreams(), 1, 'the page\'s stream is open');
     const click = page.getByRole('button', { name: 'Sign out' }).click();
-    const until = Date.now() + 800; // the UI waits up to 2 s for the POST
-    while (Date.now() < until && (await sseStreams()) > 0) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(async () => (await sseStreams()) === 0, 800); // the UI waits up to 2 s for the POST
     assert.equal(await sseStreams(), 1, 'the stream stays open while its POST is under way');
     release();
     await click;
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
-    const closed = Date.now() + 5000;
-    while (Date.now() < closed && (await sseStreams()) > 0) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(async () => (await sseStreams()) === 0, 5000);
     assert.equal(await sseStreams(), 0, 'the stream closes once the POST is answered');
     // one POST, or two when the stream's PB_CONNECT and the page's subscription each sent one
     assert.ok(answers.length >= 1 && answers.every((s) => s === 204), `the POSTs' answers: ${answers.join(', ')}`);

@@ -8,8 +8,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { ROOT, startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
+import { ROOT, startSvc, type Svc } from '../helpers/server.js';
+import { NO_BROWSER, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -31,10 +31,7 @@ after(async () => {
 const feature = (name: string) => page.locator('li.feature', { has: page.getByText(name, { exact: true }) });
 
 test('override a flag and an experiment\'s weights in the UI, then clear them', { skip: NO_BROWSER }, async () => {
-  await page.goto(`${srv.url}/_/`);
-  await page.getByLabel('Email').fill(SU_EMAIL);
-  await page.getByLabel('Password').fill(SU_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, srv.url);
   await page.getByRole('link', { name: 'Flags and experiments' }).click();
   await page.getByRole('heading', { name: 'Flags and experiments' }).waitFor();
 

@@ -12,8 +12,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { runCli, startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
+import { runCli, startSvc, type Svc } from '../helpers/server.js';
+import { NO_BROWSER, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
 
 interface City { name: string; country: string; population: number; loc: { coordinates: [number, number] } }
 
@@ -95,10 +95,7 @@ async function timed(action: () => Promise<void>): Promise<number> {
 }
 
 test(`the cities table (${'135,233'} rows): first page, paging, sorting and filtering stay fast`, { skip: NO_BROWSER }, async (t) => {
-  await page.goto(`${srv.url}/_/`);
-  await page.getByLabel('Email').fill(SU_EMAIL);
-  await page.getByLabel('Password').fill(SU_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, srv.url);
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 
   let start = performance.now();

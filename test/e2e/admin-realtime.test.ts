@@ -7,8 +7,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
-import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, watchedPage } from '../helpers/browser.js';
+import { startSvc, type Svc } from '../helpers/server.js';
+import { NO_BROWSER, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
+import { until } from '../helpers/wait.js';
 
 let srv: Svc;
 let browser: Browser;
@@ -35,15 +36,6 @@ async function metrics(): Promise<{ connections: number; refusedConnections: num
   return m.body;
 }
 
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
-
 test('a refused event stream is asked for again; the table goes live once a connection is free', { skip: NO_BROWSER }, async () => {
   // another client holds the server's only realtime connection
   const holder = new AbortController();
@@ -55,19 +47,16 @@ test('a refused event stream is asked for again; the table goes live once a conn
   const before = await metrics();
   assert.equal(before.connections, 1);
 
-  await page.goto(`${srv.url}/_/`);
-  await page.getByLabel('Email').fill(SU_EMAIL);
-  await page.getByLabel('Password').fill(SU_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await signIn(page, srv.url);
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
   await page.goto(`${srv.url}/_/collections/notes`);
   await page.getByText('offline').waitFor();
   // refused, then asked again after a second: the page did not give up after the first 503
-  await until('a second refused stream', async () => (await metrics()).refusedConnections >= before.refusedConnections + 2);
+  await until(async () => (await metrics()).refusedConnections >= before.refusedConnections + 2, 10_000, 'a second refused stream');
   assert.equal(await page.locator('.live-on').count(), 0, 'offline while refused');
 
   holder.abort();
-  await until('the held stream to close', async () => (await metrics()).connections === 0);
+  await until(async () => (await metrics()).connections === 0, 10_000, 'the held stream to close');
   // the next attempt comes at most 4 s after the second refusal (1 s, 2 s, 4 s, ...)
   await page.locator('.live-on').waitFor({ timeout: 15_000 });
   const made = await srv.api('POST', '/api/collections/notes/records', { token: srv.suToken, body: { title: 'Made while watching' } });

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { ROOT, runCli, startSvc, type Svc } from '../helpers/server.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 import { sleep, withDb } from '../helpers/auth-helpers.js';
+import { waitFor } from '../helpers/wait.js';
 import { createHmac } from 'node:crypto';
 
 const APP = join(ROOT, 'test', 'fixtures', 'app-ops.mjs');
@@ -250,8 +251,7 @@ test('failures of application code are logged with the request id (the caller\'s
     /record hook notes\.afterCreate failed after the commit \(request [0-9a-f]{16}\)/,
     /route GET \/api\/route-crash failed \(request edge-42\)/,
   ];
-  const logged = Date.now() + 10_000;
-  while (!failures.every((re) => re.test(s.stderr())) && Date.now() < logged) await sleep(20);
+  await waitFor(() => failures.every((re) => re.test(s.stderr())), 10_000);
   const log = s.stderr();
   for (const re of failures) assert.match(log, re);
   assert.deepEqual((await s.api('GET', '/api/rid', { headers: { 'X-Request-Id': 'trace-7' } })).body, { requestId: 'trace-7' });

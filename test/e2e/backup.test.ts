@@ -20,6 +20,7 @@ import Database from 'libsql';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { oneJsonObject, runCliAsync } from '../helpers/proc.js';
 import { TEST_BACKEND } from '../helpers/backend.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 /** svc backup / restore copy the embedded database file; on PostgreSQL they refuse (checked below). */
 const SQLITE_FILE = TEST_BACKEND === 'postgres'
@@ -28,7 +29,6 @@ const SQLITE_FILE = TEST_BACKEND === 'postgres'
 
 const CLEAN_ENV = { SERVICE_LOG_LEVEL: undefined, SERVICE_LOG_FORMAT: undefined, SERVICE_DATA_DIR: undefined };
 const cli = (...args: string[]) => runCliAsync(args, CLEAN_ENV);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 const root = mkdtempSync(join(tmpdir(), 'svc-test-backup-'));
@@ -142,8 +142,7 @@ test('a backup taken under write load restores every write acknowledged before i
   const load = Promise.all(Array.from({ length: 8 }, (_, c) => client(c)));
   // the backup starts once the load has made progress (a count, not a time: a loaded machine
   // may take longer than usual to answer the first writes)
-  const progress = Date.now() + 30_000;
-  while (acked.size < 20 && Date.now() < progress) await sleep(20);
+  await waitFor(() => acked.size >= 20, 30_000);
   const before = new Map(acked);
   const r = await cli('backup', dirBackup, `--data-dir=${source}`, '--json');
   const duringBackup = acked.size - before.size;

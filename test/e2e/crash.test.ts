@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { withDb } from '../helpers/auth-helpers.js';
 import { TEST_BACKEND } from '../helpers/backend.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 const sum = (title: string, version: number, parent: string) => createHash('sha256').update(`${title}|${version}|${parent}`).digest('hex').slice(0, 16);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Acked {
   /** version acknowledged last, per record id */
@@ -113,8 +113,7 @@ test('kill -9 during creates and updates loses no acknowledged write and leaves 
       if (round === 2) {
         // the late kill also waits for the load to have made progress (a count, not a time: a
         // loaded machine may answer far fewer writes than usual in the same time)
-        const progress = Date.now() + 30_000;
-        while (totalAnswered + load.answered() <= 100 && Date.now() < progress) await sleep(20);
+        await waitFor(() => totalAnswered + load.answered() > 100, 30_000);
       }
       if (round === 3) {
         // a burst of acknowledgements lands, then the kill

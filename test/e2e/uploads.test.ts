@@ -13,6 +13,7 @@ import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError, createUsers, dumpServerLog, signup, type User } from '../helpers/records-fixtures.js';
 import { sleep } from '../helpers/auth-helpers.js';
 import { jsonRecordsSince } from '../helpers/proc.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A 1×1 PNG. */
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ff9b4d0a0000000049454e44ae426082', 'hex');
@@ -58,8 +59,7 @@ const create = (doc: string, body: Record<string, unknown>, token: User | string
  */
 async function logged(server: Svc, mark: number, method: string, path: string): Promise<void> {
   const seen = () => jsonRecordsSince(server.stderr(), mark).some((r) => r.scope === 'http' && r.method === method && r.path === path);
-  const deadline = Date.now() + 10_000;
-  while (!seen() && Date.now() < deadline) await sleep(20);
+  await waitFor(seen, 10_000);
   assert.ok(seen(), `the server logged the cut-off ${method} ${path}`);
 }
 

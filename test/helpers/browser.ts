@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
+import { SU_EMAIL, SU_PASSWORD } from './server.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** A skip reason when no browser can run here, else false. */
@@ -31,6 +32,14 @@ export async function watchedPage(browser: Browser, problems: string[]): Promise
   });
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   return page;
+}
+
+/** Opens the admin UI of the server at `url` and submits its sign-in form with the test superuser's password. */
+export async function signIn(page: Page, url: string): Promise<void> {
+  await page.goto(`${url}/_/`);
+  await page.getByLabel('Email').fill(SU_EMAIL);
+  await page.getByLabel('Password').fill(SU_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
 /** A page with a virtual platform authenticator (resident keys, user verification, automatic presence). */

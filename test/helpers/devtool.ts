@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT } from './server.js';
+import { sleep, until } from './wait.js';
 
 export const DEVTOOL = join(ROOT, 'dist', 'devtool', 'main.js');
 
@@ -115,18 +116,7 @@ export function spawnDevtool(args: string[], opts: { cwd?: string; env?: Record<
   };
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns a truthy value; throws after `ms`. */
-export async function until<T>(fn: () => T | Promise<T>, ms = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+export { sleep, until };
 
 /** The lock file `dev.json` of a site (default data dir), or null. */
 export function lockInfo(site: string, dataDir = join(site, '.svc')): any {
