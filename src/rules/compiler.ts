@@ -114,9 +114,32 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function compileExpression(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions): CompiledExpr {
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
-  const ast = parseFilter(src);
+  const ast = guardAccount(parseFilter(src));
   const emit = opts.dialect === 'postgres' ? emitExpressionPg : emitExpression;
   return { ...emit(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
+}
+
+const isAccountMacro = (o: Operand): boolean => o.type === 'macro' && (o.macro === 'account.id' || o.macro === 'account.role');
+
+/**
+ * Makes every comparison that reads `@request.account.id` or `.role` false for a principal
+ * without an active account (docs/framework.md, "Tenancy"): the term becomes
+ * `<term> && @request.account.id != ''`, the macros binding `''` then. Without the guard
+ * `account = @request.account.id` matched rows whose account is empty, and `!=`, `!~` or
+ * `@request.account.id != null` held for a stranger. The grammar has no negation above a
+ * comparison, so guarding the leaves is enough. Returns `ast` itself when it reads no account
+ * macro (parsed trees are cached and shared: never mutated).
+ */
+function guardAccount(ast: Expr): Expr {
+  if (ast.type === 'and' || ast.type === 'or') {
+    const terms = ast.terms.map(guardAccount);
+    return terms.every((t, i) => t === ast.terms[i]) ? ast : { type: ast.type, terms };
+  }
+  const reads = ast.type === 'in' ? isAccountMacro(ast.left) : isAccountMacro(ast.left) || isAccountMacro(ast.right);
+  if (!reads) return ast;
+  const pos = ast.pos;
+  const present: Expr = { type: 'compare', op: '!=', left: { type: 'macro', macro: 'account.id', path: '', pos }, right: { type: 'literal', value: '', raw: '', pos }, pos };
+  return { type: 'and', terms: [ast, present] };
 }
 
 /** CompiledExpr.owner: `<field> = @request.auth.id` or `@request.auth.id = <field>`, else null. */
@@ -141,7 +164,7 @@ const FOREIGN_ID = '#';
  * null for a field the auth record lacks, and `@request.auth.id` compared with ids of another
  * collection than the caller's matches none; `@request.data.*` is null when absent;
  * `@request.account.id`/`.role` are `''` and `.ids` empty unless the app's tenancy resolver placed
- * the principal in an account (rules using them then fail closed). Objects/arrays bind as JSON text.
+ * the principal in an account (every comparison with them is then false: guardAccount). Objects/arrays bind as JSON text.
  */
 export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
   return expr.params.map((slot) => {
@@ -163,6 +186,7 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
         break;
       case 'account':
         if (slot.field === 'ids') return JSON.stringify(ctx.account?.ids ?? []);
+        // '' without an account; compileExpression makes every comparison with it false (guardAccount)
         value = ctx.account ? ctx.account[slot.field] : '';
         break;
       case 'now':

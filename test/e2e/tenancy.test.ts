@@ -64,6 +64,28 @@ test('no account, an unknown account, a malformed one, and anonymous callers fai
   }
 });
 
+test('a record with an empty account is no stranger\'s: @request.account.id without an account matches no row', async () => {
+  const orphan = await srv.api('POST', '/api/collections/docs/records', { token: srv.suToken, body: { title: 'orphan', account: '' } });
+  assert.equal(orphan.status, 201, orphan.text);
+  try {
+    for (const [label, opts] of [
+      ['signed in, no account', as('ann')],
+      ['non-member naming an account', as('bob', 'acme')],
+      ['anonymous', { token: null, headers: {} }],
+    ] as const) {
+      const list = await srv.api('GET', '/api/collections/docs/records', opts as never);
+      assert.deepEqual(list.body.items.map((d: any) => d.title), [], `${label}: list`);
+      const one = await srv.api('GET', `/api/collections/docs/records/${orphan.body.id}`, opts as never);
+      assert.equal(one.status, 404, `${label}: view`);
+    }
+    // a member with an active account still sees only that account's records
+    const acme = await srv.api('GET', '/api/collections/docs/records', as('ann', 'acme'));
+    assert.deepEqual(acme.body.items.map((d: any) => d.title), ['acme plan']);
+  } finally {
+    await srv.api('DELETE', `/api/collections/docs/records/${orphan.body.id}`, { token: srv.suToken });
+  }
+});
+
 test('create follows the role in the active account; update any account the member belongs to', async () => {
   const ok = await srv.api('POST', '/api/collections/docs/records', { ...as('ann', 'acme'), body: { title: 'acme memo', account: 'acme' } });
   assert.equal(ok.status, 201, ok.text);

@@ -100,12 +100,37 @@ test('hidden fields: rejected in filters, allowed in rules; encrypted: rejected 
   assert400(() => c('passwordHash = 1', RULE), /unknown field "passwordHash"/); // posts is not an auth collection
 });
 
+test('a comparison reading @request.account.id or .role holds only with an active account', () => {
+  assert.equal(c('@request.account.id = title', RULE).sql, '(? = r."title" AND ? IS NOT ?)');
+  assert.equal(c('@request.account.role != "x"', RULE).sql, '(? IS NOT ? AND ? IS NOT ?)');
+  assert.equal(c('@request.account.id = null', RULE).sql, '(? IS NULL AND ? IS NOT ?)');
+  assert.equal(c('@request.account.role in ("a", null)', RULE).sql, '((? IN (?) OR ? IS NULL) AND ? IS NOT ?)');
+  // the list macro needs no guard: it binds an empty array without an account
+  assert.equal(c('author in @request.account.ids', RULE).sql, 'r."author" IN (SELECT value FROM json_each(?))');
+  const db = new Database(':memory:');
+  const holds = (src: string, account?: { id: string; role: string; ids: string[] }) => {
+    const e = c(src, RULE);
+    const sql = `SELECT ${e.sql.replaceAll('r."title"', "''")}`;
+    return Boolean((db.prepare(sql).raw().get(bindAll(bindParams(e, { auth: null, data: null, method: 'GET', account }))) as unknown[])[0]);
+  };
+  for (const src of ['@request.account.id = ""', '@request.account.id != "acme"', '@request.account.id != null', '@request.account.id = null', '@request.account.role !~ "x"', '@request.account.role in ("", null)', '@request.account.id = title']) {
+    assert.equal(holds(src), false, `${src} without an account`);
+  }
+  const acme = { id: 'acme', role: 'viewer', ids: ['acme'] };
+  assert.equal(holds('@request.account.id != null', acme), true);
+  assert.equal(holds('@request.account.id != "globex" && @request.account.role !~ "edit"', acme), true);
+  assert.equal(holds('@request.account.id = "globex"', acme), false);
+});
+
 test('macros bind per request: anonymous, authenticated, like and JSON values', () => {
   const rule = c('author = @request.auth.id && title ~ @request.data.q && @request.method = "GET" && @request.account.id = "" && @request.account.role != "x" && meta = @request.auth.prefs && views = @request.auth.missing', RULE);
   assert.deepEqual(rule.params.slice(0, 2), [{ kind: 'auth', path: 'id', of: 'c_users' }, { kind: 'data', path: 'q', like: true }]);
-  assert.deepEqual(bindParams(rule, { auth: null, data: null, method: 'GET' }), ['', null, 'GET', 'GET', '', '', '', 'x', '', '']);
+  // each account comparison is followed by its guard, `@request.account.id != ''` (two slots)
+  assert.deepEqual(bindParams(rule, { auth: null, data: null, method: 'GET' }), ['', null, 'GET', 'GET', '', '', '', '', '', 'x', '', '', '', '']);
   const authed = { id: 'u1', collectionId: 'c_users', collectionName: 'users', prefs: { a: [1] } };
-  assert.deepEqual(bindParams(rule, { auth: authed, data: { q: '5_%' }, method: 'POST' }), ['u1', '5_%', 'POST', 'GET', '', '', '', 'x', '{"a":[1]}', null]);
+  assert.deepEqual(bindParams(rule, { auth: authed, data: { q: '5_%' }, method: 'POST' }), ['u1', '5_%', 'POST', 'GET', '', '', '', '', '', 'x', '', '', '{"a":[1]}', null]);
+  const member = { id: 'acme', role: 'editor', ids: ['acme'] };
+  assert.deepEqual(bindParams(rule, { auth: authed, data: null, method: 'GET', account: member }).slice(4, 12), ['acme', '', 'acme', '', 'editor', 'x', 'acme', '']);
   assert.deepEqual(bindParams(rule, { auth: authed, data: { q: 'a_b' }, method: 'GET' })[1], '%a\\_b%');
   // one auth identity, one collection: a caller of another collection is no `author`
   const foreign = { id: 'u1', collectionId: 'c_members', collectionName: 'members', prefs: null };

@@ -166,9 +166,12 @@ function side(o: Operand, row: Row, ctx: RequestContext, scale: number | undefin
   else v = o.macro === 'method' ? ctx.method : '';
   return { vals: [likeOp && v !== null ? wrap(String(v)) : v] };
 }
+const isAccount = (o: Operand) => o.type === 'macro' && o.macro.startsWith('account.');
 function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
   if (e.type === 'and') return e.terms.every((t) => evaluate(t, row, ctx));
   if (e.type === 'or') return e.terms.some((t) => evaluate(t, row, ctx));
+  // without an active account every comparison reading @request.account.id/.role is false
+  if (!ctx.account && (isAccount(e.left) || (e.type === 'compare' && isAccount(e.right)))) return false;
   if (e.type === 'in') {
     if (e.accountIds) return false;
     const L = side(e.left, row, ctx, undefined, false);
@@ -221,7 +224,7 @@ const LEAVES: (() => string)[] = [
   () => `title ${pick(ALL_OPS)} ${pick(['author.name', 'parent.title', 'tags.name', 'meta.s'])}`, () => `author.name ${pick(ALL_OPS)} tags.name`,
   () => `author ${pick(['=', '!='])} @request.auth.id`, () => `title ${pick(ALL_OPS)} @request.data.title`, () => `@request.auth.id != ''`,
   () => `@request.method = ${q(pick(['GET', 'POST']))}`, () => `@request.auth.name ${pick(ALL_OPS)} author.name`, () => `author in @request.account.ids`,
-  () => `@request.account.id = ''`, () => `id in ${list(() => q(`p${1 + Math.floor(rnd() * 45)}`))}`, () => `created ${pick(CMP_OPS)} '2024-01-15'`,
+  () => `@request.account.id ${pick(ALL_OPS)} ${pick(["''", 'null', "'acme'"])}`, () => `@request.account.role in ${list(() => pick(["''", 'null', "'x'"]))}`, () => `id in ${list(() => q(`p${1 + Math.floor(rnd() * 45)}`))}`, () => `created ${pick(CMP_OPS)} '2024-01-15'`,
   () => `${q(pick(TEXTS))} ${pick(ALL_OPS)} title`, () => `null ${pick(['=', '!='])} ${pick(['title', 'author.name', 'labels'])}`,
 ];
 function genFilter(depth = 0): string {
