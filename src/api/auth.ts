@@ -45,7 +45,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
     const c = authCollection(req);
     const b = jsonBody(req);
     const submitted = typeof b === 'object' && b !== null ? (b as Record<string, unknown>).email : undefined;
-    auth.limits.enforce(scope, c, auth.limits.clientKey(req, submitted));
+    auth.limits.enforce(scope, c, auth.limits.clientKeys(req, submitted));
     auth.emails.request(kind, c, AccountEmails.requestedEmail(b));
     return noContent();
   };

@@ -476,7 +476,7 @@ class CustomMethod implements AuthMethod {
 
   private limit(c: Collection, scope: string, client: ClientInfo): void {
     const limits = this.ctx.auth.limits;
-    limits.enforce(scope, c, limits.clientKey(client, ''), this.slug);
+    limits.enforce(scope, c, limits.clientKeys(client, ''), this.slug);
   }
 
   enabled(c: Collection): boolean {

@@ -364,7 +364,7 @@ export class AuthService {
   limitPasswordChange(c: Collection, recordId: string, principal: Principal | null, body: unknown, req: ClientInfo): void {
     if (c.type !== 'auth' || principal?.superuser) return;
     if (typeof body !== 'object' || body === null || !('password' in body)) return;
-    this.limits.enforce('pwchange', c, this.limits.clientKey(req, `${c.id}/${recordId}`));
+    this.limits.enforce('pwchange', c, this.limits.clientKeys(req, `${c.id}/${recordId}`));
   }
 
   /**

@@ -93,18 +93,23 @@ export class AuthRateLimits {
   }
 
   /**
-   * The client key: the submitted identity or email (trimmed, lower-cased) by default; with a
-   * trusted proxy, the first X-Forwarded-For hop or X-Real-IP when present.
+   * The client keys a request counts under (spec 1-core-api.md, "Rate limiting"; docs/api.md,
+   * "Rate limits"): the submitted identity or email (trimmed, lower-cased), else the remote
+   * address. With a trusted proxy the first X-Forwarded-For hop (or X-Real-IP) counts too, so a
+   * client rotating its forwarded address still meets the identity's budget and one address
+   * still meets its own across identities. Each key has its own window; a request over any of
+   * them is refused.
+   * @returns one or two keys such as `id:ann@example.com`, `ip:203.0.113.7`
    */
-  clientKey(req: ClientInfo, submitted: unknown): string {
+  clientKeys(req: ClientInfo, submitted: unknown): string[] {
+    const keys: string[] = [];
     if (this.trustProxy) {
-      const hop = req.headers.forwardedFor.split(',')[0].trim();
-      if (hop) return `ip:${hop}`;
-      const real = req.headers.realIp.trim();
-      if (real) return `ip:${real}`;
+      const hop = req.headers.forwardedFor.split(',')[0].trim() || req.headers.realIp.trim();
+      if (hop) keys.push(`ip:${hop}`);
     }
-    if (typeof submitted === 'string' && submitted.trim() !== '') return `id:${submitted.trim().toLowerCase()}`;
-    return `ip:${req.remoteAddress}`;
+    if (typeof submitted === 'string' && submitted.trim() !== '') keys.push(`id:${submitted.trim().toLowerCase()}`);
+    if (!keys.length) keys.push(`ip:${req.remoteAddress}`);
+    return keys;
   }
 
   /** The caller's IP address as far as it is trusted (for session rows). */
@@ -120,12 +125,16 @@ export class AuthRateLimits {
   /**
    * Counts one request to a limited endpoint; throws 429 `too_many_requests` over the budget.
    * @param scope  endpoint name, e.g. `auth-with-password`, `pwchange`, `otp:initiate`
+   * @param clientKeys from clientKeys(): the request counts under each
    * @param method auth method slug whose `rate_limit` override applies (e.g. `password`, `otp`)
    */
-  enforce(scope: string, c: Collection, clientKey: string, method?: string): void {
+  enforce(scope: string, c: Collection, clientKeys: readonly string[], method?: string): void {
     const budget = this.budget(c, method);
     if (!budget) return;
-    if (!this.limiter.hit(`${scope}:${c.id}:${clientKey}`, budget)) throw ApiError.tooManyRequests();
+    // every key counts the request, even when an earlier one is already over its budget
+    let allowed = true;
+    for (const key of clientKeys) if (!this.limiter.hit(`${scope}:${c.id}:${key}`, budget)) allowed = false;
+    if (!allowed) throw ApiError.tooManyRequests();
   }
 }
 

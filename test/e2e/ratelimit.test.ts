@@ -132,3 +132,17 @@ test('SERVICE_RATE_LIMIT_MAX=0 disables the global limiter only; with --trust-pr
   assert429(await login(b, 'tight', 'r3@example.com', PW, real), 'X-Real-IP');
   for (let i = 0; i < 5; i++) assert.equal((await login(b, 'open', 'x@example.com', PW, hop)).status, 400, 'rate_limit off');
 });
+
+test('with --trust-proxy a rotating X-Forwarded-For does not lift the identity\'s budget (password and one-time code)', async () => {
+  for (let i = 0; i < 2; i++) assert.equal((await login(b, 'tight', 'rotating@example.com', PW, { 'x-forwarded-for': `192.0.2.${10 + i}` })).status, 400, `attempt ${i + 1}`);
+  assert429(await login(b, 'tight', 'Rotating@Example.com', PW, { 'x-forwarded-for': '192.0.2.99' }), 'a fresh forwarded address, same identity');
+  assert.equal((await login(b, 'tight', 'steady@example.com', PW, { 'x-forwarded-for': '192.0.2.100' })).status, 400, 'another identity from a fresh address');
+
+  await b.createCollection({ name: 'otpers', type: 'auth', fields: [], ...own, options: { auth: { methods: { otp: { enabled: true, rate_limit: { max: 2, window_s: 60 } } } } } });
+  const complete = (ip: string) => b.api('POST', '/api/collections/otpers/auth/otp/complete', { body: { identity: 'otp-rot@example.com', code: '000000' }, headers: { 'x-forwarded-for': ip } });
+  for (let i = 0; i < 2; i++) assert.equal((await complete(`192.0.2.${20 + i}`)).status, 400, `otp attempt ${i + 1}`);
+  assert429(await complete('192.0.2.98'), 'one-time code: a fresh forwarded address, same identity');
+  const initiate = (ip: string) => b.api('POST', '/api/collections/otpers/auth/otp/initiate', { body: { identity: 'otp-rot@example.com' }, headers: { 'x-forwarded-for': ip } });
+  for (let i = 0; i < 2; i++) assert.equal((await initiate(`192.0.2.${30 + i}`)).status, 204, `otp initiate ${i + 1}`);
+  assert429(await initiate('192.0.2.97'), 'one-time code initiate: a fresh forwarded address, same identity');
+});

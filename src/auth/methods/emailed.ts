@@ -71,7 +71,7 @@ abstract class EmailedMethod implements AuthMethod {
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<undefined> {
     const submitted = isObject(body) ? body.identity : undefined;
-    this.limits.enforce(`auth-${this.slug}-initiate`, c, this.limits.clientKey(client, submitted), this.slug);
+    this.limits.enforce(`auth-${this.slug}-initiate`, c, this.limits.clientKeys(client, submitted), this.slug);
     const identity = identityOf(body);
     const collectionId = c.id;
     this.queue.push(async () => {
@@ -131,7 +131,7 @@ export class MagicLinkMethod extends EmailedMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const token = isObject(body) ? body.token : undefined;
-    this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKey(client, typeof token === 'string' ? token.split('.')[0] : ''), this.slug);
+    this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, typeof token === 'string' ? token.split('.')[0] : ''), this.slug);
     if (typeof token !== 'string' || token === '') throw required('token');
     const found = this.tokens.find('magic_link', c, token);
     if (!found) throw ApiError.validation(BAD_TOKEN.data);
@@ -184,7 +184,7 @@ export class OtpMethod extends EmailedMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
-    this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKey(client, b.identity), this.slug);
+    this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, b.identity), this.slug);
     const identity = identityOf(body);
     if (typeof b.code !== 'string' && typeof b.code !== 'number') throw required('code');
     const code = String(b.code);

@@ -93,7 +93,7 @@ export class OAuth2Method implements AuthMethod {
   }
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<{ authURL: string; clientId: string; scopes: string[]; state?: string }> {
-    this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKey(client, ''), this.slug);
+    this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, isObject(body) ? body.provider : undefined);
     const endpoints = await providerEndpoints(p);
     const scopes = providerScopes(p);
@@ -110,7 +110,7 @@ export class OAuth2Method implements AuthMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
-    this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKey(client, ''), this.slug);
+    this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, b.provider);
     const errors: Record<string, { code: string; message: string }> = {};
     const missing = { code: 'validation_required', message: 'Missing required value.' };

@@ -81,22 +81,35 @@ test('budgets: global default, max 0 disables only the global limiter, per-metho
 test('enforce throws 429 too_many_requests with the documented message, per scope and collection', () => {
   const l = new AuthRateLimits({ max: 2, windowS: 60 }, false);
   const c = col();
-  l.enforce('auth-with-password', c, 'id:a');
-  l.enforce('auth-with-password', c, 'id:a');
-  assert.throws(() => l.enforce('auth-with-password', c, 'id:a'), (e: unknown) => e instanceof ApiError && e.status === 429 && e.code === 'too_many_requests' && e.message === 'Too many requests. Try again later.');
-  l.enforce('request-password-reset', c, 'id:a'); // another endpoint has its own counter
-  l.enforce('auth-with-password', { ...c, id: 'c2' }, 'id:a'); // and another collection
+  l.enforce('auth-with-password', c, ['id:a']);
+  l.enforce('auth-with-password', c, ['id:a']);
+  assert.throws(() => l.enforce('auth-with-password', c, ['id:a']), (e: unknown) => e instanceof ApiError && e.status === 429 && e.code === 'too_many_requests' && e.message === 'Too many requests. Try again later.');
+  l.enforce('request-password-reset', c, ['id:a']); // another endpoint has its own counter
+  l.enforce('auth-with-password', { ...c, id: 'c2' }, ['id:a']); // and another collection
 });
 
-test('client key: submitted identity by default; forwarded headers only with trust-proxy', () => {
+test('client keys: submitted identity by default; with trust-proxy the forwarded address and the identity', () => {
   const plain = new AuthRateLimits({ max: 1, windowS: 1 }, false);
   const proxy = new AuthRateLimits({ max: 1, windowS: 1 }, true);
   const fwd = req({ forwardedFor: ' 203.0.113.7 , 10.0.0.1', realIp: '198.51.100.2' });
-  assert.equal(plain.clientKey(fwd, ' Alice@Example.com '), 'id:alice@example.com');
-  assert.equal(plain.clientKey(fwd, undefined), 'ip:10.0.0.9', 'no identity: the socket address');
-  assert.equal(proxy.clientKey(fwd, 'alice@example.com'), 'ip:203.0.113.7', 'first forwarded hop');
-  assert.equal(proxy.clientKey(req({ realIp: '198.51.100.2' }), 'alice@example.com'), 'ip:198.51.100.2', 'real-IP header');
-  assert.equal(proxy.clientKey(req(), 'alice@example.com'), 'id:alice@example.com', 'no header: identity');
+  assert.deepEqual(plain.clientKeys(fwd, ' Alice@Example.com '), ['id:alice@example.com']);
+  assert.deepEqual(plain.clientKeys(fwd, undefined), ['ip:10.0.0.9'], 'no identity: the socket address');
+  assert.deepEqual(proxy.clientKeys(fwd, 'alice@example.com'), ['ip:203.0.113.7', 'id:alice@example.com'], 'first forwarded hop and identity');
+  assert.deepEqual(proxy.clientKeys(fwd, ''), ['ip:203.0.113.7'], 'no identity: the forwarded hop alone');
+  assert.deepEqual(proxy.clientKeys(req({ realIp: '198.51.100.2' }), 'alice@example.com'), ['ip:198.51.100.2', 'id:alice@example.com'], 'real-IP header');
+  assert.deepEqual(proxy.clientKeys(req(), 'alice@example.com'), ['id:alice@example.com'], 'no header: identity');
+});
+
+test('enforce counts every key: a rotating address meets the identity budget, one address meets its own', () => {
+  const l = new AuthRateLimits({ max: 2, windowS: 60 }, true);
+  const c = col();
+  const from = (ip: string, who: string) => l.clientKeys(req({ forwardedFor: ip }), who);
+  l.enforce('auth-with-password', c, from('203.0.113.1', 'ann'));
+  l.enforce('auth-with-password', c, from('203.0.113.2', 'ann'));
+  assert.throws(() => l.enforce('auth-with-password', c, from('203.0.113.3', 'ann')), (e: unknown) => e instanceof ApiError && e.status === 429);
+  l.enforce('auth-with-password', c, from('203.0.113.4', 'bob'));
+  l.enforce('auth-with-password', c, from('203.0.113.4', 'cy'));
+  assert.throws(() => l.enforce('auth-with-password', c, from('203.0.113.4', 'dan')), (e: unknown) => e instanceof ApiError && e.status === 429, 'the address is at its budget too');
 });
 
 test('rate_limit option validation', () => {
