@@ -12,9 +12,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { appliedMigrations, type AppliedMigration, type MigrationTx, type RunnableMigration } from '../store/sqlite/migrations-sql.js';
+import { appliedMigrations } from '../store/sqlite/migrations-sql.js';
+import type { AppliedMigration, MigrationTx, RunnableMigration } from '../store/migrations.js';
 
-export type { MigrationTx } from '../store/sqlite/migrations-sql.js';
+export type { MigrationTx } from '../store/migrations.js';
 
 /** A migration written in the definition. */
 export interface MigrationDefinition {

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
 import { applyMigrationsPg, appliedMigrationsPg } from '../../../src/store/pg/migrations-sql.js';
-import type { RunnableMigration } from '../../../src/store/sqlite/migrations-sql.js';
+import type { RunnableMigration } from '../../../src/store/migrations.js';
 
 const skip = postgresSkipReason() ?? false;
 const ROOT = resolve(import.meta.dirname, '..', '..', '..');

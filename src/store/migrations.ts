@@ -1,0 +1,126 @@
+/**
+ * Running an app's migrations, on either backend (0-conventions.md, "Embedding": `migrations`;
+ * docs/framework.md, "Migrations"): the types a migration sees and the one loop that applies
+ * them. Each backend gives a `MigrationConnection` of its own (src/store/sqlite/migrations-sql.ts
+ * on the data directory's file, src/store/pg/migrations-sql.ts under a cluster-wide lock).
+ *
+ * Migrations run before the server serves (or under `svc migrate`), when nothing else writes:
+ * each one runs in one transaction together with the `_migrations` row that records it, so a
+ * migration is either wholly applied and recorded or not at all. A migration may be async; its
+ * statements still run inside its transaction, and reads see its own earlier writes.
+ */
+import type { WriteStep } from './write-job.js';
+
+/** What a migration's `up(tx)` gets: statements inside the migration's transaction. */
+export interface MigrationTx {
+  /** Runs one statement; answers the rows it changed. */
+  exec(sql: string, params?: unknown[]): { changes: number };
+  /** Runs a script of several statements (a `.sql` migration file), no parameters. */
+  script(sql: string): void;
+  /** Rows of a query as objects keyed by column name. */
+  query(sql: string, params?: unknown[]): Record<string, unknown>[];
+}
+
+/** One migration to run: `id` orders and records it. */
+export interface RunnableMigration {
+  id: string;
+  up(tx: MigrationTx): unknown;
+}
+
+/** An applied migration as recorded. */
+export interface AppliedMigration {
+  id: string;
+  /** ISO 8601 UTC with milliseconds */
+  applied_at: string;
+}
+
+/**
+ * One backend's connection for the migration run: synchronous statements (a migration's
+ * `tx.exec` answers at once on both backends). `rows` answers positional rows with their column
+ * names; `begin` opens the transaction a migration runs in (SQLite's takes the write lock at
+ * once); `rollback` may throw when the connection is gone (the server has rolled back then).
+ */
+export interface MigrationConnection {
+  run(sql: string, params?: readonly unknown[]): number;
+  rows(sql: string, params?: readonly unknown[]): { columns: string[]; rows: unknown[][] };
+  script(sql: string): void;
+  begin(): void;
+  commit(): void;
+  rollback(): void;
+  /** whether a transaction is open (after a failed statement, some databases have ended it) */
+  inTransaction(): boolean;
+}
+
+/** The `_migrations` table: a migration's id and when it was applied. */
+export const MIGRATIONS_DDL = 'CREATE TABLE IF NOT EXISTS "_migrations" ("id" TEXT PRIMARY KEY NOT NULL, "applied_at" TEXT NOT NULL)';
+const APPLIED = 'SELECT "id", "applied_at" FROM "_migrations" ORDER BY "applied_at", "id"';
+
+/** The error of a migration that failed and was rolled back: its message, `cause` and `migrationId`. */
+export function migrationFailed(id: string, err: unknown): Error & { migrationId: string } {
+  const e = err instanceof Error ? err : new Error(String(err));
+  return Object.assign(new Error(`migration ${id} failed and was rolled back: ${e.message}`, { cause: e }), { migrationId: id });
+}
+
+/** The applied migrations of a database that has the `_migrations` table, in the order applied. */
+export function readApplied(db: MigrationConnection): AppliedMigration[] {
+  return db.rows(APPLIED).rows.map(([id, at]) => ({ id: String(id), applied_at: String(at) }));
+}
+
+/**
+ * Applies, in the given order, every migration not yet recorded, after the backend's system
+ * tables (`bootstrap`) and `_migrations` exist; answers the ids applied. The first failure rolls
+ * its own migration back and is thrown (`migrationFailed`, with `migrationId` set); the ones
+ * before it stay applied. `onApplied(id, ms)` is told of each one applied.
+ */
+export async function runMigrations(db: MigrationConnection, bootstrap: readonly WriteStep[], migrations: readonly RunnableMigration[], onApplied?: (id: string, ms: number) => void): Promise<string[]> {
+  db.begin();
+  try {
+    for (const s of bootstrap) db.run(s.sql, s.params);
+    db.run(MIGRATIONS_DDL);
+    db.commit();
+  } catch (err) {
+    db.rollback();
+    throw err;
+  }
+  const done = new Set(db.rows('SELECT "id" FROM "_migrations"').rows.map((r) => String(r[0])));
+  const applied: string[] = [];
+  for (const m of migrations) {
+    if (done.has(m.id)) continue;
+    const started = performance.now();
+    let open = true;
+    const live = (): void => {
+      if (!open) throw new Error(`migration ${m.id}: its transaction has ended`);
+    };
+    const tx: MigrationTx = {
+      exec(sql, params = []) {
+        live();
+        return { changes: db.run(sql, params) };
+      },
+      script(sql) {
+        live();
+        db.script(sql);
+      },
+      query(sql, params = []) {
+        live();
+        const { columns, rows } = db.rows(sql, params);
+        return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])));
+      },
+    };
+    db.begin();
+    try {
+      await m.up(tx);
+      db.run('INSERT INTO "_migrations" ("id", "applied_at") VALUES (?, ?)', [m.id, new Date().toISOString()]);
+      db.commit();
+    } catch (err) {
+      try {
+        if (db.inTransaction()) db.rollback();
+      } catch { /* the connection is gone: the database rolled back */ }
+      throw migrationFailed(m.id, err);
+    } finally {
+      open = false;
+    }
+    applied.push(m.id);
+    onApplied?.(m.id, performance.now() - started);
+  }
+  return applied;
+}
