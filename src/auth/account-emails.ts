@@ -7,7 +7,8 @@
  * and mails it. confirm-*: a valid token is redeemed in the same write job that applies its effect;
  * a second use, an expired token or one of another kind or collection answers 400. A reset checks
  * the new password before touching the token, rotates the token key (ending every token issued
- * before) and wipes the record's session rows.
+ * before) and wipes the record's session rows and unconfirmed provider links; a verification
+ * drops the unconfirmed links too.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
@@ -61,7 +62,11 @@ export class AccountEmails {
     await this.transport.send(message(kind, c, to, token));
   }
 
-  /** POST confirm-verification `{token}`: marks the record verified; 400 for a used, expired or foreign token. */
+  /**
+   * POST confirm-verification `{token}`: marks the record verified and drops its unconfirmed
+   * provider links (made while nobody had proven the address, docs/api.md "OAuth2"); 400 for a
+   * used, expired or foreign token.
+   */
   async confirmVerification(c: Collection, body: unknown): Promise<void> {
     const b = isObject(body) ? body : {};
     if (typeof b.token !== 'string' || b.token === '') throw ApiError.validation({ token: { code: 'validation_required', message: 'Missing required value.' } });
@@ -70,13 +75,16 @@ export class AccountEmails {
     await this.run([
       this.tokens.consumeStep(found, BAD_TOKEN),
       this.store.sql.auth.markVerifiedStep(c, found.recordId, found.email, nowDate(), BAD_TOKEN),
+      this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }
 
   /**
    * POST confirm-password-reset `{token, password, passwordConfirm?}`: the password is validated
-   * first (a short one leaves the token unused); then the token is redeemed, the password set, the
-   * token key rotated and every session row of the record deleted, in one write job.
+   * first (a short one leaves the token unused); then, in one write job, the token is redeemed,
+   * the password set, the token key rotated (every token issued before ends) and every session
+   * row and unconfirmed provider link of the record deleted (docs/api.md, "Verification and
+   * password reset").
    */
   async confirmPasswordReset(c: Collection, body: unknown): Promise<void> {
     const b = isObject(body) ? body : {};
@@ -92,6 +100,7 @@ export class AccountEmails {
       this.store.sql.auth.setPasswordStep(c, found.recordId, found.email, hash, randomToken(24), nowDate(), BAD_TOKEN),
       ...this.tokens.dropAllSteps('reset', c, found.recordId),
       ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
+      this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }
 

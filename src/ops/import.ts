@@ -302,7 +302,8 @@ export async function importLinks(store: Store, c: Collection, rows: AsyncIterab
       continue;
     }
     try {
-      await store.writer.write([store.sql.externalAuths.linkStep(newId(), c.id, String(v!.record), String(v!.provider), String(v!.providerId), nowDate())]);
+      // confirmed: the operator vouches for imported links (docs/operations.md, "Bulk import")
+      await store.writer.write([store.sql.externalAuths.linkStep(newId(), c.id, String(v!.record), String(v!.provider), String(v!.providerId), nowDate(), true)]);
       result.imported++;
     } catch (err) {
       refuse(r.n, describe(err).message);

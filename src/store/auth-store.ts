@@ -125,8 +125,19 @@ export interface ExternalAuthRowStore {
   recordFor(collectionId: string, provider: string, providerId: string): string | undefined;
   /** The links of these records (oldest first per record). */
   list(collectionId: string, recordIds: readonly string[]): { recordId: string; provider: string; providerId: string }[];
-  /** Step inserting a link; a provider account linked already fails the job with a constraint error. */
-  linkStep(id: string, collectionId: string, recordId: string, provider: string, providerId: string, created: string): WriteStep;
+  /**
+   * Step inserting a link; a provider account linked already fails the job with a constraint error.
+   * `confirmed`: the link was made under an email address someone proved (the provider vouched
+   * for it, or the record's owner was signed in to a verified record); an unconfirmed link is
+   * dropped when the address is verified or the password reset ({@link unconfirmedDropStep}).
+   */
+  linkStep(id: string, collectionId: string, recordId: string, provider: string, providerId: string, created: string, confirmed: boolean): WriteStep;
+  /**
+   * Step deleting the record's unconfirmed links (made under an address nobody had proven, or
+   * carried over from a database older than the `confirmed` column): run when the address is
+   * verified and when a password reset completes (docs/api.md, "Verification and password reset").
+   */
+  unconfirmedDropStep(collectionId: string, recordId: string): WriteStep;
   /** Step deleting the record's link to `provider`; fails the job with `fail` when there is none. */
   unlinkStep(collectionId: string, recordId: string, provider: string, fail: StepFail): WriteStep;
 }

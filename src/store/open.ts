@@ -12,6 +12,7 @@ import type { BackendKind, ClusterRelay } from './backend.js';
 import { WriterClient } from './sqlite/writer-client.js';
 import { Reader } from './sqlite/reader.js';
 import { bootstrapSteps } from './sqlite/bootstrap.js';
+import { linkUpgradeSteps } from './sqlite/link-sql.js';
 import { bindValue } from './bind.js';
 import { CollectionRegistry } from '../collections/collection-registry.js';
 import { Store } from './store.js';
@@ -67,6 +68,9 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
   warnLooseModes(config, logger);
   const reader = new Reader(dbPath, readers);
   writer.onCommit = () => reader.endSnapshot();
+  // system tables of a database made by an older version (PostgreSQL's bootstrap does it in its DDL)
+  const upgrade = linkUpgradeSteps((table, column) => reader.get('SELECT 1 FROM pragma_table_info(?) WHERE "name" = ?', [table, column]) !== undefined);
+  if (upgrade.length) await writer.write(upgrade.map((sql) => ({ sql, params: [] })));
   const sql = sqliteStores(reader);
   const registry = new CollectionRegistry();
   registry.load(sql.schema.loadAll());

@@ -6,15 +6,20 @@
  * linking by an authenticated user, unlinking, externalAuths on the record, and every failure
  * path: state missing, replayed, expired, for another provider or disabled; redirect allow-list;
  * PKCE verifier; a refused code; an unreachable provider; https-only provider URLs; an existing
- * email; a locked create rule; require_verified; disabled method 404s.
+ * email; a locked create rule; require_verified; disabled method 404s. Account safety: an address
+ * the provider does not vouch for makes no account; links made under an unproven address (or
+ * carried over from an older database, upgraded on start) are dropped by the owner's verification
+ * or password reset.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { startOidc, type TestOidc } from '../helpers/oidc.js';
-import { sleep } from '../helpers/auth-helpers.js';
+import { sleep, tokenFromLog, withDb } from '../helpers/auth-helpers.js';
 
 let idp: TestOidc;
 let srv: Svc;
@@ -43,9 +48,12 @@ async function setup(s: Svc, o: TestOidc): Promise<void> {
   });
 }
 
-/** initiate → the provider's dance as `sub` → the code; `provider` names the svc provider. */
-async function dance(s: Svc, sub: string, provider = 'idp', col = 'people'): Promise<{ code: string; state?: string; codeVerifier: string }> {
-  const init = await s.api('POST', `/api/collections/${col}/auth/oauth2/initiate`, { body: { provider } });
+/**
+ * initiate → the provider's dance as `sub` → the code; `provider` names the svc provider; `token`
+ * signs the initiate request in (a state is bound to whoever started the flow).
+ */
+async function dance(s: Svc, sub: string, provider = 'idp', col = 'people', token?: string): Promise<{ code: string; state?: string; codeVerifier: string }> {
+  const init = await s.api('POST', `/api/collections/${col}/auth/oauth2/initiate`, { body: { provider }, token: token ?? null });
   assert.equal(init.status, 200, init.text);
   const codeVerifier = verifier();
   const url = `${init.body.authURL}&redirect_uri=${encodeURIComponent(idp.redirectUris[0])}&code_challenge=${challenge(codeVerifier)}&code_challenge_method=S256`;
@@ -151,10 +159,19 @@ test('first sign-in creates the record with the verified email and its link; the
   assert.deepEqual(gr.body.record.externalAuths, [{ provider: 'google', providerId: 'dave-sub' }]);
 });
 
-test('an address the provider does not vouch for makes an unverified record; no email at all is 400', async () => {
+test('an address the provider does not vouch for is refused (400) and makes no record; no email at all is 400', async () => {
   const r = await complete(srv, await dance(srv, 'carol-sub'));
-  assert.equal(r.status, 200, r.text);
-  assert.equal(r.body.record.verified, false);
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.body.code, 'validation_failed');
+  assert.match(r.body.data.provider.message, /not verified/);
+  assert.equal(r.headers.get('set-cookie'), null);
+  const held = await srv.api('GET', `/api/collections/people/records?filter=${encodeURIComponent("email = 'carol@example.com'")}`, { token: srv.suToken });
+  assert.equal(held.body.items.length, 0, 'no account holds the unverified address');
+  // the real owner can still sign up with that address later, and the provider account reaches nothing
+  const owner = await srv.api('POST', '/api/collections/people/records', { body: { email: 'carol@example.com', password: PW, passwordConfirm: PW } });
+  assert.equal(owner.status, 201, owner.text);
+  const again = await complete(srv, await dance(srv, 'carol-sub'));
+  assert.equal(again.status, 400, again.text);
   const none = await complete(srv, await dance(srv, 'noemail-sub'));
   assert.equal(none.status, 400, none.text);
   assert.match(none.body.data.provider.message, /email/);
@@ -296,7 +313,7 @@ test('unlink: anonymous 401, another user 404, the owner 204, then 404; the unli
   assert.equal((await srv.api('DELETE', bobPath, { token: srv.suToken })).status, 204);
 });
 
-test('a locked create rule refuses the first sign-in (403) and leaves no record; require_verified refuses an unverified account (403)', async () => {
+test('a locked create rule refuses the first sign-in (403) and leaves no record; under require_verified an unverified provider address is refused too (400)', async () => {
   idp.accounts.set('ivan-sub', { email: 'ivan@example.com', email_verified: true });
   const d = await dance(srv, 'ivan-sub', 'idp', 'closed');
   const r = await srv.api('POST', '/api/collections/closed/auth/oauth2/complete', { body: { provider: 'idp', code: d.code, codeVerifier: d.codeVerifier, redirectUrl: idp.redirectUris[0], state: d.state } });
@@ -304,10 +321,11 @@ test('a locked create rule refuses the first sign-in (403) and leaves no record;
   const list = await srv.api('GET', '/api/collections/closed/records', { token: srv.suToken });
   assert.equal(list.body.items.length, 0);
 
+  // an unverified provider address is refused before require_verified is consulted
   const s = await dance(srv, 'carol-sub', 'idp', 'strict');
   const sr = await srv.api('POST', '/api/collections/strict/auth/oauth2/complete', { body: { provider: 'idp', code: s.code, codeVerifier: s.codeVerifier, redirectUrl: idp.redirectUris[0], state: s.state } });
-  assert.equal(sr.status, 403, sr.text);
-  assert.equal(sr.body.code, 'email_not_verified');
+  assert.equal(sr.status, 400, sr.text);
+  assert.ok(sr.body.data.provider, sr.text);
   assert.equal(sr.headers.get('set-cookie'), null);
 });
 
@@ -327,5 +345,91 @@ test('provider options: https only, generic needs its URLs, a redirect allow-lis
     const r = await srv.api('POST', '/api/collections', { token: srv.suToken, body: { name: `o${randomBytes(3).toString('hex')}`, type: 'auth', fields: [], options: { auth: { methods: { oauth2: { enabled: true, providers: list } } } } } });
     assert.equal(r.status, 400, `${key}: ${r.text}`);
     assert.ok(r.body.data[`options.auth.methods.oauth2.${key}`], `${key}: ${r.text}`);
+  }
+});
+
+/** The links of a record as a superuser sees them. */
+async function linksOf(s: Svc, id: string): Promise<{ provider: string; providerId: string }[]> {
+  const r = await s.api('GET', `/api/collections/people/records/${id}`, { token: s.suToken });
+  assert.equal(r.status, 200, r.text);
+  return r.body.externalAuths;
+}
+
+/** Runs request-<what> for `email` and redeems the mailed token (the mail goes to the log here). */
+async function redeem(s: Svc, what: 'verification' | 'password-reset', email: string): Promise<void> {
+  const mark = s.stderr().length;
+  assert.equal((await s.api('POST', `/api/collections/people/request-${what}`, { body: { email } })).status, 204);
+  const token = await tokenFromLog(s, email, mark);
+  const body = what === 'verification' ? { token } : { token, password: 'a-new-pass-99', passwordConfirm: 'a-new-pass-99' };
+  const r = await s.api('POST', `/api/collections/people/confirm-${what}`, { body });
+  assert.equal(r.status, 204, r.text);
+}
+
+async function passwordAccount(s: Svc, email: string): Promise<{ id: string; token: string }> {
+  const made = await s.api('POST', '/api/collections/people/records', { body: { email, password: PW, passwordConfirm: PW } });
+  assert.equal(made.status, 201, made.text);
+  const login = await s.api('POST', '/api/collections/people/auth-with-password', { body: { identity: email, password: PW } });
+  assert.equal(login.status, 200, login.text);
+  return { id: made.body.id, token: login.body.token };
+}
+
+test('a link made while the record\'s address was unproven is dropped when the owner verifies it or resets the password; a link made under a verified address stays', async () => {
+  // someone signs up with an address they do not own (unverified) and links their provider account
+  idp.accounts.set('mallory-sub', { email: 'mallory@evil.example', email_verified: true });
+  idp.accounts.set('mallory2-sub', { email: 'mallory2@evil.example', email_verified: true });
+  const squat = await passwordAccount(srv, 'pat@example.com');
+  const l = await complete(srv, await dance(srv, 'mallory-sub', 'idp', 'people', squat.token), {}, squat.token);
+  assert.equal(l.status, 200, l.text);
+  assert.deepEqual(await linksOf(srv, squat.id), [{ provider: 'idp', providerId: 'mallory-sub' }]);
+  // the real owner verifies the address: the link made before goes
+  await redeem(srv, 'verification', 'pat@example.com');
+  assert.deepEqual(await linksOf(srv, squat.id), [], 'verification drops the unconfirmed link');
+  const after = await complete(srv, await dance(srv, 'mallory-sub'));
+  assert.equal(after.status, 200, after.text);
+  assert.notEqual(after.body.record.id, squat.id, 'the provider account no longer reaches the owner\'s record');
+
+  // the same through a password reset
+  const squat2 = await passwordAccount(srv, 'quentin@example.com');
+  assert.equal((await complete(srv, await dance(srv, 'mallory2-sub', 'idp', 'people', squat2.token), {}, squat2.token)).status, 200);
+  await redeem(srv, 'password-reset', 'quentin@example.com');
+  assert.deepEqual(await linksOf(srv, squat2.id), [], 'the reset drops the unconfirmed link');
+
+  // a record with a proven address: its owner's link survives both
+  idp.accounts.set('rhea-sub', { email: 'rhea@example.com', email_verified: true });
+  const rhea = await complete(srv, await dance(srv, 'rhea-sub'));
+  assert.equal(rhea.status, 200, rhea.text);
+  await redeem(srv, 'password-reset', 'rhea@example.com');
+  assert.deepEqual(await linksOf(srv, rhea.body.record.id), [{ provider: 'idp', providerId: 'rhea-sub' }]);
+  const back = await complete(srv, await dance(srv, 'rhea-sub'));
+  assert.equal(back.body.record.id, rhea.body.record.id);
+});
+
+test('a database from before links recorded their provenance gets the column; its old links count as unconfirmed', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-oauth-upgrade-'));
+  const env = { NODE_EXTRA_CA_CERTS: idp.caFile, SERVICE_RATE_LIMIT_MAX: '0' };
+  const old = await startSvc({ env, dataDir });
+  try {
+    await setup(old, idp);
+    const una = await passwordAccount(old, 'una@example.com');
+    const cid = (await old.api('GET', '/api/collections/people', { token: old.suToken })).body.id;
+    await old.stop();
+    // the table as it was: no "confirmed" column, one link
+    withDb(dataDir, (db) => {
+      db.exec('ALTER TABLE "_externalAuths" DROP COLUMN "confirmed"');
+      db.prepare('INSERT INTO "_externalAuths" ("id","collectionId","recordId","provider","providerId","created") VALUES (?,?,?,?,?,?)').run(['extoldshape0001', cid, una.id, 'idp', 'una-old-sub', '2024-01-01 00:00:00.000Z']);
+    });
+    const again = await startSvc({ env, dataDir });
+    try {
+      const cols = withDb(dataDir, (db) => db.prepare('SELECT "confirmed" FROM "_externalAuths" WHERE "id" = ?').raw(true).all(['extoldshape0001']) as unknown[][]);
+      assert.deepEqual(cols.map((r) => Number(r[0])), [0]);
+      assert.deepEqual(await linksOf(again, una.id), [{ provider: 'idp', providerId: 'una-old-sub' }]);
+      await redeem(again, 'verification', 'una@example.com');
+      assert.deepEqual(await linksOf(again, una.id), []);
+    } finally {
+      await again.stop();
+    }
+  } finally {
+    await old.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });

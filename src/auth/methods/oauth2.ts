@@ -11,11 +11,13 @@
  * complete `{provider, code, codeVerifier, redirectUrl, state}`, in this order of checks:
  * the body, the redirect allow-list, then the server-side state is consumed (a missing,
  * mismatched, expired or replayed state is 400 before the provider is contacted); then the code is
- * exchanged with the verifier and the profile fetched. The account is found by its link; without
- * one, an authenticated caller of the same collection gets the link on their own record, anyone
- * else gets a new record (the provider's email, `verified` as the provider vouches, judged by the
- * create rule) created together with its link. An existing record with the same email is never
- * linked silently: that is 409, sign in and link from the account instead.
+ * exchanged with the verifier and the profile fetched. The account is found by its link; without one, an authenticated caller of the same
+ * collection gets the link on their own record, anyone else gets a new record (the provider's
+ * email, which the provider must vouch for, else 400; judged by the create rule) created together
+ * with its link. An existing record with the same email is never linked silently: that is 409,
+ * sign in and link from the account instead. Each link records whether it was made under a proven
+ * address (`confirmed`): a signup's is, a signed-in caller's is when their record is verified;
+ * verification and password reset drop the others (docs/api.md, "OAuth2").
  */
 import { ApiError } from '../../errors/api-error.js';
 import type { Collection } from '../../collections/types.js';
@@ -36,6 +38,12 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const VERIFIER_RE = /^[A-Za-z0-9\-._~]{43,128}$/;
 
 const BAD_STATE = { state: { code: 'validation_value', message: 'Invalid, expired or already used state.' } };
+const NOT_VOUCHED = {
+  provider: {
+    code: 'validation_value',
+    message: 'The provider has not verified this email address, so no account is made from it. Verify it with the provider, or sign up with it and link the provider while signed in.',
+  },
+};
 
 /** Creates an auth record for a first sign-in and returns its id (RecordWriter.createExternal). */
 export type ExternalSignup = (c: Collection, body: Record<string, unknown>, verified: boolean, extra: (id: string) => WriteStep[]) => Promise<string>;
@@ -108,6 +116,12 @@ export class OAuth2Method implements AuthMethod {
     return { authURL: url.href, clientId: p.clientId, scopes, state };
   }
 
+  /**
+   * complete `{provider, code, codeVerifier, redirectUrl, state}` → the record signed in, linked
+   * or created, with `meta` (see the file's comment for the order of checks).
+   * @throws ApiError 400 (body, state, refused code, an email the provider does not vouch for),
+   * 403 (create rule), 409 (email taken, provider account linked elsewhere), 502 (provider)
+   */
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
     this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKeys(client, ''), this.slug);
@@ -132,16 +146,22 @@ export class OAuth2Method implements AuthMethod {
     const linked = this.store.sql.externalAuths.recordFor(c.id, p.name, profile.id);
     const caller = await this.callerIn(c, client);
     if (caller) {
-      // an authenticated user adds the provider to their own record
+      // an authenticated user adds the provider to their own record; the link is confirmed only
+      // when the record's address is proven: someone signed in to an unverified record may not
+      // own the address, and its owner's verification or reset must end their way in
       const own = String(caller.record.id);
       if (linked !== undefined && linked !== own) throw ApiError.conflict('This provider account is already linked to another record.');
-      if (linked === undefined) await this.link(c, own, p.name, profile.id);
+      const verified = caller.record.verified === true || Number(caller.record.verified) === 1;
+      if (linked === undefined) await this.link(c, own, p.name, profile.id, verified);
       return { record: this.mustLoad(c, own), meta };
     }
     if (linked !== undefined) return { record: this.mustLoad(c, linked), meta };
 
     // first sign-in: a new record with its link, in one write job
     if (!profile.email) throw ApiError.validation({ provider: { code: 'validation_value', message: 'The provider did not share an email address; ask for its email scope.' } });
+    // auth records always hold an email (a required system field), so an address the provider
+    // does not vouch for makes no account: its holder could not be told from the address's owner
+    if (!profile.emailVerified) throw ApiError.validation(NOT_VOUCHED);
     if (this.store.sql.auth.byEmail(c, profile.email)) {
       throw ApiError.conflict('An account with this email already exists. Sign in to it, then complete this provider\'s sign-in while signed in to link it.');
     }
@@ -149,7 +169,7 @@ export class OAuth2Method implements AuthMethod {
     const fields: Record<string, unknown> = { email: profile.email, emailVisibility: false };
     const nameField = c.fields.find((f) => f.name === 'name' && f.type === 'text');
     if (nameField && profile.name) fields.name = profile.name.slice(0, Number(nameField.options.max) > 0 ? Number(nameField.options.max) : 200);
-    const id = await this.signup(c, fields, profile.emailVerified, (recordId) => [this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate())]);
+    const id = await this.signup(c, fields, true, (recordId) => [this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate(), true)]);
     return { record: this.mustLoad(c, id), meta: { ...meta, isNew: true } };
   }
 
@@ -173,9 +193,9 @@ export class OAuth2Method implements AuthMethod {
     return who && who.collection.id === c.id ? who : null;
   }
 
-  private async link(c: Collection, recordId: string, provider: string, providerId: string): Promise<void> {
+  private async link(c: Collection, recordId: string, provider: string, providerId: string, confirmed: boolean): Promise<void> {
     try {
-      await this.store.writer.write([this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, provider, providerId, nowDate())]);
+      await this.store.writer.write([this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, provider, providerId, nowDate(), confirmed)]);
     } catch (err) {
       if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This provider account is already linked to a record.');
       throw err;

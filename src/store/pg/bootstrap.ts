@@ -56,7 +56,11 @@ export const SYSTEM_DDL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS "_externalAuths" (
     "id" text PRIMARY KEY, "collectionId" text NOT NULL, "recordId" text NOT NULL,
     "provider" text NOT NULL, "providerId" text NOT NULL, "created" text NOT NULL,
+    "confirmed" smallint NOT NULL DEFAULT 0,
     UNIQUE ("collectionId", "provider", "providerId"))`,
+  // a database made before links recorded whether their address was proven: the column, its
+  // existing links 0 (unconfirmed; docs/operations.md, "Upgrades")
+  `ALTER TABLE "_externalAuths" ADD COLUMN IF NOT EXISTS "confirmed" smallint NOT NULL DEFAULT 0`,
   `CREATE INDEX IF NOT EXISTS "_externalAuths_record" ON "_externalAuths" ("collectionId", "recordId")`,
   `CREATE TABLE IF NOT EXISTS "_passkeys" (
     "id" text PRIMARY KEY, "collectionId" text NOT NULL, "recordId" text NOT NULL,

@@ -11,6 +11,8 @@
  * both backends: SQLITE_CONSTRAINT on SQLite, SQLSTATE 23505 on PostgreSQL (src/store/pg/dialect.ts
  * reports it as one). `counter` (SQLite INTEGER, PostgreSQL bigint) and `factor` (INTEGER /
  * smallint 0/1) are read as BigInt on PostgreSQL and answered as a number and a boolean on both.
+ * A link's `confirmed` (INTEGER / smallint 0/1) says whether it was made under a proven email
+ * address; links of a database older than the column count as unconfirmed (its DEFAULT 0).
  * What the backends spell differently is in {@link LinkSqlDialect}.
  */
 import type { WriteStep } from '../write-job.js';
@@ -66,11 +68,15 @@ export class ExternalAuthSql implements ExternalAuthRowStore {
     return out;
   }
 
-  linkStep(id: string, collectionId: string, recordId: string, provider: string, providerId: string, created: string): WriteStep {
+  linkStep(id: string, collectionId: string, recordId: string, provider: string, providerId: string, created: string, confirmed: boolean): WriteStep {
     return {
-      sql: 'INSERT INTO "_externalAuths" ("id","collectionId","recordId","provider","providerId","created") VALUES (?,?,?,?,?,?)',
-      params: [id, collectionId, recordId, provider, providerId, created],
+      sql: 'INSERT INTO "_externalAuths" ("id","collectionId","recordId","provider","providerId","created","confirmed") VALUES (?,?,?,?,?,?,?)',
+      params: [id, collectionId, recordId, provider, providerId, created, confirmed ? 1 : 0],
     };
+  }
+
+  unconfirmedDropStep(collectionId: string, recordId: string): WriteStep {
+    return { sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" = ? AND "confirmed" = 0', params: [collectionId, recordId] };
   }
 
   unlinkStep(collectionId: string, recordId: string, provider: string, fail: StepFail): WriteStep {

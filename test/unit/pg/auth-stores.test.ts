@@ -208,11 +208,11 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   assert.equal(see('u2 token kept', b.tokens.find('t4', 'verify', C)?.recordId), 'u2');
 
   // ---- OAuth2 links --------------------------------------------------------------------------
-  await job('link google u1', [b.links.linkStep('e1', C, 'u1', 'google', 'g-1', T(30))], 'ok');
-  await job('link github u1', [b.links.linkStep('e2', C, 'u1', 'github', 'gh-1', T(31))], 'ok');
-  await job('link google u2', [b.links.linkStep('e3', C, 'u2', 'google', 'g-2', T(30))], 'ok');
-  await job('provider account linked already', [b.links.linkStep('e4', C, 'u2', 'google', 'g-1', T(32))], 'constraint');
-  await job('same account, other collection', [b.links.linkStep('e5', 'other', 'x1', 'google', 'g-1', T(32))], 'ok');
+  await job('link google u1', [b.links.linkStep('e1', C, 'u1', 'google', 'g-1', T(30), true)], 'ok');
+  await job('link github u1', [b.links.linkStep('e2', C, 'u1', 'github', 'gh-1', T(31), false)], 'ok');
+  await job('link google u2', [b.links.linkStep('e3', C, 'u2', 'google', 'g-2', T(30), false)], 'ok');
+  await job('provider account linked already', [b.links.linkStep('e4', C, 'u2', 'google', 'g-1', T(32), true)], 'constraint');
+  await job('same account, other collection', [b.links.linkStep('e5', 'other', 'x1', 'google', 'g-1', T(32), false)], 'ok');
   assert.equal(see('recordFor', b.links.recordFor(C, 'google', 'g-1')), 'u1');
   assert.equal(see('recordFor other collection', b.links.recordFor('other', 'google', 'g-1')), 'x1');
   assert.equal(see('recordFor is exact', b.links.recordFor(C, 'google', 'G-1')), undefined);
@@ -228,6 +228,11 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('unlink github', [b.links.unlinkStep(C, 'u1', 'github', gone('link'))], 'ok');
   await job('unlink github again', [b.links.unlinkStep(C, 'u1', 'github', gone('link'))], 'guard:link_gone');
   assert.deepEqual(see('links after unlink', b.links.list(C, ['u1']).map((l) => l.provider)), ['google']);
+  // the unconfirmed links of one record go; its confirmed ones and other records' stay
+  await job('link github u1 unconfirmed', [b.links.linkStep('e6', C, 'u1', 'github', 'gh-1', T(33), false)], 'ok');
+  await job('drop unconfirmed u1', [b.links.unconfirmedDropStep(C, 'u1')], 'ok');
+  assert.deepEqual(see('links after drop', b.links.list(C, ['u1', 'u2']).map((l) => l.providerId)), ['g-1', 'g-2']);
+  assert.equal(see('other collection untouched', b.links.recordFor('other', 'google', 'g-1')), 'x1');
 
   // ---- passkeys ------------------------------------------------------------------------------
   const key = (id: string, recordId: string, factor: boolean, counter = 0) => ({ id, recordId, publicKey: `pk-${id}`, counter, transports: '["usb","nfc"]', factor });
