@@ -7,8 +7,8 @@
  * and mails it. confirm-*: a valid token is redeemed in the same write job that applies its effect;
  * a second use, an expired token or one of another kind or collection answers 400. A reset checks
  * the new password before touching the token, rotates the token key (ending every token issued
- * before) and wipes the record's session rows and unconfirmed provider links; a verification
- * drops the unconfirmed links too.
+ * before) and wipes the record's session rows, sign-in passkeys and unconfirmed provider links;
+ * a verification drops the unconfirmed links too.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
@@ -83,8 +83,9 @@ export class AccountEmails {
    * POST confirm-password-reset `{token, password, passwordConfirm?}`: the password is validated
    * first (a short one leaves the token unused); then, in one write job, the token is redeemed,
    * the password set, the token key rotated (every token issued before ends) and every session
-   * row and unconfirmed provider link of the record deleted (docs/api.md, "Verification and
-   * password reset").
+   * row, sign-in passkey and unconfirmed provider link of the record deleted: whoever held the
+   * account before the owner proved the address keeps no way in (docs/api.md, "Verification and
+   * password reset"). Second factors stay.
    */
   async confirmPasswordReset(c: Collection, body: unknown): Promise<void> {
     const b = isObject(body) ? body : {};
@@ -100,6 +101,7 @@ export class AccountEmails {
       this.store.sql.auth.setPasswordStep(c, found.recordId, found.email, hash, randomToken(24), nowDate(), BAD_TOKEN),
       ...this.tokens.dropAllSteps('reset', c, found.recordId),
       ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
+      this.store.sql.passkeys.removeSignInStep(c.id, found.recordId),
       this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }

@@ -164,6 +164,11 @@ export interface PasskeyRowStore {
   list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[];
   /** Step deleting one of the record's credentials (or all its second-factor ones without `id`). */
   removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep;
+  /**
+   * Step deleting every sign-in passkey of the record (`factor` = 0; second factors stay): a
+   * completed password reset ends them (docs/api.md, "Verification and password reset").
+   */
+  removeSignInStep(collectionId: string, recordId: string): WriteStep;
   /** Step storing a new credential; a taken id fails the job with a constraint error. */
   addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep;
   /**

@@ -9,7 +9,7 @@
  * email; a locked create rule; require_verified; disabled method 404s. Account safety: an address
  * the provider does not vouch for makes no account; links made under an unproven address (or
  * carried over from an older database, upgraded on start) are dropped by the owner's verification
- * or password reset.
+ * or password reset, which also deletes the sign-in passkeys.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -402,6 +402,32 @@ test('a link made while the record\'s address was unproven is dropped when the o
   assert.deepEqual(await linksOf(srv, rhea.body.record.id), [{ provider: 'idp', providerId: 'rhea-sub' }]);
   const back = await complete(srv, await dance(srv, 'rhea-sub'));
   assert.equal(back.body.record.id, rhea.body.record.id);
+});
+
+test('a password reset deletes the record\'s sign-in passkeys and its unconfirmed links, keeps its confirmed links and second factors, and ends its sessions', async () => {
+  idp.accounts.set('rob-sub', { email: 'rob@example.com', email_verified: true });
+  const rob = await complete(srv, await dance(srv, 'rob-sub'));
+  assert.equal(rob.status, 200, rob.text);
+  const id = rob.body.record.id;
+  const cid = (await srv.api('GET', '/api/collections/people', { token: srv.suToken })).body.id;
+  const now = new Date().toISOString().replace('T', ' ');
+  // a link of unknown provenance (as a database from before links recorded it holds) and a passkey
+  withDb(srv.dataDir, (db) => {
+    db.prepare('INSERT INTO "_externalAuths" ("id","collectionId","recordId","provider","providerId","created","confirmed") VALUES (?,?,?,?,?,?,0)').run(['extunconfirmed1', cid, id, 'google', 'eve-sub', now]);
+    const add = db.prepare('INSERT INTO "_passkeys" ("id","collectionId","recordId","publicKey","counter","transports","factor","created") VALUES (?,?,?,?,0,?,?,?)');
+    add.run(['cred-rob-signin', cid, id, 'cHVibGlj', '[]', 0, now]);
+    add.run(['cred-rob-factor', cid, id, 'cHVibGlj', '[]', 1, now]);
+  });
+  assert.deepEqual((await linksOf(srv, id)).map((x) => x.provider).sort(), ['google', 'idp']);
+  const passkeys = () => withDb(srv.dataDir, (db) => (db.prepare('SELECT "id" FROM "_passkeys" WHERE "recordId" = ? ORDER BY "id"').raw(true).all([id]) as unknown[][]).map((r) => String(r[0])));
+  assert.deepEqual(passkeys(), ['cred-rob-factor', 'cred-rob-signin']);
+
+  await redeem(srv, 'password-reset', 'rob@example.com');
+  assert.deepEqual(passkeys(), ['cred-rob-factor'], 'the sign-in passkey is gone; the second factor stays');
+  assert.deepEqual(await linksOf(srv, id), [{ provider: 'idp', providerId: 'rob-sub' }], 'only the confirmed link stays');
+  assert.equal((await srv.api('GET', `/api/collections/people/records/${id}`, { token: rob.body.token })).status, 401, 'the session from before the reset ended');
+  const pw = await srv.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'rob@example.com', password: 'a-new-pass-99' } });
+  assert.equal(pw.status, 200, pw.text);
 });
 
 test('a database from before links recorded their provenance gets the column; its old links count as unconfirmed', async () => {

@@ -109,6 +109,10 @@ export class PasskeySql implements PasskeyRowStore {
     return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "id" = ?', params: [collectionId, recordId, id], expect: 'change', fail };
   }
 
+  removeSignInStep(collectionId: string, recordId: string): WriteStep {
+    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0', params: [collectionId, recordId] };
+  }
+
   addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep {
     return {
       sql: 'INSERT INTO "_passkeys" ("id","collectionId","recordId","publicKey","counter","transports","factor","created") VALUES (?,?,?,?,?,?,?,?)',

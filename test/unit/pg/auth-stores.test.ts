@@ -260,6 +260,12 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('passkey remove factors when none', [b.passkeys.removeStep(C, 'u1', null, gone('passkey'))], 'ok');
   assert.deepEqual(see('passkeys after factor removal', b.passkeys.list(C, 'u1').map((p) => p.id)), ['cred5']);
   assert.deepEqual(see('passkeys u2 kept', b.passkeys.list(C, 'u2').map((p) => p.id)), ['cred4']);
+  // a reset's removal: every sign-in passkey of the record, its second factors and others' stay
+  await job('passkey factor again', [b.passkeys.addStep(C, key('cred6', 'u1', true), T(47))], 'ok');
+  await job('passkey sign-in (u2)', [b.passkeys.addStep(C, key('cred7', 'u2', false), T(47))], 'ok');
+  await job('passkey remove sign-in', [b.passkeys.removeSignInStep(C, 'u1')], 'ok');
+  assert.deepEqual(see('passkeys after sign-in removal', b.passkeys.list(C, 'u1').map((p) => p.id)), ['cred6']);
+  assert.deepEqual(see('passkeys u2 after sign-in removal', b.passkeys.list(C, 'u2').map((p) => p.id)), ['cred4', 'cred7']);
 
   // ---- second factors: TOTP ------------------------------------------------------------------
   await job('totp add', [b.mfa.addTotpStep('f1', C, 'u1', 'enc:secret', 0, T(50))], 'ok');
