@@ -19,7 +19,8 @@ import { nowDate } from '../collections/fields/index.js';
 
 /**
  * What a token is for: account mails (`verify`, `reset`), sign-in links (`magic_link`), OAuth2
- * state (`oauth_state`, its record column holding the provider name) and WebAuthn ceremonies
+ * state (`oauth_state`, its record column holding the provider name and its email column the
+ * record id of the caller who started the flow, '' for an anonymous start) and WebAuthn ceremonies
  * (`webauthn_register`, `webauthn_login`, and as a second factor `mfa_webauthn_enroll`,
  * `mfa_webauthn_login`; the challenge is derived from the token).
  */

@@ -9,7 +9,8 @@
  * email; a locked create rule; require_verified; disabled method 404s. Account safety: an address
  * the provider does not vouch for makes no account; links made under an unproven address (or
  * carried over from an older database, upgraded on start) are dropped by the owner's verification
- * or password reset, which also deletes the sign-in passkeys.
+ * or password reset, which also deletes the sign-in passkeys; a state is bound to whoever started
+ * the flow, with server-held state and, for signed-in callers, without it.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -266,7 +267,7 @@ test('an existing account with the email is never linked silently; signed in, it
   assert.equal(refused.body.code, 'conflict');
 
   const login = await srv.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'frank@example.com', password: PW } });
-  const linked = await complete(srv, await dance(srv, 'frank-sub'), {}, login.body.token);
+  const linked = await complete(srv, await dance(srv, 'frank-sub', 'idp', 'people', login.body.token), {}, login.body.token);
   assert.equal(linked.status, 200, linked.text);
   assert.equal(linked.body.record.id, made.body.id);
   assert.deepEqual(linked.body.record.externalAuths, [{ provider: 'idp', providerId: 'frank-sub' }]);
@@ -277,7 +278,7 @@ test('an existing account with the email is never linked silently; signed in, it
   // the same provider account cannot be linked to a second record
   const other = await srv.api('POST', '/api/collections/people/records', { body: { email: 'grace@example.com', password: PW, passwordConfirm: PW } });
   const graceLogin = await srv.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'grace@example.com', password: PW } });
-  const stolen = await complete(srv, await dance(srv, 'frank-sub'), {}, graceLogin.body.token);
+  const stolen = await complete(srv, await dance(srv, 'frank-sub', 'idp', 'people', graceLogin.body.token), {}, graceLogin.body.token);
   assert.equal(stolen.status, 409, stolen.text);
   assert.equal(other.status, 201);
 
@@ -458,4 +459,65 @@ test('a database from before links recorded their provenance gets the column; it
     await old.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+});
+
+test('a state is bound to whoever started the flow: another signed-in user, or an anonymous start, cannot complete it to link', async () => {
+  idp.accounts.set('oscar-sub', { email: 'oscar@evil.example', email_verified: true });
+  const victim = await passwordAccount(srv, 'victor@example.com');
+  const other = await passwordAccount(srv, 'wendy@example.com');
+  // the attacker starts anonymously and hands the victim the code and state (login CSRF)
+  const anon = await dance(srv, 'oscar-sub');
+  const r1 = await complete(srv, anon, {}, victim.token);
+  assert.equal(r1.status, 400, r1.text);
+  assert.equal(r1.body.data.state.code, 'validation_value');
+  // started by another signed-in user
+  const byOther = await dance(srv, 'oscar-sub', 'idp', 'people', other.token);
+  const r2 = await complete(srv, byOther, {}, victim.token);
+  assert.equal(r2.status, 400, r2.text);
+  assert.ok(r2.body.data.state);
+  // started signed in, completed anonymously
+  const signedIn = await dance(srv, 'oscar-sub', 'idp', 'people', victim.token);
+  const r3 = await complete(srv, signedIn);
+  assert.equal(r3.status, 400, r3.text);
+  assert.ok(r3.body.data.state);
+  assert.deepEqual(await linksOf(srv, victim.id), [], 'nothing was linked');
+  assert.deepEqual(await linksOf(srv, other.id), []);
+  // a refused state is spent
+  assert.equal((await complete(srv, signedIn, {}, victim.token)).status, 400);
+  // the victim's own flow links
+  const own = await complete(srv, await dance(srv, 'oscar-sub', 'idp', 'people', victim.token), {}, victim.token);
+  assert.equal(own.status, 200, own.text);
+  assert.equal(own.body.record.id, victim.id);
+});
+
+test('with SERVICE_OAUTH_STATE_SERVER=false a signed-in caller still needs a state it started to link', async () => {
+  idp.accounts.set('olga-sub', { email: 'olga@evil.example', email_verified: true });
+  const victim = await passwordAccount(noState, 'vera@example.com');
+  const other = await passwordAccount(noState, 'will@example.com');
+  const anonInit = await noState.api('POST', '/api/collections/people/auth/oauth2/initiate', { body: { provider: 'idp' } });
+  assert.equal(anonInit.body.state, undefined, 'an anonymous start stays stateless');
+  const codeFor = async (init: any) => {
+    const v = verifier();
+    const out = await idp.authorize(`${init.authURL}${init.state ? '' : '&state=client-held'}&redirect_uri=${encodeURIComponent(idp.redirectUris[0])}&code_challenge=${challenge(v)}&code_challenge_method=S256`, 'olga-sub');
+    assert.ok(out.code, out.error);
+    return { code: out.code!, codeVerifier: v, state: init.state as string | undefined };
+  };
+  const done = (d: { code: string; codeVerifier: string; state?: string }, token?: string) =>
+    noState.api('POST', '/api/collections/people/auth/oauth2/complete', { token: token ?? null, body: { provider: 'idp', code: d.code, codeVerifier: d.codeVerifier, redirectUrl: idp.redirectUris[0], state: d.state } });
+  // no state: refused for a signed-in caller
+  const r1 = await done(await codeFor(anonInit.body), victim.token);
+  assert.equal(r1.status, 400, r1.text);
+  assert.equal(r1.body.data.state.code, 'validation_required');
+  // a state another user started
+  const otherInit = await noState.api('POST', '/api/collections/people/auth/oauth2/initiate', { body: { provider: 'idp' }, token: other.token });
+  assert.ok(otherInit.body.state, 'a signed-in start gets a server-held state');
+  const r2 = await done(await codeFor(otherInit.body), victim.token);
+  assert.equal(r2.status, 400, r2.text);
+  assert.equal(r2.body.data.state.code, 'validation_value');
+  assert.deepEqual(await linksOf(noState, victim.id), []);
+  // the caller's own signed-in start links
+  const ownInit = await noState.api('POST', '/api/collections/people/auth/oauth2/initiate', { body: { provider: 'idp' }, token: victim.token });
+  const r3 = await done(await codeFor(ownInit.body), victim.token);
+  assert.equal(r3.status, 200, r3.text);
+  assert.deepEqual(await linksOf(noState, victim.id), [{ provider: 'idp', providerId: 'olga-sub' }]);
 });

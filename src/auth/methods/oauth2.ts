@@ -6,12 +6,17 @@
  *
  * initiate `{provider}` → `{authURL, clientId, scopes, state}`. `authURL` carries `client_id`,
  * `response_type=code`, `scope` and `state`; the client appends `redirect_uri`, `code_challenge`
- * and `code_challenge_method=S256`. `state` is left out when SERVICE_OAUTH_STATE_SERVER is false.
+ * and `code_challenge_method=S256`. The state is bound to whoever started the flow: the caller
+ * signed in to this collection, or nobody. With SERVICE_OAUTH_STATE_SERVER false an anonymous
+ * start gets no state (the client holds its own), but a signed-in start still gets a server-held
+ * one, since only that can link a provider to a record.
  *
  * complete `{provider, code, codeVerifier, redirectUrl, state}`, in this order of checks:
  * the body, the redirect allow-list, then the server-side state is consumed (a missing,
- * mismatched, expired or replayed state is 400 before the provider is contacted); then the code is
- * exchanged with the verifier and the profile fetched. The account is found by its link; without one, an authenticated caller of the same
+ * mismatched, expired or replayed state, or one started by someone other than the completing
+ * caller, is 400 before the provider is contacted; a signed-in caller needs one even with
+ * SERVICE_OAUTH_STATE_SERVER false); then the code is exchanged with the verifier and the profile
+ * fetched. The account is found by its link; without one, an authenticated caller of the same
  * collection gets the link on their own record, anyone else gets a new record (the provider's
  * email, which the provider must vouch for, else 400; judged by the create rule) created together
  * with its link. An existing record with the same email is never linked silently: that is 409,
@@ -100,6 +105,12 @@ export class OAuth2Method implements AuthMethod {
     return Promise.all(this.providers(c).map(async (p) => ({ name: p.name, authURL: (await providerEndpoints(p)).authUrl, clientId: p.clientId, scopes: providerScopes(p) })));
   }
 
+  /**
+   * initiate `{provider}` → `{authURL, clientId, scopes, state?}`. The state token's row holds the
+   * provider (record column) and the initiating caller's record id, '' for an anonymous start
+   * (email column), so complete can refuse a flow someone else started.
+   * @throws ApiError 400 for an unknown provider, 429 over the rate limit, 502 when discovery fails
+   */
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<{ authURL: string; clientId: string; scopes: string[]; state?: string }> {
     this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, isObject(body) ? body.provider : undefined);
@@ -109,9 +120,12 @@ export class OAuth2Method implements AuthMethod {
     url.searchParams.set('client_id', p.clientId);
     url.searchParams.set('response_type', 'code');
     url.searchParams.set('scope', scopes.join(' '));
-    if (!this.state.server) return { authURL: url.href, clientId: p.clientId, scopes };
-    // the provider name rides in the row's record column: a state answers for one provider only
-    const state = await this.tokens.issue('oauth_state', c, p.name, '', this.state.ttlS);
+    const caller = await this.callerIn(c, client);
+    // client-held state (the PocketBase SDK flow) for anonymous starts only: linking needs ours
+    if (!this.state.server && !caller) return { authURL: url.href, clientId: p.clientId, scopes };
+    // the provider name rides in the row's record column (a state answers for one provider only),
+    // the initiator in its email column
+    const state = await this.tokens.issue('oauth_state', c, p.name, caller ? String(caller.record.id) : '', this.state.ttlS);
     url.searchParams.set('state', state);
     return { authURL: url.href, clientId: p.clientId, scopes, state };
   }
@@ -134,9 +148,12 @@ export class OAuth2Method implements AuthMethod {
     else if (!VERIFIER_RE.test(b.codeVerifier)) errors.codeVerifier = { code: 'validation_value', message: 'Must be a PKCE code verifier: 43 to 128 letters, digits, "-", ".", "_" or "~".' };
     if (typeof b.redirectUrl !== 'string' || b.redirectUrl === '') errors.redirectUrl = missing;
     else if (!p.redirectUrls.includes(b.redirectUrl)) errors.redirectUrl = { code: 'validation_value', message: 'The redirect URL is not in the provider\'s allow-list.' };
-    if (this.state.server && (typeof b.state !== 'string' || b.state === '')) errors.state = missing;
+    const caller = await this.callerIn(c, client);
+    // a signed-in caller may link, so needs a state they started even when states are client-held
+    const serverState = this.state.server || caller !== null;
+    if (serverState && (typeof b.state !== 'string' || b.state === '')) errors.state = missing;
     if (Object.keys(errors).length) throw ApiError.validation(errors);
-    if (this.state.server) await this.consumeState(c, p, b.state as string);
+    if (serverState) await this.consumeState(c, p, b.state as string, caller ? String(caller.record.id) : '');
 
     const endpoints = await providerEndpoints(p);
     const accessToken = await exchangeCode(p, endpoints, b.code as string, b.codeVerifier as string, b.redirectUrl as string);
@@ -144,7 +161,6 @@ export class OAuth2Method implements AuthMethod {
     const meta = { provider: p.name, id: profile.id, email: profile.email, name: profile.name, avatarURL: profile.avatarURL, isNew: false, rawUser: profile.raw };
 
     const linked = this.store.sql.externalAuths.recordFor(c.id, p.name, profile.id);
-    const caller = await this.callerIn(c, client);
     if (caller) {
       // an authenticated user adds the provider to their own record; the link is confirmed only
       // when the record's address is proven: someone signed in to an unverified record may not
@@ -178,13 +194,17 @@ export class OAuth2Method implements AuthMethod {
     await this.store.writer.write([this.store.sql.externalAuths.unlinkStep(c.id, recordId, provider, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
   }
 
-  /** Consumes a server-side state: it must exist, be unexpired, and belong to this collection and provider. */
-  private async consumeState(c: Collection, p: ProviderOptions, state: string): Promise<void> {
+  /**
+   * Consumes a server-side state: it must exist, be unexpired, belong to this collection and
+   * provider, and have been started by `initiator` (the completing caller's record id, '' when
+   * anonymous).
+   */
+  private async consumeState(c: Collection, p: ProviderOptions, state: string, initiator: string): Promise<void> {
     const found = this.tokens.find('oauth_state', c, state);
     if (!found) throw ApiError.validation(BAD_STATE);
     // consumed whatever follows: a state that was tried with the wrong provider is spent too
     await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_STATE })]);
-    if (found.recordId !== p.name) throw ApiError.validation(BAD_STATE);
+    if (found.recordId !== p.name || found.email !== initiator) throw ApiError.validation(BAD_STATE);
   }
 
   private async callerIn(c: Collection, client: ClientInfo): Promise<{ record: Record<string, unknown> } | null> {
