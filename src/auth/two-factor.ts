@@ -7,9 +7,10 @@
  *   record with factors (policy optional or required) must prove one (`factor_required`); under
  *   `required` a record without any must enroll one (`enrollment_required`). The answer carries a
  *   pending token and no session. A passkey sign-in is itself two factors and passes.
- * - A pending attempt lives five minutes and allows five failed proofs; every proof also counts
- *   against the account (ten per five minutes, stored, across new primary logins and whether or
- *   not the global limiter is on). Invalid proofs are 401; an exhausted account is 429.
+ * - A pending attempt lives five minutes and allows five proofs; every proof also counts against
+ *   the account (ten per five minutes, stored, across new primary logins and whether or not the
+ *   global limiter is on). A proof is counted (reserved) before it is checked, in one write, so
+ *   parallel proofs cannot outrun either limit. Invalid proofs are 401; an exhausted account is 429.
  * - Success issues a session marked two-factor (token claim `mf`) and a management token (five
  *   minutes, single use) that may enroll another factor, replace recovery codes or remove a
  *   factor. Enrolling the first factor issues ten recovery codes, shown once, stored as
@@ -151,14 +152,23 @@ export class TwoFactor {
     return row;
   }
 
-  /** 429 when the account used up its proofs for the window. */
-  private checkAccountLimit(c: Collection, recordId: string): void {
-    if (this.store.sql.mfa.triesSince(c.id, recordId, Date.now() - MFA_ACCOUNT_WINDOW_MS) >= MFA_ACCOUNT_LIMIT) throw ApiError.tooManyRequests();
+  /**
+   * Counts the proof about to be checked against the attempt and the account, in one write that
+   * completes before the proof is looked at: 401 when the attempt used up its tries (or expired),
+   * 429 when the account used up its proofs for the window. Proofs sent in parallel are counted
+   * one after another by that write, so at most the limits are ever checked.
+   */
+  private async reserveProof(c: Collection, a: MfaAttemptRow): Promise<void> {
+    const tooMany = ApiError.tooManyRequests();
+    await this.write(this.store.sql.mfa.reserveTrySteps(a.id, MFA_ATTEMPT_TRIES, c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS, MFA_ACCOUNT_LIMIT, {
+      attempt: { status: 401, code: 'unauthorized', message: BAD_TOKEN().message },
+      account: { status: tooMany.status, code: tooMany.code, message: tooMany.message },
+    }));
   }
 
-  /** Counts a failed proof against the attempt and the account, then throws 401. */
-  private async refuse(c: Collection, a: MfaAttemptRow): Promise<never> {
-    await this.write([...this.store.sql.mfa.failAttemptSteps(a.id, MFA_ATTEMPT_TRIES), ...this.store.sql.mfa.addTrySteps(c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS)]);
+  /** A reserved proof failed: drops the attempt when that was its last try, then throws 401. */
+  private async refuse(a: MfaAttemptRow): Promise<never> {
+    await this.write([this.store.sql.mfa.dropSpentAttemptStep(a.id, MFA_ATTEMPT_TRIES)]);
     throw BAD_PROOF();
   }
 
@@ -219,21 +229,22 @@ export class TwoFactor {
   private async enrollComplete(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
     const a = this.attempt(c, b.pendingToken, ['enroll', 'manage']);
     const factor = this.factorOf(b, this.available(c));
-    this.checkAccountLimit(c, a.recordId);
     const first = this.factorsOf(c, a.recordId).length === 0;
     const steps: WriteStep[] = [];
     if (factor === 'totp') {
       const data = parseJson(a.data);
       if (typeof b.ceremonyId !== 'string' || !data || data.ceremonyId !== b.ceremonyId) throw ApiError.validation({ ceremonyId: { code: 'validation_value', message: 'Start with enroll-begin; the ceremony is unknown or replaced.' } });
+      await this.reserveProof(c, a);
       const secret = String(decryptStored(c.id, PENDING_FIELD, a.id, data.secret) ?? '');
       const step = totpStep(await otplib(), secret, b.code);
-      if (step === null) return this.refuse(c, a);
+      if (step === null) return this.refuse(a);
       const id = newId();
       steps.push(this.store.sql.mfa.addTotpStep(id, c.id, a.recordId, encryptStored(c.id, TOTP_FIELD, id, secret), step, nowDate()));
     } else {
       for (const k of ['clientDataJSON', 'attestationObject']) {
         if (typeof b[k] !== 'string' || b[k] === '') throw ApiError.validation({ [k]: { code: 'validation_required', message: 'Missing required value.' } });
       }
+      await this.reserveProof(c, a);
       let cred;
       try {
         cred = await this.webauthn.verifyRegistration(c, a.recordId, 'mfa_webauthn_enroll', {
@@ -241,7 +252,7 @@ export class TwoFactor {
           clientDataJSON: b.clientDataJSON as string, attestationObject: b.attestationObject as string, transports: b.transports,
         });
       } catch (err) {
-        if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(c, a);
+        if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(a);
         throw err;
       }
       steps.push(this.webauthn.storeStep(c, cred, true));
@@ -251,8 +262,8 @@ export class TwoFactor {
       codes = newRecoveryCodes();
       steps.push(...this.recoverySteps(c, a.recordId, codes));
     }
-    // a factor change: every session and pending attempt of the record ends
-    steps.push(...this.invalidateSteps(c, a.recordId), ...this.store.sql.mfa.addTrySteps(c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS));
+    // a factor change: every session and pending attempt of the record ends (the proof was counted by reserveProof)
+    steps.push(...this.invalidateSteps(c, a.recordId));
     await this.write(steps).catch((err) => {
       if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
       throw err;
@@ -271,7 +282,7 @@ export class TwoFactor {
   private async complete(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
     const a = this.attempt(c, b.pendingToken, ['login']);
     const factor = this.factorOf(b, ['totp', 'webauthn', 'recovery']);
-    this.checkAccountLimit(c, a.recordId);
+    await this.reserveProof(c, a);
     const steps: WriteStep[] = [];
     const spent = { status: 401, code: 'unauthorized', message: 'The second-factor proof is invalid.' };
     if (factor === 'totp') {
@@ -281,7 +292,7 @@ export class TwoFactor {
         const step = totpStep(otp, String(decryptStored(c.id, TOTP_FIELD, f.id, f.secret) ?? ''), b.code);
         if (step !== null && step > f.lastStep) hit = { id: f.id, step };
       }
-      if (!hit) return this.refuse(c, a);
+      if (!hit) return this.refuse(a);
       steps.push(this.store.sql.mfa.useTotpStep(hit.id, hit.step, spent));
     } else if (factor === 'recovery') {
       const code = normalizeRecoveryCode(b.code);
@@ -290,18 +301,17 @@ export class TwoFactor {
         const h = Buffer.from(r.hash, 'hex');
         return h.length === 32 && timingSafeEqual(h, mac);
       });
-      if (!code || !row) return this.refuse(c, a);
+      if (!code || !row) return this.refuse(a);
       steps.push(this.store.sql.mfa.useRecoveryStep(row.id, spent));
     } else {
       try {
         await this.webauthn.verifyAssertion(c, 'mfa_webauthn_login', b, (key: PasskeyRow) => key.recordId === a.recordId);
       } catch (err) {
-        if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(c, a);
+        if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(a);
         throw err;
       }
     }
     steps.push(this.store.sql.mfa.consumeAttemptStep(a.id, { status: 401, code: 'unauthorized', message: 'The pending token is invalid, expired or used up; sign in again.' }));
-    steps.push(...this.store.sql.mfa.addTrySteps(c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS));
     await this.write(steps);
     return this.success(c, a);
   }

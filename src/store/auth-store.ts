@@ -224,6 +224,17 @@ export interface MfaRowStore {
   dropAttemptsStep(collectionId: string, recordId: string, purposes: readonly string[]): WriteStep;
   /** Proofs submitted for the account after `sinceMs` (the durable account limit). */
   triesSince(collectionId: string, recordId: string, sinceMs: number): number;
+  /**
+   * Steps reserving one proof before it is checked, in one job: the attempt's `tries` go up by one
+   * unless it has `maxTries` already or expired at `nowMs` (the job then fails with
+   * `fail.attempt`), and one proof is recorded for the account at `nowMs` unless it has `limit`
+   * in the last `windowMs` (the job fails with `fail.account`, the attempt's count rolled back
+   * with it). Parallel proofs are counted one after another, so no more than the limits are
+   * ever checked (docs/api.md, "Two-factor": limits).
+   */
+  reserveTrySteps(attemptId: string, maxTries: number, collectionId: string, recordId: string, nowMs: number, windowMs: number, limit: number, fail: { attempt: StepFail; account: StepFail }): WriteStep[];
+  /** Step deleting an attempt whose reserved tries reached `maxTries` (after its last proof failed). */
+  dropSpentAttemptStep(id: string, maxTries: number): WriteStep;
   /** Steps recording one proof at `nowMs`, dropping the account's entries older than `windowMs`. */
   addTrySteps(collectionId: string, recordId: string, nowMs: number, windowMs: number): WriteStep[];
 }

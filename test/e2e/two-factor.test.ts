@@ -3,7 +3,8 @@
  * pending rows of "States and transitions"), end to end: TOTP codes computed here from the
  * enrolled secret (otplib), passkeys as a factor through chromium's virtual authenticator,
  * recovery codes, management tokens, the attempt and account limits, and the invalidation rules
- * (factor changes end sessions; a `required` policy refuses primary-only sessions).
+ * (factor changes end sessions; a `required` policy refuses primary-only sessions), proofs
+ * counted before they are checked (parallel proofs cannot outrun the limits).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -301,6 +302,36 @@ test('passkeys as a second factor: enroll through the browser, then complete log
   } finally {
     await browser.close();
   }
+});
+
+test('parallel wrong proofs cannot outrun the account limit: each proof is counted before it is checked', async () => {
+  await user('opt', 'racer@example.com');
+  const s = await password('opt', 'racer@example.com');
+  const start = await tf('opt', 'enroll', {}, s.body.token);
+  const { secret } = await enrollTotp('opt', start.body.pendingToken); // proof 1 of 10
+  const logins = [];
+  for (let i = 0; i < 5; i++) logins.push((await password('opt', 'racer@example.com')).body.pendingToken);
+  // 25 wrong proofs at once, five per pending token (each token allows five)
+  const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => tf('opt', 'complete', i % 2
+    ? { pendingToken: logins[i % 5], factor: 'totp', code: '000000' }
+    : { pendingToken: logins[i % 5], factor: 'recovery', code: 'aaaaa-bbbbb' })));
+  const evaluated = answers.filter((r) => r.status === 401 && /second-factor proof/.test(r.body.message)).length;
+  const limited = answers.filter((r) => r.status === 429 && r.body.code === 'too_many_requests').length;
+  assert.equal(evaluated, 9, `only the nine proofs left in the window are checked: ${answers.map((r) => r.status).join(',')}`);
+  assert.equal(limited, 16);
+  const l = await password('opt', 'racer@example.com');
+  const right = await tf('opt', 'complete', { pendingToken: l.body.pendingToken, factor: 'totp', code: totp(secret, 1) });
+  assert.equal(right.status, 429, `the right code is refused while the account is limited: ${right.text}`);
+  assert.equal(right.headers.get('set-cookie'), null);
+
+  // one pending token allows five proofs, also when they arrive together
+  await user('opt', 'racer2@example.com');
+  const s2 = await password('opt', 'racer2@example.com');
+  await enrollTotp('opt', (await tf('opt', 'enroll', {}, s2.body.token)).body.pendingToken);
+  const one = (await password('opt', 'racer2@example.com')).body.pendingToken;
+  const burst = await Promise.all(Array.from({ length: 9 }, () => tf('opt', 'complete', { pendingToken: one, factor: 'totp', code: '000000' })));
+  assert.equal(burst.filter((r) => r.status === 401 && /second-factor proof/.test(r.body.message)).length, 5, burst.map((r) => r.body.message).join(' | '));
+  assert.equal(burst.filter((r) => r.status === 401 && /pending token/.test(r.body.message)).length, 4);
 });
 
 test('_superusers take the policy too: a superuser password login then needs enrollment', async () => {

@@ -16,7 +16,7 @@ import { AuthSql, AUTH_DIALECTS } from '../shared/auth-sql.js';
 import { SessionSql, SESSION_TIE_BREAK } from '../shared/session-sql.js';
 import { TokenSql, TOKEN_TIE_BREAK } from '../shared/token-sql.js';
 import { ExternalAuthSql, PasskeySql, LINK_DIALECTS } from '../shared/link-sql.js';
-import { MfaSql, TOTP_ORDER } from '../shared/mfa-sql.js';
+import { MFA_ACCOUNT_LOCK, MfaSql, TOTP_ORDER } from '../shared/mfa-sql.js';
 import { SettingsSql, SETTINGS_DIALECTS } from '../shared/settings-sql.js';
 import { MailSql, MAIL_DIALECTS } from '../shared/mail-sql.js';
 import { PgUploadSql } from './upload-sql.js';
@@ -38,7 +38,7 @@ export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }
     authTokens: new TokenSql(reader, TOKEN_TIE_BREAK.postgres),
     externalAuths: new ExternalAuthSql(reader, LINK_DIALECTS.postgres),
     passkeys: new PasskeySql(reader, LINK_DIALECTS.postgres),
-    mfa: new MfaSql(reader, TOTP_ORDER.postgres),
+    mfa: new MfaSql(reader, TOTP_ORDER.postgres, MFA_ACCOUNT_LOCK.postgres),
     settings: new SettingsSql(reader, SETTINGS_DIALECTS.postgres),
     mail: new MailSql(reader, MAIL_DIALECTS.postgres),
     uploads: new PgUploadSql(reader),

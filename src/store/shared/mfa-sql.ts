@@ -24,11 +24,25 @@ import type { BackendKind, SqlReader } from '../backend.js';
 export const TOTP_ORDER: Readonly<Record<BackendKind, string>> = { sqlite: '"created"', postgres: '"created", "id"' };
 
 /**
+ * The statement that serialises proof reservations of one account (its one parameter: the
+ * `collectionId/recordId` key), per backend, run first in the reserving job
+ * ({@link MfaSql.reserveTrySteps}). SQLite needs none: one writer thread applies every job in
+ * turn. On PostgreSQL several instances write at once, so two of them could each count the
+ * account's proofs before either inserts its own: a transaction-scoped advisory lock on the
+ * account makes the second wait for the first's commit.
+ */
+export const MFA_ACCOUNT_LOCK: Readonly<Record<BackendKind, string>> = {
+  sqlite: '',
+  postgres: 'SELECT pg_advisory_xact_lock(hashtext(CAST(? AS text)))',
+};
+
+/**
  * The second-factor store over one backend's reader; `totpOrder`: that backend's
  * {@link TOTP_ORDER}.
  */
 export class MfaSql implements MfaRowStore {
-  constructor(private reader: SqlReader, private totpOrder: string) {}
+  /** `accountLock`: that backend's {@link MFA_ACCOUNT_LOCK} ('' for none). */
+  constructor(private reader: SqlReader, private totpOrder: string, private accountLock = '') {}
 
   totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[] {
     return this.reader.all(`SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY ${this.totpOrder}`, [collectionId, recordId])
@@ -103,6 +117,27 @@ export class MfaSql implements MfaRowStore {
   triesSince(collectionId: string, recordId: string, sinceMs: number): number {
     const r = this.reader.get('SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?', [collectionId, recordId, sinceMs]);
     return r ? Number(r[0]) : 0;
+  }
+
+  reserveTrySteps(attemptId: string, maxTries: number, collectionId: string, recordId: string, nowMs: number, windowMs: number, limit: number, fail: { attempt: StepFail; account: StepFail }): WriteStep[] {
+    const steps: WriteStep[] = [];
+    if (this.accountLock) steps.push({ sql: this.accountLock, params: [`${collectionId}/${recordId}`] });
+    steps.push(
+      { sql: 'UPDATE "_mfaAttempts" SET "tries" = "tries" + 1 WHERE "id" = ? AND "tries" < ? AND "expires" > ?', params: [attemptId, maxTries, nowMs], expect: 'change', fail: fail.attempt },
+      { sql: 'DELETE FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" <= ?', params: [collectionId, recordId, nowMs - windowMs] },
+      {
+        // the count and the insert are one statement of the job: no other proof of the account
+        // is counted between them (one writer on SQLite, the account lock on PostgreSQL)
+        sql: 'INSERT INTO "_mfaTries" ("collectionId","recordId","at") SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint) '
+          + 'WHERE (SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?) < ?',
+        params: [collectionId, recordId, nowMs, collectionId, recordId, nowMs - windowMs, limit], expect: 'change', fail: fail.account,
+      },
+    );
+    return steps;
+  }
+
+  dropSpentAttemptStep(id: string, maxTries: number): WriteStep {
+    return { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = ? AND "tries" >= ?', params: [id, maxTries] };
   }
 
   addTrySteps(collectionId: string, recordId: string, nowMs: number, windowMs: number): WriteStep[] {
