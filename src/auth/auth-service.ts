@@ -297,22 +297,28 @@ export class AuthService {
    * Signs in with `method` (the one path every sign-in method takes): 404 when the method is off
    * for the collection (spec, status table: "disabled method"), then the method's proof, then
    * `require_verified`, then the two-factor policy (a pending answer instead of a session when a
-   * second factor is needed; a passkey sign-in counts as both factors), then a fresh session.
+   * second factor is needed; a passkey sign-in with user verification counts as both factors,
+   * one with presence only as one), then a fresh session.
    * @throws ApiError as the method and issueSession do
    */
   async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<SignInOutcome> {
     const method = this.methods.get(slug);
     if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
-    const { record, meta } = await method.complete(c, body, client);
+    const { record, meta, passkey } = await method.complete(c, body, client);
     checkVerified(c, record);
     const tag = tagOf(slug);
     if (tag === 'password') await this.hooks.beforeAuthSuccess?.(tag, c, record, client);
-    const strong = slug === 'webauthn';
-    if (!strong) {
-      const pending = await this.twoFactor.gate(c, String(record.id), tag);
+    // A passkey with user verification is both factors; with presence only it is one, and the
+    // passkey just used cannot be the second (docs/api.md, "Two-factor").
+    const usedPasskey = slug === 'webauthn' ? passkey : undefined;
+    let mfa = usedPasskey?.userVerified === true;
+    if (!mfa) {
+      const pending = await this.twoFactor.gate(c, String(record.id), tag, usedPasskey?.id);
       if (pending) return { record, meta, pending };
+      // no other factor is asked of this account (policy optional): the passkey is its factor
+      mfa = usedPasskey !== undefined;
     }
-    const session = await this.issueSession(c, record, client, undefined, strong);
+    const session = await this.issueSession(c, record, client, undefined, mfa);
     await this.hooks.authSuccess?.(tag, c, record, client);
     return { record, meta, session };
   }

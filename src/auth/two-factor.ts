@@ -6,7 +6,9 @@
  * - After a primary login (password, OAuth2, magic link, OTP) {@link TwoFactor.gate} decides: a
  *   record with factors (policy optional or required) must prove one (`factor_required`); under
  *   `required` a record without any must enroll one (`enrollment_required`). The answer carries a
- *   pending token and no session. A passkey sign-in is itself two factors and passes.
+ *   pending token and no session. A passkey sign-in with user verification (UV) is itself two
+ *   factors and passes; with user presence only it is one factor, and a factor other than that
+ *   passkey is asked.
  * - A pending attempt lives five minutes and allows five proofs; every proof also counts against
  *   the account (ten per five minutes, stored, across new primary logins and whether or not the
  *   global limiter is on). A proof is counted (reserved) before it is checked, in one write, so
@@ -95,11 +97,11 @@ export class TwoFactor {
     private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
   ) {}
 
-  /** The factor kinds a record has. */
-  factorsOf(c: Collection, recordId: string): FactorKind[] {
+  /** The factor kinds a record has; `exceptPasskey`: a credential that does not count (one just used to sign in). */
+  factorsOf(c: Collection, recordId: string, exceptPasskey?: string): FactorKind[] {
     const out: FactorKind[] = [];
     if (this.store.sql.mfa.totpFactors(c.id, recordId).length) out.push('totp');
-    if (this.store.sql.passkeys.list(c.id, recordId).length) out.push('webauthn');
+    if (this.store.sql.passkeys.list(c.id, recordId).some((k) => k.id !== exceptPasskey)) out.push('webauthn');
     return out;
   }
 
@@ -118,18 +120,22 @@ export class TwoFactor {
 
   /**
    * After a primary login: null to sign in at once, else the pending answer (and a new attempt).
+   * `usedPasskey`: the sign-in was a passkey without user verification (one factor), this
+   * credential; it is not offered as the second factor, and when the account has no other factor
+   * under `required` the answer is still factor_required (recovery codes may prove it), never an
+   * enrollment that would let one factor enroll a second.
    */
-  async gate(c: Collection, recordId: string, method: SignInTag): Promise<PendingLogin | null> {
+  async gate(c: Collection, recordId: string, method: SignInTag, usedPasskey?: string): Promise<PendingLogin | null> {
     const policy = twoFactorPolicy(c);
     if (policy === 'disabled') return null;
-    const factors = this.factorsOf(c, recordId);
-    if (factors.length) return this.pending(c, recordId, 'login', 'factor_required', factors, method);
+    const factors = this.factorsOf(c, recordId, usedPasskey);
+    if (factors.length || (usedPasskey !== undefined && policy === 'required')) return this.pending(c, recordId, 'login', 'factor_required', factors, method, usedPasskey);
     if (policy === 'required') return this.pending(c, recordId, 'enroll', 'enrollment_required', this.available(c), method);
     return null;
   }
 
-  private async pending(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], status: PendingLogin['status'], factors: FactorKind[], method: SignInTag): Promise<PendingLogin> {
-    const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify({ method }));
+  private async pending(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], status: PendingLogin['status'], factors: FactorKind[], method: SignInTag, usedPasskey?: string): Promise<PendingLogin> {
+    const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify(usedPasskey === undefined ? { method } : { method, usedPasskey }));
     return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: this.store.sql.mfa.recoveryCodes(c.id, recordId).length };
   }
 
@@ -274,8 +280,9 @@ export class TwoFactor {
   private async initiate(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
     const a = this.attempt(c, b.pendingToken, ['login']);
     this.factorOf(b, ['webauthn']);
-    const keys = this.store.sql.passkeys.list(c.id, a.recordId);
-    if (!keys.length) throw ApiError.validation({ factor: { code: 'validation_value', message: 'The account has no passkey.' } });
+    const used = parseJson(a.data)?.usedPasskey;
+    const keys = this.store.sql.passkeys.list(c.id, a.recordId).filter((k) => k.id !== used);
+    if (!keys.length) throw ApiError.validation({ factor: { code: 'validation_value', message: used ? 'The account has no other passkey than the one that signed in.' : 'The account has no passkey.' } });
     return { kind: 'json', body: await this.webauthn.assertionOptions(c, 'mfa_webauthn_login', a.recordId, keys) };
   }
 
@@ -305,7 +312,9 @@ export class TwoFactor {
       steps.push(this.store.sql.mfa.useRecoveryStep(row.id, spent));
     } else {
       try {
-        await this.webauthn.verifyAssertion(c, 'mfa_webauthn_login', b, (key: PasskeyRow) => key.recordId === a.recordId);
+        // the passkey that made the primary sign-in cannot also be its second factor
+        const used = parseJson(a.data)?.usedPasskey;
+        await this.webauthn.verifyAssertion(c, 'mfa_webauthn_login', b, (key: PasskeyRow) => key.recordId === a.recordId && key.id !== used);
       } catch (err) {
         if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(a);
         throw err;

@@ -4,7 +4,8 @@
  * enrolled secret (otplib), passkeys as a factor through chromium's virtual authenticator,
  * recovery codes, management tokens, the attempt and account limits, and the invalidation rules
  * (factor changes end sessions; a `required` policy refuses primary-only sessions), proofs
- * counted before they are checked (parallel proofs cannot outrun the limits).
+ * counted before they are checked (parallel proofs cannot outrun the limits), and a passkey
+ * sign-in counting as both factors only with user verification.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -334,6 +335,50 @@ test('parallel wrong proofs cannot outrun the account limit: each proof is count
   assert.equal(burst.filter((r) => r.status === 401 && /pending token/.test(r.body.message)).length, 4);
 });
 
+test('required: a passkey sign-in is both factors only with user verification (UV); with presence only a second factor is still asked', { skip: NO_BROWSER }, async () => {
+  const origin = srv.url.replace('127.0.0.1', 'localhost');
+  await srv.createCollection({
+    name: 'uv', type: 'auth', fields: [], createRule: '@public', viewRule: 'id = @request.auth.id',
+    options: { auth: { two_factor: 'required', methods: { webauthn: { enabled: true, rpId: 'localhost', origins: [origin] } } } },
+  });
+  const browser: Browser = await launchBrowser();
+  try {
+    const id = await user('uv', 'uma@example.com');
+    const login = await password('uv', 'uma@example.com');
+    const { secret, done } = await enrollTotp('uv', login.body.pendingToken);
+    /** Registers a sign-in passkey on `page` with the two-factor session, then signs in with it. */
+    const signInWith = async (page: Page) => {
+      await page.goto(`${origin}/api/health`);
+      const begin = await api('POST', '/api/collections/uv/auth/webauthn/register/begin', {}, done.token);
+      assert.equal(begin.status, 200, begin.text);
+      const cred = await create(page, begin.body);
+      const reg = await api('POST', '/api/collections/uv/auth/webauthn/register/finish', { ceremonyId: begin.body.ceremonyId, id: cred.id, rawId: cred.id, response: { clientDataJSON: cred.clientDataJSON, attestationObject: cred.attestationObject } }, done.token);
+      assert.equal(reg.status, 200, reg.text);
+      const init = await api('POST', '/api/collections/uv/auth/webauthn/initiate', { identity: 'uma@example.com' });
+      const a = await get(page, { ...init.body, allowCredentials: [{ type: 'public-key', id: cred.id }] });
+      return api('POST', '/api/collections/uv/auth/webauthn/complete', { ceremonyId: init.body.ceremonyId, ...a });
+    };
+
+    const presenceOnly = await signInWith((await pageWithAuthenticator(browser, { userVerification: false })).page);
+    assert.equal(presenceOnly.status, 200, presenceOnly.text);
+    assert.equal(presenceOnly.body.token, undefined, `no session from presence alone: ${presenceOnly.text}`);
+    assert.equal(presenceOnly.body.status, 'factor_required');
+    assert.equal(presenceOnly.headers.get('set-cookie'), null);
+    assert.deepEqual(presenceOnly.body.factors, ['totp'], 'the passkey just used cannot be the second factor');
+    const ok = await tf('uv', 'complete', { pendingToken: presenceOnly.body.pendingToken, factor: 'totp', code: totp(secret, 1) });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal((await api('GET', `/api/collections/uv/records/${id}`, undefined, ok.body.token)).status, 200);
+
+    const verified = await signInWith((await pageWithAuthenticator(browser)).page);
+    assert.equal(verified.status, 200, verified.text);
+    assert.ok(verified.body.token, 'user verification: both factors at once');
+    assert.equal(verified.body.status, undefined);
+    assert.equal((await api('GET', `/api/collections/uv/records/${id}`, undefined, verified.body.token)).status, 200);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('_superusers take the policy too: a superuser password login then needs enrollment', async () => {
   const r = await srv.api('PATCH', '/api/collections/_superusers', { token: srv.suToken, body: { options: { auth: { two_factor: 'required' } } } });
   assert.equal(r.status, 200, r.text);
@@ -347,10 +392,10 @@ const CODEC = `
   const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
   const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));`;
 
-function create(p: Page, o: unknown): Promise<{ clientDataJSON: string; attestationObject: string }> {
+function create(p: Page, o: unknown): Promise<{ id: string; clientDataJSON: string; attestationObject: string }> {
   return p.evaluate(`(async (o) => {${CODEC}
     const cred = await navigator.credentials.create({ publicKey: { ...o, challenge: unb64(o.challenge), user: { ...o.user, id: unb64(o.user.id) }, excludeCredentials: [] } });
-    return { clientDataJSON: b64(cred.response.clientDataJSON), attestationObject: b64(cred.response.attestationObject) };
+    return { id: cred.id, clientDataJSON: b64(cred.response.clientDataJSON), attestationObject: b64(cred.response.attestationObject) };
   })(${JSON.stringify(o)})`);
 }
 

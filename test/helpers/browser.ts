@@ -42,13 +42,17 @@ export async function signIn(page: Page, url: string): Promise<void> {
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
-/** A page with a virtual platform authenticator (resident keys, user verification, automatic presence). */
-export async function pageWithAuthenticator(browser: Browser): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
+/**
+ * A page with a virtual platform authenticator (resident keys, automatic presence, and user
+ * verification unless `userVerification` is false: then an authenticator that can only prove
+ * presence, whose assertions carry the UP flag without UV).
+ */
+export async function pageWithAuthenticator(browser: Browser, { userVerification = true } = {}): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
   const page = await browser.newPage();
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: userVerification, isUserVerified: userVerification, automaticPresenceSimulation: true },
   });
   return { page, cdp, authenticatorId };
 }

@@ -15,6 +15,12 @@ export type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn
 export interface MethodResult {
   record: Record<string, unknown>;
   meta?: Record<string, unknown>;
+  /**
+   * The passkey method only: the credential that signed in and whether the authenticator
+   * verified the user (UV). AuthService.signIn counts a passkey sign-in as both factors only when
+   * `userVerified`; it ignores this field from any other method.
+   */
+  passkey?: { id: string; userVerified: boolean };
 }
 
 export interface AuthMethod {

@@ -14,7 +14,9 @@
  * - Sign-in: initiate `{identity?}` → request options with no allow-list (discoverable
  *   credentials; nothing in the answer depends on whether the identity exists); complete verifies
  *   the assertion against the stored public key, requires the signature counter to move forward
- *   when the authenticator keeps one (a cloned authenticator is refused), and records the use.
+ *   when the authenticator keeps one (a cloned authenticator is refused), and records the use. It
+ *   reports whether the user was verified (UV): only then does the sign-in count as both factors
+ *   where a second one is asked (AuthService.signIn; docs/api.md, "Two-factor").
  */
 import { createHmac } from 'node:crypto';
 import { ApiError, type FieldError } from '../../errors/api-error.js';
@@ -236,10 +238,11 @@ export class WebAuthnMethod implements AuthMethod {
   /**
    * Consumes an assertion ceremony of `kind` and verifies the assertion in `b` against the stored
    * credential it names (which `accept` must allow), the counter moving forward; records the use.
-   * Answers the credential.
+   * Answers the credential and whether the authenticator verified the user (the UV flag of the
+   * authenticator data: a PIN or biometric check, not only presence).
    * @throws ApiError 400 (fields `ceremonyId`, `credentialId`, `signature`) when anything fails
    */
-  async verifyAssertion(c: Collection, kind: AuthTokenKind, b: Record<string, unknown>, accept: (key: PasskeyRow) => boolean): Promise<PasskeyRow> {
+  async verifyAssertion(c: Collection, kind: AuthTokenKind, b: Record<string, unknown>, accept: (key: PasskeyRow) => boolean): Promise<{ key: PasskeyRow; userVerified: boolean }> {
     const errors: Record<string, FieldError> = {};
     for (const k of ['credentialId', 'authenticatorData', 'clientDataJSON', 'signature']) byteString(b, k, errors);
     if (b.userHandle !== undefined && b.userHandle !== null && b.userHandle !== '') byteString(b, 'userHandle', errors);
@@ -253,6 +256,7 @@ export class WebAuthnMethod implements AuthMethod {
     const rp = this.rp(c);
     const [{ verifyAuthenticationResponse }] = await webauthnLib();
     let newCounter: number;
+    let userVerified: boolean;
     try {
       const out = await verifyAuthenticationResponse({
         response: {
@@ -267,12 +271,13 @@ export class WebAuthnMethod implements AuthMethod {
       });
       if (!out.verified) throw new Error('not verified');
       newCounter = out.authenticationInfo.newCounter;
+      userVerified = out.authenticationInfo.userVerified === true;
     } catch (err) {
       if (/counter/i.test((err as Error).message)) throw fieldError('signature', 'The passkey\'s signature counter did not move forward: the authenticator may have been cloned.');
       throw refused();
     }
     await this.store.writer.write([this.store.sql.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);
-    return key;
+    return { key, userVerified };
   }
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
@@ -291,10 +296,10 @@ export class WebAuthnMethod implements AuthMethod {
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
     this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKeys(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
-    const key = await this.verifyAssertion(c, 'webauthn_login', b, () => true);
+    const { key, userVerified } = await this.verifyAssertion(c, 'webauthn_login', b, () => true);
     const record = this.loadRecord(c, key.recordId);
     if (!record) throw fieldError('signature', 'The passkey assertion could not be verified.');
-    return { record };
+    return { record, passkey: { id: key.id, userVerified } };
   }
 }
 
