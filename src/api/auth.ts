@@ -2,7 +2,9 @@
  * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Pluggable auth methods", "Magic-link
  * consume", "Rate limiting"): auth-with-password, auth-refresh, auth-logout, the methods'
  * initiate and complete, magic-link consume, request-verification, confirm-verification,
- * request-password-reset, confirm-password-reset. The per-device session routes are in ./auth-sessions.ts.
+ * request-password-reset, confirm-password-reset, passkey registration and a record's passkeys
+ * (list, delete). The per-device session routes are in
+ * ./auth-sessions.ts.
  */
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
@@ -17,6 +19,7 @@ import { requireOwnCollection, type AuthPrincipal, type SignInOutcome } from '..
 import type { Collection } from '../collections/types.js';
 import { clearCookies, sessionCookies } from './cookies.js';
 import { ApiError } from '../errors/api-error.js';
+import { twoFactorPolicy } from '../auth/two-factor.js';
 
 export function authRoutes(ctx: ApiContext): Route[] {
   const { store, auth } = ctx;
@@ -39,6 +42,16 @@ export function authRoutes(ctx: ApiContext): Route[] {
     const c = store.collection(req.params[0]);
     requireAuthCollection(c);
     return c;
+  };
+  /**
+   * The passkey routes' access (like external-auths): 401 anonymous; 404 unless the caller is the
+   * record itself or a superuser (and, for a superuser, the record exists).
+   */
+  const passkeyOwner = async (c: Collection, req: Req): Promise<void> => {
+    const p = await auth.resolve(req);
+    if (!p) throw ApiError.unauthorized();
+    const own = p.collection.id === c.id && p.record.id === req.params[1];
+    if (!own && !(p.superuser && auth.loadAuthRecord(c, req.params[1]))) throw ApiError.notFound();
   };
   /** request-*: validate, count, queue; the same work and the same 204 whether or not the address exists. */
   const requestMail = (scope: string, kind: 'verify' | 'reset') => (req: Req) => {
@@ -130,6 +143,31 @@ export function authRoutes(ctx: ApiContext): Route[] {
         const p = requireOwnCollection(c, await auth.resolve(req));
         await auth.webauthn.registerFinish(c, p.record, jsonBody(req));
         return json(200, '{}');
+      },
+    },
+    {
+      // A record's sign-in passkeys (docs/api.md, "Passkeys (WebAuthn)"), shaped like its
+      // external-auths: the record's owner or a superuser; 404 otherwise. Never key material.
+      method: 'get', pattern: '/api/collections/:col/records/:id/passkeys', handler: async (req) => {
+        const c = authCollection(req);
+        await passkeyOwner(c, req);
+        return json(200, JSON.stringify({ items: auth.webauthn.signInKeys(c, req.params[1]) }));
+      },
+    },
+    {
+      method: 'del', pattern: '/api/collections/:col/records/:id/passkeys/:passkeyId', handler: async (req) => {
+        const c = authCollection(req);
+        await passkeyOwner(c, req);
+        const recordId = req.params[1];
+        const passkeyId = req.params[2];
+        // a sign-in passkey counts as a second factor: under `required` the last factor stays,
+        // as with the two-factor `remove` action
+        if (twoFactorPolicy(c) === 'required' && auth.webauthn.signInKeys(c, recordId).some((k) => k.id === passkeyId)
+          && auth.twoFactor.factorsOf(c, recordId, passkeyId).length === 0) {
+          throw ApiError.validation({ passkeyId: { code: 'validation_value', message: 'This passkey is the last second factor and the collection requires one: enroll another first.' } });
+        }
+        await auth.webauthn.deleteSignInKey(c, recordId, passkeyId);
+        return noContent();
       },
     },
     {

@@ -156,8 +156,23 @@ export interface PasskeyRow {
   factor: boolean;
 }
 
+/**
+ * A sign-in passkey as its owner sees it (GET …/records/:id/passkeys): never the public key or
+ * counter. Timestamps as stored (`YYYY-MM-DD HH:MM:SS.sssZ`); `lastUsed` '' when never used.
+ */
+export interface PasskeyView {
+  /** the credential id (base64url) */
+  id: string;
+  created: string;
+  lastUsed: string;
+}
+
 /** WebAuthn credentials (`_passkeys`; spec 1-core-api.md, "Passkey registration"). */
 export interface PasskeyRowStore {
+  /** The record's sign-in passkeys (not second factors), oldest first. */
+  signInKeys(collectionId: string, recordId: string): PasskeyView[];
+  /** Step deleting one of the record's sign-in passkeys (not a second factor); fails with `fail` when there is none. */
+  removeSignInStep(collectionId: string, recordId: string, id: string, fail: StepFail): WriteStep;
   /** The credential `credentialId` of the collection, or undefined. */
   find(collectionId: string, credentialId: string): PasskeyRow | undefined;
   /** A record's credentials, oldest first; only second factors (or only sign-in passkeys) with `factor`. */

@@ -6,6 +6,7 @@
  * unauthenticated registration 401, malformed bodies, replayed and made-up ceremonies, a foreign
  * origin, a bad signature, an unknown credential, another identity's ceremony and a cloned
  * authenticator whose signature counter went backwards; none of them leaves a session.
+ * The owner lists and deletes the record's sign-in passkeys (docs/api.md, "Passkeys (WebAuthn)").
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -229,4 +230,50 @@ test('a cloned authenticator whose signature counter goes backwards is refused',
   assert.match(r.body.data.signature.message, /counter/);
   assert.equal(r.headers.get('set-cookie'), null);
   await p3.page.close();
+});
+
+test('the owner lists and deletes the record\'s sign-in passkeys; others get 404, anonymous 401; no key material is shown', { skip: NO_BROWSER }, async () => {
+  const p = await pageWithAuthenticator(browser);
+  await p.page.goto(`${origin}/api/health`);
+  const u = await user('lister@example.com');
+  const other = await user('other-lister@example.com');
+  const path = `/api/collections/members/records/${u.id}/passkeys`;
+  assert.deepEqual((await srv.api('GET', path, { token: u.token })).body, { items: [] });
+  const { finish } = await register(u.token, p.page);
+  assert.equal((await srv.api('POST', '/api/collections/members/auth/webauthn/register/finish', { token: u.token, body: finish })).status, 200);
+
+  const list = await srv.api('GET', path, { token: u.token });
+  assert.equal(list.status, 200, list.text);
+  assert.equal(list.body.items.length, 1);
+  const key = list.body.items[0];
+  assert.deepEqual(Object.keys(key).sort(), ['created', 'id', 'lastUsed']);
+  assert.equal(key.id, finish.id);
+  assert.match(key.created, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.equal(key.lastUsed, '');
+  assert.ok(!list.text.includes('publicKey') && !list.text.includes('counter'));
+
+  // a sign-in with it shows as its last use
+  const signedIn = await complete(await assertion('lister@example.com', 'members', p.page));
+  assert.equal(signedIn.status, 200, signedIn.text);
+  const used = (await srv.api('GET', path, { token: u.token })).body.items[0];
+  assert.match(used.lastUsed, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$/);
+
+  assert.equal((await srv.api('GET', path)).status, 401);
+  assert.equal((await srv.api('GET', path, { token: other.token })).status, 404, 'another record: hidden');
+  assert.equal((await srv.api('GET', path, { token: srv.suToken })).body.items.length, 1, 'superusers see any record');
+  assert.equal((await srv.api('GET', '/api/collections/members/records/nosuchrecord123/passkeys', { token: srv.suToken })).status, 404);
+  assert.equal((await srv.api('DELETE', `${path}/${key.id}`)).status, 401);
+  assert.equal((await srv.api('DELETE', `${path}/${key.id}`, { token: other.token })).status, 404);
+  assert.equal((await srv.api('DELETE', `/api/collections/members/records/${other.id}/passkeys/${key.id}`, { token: other.token })).status, 404, 'not the caller\'s passkey');
+  assert.equal((await srv.api('DELETE', `${path}/not-a-passkey`, { token: u.token })).status, 404);
+
+  const del = await srv.api('DELETE', `${path}/${key.id}`, { token: u.token });
+  assert.equal(del.status, 204, del.text);
+  assert.deepEqual((await srv.api('GET', path, { token: u.token })).body, { items: [] });
+  assert.equal((await srv.api('DELETE', `${path}/${key.id}`, { token: u.token })).status, 404, 'gone');
+  // the deleted passkey no longer signs in
+  const refused = await complete(await assertion('lister@example.com', 'members', p.page));
+  assert.equal(refused.status, 400, refused.text);
+  assert.ok(refused.body.data.credentialId);
+  await p.page.close();
 });

@@ -26,7 +26,7 @@ import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import type { AuthMethod, MethodResult } from './method.js';
 import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
-import type { PasskeyRow } from '../../store/auth-store.js';
+import type { PasskeyRow, PasskeyView } from '../../store/auth-store.js';
 import type { WriteStep } from '../../store/write-job.js';
 type WebAuthnServer = typeof import('@simplewebauthn/server');
 type WebAuthnHelpers = typeof import('@simplewebauthn/server/helpers');
@@ -278,6 +278,22 @@ export class WebAuthnMethod implements AuthMethod {
     }
     await this.store.writer.write([this.store.sql.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);
     return { key, userVerified };
+  }
+
+  /**
+   * The record's sign-in passkeys (GET …/records/:id/passkeys): id, created, lastUsed; second
+   * factors are managed by the two-factor ceremonies and not listed.
+   */
+  signInKeys(c: Collection, recordId: string): PasskeyView[] {
+    return this.store.sql.passkeys.signInKeys(c.id, recordId);
+  }
+
+  /**
+   * Deletes one of the record's sign-in passkeys (DELETE …/records/:id/passkeys/:passkeyId).
+   * @throws ApiError 404 when the record has no such sign-in passkey
+   */
+  async deleteSignInKey(c: Collection, recordId: string, id: string): Promise<void> {
+    await this.store.writer.write([this.store.sql.passkeys.removeSignInStep(c.id, recordId, id, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
   }
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {

@@ -16,7 +16,7 @@
  * What the backends spell differently is in {@link LinkSqlDialect}.
  */
 import type { WriteStep } from '../write-job.js';
-import type { ExternalAuthRowStore, PasskeyRow, PasskeyRowStore, StepFail } from '../auth-store.js';
+import type { ExternalAuthRowStore, PasskeyRow, PasskeyRowStore, PasskeyView, StepFail } from '../auth-store.js';
 import type { BackendKind, SqlReader } from '../backend.js';
 
 /** What the link statements spell differently per backend. */
@@ -102,6 +102,15 @@ export class PasskeySql implements PasskeyRowStore {
   list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[] {
     const only = factor === undefined ? '' : ` AND "factor" = ${factor ? 1 : 0}`;
     return this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId]).map(passkey);
+  }
+
+  signInKeys(collectionId: string, recordId: string): PasskeyView[] {
+    return this.reader.all(`SELECT "id","created","lastUsed" FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0 ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId])
+      .map((r) => ({ id: String(r[0]), created: String(r[1]), lastUsed: r[2] === null || r[2] === undefined ? '' : String(r[2]) }));
+  }
+
+  removeSignInStep(collectionId: string, recordId: string, id: string, fail: StepFail): WriteStep {
+    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "id" = ? AND "factor" = 0', params: [collectionId, recordId, id], expect: 'change', fail };
   }
 
   removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep {
