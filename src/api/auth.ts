@@ -2,8 +2,8 @@
  * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Pluggable auth methods", "Magic-link
  * consume", "Rate limiting"): auth-with-password, auth-refresh, auth-logout, the methods'
  * initiate and complete, magic-link consume, request-verification, confirm-verification,
- * request-password-reset, confirm-password-reset, passkey registration and a record's passkeys
- * (list, delete). The per-device session routes are in
+ * request-password-reset, confirm-password-reset, passkey registration (a recent sign-in
+ * required) and a record's passkeys (list, delete). The per-device session routes are in
  * ./auth-sessions.ts.
  */
 import type { Reply, Req, Route } from '../http/types.js';
@@ -128,11 +128,15 @@ export function authRoutes(ctx: ApiContext): Route[] {
       },
     },
     {
-      // Passkey registration (spec "Passkey registration"): the signed-in record of this collection.
+      // Passkey registration (spec "Passkey registration"): the signed-in record of this
+      // collection, its session made by a primary sign-in within SERVICE_REAUTH_MAX_AGE (a passkey
+      // outlives the session: a stolen session must not be able to plant one), else 403
+      // `reauthentication_required`; checked at both steps.
       method: 'post', pattern: '/api/collections/:col/auth/webauthn/register/begin', handler: async (req) => {
         const c = authCollection(req);
         if (!auth.webauthn.enabled(c)) throw ApiError.notFound();
         const p = requireOwnCollection(c, await auth.resolve(req));
+        auth.requireRecentSignIn(p);
         return json(200, JSON.stringify(await auth.webauthn.registerBegin(c, p.record)));
       },
     },
@@ -141,6 +145,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
         const c = authCollection(req);
         if (!auth.webauthn.enabled(c)) throw ApiError.notFound();
         const p = requireOwnCollection(c, await auth.resolve(req));
+        auth.requireRecentSignIn(p);
         await auth.webauthn.registerFinish(c, p.record, jsonBody(req));
         return json(200, '{}');
       },

@@ -84,12 +84,25 @@ export interface AuthServiceOptions {
   smtpTls?: ConnectionOptions;
   /** server-side OAuth2 state (SERVICE_OAUTH_STATE_SERVER, SERVICE_OAUTH_STATE_TTL); default on, 600 s */
   oauthState?: OAuth2StateOptions;
+  /**
+   * How recent (seconds) a primary sign-in must be for actions that need one, such as registering
+   * a passkey (SERVICE_REAUTH_MAX_AGE; default {@link REAUTH_MAX_AGE_S}).
+   */
+  reauthMaxAgeS?: number;
 }
 
-/** A resolved caller; `sid` is the session row of a table-store token; `mfa` when it passed a second factor. */
+/** Default of {@link AuthServiceOptions.reauthMaxAgeS}: five minutes (docs/api.md, "Passkeys (WebAuthn)"). */
+export const REAUTH_MAX_AGE_S = 300;
+
+/**
+ * A resolved caller; `sid` is the session row of a table-store token; `mfa` when it passed a
+ * second factor; `authTime` the epoch seconds of the primary sign-in its session comes from
+ * (unknown on tokens older than the claim).
+ */
 export interface AuthPrincipal extends Principal {
   sid?: string;
   mfa?: boolean;
+  authTime?: number;
 }
 
 export type { SignInTag } from './methods/method.js';
@@ -112,6 +125,18 @@ export const tagOf = (slug: string): SignInTag => (BUILT_IN_TAGS.has(slug) ? (sl
 export type SignInOutcome =
   | { record: Record<string, unknown>; meta?: Record<string, unknown>; session: IssuedSession; pending?: undefined }
   | { record: Record<string, unknown>; meta?: Record<string, unknown>; session?: undefined; pending: PendingLogin };
+
+/**
+ * How a session is issued (AuthService.issueSession): `keepSid` the table-store row to keep
+ * (refresh, password change) instead of a new one; `mfa` it passed a second factor; `authTime`
+ * epoch seconds of the primary sign-in it comes from (a sign-in: now; a refresh: the old
+ * session's, never now; unknown: left out, which no recent-sign-in check accepts).
+ */
+export interface SessionGrant {
+  keepSid?: string;
+  mfa?: boolean;
+  authTime?: number;
+}
 
 /** A freshly issued session: the token and its CSRF value (the route layer sets them as cookies), and its table-store row. */
 export interface IssuedSession {
@@ -227,6 +252,7 @@ export class AuthService {
       const p: AuthPrincipal = { superuser: c.name === '_superusers', collection: c, record: rec };
       if (cl.sid) p.sid = cl.sid;
       if (cl.mf) p.mfa = true;
+      if (cl.authTime !== undefined) p.authTime = cl.authTime;
       return p;
     };
     const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null | Promise<AuthPrincipal | null> => {
@@ -279,17 +305,18 @@ export class AuthService {
    * Issues a session for an authenticated record: 403 `email_not_verified` when the collection
    * requires a verified email and the record is not; 401 when the two-factor policy needs a
    * second factor the caller did not pass (`mfa`; custom code must go through the two-factor
-   * ceremony); a new `_sessions` row in table mode (or the given `sid` kept, on refresh and
-   * password change); a token and its CSRF value.
+   * ceremony); a new `_sessions` row in table mode (or `grant.keepSid` kept, on refresh and
+   * password change); a token (carrying `grant.authTime`) and its CSRF value.
    */
-  async issueSession(c: Collection, rec: Record<string, unknown>, req: ClientInfo, keepSid?: string, mfa = false): Promise<IssuedSession> {
+  async issueSession(c: Collection, rec: Record<string, unknown>, req: ClientInfo, grant: SessionGrant = {}): Promise<IssuedSession> {
+    const { keepSid, mfa = false, authTime } = grant;
     checkVerified(c, rec);
     const id = String(rec.id);
     if (!mfa && this.twoFactor.needsFactor(c, id)) throw new ApiError(401, 'unauthorized', 'A second factor is required: complete the two-factor ceremony.');
     let sid = keepSid;
     if (sid) this.sessions.touch(sid);
     else if (sessionMode(c) === 'table') sid = await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) });
-    const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid, mfa);
+    const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid, mfa, authTime);
     return { token, csrf, sid };
   }
 
@@ -318,7 +345,7 @@ export class AuthService {
       // no other factor is asked of this account (policy optional): the passkey is its factor
       mfa = usedPasskey !== undefined;
     }
-    const session = await this.issueSession(c, record, client, undefined, mfa);
+    const session = await this.issueSession(c, record, client, { mfa, authTime: nowSeconds() });
     await this.hooks.authSuccess?.(tag, c, record, client);
     return { record, meta, session };
   }
@@ -330,12 +357,16 @@ export class AuthService {
   async twoFactorAction(action: string, c: Collection, body: unknown, client: ClientInfo): Promise<{ outcome: Awaited<ReturnType<TwoFactor['action']>>; session?: IssuedSession }> {
     if (c.type !== 'auth' || twoFactorPolicy(c) === 'disabled') throw ApiError.notFound();
     let caller: AuthPrincipal | null = null;
-    if (action === 'enroll') caller = requireOwnCollection(c, await this.resolve(client));
-    const outcome = await this.twoFactor.action(action, c, body, caller?.record ?? null);
+    if (action === 'enroll') {
+      // a first factor (a passkey among them, which also signs in) needs a recent sign-in, like a passkey registration
+      caller = requireOwnCollection(c, await this.resolve(client));
+      this.requireRecentSignIn(caller);
+    }
+    const outcome = await this.twoFactor.action(action, c, body, caller?.record ?? null, caller?.authTime);
     if (outcome.kind !== 'session') return { outcome };
     const fresh = this.loadAuthRecord(c, String(outcome.record.id)) ?? outcome.record;
     outcome.record = fresh;
-    const session = await this.issueSession(c, fresh, client, undefined, true);
+    const session = await this.issueSession(c, fresh, client, { mfa: true, authTime: outcome.authTime });
     await this.hooks.authSuccess?.(outcome.method, c, fresh, client);
     return { outcome, session };
   }
@@ -352,12 +383,26 @@ export class AuthService {
     return method.initiate(c, body, client);
   }
 
+  /**
+   * 403 `reauthentication_required` unless the caller's session comes from a primary sign-in
+   * (password, magic link, one-time code, OAuth2, passkey, or a two-factor completion of one)
+   * within the last `reauthMaxAgeS` seconds (SERVICE_REAUTH_MAX_AGE, default 300); refreshing a
+   * session keeps its sign-in time. Guards actions that would outlive a stolen session, such as
+   * registering a passkey (docs/api.md, "Passkeys (WebAuthn)").
+   */
+  requireRecentSignIn(p: AuthPrincipal): void {
+    const maxAge = this.opts.reauthMaxAgeS ?? REAUTH_MAX_AGE_S;
+    if (p.authTime !== undefined && nowSeconds() - p.authTime <= maxAge) return;
+    throw new ApiError(403, 'reauthentication_required', `This action needs a recent sign-in (within ${maxAge} seconds); refreshing a session does not count. Sign in again, then retry.`);
+  }
+
   /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
   async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo, around?: { before?: (rec: Record<string, unknown>) => Promise<void>; after?: (rec: Record<string, unknown>) => Promise<void> }): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
     const p = requireOwnCollection(c, principal);
     await this.hooks.beforeAuthSuccess?.('refresh', c, p.record, req);
     await around?.before?.(p.record);
-    const session = await this.issueSession(c, p.record, req, p.sid, !!p.mfa);
+    // the sign-in time is the old session's: a refresh never makes a session recent
+    const session = await this.issueSession(c, p.record, req, { keepSid: p.sid, mfa: !!p.mfa, authTime: p.authTime });
     await this.hooks.authSuccess?.('refresh', c, p.record, req);
     await around?.after?.(p.record);
     return { record: p.record, session };
@@ -385,7 +430,7 @@ export class AuthService {
     const fresh = owner ? this.loadAuthRecord(c, recordId) : null;
     if (fresh) {
       try {
-        session = await this.issueSession(c, fresh, req, principal!.sid, !!principal!.mfa);
+        session = await this.issueSession(c, fresh, req, { keepSid: principal!.sid, mfa: !!principal!.mfa, authTime: principal!.authTime });
         keep = session.sid ?? null;
       } catch (err) {
         if (!(err instanceof ApiError && err.code === 'email_not_verified')) throw err;
@@ -408,6 +453,9 @@ function checkVerified(c: Collection, rec: Record<string, unknown>): void {
     throw new ApiError(403, 'email_not_verified', 'The account email must be verified before signing in.');
   }
 }
+
+/** Now in epoch seconds (the `auth_time` claim's unit). */
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 function invalid(viaCookie: boolean): null {
   // A stale cookie is simply no credential; an explicit bad token is an error wherever it is sent.

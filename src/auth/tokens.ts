@@ -5,7 +5,10 @@
  *
  * Claims: `id` (record id), `collectionId`, `type: "auth"`, `ep` (token epoch at issue),
  * `csrf` (the CSRF value the `svc_csrf` cookie carries), `sid` (the `_sessions` row of a
- * table-store session; absent in epoch mode), `iat`, `exp`.
+ * table-store session; absent in epoch mode), `mf` (two factors passed), `auth_time` (epoch
+ * seconds of the primary sign-in that made the session, carried unchanged by every refresh, so
+ * a refreshed old session never looks recent; absent on tokens issued before the claim existed,
+ * which count as old), `iat`, `exp`.
  *
  * Verification (jose) is cached per token string (bounded), so a repeat request costs one point
  * read of the auth record and string comparisons instead of an HMAC through WebCrypto. Signing
@@ -31,8 +34,10 @@ export interface TokenClaims {
   csrf: string;
   /** session row id (table session store) */
   sid?: string;
-  /** the session passed a second factor (or a passkey sign-in) */
+  /** the session passed a second factor (or a passkey sign-in with user verification) */
   mf?: boolean;
+  /** epoch seconds of the primary sign-in that made the session (claim `auth_time`); kept by refreshes */
+  authTime?: number;
   exp: number;
 }
 
@@ -57,14 +62,16 @@ export class TokenService {
 
   /**
    * Issues a token for a record with the given token key and epoch (and session row id, table
-   * store; `mf` when the session passed a second factor): `{token, csrf}`, valid for
+   * store; `mf` when the session passed a second factor; `authTime`, epoch seconds, the primary
+   * sign-in the session comes from, left out when unknown): `{token, csrf}`, valid for
    * TOKEN_TTL_S seconds.
    */
-  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string, mf = false): Promise<{ token: string; csrf: string }> {
+  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string, mf = false, authTime?: number): Promise<{ token: string; csrf: string }> {
     const csrf = randomToken(18);
     const claims: Record<string, unknown> = { id: recordId, collectionId, type: 'auth', ep: epoch, csrf };
     if (sid) claims.sid = sid;
     if (mf) claims.mf = 1;
+    if (authTime !== undefined) claims.auth_time = authTime;
     const now = Math.floor(Date.now() / 1000);
     claims.iat = now;
     claims.exp = now + TOKEN_TTL_S;
@@ -81,6 +88,8 @@ export class TokenService {
       const claims: TokenClaims = { id: c.id, collectionId: c.collectionId, type: 'auth', ep: Number(c.ep ?? 0), csrf: String(c.csrf ?? ''), exp: c.exp };
       if (typeof c.sid === 'string' && c.sid) claims.sid = c.sid;
       if ((c as { mf?: unknown }).mf === 1) claims.mf = true;
+      const at = (c as { auth_time?: unknown }).auth_time;
+      if (typeof at === 'number' && Number.isSafeInteger(at)) claims.authTime = at;
       return claims;
     } catch {
       return null;

@@ -70,10 +70,15 @@ export interface PendingLogin {
   recoveryCodes: number;
 }
 
-/** A ceremony's outcome: a JSON answer, a new session for the record, or nothing (204). */
+/**
+ * A ceremony's outcome: a JSON answer, a new session for the record, or nothing (204). A
+ * session's `authTime` (epoch seconds) is the primary sign-in it comes from: now when it completes
+ * a sign-in, the earlier session's when it comes from a management token or a signed-in `enroll`
+ * (unknown: left out).
+ */
 export type CeremonyOutcome =
   | { kind: 'json'; body: unknown }
-  | { kind: 'session'; record: Record<string, unknown>; managementToken: string; recoveryCodes?: string[]; method: SignInTag }
+  | { kind: 'session'; record: Record<string, unknown>; managementToken: string; recoveryCodes?: string[]; method: SignInTag; authTime?: number }
   | { kind: 'none' };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -134,8 +139,16 @@ export class TwoFactor {
     return null;
   }
 
-  private async pending(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], status: PendingLogin['status'], factors: FactorKind[], method: SignInTag, usedPasskey?: string): Promise<PendingLogin> {
-    const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify(usedPasskey === undefined ? { method } : { method, usedPasskey }));
+  /**
+   * A new pending attempt and its answer. Its data keeps `method` (the sign-in's tag),
+   * `usedPasskey` (see gate) and `authTime` (the sign-in time a `refresh`-tagged attempt passes
+   * on to its session).
+   */
+  private async pending(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], status: PendingLogin['status'], factors: FactorKind[], method: SignInTag, usedPasskey?: string, authTime?: number): Promise<PendingLogin> {
+    const data: Record<string, unknown> = { method };
+    if (usedPasskey !== undefined) data.usedPasskey = usedPasskey;
+    if (authTime !== undefined) data.authTime = authTime;
+    const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify(data));
     return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: this.store.sql.mfa.recoveryCodes(c.id, recordId).length };
   }
 
@@ -186,14 +199,14 @@ export class TwoFactor {
 
   /**
    * Runs a ceremony action (POST …/auth/two-factor/<action>); `caller` is the signed-in record of
-   * this collection, if any (the `enroll` action needs it). 404 for an unknown action or when the
-   * policy is `disabled`.
+   * this collection, if any (the `enroll` action needs it), `callerAuthTime` its session's sign-in
+   * time (epoch seconds). 404 for an unknown action or when the policy is `disabled`.
    */
-  async action(action: string, c: Collection, body: unknown, caller: Record<string, unknown> | null): Promise<CeremonyOutcome> {
+  async action(action: string, c: Collection, body: unknown, caller: Record<string, unknown> | null, callerAuthTime?: number): Promise<CeremonyOutcome> {
     if (c.type !== 'auth' || twoFactorPolicy(c) === 'disabled') throw ApiError.notFound();
     const b = isObject(body) ? body : {};
     switch (action) {
-      case 'enroll': return this.enroll(c, caller);
+      case 'enroll': return this.enroll(c, caller, callerAuthTime);
       case 'enroll-begin': return this.enrollBegin(c, b);
       case 'enroll-complete': return this.enrollComplete(c, b);
       case 'initiate': return this.initiate(c, b);
@@ -205,11 +218,11 @@ export class TwoFactor {
   }
 
   /** A signed-in record without factors starts a first enrollment. */
-  private async enroll(c: Collection, caller: Record<string, unknown> | null): Promise<CeremonyOutcome> {
+  private async enroll(c: Collection, caller: Record<string, unknown> | null, callerAuthTime?: number): Promise<CeremonyOutcome> {
     if (!caller) throw ApiError.unauthorized();
     const id = String(caller.id);
     if (this.factorsOf(c, id).length) throw ApiError.conflict('A second factor is enrolled already; add another with a management token (enroll-begin with the managementToken as pendingToken).');
-    return { kind: 'json', body: await this.pending(c, id, 'enroll', 'enrollment_required', this.available(c), 'refresh') };
+    return { kind: 'json', body: await this.pending(c, id, 'enroll', 'enrollment_required', this.available(c), 'refresh', undefined, callerAuthTime) };
   }
 
   private factorOf(b: Record<string, unknown>, allowed: readonly string[]): string {
@@ -373,10 +386,13 @@ export class TwoFactor {
 
   /** The record signs in with both factors: its management token (and first recovery codes). */
   private async success(c: Collection, a: MfaAttemptRow, recoveryCodes?: string[]): Promise<CeremonyOutcome> {
-    const managementToken = await this.newAttempt(c, a.recordId, 'manage', MFA_MANAGE_TTL_MS);
-    const method = parseJson(a.data)?.method;
+    const data = parseJson(a.data);
     // a management token (adding a factor while signed in) renews the session: tag `refresh`
-    return { kind: 'session', record: this.record(c, a.recordId), managementToken, recoveryCodes, method: typeof method === 'string' ? (method as SignInTag) : 'refresh' };
+    const method: SignInTag = typeof data?.method === 'string' ? (data.method as SignInTag) : 'refresh';
+    // a completed sign-in is a sign-in now; a renewal keeps the sign-in time it came with
+    const authTime = method !== 'refresh' ? Math.floor(Date.now() / 1000) : typeof data?.authTime === 'number' ? data.authTime : undefined;
+    const managementToken = await this.newAttempt(c, a.recordId, 'manage', MFA_MANAGE_TTL_MS, authTime === undefined ? '' : JSON.stringify({ authTime }));
+    return { kind: 'session', record: this.record(c, a.recordId), managementToken, recoveryCodes, method, authTime };
   }
 
   private write(steps: WriteStep[]): Promise<unknown> {

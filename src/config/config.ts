@@ -72,6 +72,8 @@ export interface ServeConfig {
   rateLimit: { max: number; windowS: number };
   /** Server-side OAuth2 state (SERVICE_OAUTH_STATE_SERVER, SERVICE_OAUTH_STATE_TTL seconds). */
   oauthState: { server: boolean; ttlS: number };
+  /** How recent a primary sign-in must be to register a passkey (SERVICE_REAUTH_MAX_AGE seconds, default 300). */
+  reauthMaxAgeS: number;
   smtp?: SmtpConfig;
   /** SERVICE_SENDMAIL_COMMAND; takes precedence over SMTP. */
   sendmailCommand?: string;
@@ -292,6 +294,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   const maxSrc = pick(flags, null, env, 'SERVICE_RATE_LIMIT_MAX');
   const winSrc = pick(flags, null, env, 'SERVICE_RATE_LIMIT_WINDOW');
   const ttlSrc = pick(flags, null, env, 'SERVICE_OAUTH_STATE_TTL');
+  const reauthSrc = pick(flags, null, env, 'SERVICE_REAUTH_MAX_AGE');
   const slowSrc = pick(flags, null, env, 'SERVICE_SLOW_QUERY_MS');
   const sendmail = env.SERVICE_SENDMAIL_COMMAND?.trim();
   const config: ServeConfig = {
@@ -314,6 +317,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
       server: flagOrEnvBool(flags, null, env, 'SERVICE_OAUTH_STATE_SERVER', true),
       ttlS: ttlSrc ? parseInteger(ttlSrc, 1) : 600,
     },
+    reauthMaxAgeS: reauthSrc ? parseInteger(reauthSrc, 1) : 300,
     pagination: loadPagination(env),
     limits: loadLimits(flags, env),
     slowQueryMs: slowSrc ? parseInteger(slowSrc, 0) : 200,

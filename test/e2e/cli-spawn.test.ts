@@ -121,11 +121,12 @@ test('explain-code: known, unknown and listing, in text and JSON', () => {
   assert.equal(r.code, 0);
   const list = oneJson(r.stdout);
   assert.deepEqual(Object.keys(list), ['codes']);
-  assert.equal(list.codes.length, 43);
+  assert.equal(list.codes.length, 44);
+  assert.ok(list.codes.some((c: { code: string }) => c.code === 'reauthentication_required'));
   assert.deepEqual(Object.keys(list.codes[0]), ['code', 'summary']);
   r = runSvc(['explain-code'], env);
   assert.equal(r.code, 0);
-  assert.equal(r.stdout.trim().split('\n').length, 43);
+  assert.equal(r.stdout.trim().split('\n').length, 44);
   assert.match(r.stdout, /^bad_request\s+The request/m);
   assert.match(r.stdout, /^bad_gateway\s+An outside service/m);
 });

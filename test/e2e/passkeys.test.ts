@@ -6,7 +6,8 @@
  * unauthenticated registration 401, malformed bodies, replayed and made-up ceremonies, a foreign
  * origin, a bad signature, an unknown credential, another identity's ceremony and a cloned
  * authenticator whose signature counter went backwards; none of them leaves a session.
- * The owner lists and deletes the record's sign-in passkeys (docs/api.md, "Passkeys (WebAuthn)").
+ * Registration needs a recent primary sign-in (a refreshed old session is refused), and the
+ * owner lists and deletes the record's sign-in passkeys (docs/api.md, "Passkeys (WebAuthn)").
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { rmSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { NO_BROWSER, launchBrowser, pageWithAuthenticator } from '../helpers/browser.js';
+import { sleep } from '../helpers/wait.js';
 
 const PW = 'passkey-pass-1';
 let srv: Svc;
@@ -230,6 +232,63 @@ test('a cloned authenticator whose signature counter goes backwards is refused',
   assert.match(r.body.data.signature.message, /counter/);
   assert.equal(r.headers.get('set-cookie'), null);
   await p3.page.close();
+});
+
+test('registration needs a recent primary sign-in: a refreshed old session is refused at begin and finish (403 reauthentication_required), and so is a first two-factor enrollment', { skip: NO_BROWSER }, async () => {
+  // a server whose sign-ins count as recent for 3 seconds (SERVICE_REAUTH_MAX_AGE)
+  const short = await startSvc({ env: { SERVICE_RATE_LIMIT_MAX: '0', SERVICE_REAUTH_MAX_AGE: '3' } });
+  const p = await pageWithAuthenticator(browser);
+  try {
+    const shortOrigin = short.url.replace('127.0.0.1', 'localhost');
+    await short.createCollection({ name: 'members', type: 'auth', fields: [], createRule: '@public', options: { auth: { two_factor: 'optional', methods: { webauthn: { enabled: true, rpId: 'localhost', origins: [shortOrigin] } } } } });
+    await p.page.goto(`${shortOrigin}/api/health`);
+    const made = await short.api('POST', '/api/collections/members/records', { body: { email: 'old@example.com', password: PW, passwordConfirm: PW } });
+    assert.equal(made.status, 201, made.text);
+    const signIn = () => short.api('POST', '/api/collections/members/auth-with-password', { body: { identity: 'old@example.com', password: PW } });
+    const begin = (token: string) => short.api('POST', '/api/collections/members/auth/webauthn/register/begin', { token, body: {} });
+    const finish = (token: string, body: unknown) => short.api('POST', '/api/collections/members/auth/webauthn/register/finish', { token, body });
+
+    const first = await signIn();
+    const signedInAt = Date.now();
+    const fresh = await begin(first.body.token);
+    assert.equal(fresh.status, 200, `a fresh sign-in may begin: ${fresh.text}`);
+    const cred = await createInPage(p.page, fresh.body);
+    // a refresh inside the window renews the token but not the sign-in time
+    await sleep(1500);
+    const refreshed = await short.api('POST', '/api/collections/members/auth-refresh', { token: first.body.token });
+    assert.equal(refreshed.status, 200, refreshed.text);
+    // past the window: the sign-in time is in whole seconds, so wait a second more than its 3
+    await sleep(Math.max(0, signedInAt + 4500 - Date.now()));
+    const lateFinish = await finish(refreshed.body.token, { ceremonyId: fresh.body.ceremonyId, ...cred });
+    assert.equal(lateFinish.status, 403, lateFinish.text);
+    assert.equal(lateFinish.body.code, 'reauthentication_required');
+    const lateBegin = await begin(refreshed.body.token);
+    assert.equal(lateBegin.status, 403, lateBegin.text);
+    assert.equal(lateBegin.body.code, 'reauthentication_required');
+    assert.match(lateBegin.body.message, /sign in again/i);
+    assert.equal((await begin(first.body.token)).status, 403, 'the original token is as old');
+    // a first second factor (a passkey factor also signs in) needs a recent sign-in too
+    const enroll = await short.api('POST', '/api/collections/members/auth/two-factor/enroll', { token: refreshed.body.token, body: {} });
+    assert.equal(enroll.status, 403, enroll.text);
+    assert.equal(enroll.body.code, 'reauthentication_required');
+    const listed = await short.api('GET', `/api/collections/members/records/${made.body.id}/passkeys`, { token: refreshed.body.token });
+    assert.deepEqual(listed.body?.items, [], 'nothing was registered');
+
+    // signing in again allows it
+    const again = await signIn();
+    const enrollAgain = await short.api('POST', '/api/collections/members/auth/two-factor/enroll', { token: again.body.token, body: {} });
+    assert.equal(enrollAgain.status, 200, enrollAgain.text);
+    assert.equal(enrollAgain.body.status, 'enrollment_required');
+    const b2 = await begin(again.body.token);
+    assert.equal(b2.status, 200, b2.text);
+    const c2 = await createInPage(p.page, b2.body);
+    const ok = await finish(again.body.token, { ceremonyId: b2.body.ceremonyId, ...c2 });
+    assert.equal(ok.status, 200, ok.text);
+  } finally {
+    await p.page.close();
+    await short.stop();
+    rmSync(short.dataDir, { recursive: true, force: true });
+  }
 });
 
 test('the owner lists and deletes the record\'s sign-in passkeys; others get 404, anonymous 401; no key material is shown', { skip: NO_BROWSER }, async () => {

@@ -28,6 +28,17 @@ test('issued tokens are HS256 JWTs jose verifies, with the claims and a TTL', as
   const claims = await tokens.verify(token, 'key-1');
   assert.equal(claims?.id, 'abcdefghijklmno');
   assert.equal(claims?.sid, 'sess1');
+  assert.equal(claims?.authTime, undefined, 'no sign-in time given: none claimed');
+  assert.equal(payload.auth_time, undefined);
+});
+
+test('the sign-in time travels as the auth_time claim (epoch seconds)', async () => {
+  const { token } = await tokens.issue('pbc_users', 'abcdefghijklmno', 'key-1', 3, undefined, true, 1_700_000_000);
+  const { payload } = await jwtVerify(token, derived('key-1'), { algorithms: ['HS256'] });
+  assert.equal(payload.auth_time, 1_700_000_000);
+  const claims = await tokens.verify(token, 'key-1');
+  assert.equal(claims?.authTime, 1_700_000_000);
+  assert.equal(claims?.mf, true);
 });
 
 test('tampered, foreign-key and expired tokens do not verify', async () => {

@@ -27,6 +27,8 @@ test('defaults', () => {
   assert.deepEqual([...c.features], []);
   assert.deepEqual(c.rateLimit, { max: 10, windowS: 60 });
   assert.deepEqual(c.oauthState, { server: true, ttlS: 600 });
+  assert.equal(c.reauthMaxAgeS, 300);
+  assert.equal(loadServeConfig({}, { SERVICE_REAUTH_MAX_AGE: '60' }).reauthMaxAgeS, 60);
   assert.equal(c.smtp, undefined);
   assert.equal(c.sendmailCommand, undefined);
 });
@@ -77,6 +79,7 @@ test('errors name the variable, the value and what was expected', () => {
     [{ SERVICE_RATE_LIMIT_MAX: '2.5' }, 'SERVICE_RATE_LIMIT_MAX'],
     [{ SERVICE_RATE_LIMIT_WINDOW: '0' }, 'SERVICE_RATE_LIMIT_WINDOW'],
     [{ SERVICE_TRUST_PROXY: 'sure' }, 'SERVICE_TRUST_PROXY'],
+    [{ SERVICE_REAUTH_MAX_AGE: '0' }, 'SERVICE_REAUTH_MAX_AGE'],
     [{ SERVICE_SMTP_HOST: 'mx', SERVICE_SMTP_PORT: '0' }, 'SERVICE_SMTP_PORT'],
     [{ SERVICE_SMTP_HOST: 'mx', SERVICE_SMTP_TRANSPORT: 'carrier-pigeon' }, 'SERVICE_SMTP_TRANSPORT'],
   ];
