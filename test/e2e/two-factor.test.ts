@@ -374,6 +374,24 @@ test('required: a passkey sign-in is both factors only with user verification (U
     assert.ok(verified.body.token, 'user verification: both factors at once');
     assert.equal(verified.body.status, undefined);
     assert.equal((await api('GET', `/api/collections/uv/records/${id}`, undefined, verified.body.token)).status, 200);
+
+    // sign-in passkeys count as factors: with TOTP removed, the owner may delete one of the two
+    // passkeys but not the last factor of a collection that requires one
+    const l = await password('uv', 'uma@example.com');
+    const viaCode = await tf('uv', 'complete', { pendingToken: l.body.pendingToken, factor: 'recovery', code: done.recoveryCodes[0] });
+    assert.equal(viaCode.status, 200, viaCode.text);
+    assert.equal((await tf('uv', 'remove', { pendingToken: viaCode.body.managementToken, factor: 'totp' })).status, 204);
+    const s2 = await password('uv', 'uma@example.com');
+    const session = await tf('uv', 'complete', { pendingToken: s2.body.pendingToken, factor: 'recovery', code: done.recoveryCodes[1] });
+    assert.equal(session.status, 200, session.text);
+    const keysPath = `/api/collections/uv/records/${id}/passkeys`;
+    const keys = (await api('GET', keysPath, undefined, session.body.token)).body.items;
+    assert.equal(keys.length, 2);
+    assert.equal((await api('DELETE', `${keysPath}/${keys[0].id}`, undefined, session.body.token)).status, 204);
+    const last = await api('DELETE', `${keysPath}/${keys[1].id}`, undefined, session.body.token);
+    assert.equal(last.status, 400, last.text);
+    assert.ok(last.body.data.passkeyId);
+    assert.equal((await api('GET', keysPath, undefined, session.body.token)).body.items.length, 1);
   } finally {
     await browser.close();
   }
