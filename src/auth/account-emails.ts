@@ -101,7 +101,7 @@ export class AccountEmails {
       this.store.sql.auth.setPasswordStep(c, found.recordId, found.email, hash, randomToken(24), nowDate(), BAD_TOKEN),
       ...this.tokens.dropAllSteps('reset', c, found.recordId),
       ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
-      this.store.sql.passkeys.removeSignInStep(c.id, found.recordId),
+      this.store.sql.passkeys.removeAllSignInStep(c.id, found.recordId),
       this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }

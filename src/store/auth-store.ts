@@ -183,7 +183,7 @@ export interface PasskeyRowStore {
    * Step deleting every sign-in passkey of the record (`factor` = 0; second factors stay): a
    * completed password reset ends them (docs/api.md, "Verification and password reset").
    */
-  removeSignInStep(collectionId: string, recordId: string): WriteStep;
+  removeAllSignInStep(collectionId: string, recordId: string): WriteStep;
   /** Step storing a new credential; a taken id fails the job with a constraint error. */
   addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep;
   /**

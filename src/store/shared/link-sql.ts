@@ -118,7 +118,7 @@ export class PasskeySql implements PasskeyRowStore {
     return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "id" = ?', params: [collectionId, recordId, id], expect: 'change', fail };
   }
 
-  removeSignInStep(collectionId: string, recordId: string): WriteStep {
+  removeAllSignInStep(collectionId: string, recordId: string): WriteStep {
     return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0', params: [collectionId, recordId] };
   }
 

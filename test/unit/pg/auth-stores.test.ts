@@ -263,7 +263,7 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   // a reset's removal: every sign-in passkey of the record, its second factors and others' stay
   await job('passkey factor again', [b.passkeys.addStep(C, key('cred6', 'u1', true), T(47))], 'ok');
   await job('passkey sign-in (u2)', [b.passkeys.addStep(C, key('cred7', 'u2', false), T(47))], 'ok');
-  await job('passkey remove sign-in', [b.passkeys.removeSignInStep(C, 'u1')], 'ok');
+  await job('passkey remove sign-in', [b.passkeys.removeAllSignInStep(C, 'u1')], 'ok');
   assert.deepEqual(see('passkeys after sign-in removal', b.passkeys.list(C, 'u1').map((p) => p.id)), ['cred6']);
   assert.deepEqual(see('passkeys u2 after sign-in removal', b.passkeys.list(C, 'u2').map((p) => p.id)), ['cred4', 'cred7']);
 
