@@ -1,0 +1,251 @@
+// The folder boundaries of ARCHITECTURE.md ("Folders"), checked by `npm run lint:deps`
+// (scripts/lint-deps.mjs runs dependency-cruiser with this file over src/, workers/, cli/ and
+// devtool/). This file is the source of truth: the "may import" column of ARCHITECTURE.md is
+// BASE and MAY_IMPORT below, written out (lint:deps fails when the two differ).
+//
+// Type-only imports (`import type`, imports used only as types) count like value imports: a type
+// is a dependency on the folder that defines it (ARCHITECTURE.md says why).
+//
+// Paths are written as the TypeScript sources (`src/store/open.ts`); the patterns match `.js` too,
+// since lint:deps cruises a JavaScript copy of the sources (TypeScript 7 has no compiler API
+// for dependency-cruiser to read .ts with).
+//
+// To change a boundary: change MAY_IMPORT (or KNOWN_CROSSINGS / KNOWN_CYCLE_GROUPS) here and the
+// table in ARCHITECTURE.md together, in the same commit.
+
+/** The folders of ARCHITECTURE.md. `src` is the files directly under src/ (server.ts, index.ts);
+ *  `src/store` is the files directly under src/store/ (its sub-folders are folders of their own);
+ *  any other folder includes its sub-folders (src/auth/methods/, src/collections/fields/). */
+const FOLDERS = [
+  'src', 'src/api', 'src/app', 'src/auth', 'src/cache', 'src/collections', 'src/config', 'src/errors',
+  'src/files', 'src/http', 'src/log', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records',
+  'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sqlite',
+  'src/uploads', 'workers', 'cli', 'devtool',
+];
+
+/** Every folder but devtool may import these two: they import nothing of the project's own. */
+const BASE = ['src/errors', 'src/log'];
+
+/** Per folder, the other folders it may import besides BASE: the import graph as it is. */
+const MAY_IMPORT = {
+  'src': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
+  'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
+  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite', 'src/uploads'],
+  'src/auth': ['src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'src/cache': ['src/store'],
+  'src/collections': ['src/auth', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/config': ['src/files'],
+  'src/errors': [],
+  'src/files': ['src/collections', 'src/records', 'src/rules', 'src/store'],
+  'src/http': [],
+  'src/log': [],
+  'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
+  'src/meta': ['src/http', 'src/store/sqlite'],
+  'src/ops': ['src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/realtime': ['src/auth', 'src/collections', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'src/rules': ['src/collections', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'src/settings': ['src/collections', 'src/store'],
+  // Storage: the store folders, configuration, and the pg reader's worker. Anything else it imports
+  // today is a known crossing (KNOWN_CROSSINGS).
+  'src/store': ['src/config', 'src/store/pg', 'src/store/sqlite'],
+  'src/store/pg': ['src/store', 'src/store/shared', 'src/store/sqlite', 'workers'],
+  'src/store/shared': ['src/store', 'src/store/sqlite'],
+  'src/store/sqlite': ['src/store', 'src/store/shared'],
+  'src/uploads': ['src/store'],
+  'workers': ['src/store'],
+  // cli/app-modules.ts also loads src/server.ts and src/auth/superuser-admin.ts through import()
+  // of a computed specifier, which no static check sees: `src` and `src/auth` are listed for them.
+  'cli': ['src', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/meta', 'src/ops', 'src/records', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'devtool': [],
+};
+
+const STORAGE_REFACTOR = 'known crossing, to be removed by the storage core refactor';
+
+/** Imports that cross a line the architecture means to hold (storage importing the features built
+ *  on it; a feature folder importing src/http/), allowed file by file, exactly as they are today,
+ *  so that no new one can appear. Each from-file may import the listed files on top of what its
+ *  folder may import. */
+const KNOWN_CROSSINGS = {
+  // Storage importing upward: schema types (collections/types.ts, field codecs), the rule compiler
+  // for the SQL emitters, caches and record codecs in the Store context, and what open.ts wires up.
+  'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/collections/types.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
+  'src/store/open.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-service.ts', 'src/collections/collection-registry.ts', 'src/files/blob-store.ts', 'src/files/data-paths.ts', 'src/files/files.ts', 'src/files/record-files.ts', 'src/files/s3-blob-store.ts', 'src/records/encryption.ts', 'src/records/search.ts'] },
+  'src/store/auth-store.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/file-store.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/record-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/schema-store.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/settings-store.ts': { why: STORAGE_REFACTOR, to: ['src/settings/setting.ts'] },
+  'src/store/shared/auth-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/shared/settings-sql.ts': { why: STORAGE_REFACTOR, to: ['src/settings/setting.ts'] },
+  'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts', 'src/collections/types.ts'] },
+  'src/store/sqlite/collection-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/sqlite/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts'] },
+  'src/store/sqlite/file-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/sqlite/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/records/cursor.ts', 'src/rules/compiler.ts'] },
+  'src/store/sqlite/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts', 'src/collections/types.ts'] },
+  'src/store/sqlite/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/paths.ts'] },
+  'src/store/sqlite/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
+  'src/store/sqlite/schema-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/sqlite/vector-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/sqlite/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts', 'src/rules/access.ts'] },
+  'src/store/pg/collection-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/pg/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts'] },
+  'src/store/pg/file-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/pg/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/records/cursor.ts', 'src/rules/compiler.ts'] },
+  'src/store/pg/open.ts': { why: STORAGE_REFACTOR, to: ['src/collections/collection-registry.ts', 'src/records/encryption.ts'] },
+  'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
+  'src/store/pg/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts', 'src/collections/types.ts'] },
+  'src/store/pg/record-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/pg/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/paths.ts'] },
+  'src/store/pg/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
+  'src/store/pg/schema-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
+  'src/uploads/upload-store.ts': { why: 'known crossing: type imports (BodySink, Reply) from src/http/types.ts, to be removed by moving the body-sink types out of src/http/', to: ['src/http/types.ts'] },
+};
+
+/** Folders that import each other in a cycle today (known exceptions to "no circular dependencies
+ *  between folders"): inside a group, an allowed import may close a cycle; a cycle that leaves its
+ *  group, or runs through folders of no group, is refused. */
+const KNOWN_CYCLE_GROUPS = [
+  // The domain and storage: storage imports upward (KNOWN_CROSSINGS), and the features import
+  // each other (records ↔ collections ↔ auth, files, mail, ops, rules ↔ the SQL emitters).
+  ['src/auth', 'src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sqlite', 'workers'],
+  // The server and the framework: server.ts ↔ src/app (app.start()) ↔ src/api (the route context).
+  ['src', 'src/api', 'src/app'],
+];
+
+/** The uWS packages (only src/http/ imports them). */
+const UWS = '(^|/)(node_modules/)?(@btc-vision/uwebsockets\\.js|@trufflesuite/uws-js-unofficial|uWebSockets\\.js|uws)(/|$)';
+
+// ---- patterns ----------------------------------------------------------------------------------
+const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A source file, as .ts or as its .js copy. */
+const file = (p) => `^${esc(p.replace(/\.ts$/, ''))}\\.[jt]s$`;
+/** The modules of a folder (see FOLDERS). */
+const folder = (f) => (f === 'src' || f === 'src/store' ? `^${esc(f)}/[^/]+$` : `^${esc(f)}/`);
+/** A folder as dependency-cruiser names folders (folder-scope rules): it and its sub-folders. */
+const folderDir = (f) => (f === 'src' || f === 'src/store' ? `^${esc(f)}$` : `^${esc(f)}(/|$)`);
+const OWN = '^(src|workers|cli|devtool)/';
+const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/sqlite', 'src/store/shared', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
+
+for (const f of Object.keys(MAY_IMPORT)) if (!FOLDERS.includes(f)) throw new Error(`.dependency-cruiser.cjs: unknown folder ${f}`);
+for (const f of FOLDERS) if (!MAY_IMPORT[f]) throw new Error(`.dependency-cruiser.cjs: no MAY_IMPORT entry for ${f}`);
+
+/** The folder of a source file. */
+const folderOf = (p) => [...FOLDERS].sort((a, b) => b.length - a.length).find((f) => new RegExp(folder(f)).test(p));
+
+/**
+ * A forbidden rule with the known crossings of its from-side taken out of it: each crossing file
+ * gets a rule of its own that lets it import, besides what the rule allows, exactly its listed files.
+ */
+function withCrossings(rule) {
+  const fromRe = new RegExp(rule.from.path);
+  const crossing = Object.keys(KNOWN_CROSSINGS).filter((p) => fromRe.test(p));
+  if (crossing.length === 0) return [rule];
+  const general = { ...rule, from: { ...rule.from, pathNot: [...(rule.from.pathNot ?? []), ...crossing.map(file)] } };
+  return [general, ...crossing.map((p) => ({
+    ...rule,
+    name: `${rule.name}:${p}`,
+    comment: `${rule.comment} ${p} also imports ${KNOWN_CROSSINGS[p].to.join(', ')}: ${KNOWN_CROSSINGS[p].why}.`,
+    from: { ...rule.from, path: file(p) },
+    to: { ...rule.to, pathNot: [...(rule.to.pathNot ?? []), ...KNOWN_CROSSINGS[p].to.map(file)] },
+  }))];
+}
+
+const mayImport = (f) => (f === 'devtool' ? [] : [...new Set([...BASE, ...MAY_IMPORT[f]])].filter((g) => g !== f).sort());
+
+const boundaries = FOLDERS.flatMap((f) => withCrossings({
+  name: `may-import:${f}`,
+  severity: 'error',
+  comment: mayImport(f).length
+    ? `${f} may import only ${mayImport(f).join(', ')} (ARCHITECTURE.md, "Folders").`
+    : `${f} may import no other folder of src/, workers/, cli/ or devtool/ (ARCHITECTURE.md, "Folders").`,
+  from: { path: folder(f) },
+  to: { path: OWN, pathNot: [folder(f), ...mayImport(f).map(folder)] },
+}));
+
+// Each known crossing must still exist in the table's terms: its target outside what its folder may import.
+for (const [p, c] of Object.entries(KNOWN_CROSSINGS)) {
+  const f = folderOf(p);
+  for (const t of c.to) if (mayImport(f).includes(folderOf(t))) throw new Error(`.dependency-cruiser.cjs: ${p} → ${t} is no crossing (${f} may import ${folderOf(t)})`);
+}
+
+const inGroup = KNOWN_CYCLE_GROUPS.flat();
+
+/** How ARCHITECTURE.md names a folder: in the first column of its "Folders" table, and in the
+ *  "may import" column (src/ folders without the `src/`). */
+const rowName = (f) => (f === 'src' ? '`src/*.ts`' : `\`${f}/\``);
+const shortName = (f) => (f === 'src' ? 'src/*.ts' : f.startsWith('src/') ? f.slice(4) : `${f}/`);
+
+module.exports = {
+  forbidden: [
+    ...boundaries,
+    ...withCrossings({
+      name: 'no-http-in-features',
+      severity: 'error',
+      comment: 'Feature folders do not import src/http/: the auth services read a ClientInfo, which the route layer\'s Req satisfies (ARCHITECTURE.md, "Folders").',
+      from: { path: `^(${FEATURES.map(esc).join('|')})/` },
+      to: { path: '^src/http/' },
+    }),
+    {
+      name: 'uws-only-in-http',
+      severity: 'error',
+      comment: 'Only src/http/ imports uWS (ARCHITECTURE.md, "Folders").',
+      from: { pathNot: '^src/http/' },
+      to: { path: UWS },
+    },
+    {
+      name: 'devtool-not-src',
+      severity: 'error',
+      comment: 'devtool/ spawns bin/svc.js and imports nothing from src/ (ARCHITECTURE.md, "Folders").',
+      from: { path: '^devtool/' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'no-test-or-bench',
+      severity: 'error',
+      comment: 'Nothing in src/, workers/, cli/ or devtool/ imports test/ or bench/.',
+      from: {},
+      to: { path: '^(\\.\\./)*(test|bench)/' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'An import that does not resolve (a typo, or a file outside src/, workers/, cli/ and devtool/, e.g. test/ or bench/) cannot be checked.',
+      from: {},
+      // (uWS is an optional dependency: where neither package installs, src/http/ falls back to node:http)
+      to: { couldNotResolve: true, pathNot: UWS },
+    },
+    // Folder cycles: none outside the known groups.
+    ...KNOWN_CYCLE_GROUPS.map((group, i) => ({
+      name: `no-folder-cycle:group-${i + 1}`,
+      severity: 'error',
+      scope: 'folder',
+      comment: `Folders of the known cycle group ${group.join(', ')} may import each other in cycles (known exception, .dependency-cruiser.cjs KNOWN_CYCLE_GROUPS); no cycle may leave the group.`,
+      from: { path: `(${group.map(folderDir).join('|')})` },
+      to: { circular: true, pathNot: `(${group.map(folderDir).join('|')})` },
+    })),
+    {
+      name: 'no-folder-cycle',
+      severity: 'error',
+      scope: 'folder',
+      comment: 'No circular dependencies between folders, other than inside the known groups (.dependency-cruiser.cjs KNOWN_CYCLE_GROUPS).',
+      from: { pathNot: `(${inGroup.map(folderDir).join('|')})` },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    moduleSystems: ['es6', 'cjs'],
+    // packages' "exports" maps (jose/jwt/verify, stream-json/streamers/…), as Node resolves them
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};
+
+// For scripts/lint-deps.mjs, which checks that the "may import" column of ARCHITECTURE.md says
+// what BASE and MAY_IMPORT say (not enumerable: dependency-cruiser refuses unknown configuration keys).
+Object.defineProperty(module.exports, 'folderTable', {
+  enumerable: false,
+  value: FOLDERS.map((f) => ({ row: rowName(f), mayImport: mayImport(f).map(shortName).join(', ') || '—' })),
+});
