@@ -17,7 +17,7 @@
  *  `src/store` is the files directly under src/store/ (its sub-folders are folders of their own);
  *  any other folder includes its sub-folders (src/auth/methods/, src/collections/fields/). */
 const FOLDERS = [
-  'src', 'src/api', 'src/app', 'src/auth', 'src/cache', 'src/collections', 'src/config', 'src/errors',
+  'src', 'src/api', 'src/app', 'src/auth', 'src/boot', 'src/cache', 'src/collections', 'src/config', 'src/errors',
   'src/files', 'src/http', 'src/log', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records',
   'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sqlite',
   'src/uploads', 'workers', 'cli', 'devtool',
@@ -28,10 +28,12 @@ const BASE = ['src/errors', 'src/log'];
 
 /** Per folder, the other folders it may import besides BASE: the import graph as it is. */
 const MAY_IMPORT = {
-  'src': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
+  'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
   'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite', 'src/uploads'],
   'src/auth': ['src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  // the composition of the services over an opened data directory, for the server and offline commands
+  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/mail', 'src/ops', 'src/records', 'src/settings', 'src/store'],
   'src/cache': ['src/store'],
   'src/collections': ['src/auth', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/config': ['src/files'],
@@ -56,7 +58,7 @@ const MAY_IMPORT = {
   'workers': ['src/store'],
   // cli/app-modules.ts also loads src/server.ts and src/auth/superuser-admin.ts through import()
   // of a computed specifier, which no static check sees: `src` and `src/auth` are listed for them.
-  'cli': ['src', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/meta', 'src/ops', 'src/records', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'cli': ['src', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/meta', 'src/ops', 'src/records', 'src/store', 'src/store/pg', 'src/store/sqlite'],
   'devtool': [],
 };
 

@@ -7,11 +7,6 @@
 import type { ServeConfig } from './config/config.js';
 import type { Logger } from './log/logger.js';
 import type { Store } from './store/store.js';
-import { RecordReader, listConfigFrom } from './records/records-read.js';
-import { DEFAULT_SLOW_QUERY_MS, SlowQueryLog } from './ops/slow-queries.js';
-import { RecordWriter } from './records/records-write.js';
-import { AuthService } from './auth/auth-service.js';
-import { CollectionsService } from './collections/collections-service.js';
 import { RULE_NAMES } from './collections/types.js';
 import { startTtlCollector } from './records/ttl-gc.js';
 import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';
@@ -30,10 +25,10 @@ import { FileTokens } from './files/file-tokens.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
-import { AppRuntime, type AppHandle } from './app/runtime.js';
+import type { AppHandle } from './app/runtime.js';
+import { MAX_BODY_BYTES, attachApp, buildServices } from './boot/services.js';
 import type { AppDefinition } from './app/definition.js';
 import { registerCustomMethodSlugs } from './collections/collection-input.js';
-import { FeatureService } from './settings/features.js';
 import { settingsRoutes } from './api/settings.js';
 import { accountRoutes } from './api/account.js';
 import { mailRoutes } from './api/mail.js';
@@ -42,17 +37,12 @@ import { openDataDir } from './store/open.js';
 import { appDatabaseUrl, featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
-import { MailService, PluginTransport, TestOutbox, addressOf } from './mail/mail-service.js';
-import { DurableMailQueue } from './mail/mail-queue.js';
-import { SenderIdentities } from './mail/senders.js';
-import { createMailTransport } from './mail/transports.js';
 import { uploadRoutes } from './api/uploads.js';
 import { UploadStore } from './uploads/upload-store.js';
 import { resolveBudgets } from './uploads/budgets.js';
 import { openDurableUploads } from './uploads/durable.js';
 
-/** Request body limit (bytes); published as limits.maxUploadSize. */
-export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+export { MAX_BODY_BYTES };
 
 export interface RunningServer {
   /** `host:port` actually bound */
@@ -70,41 +60,10 @@ export interface RunningServer {
 export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
   if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
-  const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = await openDataDir(config, logger);
+  const data = await openDataDir(config, logger);
+  const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = data;
   const { reader, registry, sql } = store;
-  const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
-  const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => reader.plan(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
-  // the mail backend (the app's mailer, else SMTP / the mail command / the log) behind the durable queue
-  const realBackend = app?.mailer ? new PluginTransport(app.mailer) : createMailTransport(config, logger);
-  // a development build (dev-tools) wraps it in the test capture outbox (app.mail.outbox)
-  const outbox = config.features.has('dev-tools') ? new TestOutbox(realBackend) : null;
-  const mailBackend = outbox ?? realBackend;
-  const mailQueue = new DurableMailQueue(store, mailBackend, logger);
-  const ctx: ApiContext = {
-    store,
-    reads: new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries }),
-    writes: new RecordWriter(store, files),
-    auth: new AuthService(store, secret, config, logger, mailQueue.transport('auth')),
-    collections: new CollectionsService(store, files),
-    logger,
-    config,
-    maxBodyBytes: MAX_BODY_BYTES,
-  };
-
-  const senders = new SenderIdentities(store, mailQueue, secret);
-  const suppressed = app?.mail?.check_suppression ? (email: string, account: string) => store.sql.mail.suppressed(email, account) : undefined;
-  ctx.mail = new MailService(mailBackend, mailQueue, !!(app?.mail || app?.mailer), {
-    suppressed,
-    verifiedSender: app?.mail?.require_verified_sender ? (account, from) => senders.verified(account, from) : undefined,
-  });
-  ctx.mailQueue = mailQueue;
-  if (outbox) ctx.outbox = outbox;
-  ctx.senders = senders;
-  // check_suppression: queued messages to an address suppressed meanwhile are not sent either
-  if (suppressed) mailQueue.isSuppressed = (msg, account) => suppressed(addressOf(msg.to), account);
-  if (app?.mail) ctx.mailGroup = app.mail;
-  ctx.auth.oauth2.signup = (c, body, verified, extra) => ctx.writes.createExternal(c, body, verified, extra);
-  ctx.features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
+  const { ctx, mailQueue, mailBackend, slowQueries, features } = buildServices(config, logger, data, app);
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   // custom sign-in slugs first: a declared collection may turn them on
   if (app?.authMethods?.length) registerCustomMethodSlugs(app.authMethods.map((m) => m.slug));
@@ -133,9 +92,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
       throw err;
     }
   }
-  if (app) {
-    ctx.app = new AppRuntime(app, ctx, logger);
-  }
+  if (app) attachApp(ctx, app, logger);
   warnPublicRules(store, logger);
   if (store.sql.auth.superuserCount() === 0) {
     logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
@@ -160,7 +117,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
 
   const hub = new RealtimeHub(store, ctx.auth, logger, { ...DEFAULT_REALTIME_LIMITS, maxConnections: config.limits.realtimeMaxConnections });
   ctx.auth.sessions.onEnded = (collectionId, recordId) => hub.sessionEnded(collectionId, recordId);
-  ctx.features.onOverrideChange = () => hub.signal('__features');
+  features.onOverrideChange = () => hub.signal('__features');
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
     ...settingsRoutes(ctx, statePath, app?.featureRoutes),

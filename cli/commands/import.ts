@@ -19,7 +19,7 @@ export class ImportCommand extends SvcCommand {
   static paths = [['import']];
   static usage = Command.Usage({
     description: 'Import records from a CSV, JSON array or NDJSON file into a collection',
-    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3. Hooks do not run. The server must be stopped.',
+    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3. With --app the app\'s record hooks run for every row (beforeCreate may change or refuse it). The server must be stopped.',
     examples: [['CSV with a header row', '$0 import --collection=cities cities.csv'], ['Skip bad rows', '$0 import --collection=posts posts.ndjson --on-error=skip --json']],
   });
 
@@ -48,7 +48,7 @@ export class ImportCommand extends SvcCommand {
     }
     const logger = bootstrapLogger(this.context.env, (line) => this.context.stderr.write(`${line}\n`));
     const { openDataDir } = await import('../../src/store/open.js');
-    const { RecordWriter } = await import('../../src/records/records-write.js');
+    const { buildServices, attachApp } = await import('../../src/boot/services.js');
     let data;
     try {
       data = await openDataDir(config, logger, 0);
@@ -56,6 +56,10 @@ export class ImportCommand extends SvcCommand {
       lock.release();
       return this.fail('open_failed', err instanceof Error ? err.message : String(err));
     }
+    // the server's services, so an --app's record hooks fire for every imported row (docs/framework.md, "Hooks")
+    const app = await (await import('../load-app.js')).loadApp(this.app ?? this.context.env.SERVICE_APP);
+    const services = buildServices(config, logger, data, app);
+    if (app) attachApp(services.ctx, app, logger);
     try {
       const c = data.store.registry.find(this.collection);
       if (!c) return this.fail('not_found', `no collection "${this.collection}"`);
@@ -80,7 +84,7 @@ export class ImportCommand extends SvcCommand {
       const opts = { onError: this.onError as 'stop' | 'skip', onProgress: (i: number, k: number) => progress(i, k) };
       let result: ImportResult;
       try {
-        result = this.oauth2Links ? await importLinks(data.store, c, rows, opts) : await importRecords(data.store, new RecordWriter(data.store, data.files), c, rows, opts);
+        result = this.oauth2Links ? await importLinks(data.store, c, rows, opts) : await importRecords(data.store, services.ctx.writes, c, rows, opts);
       } catch (err) {
         return this.fail('import_failed', `reading ${this.file}: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -101,6 +105,10 @@ export class ImportCommand extends SvcCommand {
       this.emit(summary, text);
       return result.skipped ? 3 : 0;
     } finally {
+      await services.ctx.auth.close();
+      await services.mailQueue.close();
+      services.mailBackend.close();
+      await services.slowQueries?.close();
       await data.close();
       lock.release();
     }

@@ -127,11 +127,9 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const principal = auth.resolve(req);
         // The reply's shape (`fields`, `expand`); no query string (the common create) parses nothing.
         const shape = readShape(req.query);
-        // an app's record hooks run around the write (src/app/runtime.ts); without them the plain path
-        const hooked = ctx.app?.hooksOf(c) ? ctx.app : null;
+        // the writer fires the collection's record events (src/records/lifecycle.ts)
         const create = (p: Principal | null, input: WriteBody) =>
-          (hooked ? hooked.create(c, p, stripServerManaged(c, input.body) as Record<string, unknown>, input.uploads, undefined, req) : writes.create(c, p, stripServerManaged(c, input.body), input.uploads))
-            .then(({ row }) => respond(201, c, row, p, shape));
+          writes.create(c, p, stripServerManaged(c, input.body), input.uploads, undefined, req).then(({ row }) => respond(201, c, row, p, shape));
         // A JSON body from a resolved caller goes straight to the write (the hot path of scenario
         // 5); a pending token check or a multipart body is awaited first.
         if (principal instanceof Promise || isMultipart(req)) return (async () => create(await principal, await recordWriteBody(req, c)))();
@@ -151,9 +149,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
           const target = auth.loadAuthRecord(c, req.params[1]);
           if (target) await app.authHook('beforePasswordChange', 'password_change', c, target, req);
         }
-        const { row, passwordChanged } = app?.hooksOf(c)
-          ? await app.update(c, req.params[1], principal, body as Record<string, unknown>, input.uploads, undefined, req)
-          : await writes.update(c, req.params[1], principal, body, input.uploads);
+        const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body, input.uploads, undefined, req);
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
         const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
         if (app && passwordChanged) {
@@ -168,8 +164,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'del', pattern: `${BASE}/:id`, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        if (ctx.app?.hooksOf(c)) await ctx.app.delete(c, req.params[1], principal, undefined, req);
-        else await writes.delete(c, req.params[1], principal);
+        await writes.delete(c, req.params[1], principal, undefined, req);
         return noContent();
       },
     },

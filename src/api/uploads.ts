@@ -125,9 +125,7 @@ export function uploadRoutes(ctx: ApiContext, uploads: UploadStore, maxChunkBody
       const sink: StepSink | undefined = receipt.length
         ? { write: (steps) => store.writer.write([...steps, ...receipt]).then((r) => r.slice(0, steps.length)) }
         : undefined;
-      const hooked = ctx.app?.hooksOf(c) ? ctx.app : null;
-      if (hooked) await hooked.update(c, s.recordId, principal, {}, files, sink, req);
-      else await writes.update(c, s.recordId, principal, {}, files, sink);
+      await writes.update(c, s.recordId, principal, {}, files, sink, req);
     });
     return noContent();
   };

@@ -19,8 +19,8 @@ import type { Logger } from '../log/logger.js';
 import type { Route, Req, Reply } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import { parseListQuery } from '../records/list-query.js';
-import type { Uploads } from '../files/record-files.js';
-import { WriteBatch, type StepSink, type WriteResult } from '../records/records-write.js';
+import { WriteBatch } from '../records/records-write.js';
+import type { RecordEventHandlers, RecordEventName, RequestRef } from '../records/lifecycle.js';
 import type { AuthMethod, MethodResult } from '../auth/methods/method.js';
 import { methodEnabled } from '../auth/methods/emailed.js';
 import type { ClientInfo } from '../auth/client.js';
@@ -106,11 +106,10 @@ export function publicAuthRecord(rec: Record<string, unknown> | null | undefined
 
 export class AppRuntime {
   readonly handle: AppHandle;
-  private recordHooks = new Map<string, RecordHooks<AppHandle>>();
   private authHooks: AuthHooks<AppHandle>;
 
   constructor(private def: AppDefinition<AppHandle>, private ctx: ApiContext, private logger: Logger) {
-    for (const [name, hooks] of Object.entries(def.hooks?.records ?? {})) this.recordHooks.set(name.toLowerCase(), hooks);
+    for (const [name, hooks] of Object.entries(def.hooks?.records ?? {})) ctx.writes.lifecycle.register(name, this.recordHandlers(name, hooks));
     this.authHooks = def.hooks?.auth ?? {};
     const log = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string) => logger[level](String(msg), 'app');
     const features = () => ctx.features!;
@@ -167,11 +166,6 @@ export class AppRuntime {
     return (this.def.authMethods ?? []).map((m) => m.slug);
   }
 
-  /** The hooks of a collection, or undefined (the write then takes the plain path). */
-  hooksOf(c: Collection): RecordHooks<AppHandle> | undefined {
-    return this.recordHooks.get(c.name.toLowerCase());
-  }
-
   /**
    * Runs an auth lifecycle hook by name (beforeRefresh, afterLogout, …) if the app has it;
    * before-hooks throw to abort. `rid`: the request whose id its failure is logged with.
@@ -202,51 +196,29 @@ export class AppRuntime {
     return new ApiError(500, 'internal', 'Something went wrong while processing your request.');
   }
 
-  // ----- record writes with hooks -----
+  // ----- record hooks -----
 
   /**
-   * Create with the collection's hooks: before (may change `body` or abort, nothing written), the
-   * write, after. `rid`: the request whose id hook failures are logged with.
+   * The lifecycle handlers of one collection's hooks (src/records/lifecycle.ts): a before hook
+   * that throws refuses the write with the API's answer for its error (appError), an after hook's
+   * failure is logged and the write stands.
    */
-  async create(c: Collection, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: WriteBatch, rid?: RequestRef): Promise<WriteResult> {
-    const hooks = this.hooksOf(c);
-    if (hooks?.beforeCreate) await this.before('beforeCreate', hooks.beforeCreate, c, principal, body, rid);
-    const out = await this.ctx.writes.create(c, principal, body, uploads, batch);
-    if (hooks?.afterCreate) await this.after('afterCreate', hooks.afterCreate, c, principal, this.ctx.store.codec(c).fromRow(out.row), rid);
-    return out;
-  }
-
-  async update(c: Collection, id: string, principal: Principal | null, body: Record<string, unknown>, uploads: Uploads | null, batch?: StepSink, rid?: RequestRef): Promise<WriteResult> {
-    const hooks = this.hooksOf(c);
-    if (hooks?.beforeUpdate) await this.before('beforeUpdate', hooks.beforeUpdate, c, principal, body, rid);
-    const out = await this.ctx.writes.update(c, id, principal, body, uploads, batch);
-    if (hooks?.afterUpdate) await this.after('afterUpdate', hooks.afterUpdate, c, principal, this.ctx.store.codec(c).fromRow(out.row), rid);
-    return out;
-  }
-
-  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch, rid?: RequestRef): Promise<void> {
-    const hooks = this.hooksOf(c);
-    const row = hooks?.beforeDelete || hooks?.afterDelete ? this.ctx.reads.rowById(c, id) : undefined;
-    const rec = row ? this.ctx.store.codec(c).fromRow(row) : null;
-    if (hooks?.beforeDelete && rec) await this.before('beforeDelete', hooks.beforeDelete, c, principal, rec, rid);
-    await this.ctx.writes.delete(c, id, principal, batch);
-    if (hooks?.afterDelete && rec) await this.after('afterDelete', hooks.afterDelete, c, principal, rec, rid);
-  }
-
-  private async before(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: RequestRef): Promise<void> {
-    try {
-      await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
-    } catch (err) {
-      throw this.appError(err, `record hook ${c.name}.${name}`, rid);
+  private recordHandlers(collection: string, hooks: RecordHooks<AppHandle>): RecordEventHandlers {
+    const handlers: RecordEventHandlers = {};
+    for (const name of Object.keys(hooks) as RecordEventName[]) {
+      const fn = hooks[name];
+      if (!fn) continue;
+      const before = name.startsWith('before');
+      handlers[name] = async (e) => {
+        try {
+          await fn({ record: e.record, auth: publicAuthRecord(e.principal?.record), app: this.handle, collection: e.collection.name });
+        } catch (err) {
+          if (before) throw this.appError(err, `record hook ${collection}.${name}`, e.request);
+          this.logger.error(`record hook ${collection}.${name} failed after the commit${inRequest(e.request)} (the answer stands): ${describe(err)}`, 'app');
+        }
+      };
     }
-  }
-
-  private async after(name: string, fn: (e: never) => unknown, c: Collection, principal: Principal | null, record: Record<string, unknown>, rid?: RequestRef): Promise<void> {
-    try {
-      await fn({ record, auth: publicAuthRecord(principal?.record), app: this.handle, collection: c.name } as never);
-    } catch (err) {
-      this.logger.error(`record hook ${c.name}.${name} failed after the commit${inRequest(rid)} (the answer stands): ${describe(err)}`, 'app');
-    }
+    return handlers;
   }
 
   // ----- batches -----
@@ -259,10 +231,10 @@ export class AppRuntime {
     let first: unknown;
     const runs = ops.map(async (op): Promise<Record<string, unknown> | null> => {
       const c = store.collection(op.collection);
-      if (op.action === 'create') return store.codec(c).visibleFromRow((await this.create(c, principal, { ...op.data }, null, batch)).row);
-      if (op.action === 'update') return store.codec(c).visibleFromRow((await this.update(c, op.id, principal, { ...op.data }, null, batch)).row);
+      if (op.action === 'create') return store.codec(c).visibleFromRow((await this.ctx.writes.create(c, principal, { ...op.data }, null, batch)).row);
+      if (op.action === 'update') return store.codec(c).visibleFromRow((await this.ctx.writes.update(c, op.id, principal, { ...op.data }, null, batch)).row);
       if (op.action === 'delete') {
-        await this.delete(c, op.id, principal, batch);
+        await this.ctx.writes.delete(c, op.id, principal, batch);
         return null;
       }
       throw new TypeError(`app.batch: unknown action ${JSON.stringify((op as { action?: unknown }).action)}`);
@@ -318,15 +290,15 @@ export class AppRuntime {
       },
       create: async (data) => {
         const c = col();
-        const out = await this.create(c, principal(), { ...data }, null);
+        const out = await this.ctx.writes.create(c, principal(), { ...data }, null);
         return store.codec(c).visibleFromRow(out.row);
       },
       update: async (id, data) => {
         const c = col();
-        const out = await this.update(c, id, principal(), { ...data }, null);
+        const out = await this.ctx.writes.update(c, id, principal(), { ...data }, null);
         return store.codec(c).visibleFromRow(out.row);
       },
-      delete: async (id) => this.delete(col(), id, principal()),
+      delete: async (id) => this.ctx.writes.delete(col(), id, principal()),
       asUser: (auth) => this.recordsHandle(name, auth),
     };
   }
@@ -516,7 +488,7 @@ class RouteCall {
 }
 
 /** The request application code runs in: its id is made only when a failure is logged. */
-export type RequestRef = { readonly headers: { readonly requestId?: string } };
+export type { RequestRef } from '../records/lifecycle.js';
 
 /** ` (request <id>)`, or nothing outside a request. */
 function inRequest(req: RequestRef | undefined): string {

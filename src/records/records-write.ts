@@ -21,6 +21,7 @@ import { minPasswordLength } from '../auth/auth-defaults.js';
 import { AUTH_WRITE_STRIPPED } from '../auth/auth-fields.js';
 import type { FilePlan, RecordFiles, Uploads } from '../files/record-files.js';
 import { encryptStored } from './encryption.js';
+import { RecordLifecycle, type RecordEventHandlers, type RequestRef } from './lifecycle.js';
 
 type Body = Record<string, unknown>;
 type Errors = Record<string, FieldError>;
@@ -130,7 +131,6 @@ export class WriteBatch {
 }
 
 export class RecordWriter {
-  /** `files` handles file fields (uploads, cleanup after commit); without it they take stored names only. */
   private ruleVerdicts = new Map<string, boolean>();
   /**
    * Set by a writer that holds the data directory alone (`svc import`): answers true for a related
@@ -141,17 +141,39 @@ export class RecordWriter {
   private insertSqls = new Map<string, string>();
   private guards = new Map<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>();
 
-  constructor(private store: Store, private files?: RecordFiles) {}
+  /**
+   * @param files     file fields (uploads, cleanup after commit); without it they take stored names only
+   * @param lifecycle where the record event handlers are registered (./lifecycle.ts): every
+   *   create, update and delete of this writer fires them
+   */
+  constructor(private store: Store, private files?: RecordFiles, readonly lifecycle: RecordLifecycle = new RecordLifecycle()) {}
 
   /**
    * Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts.
-   * `uploads`: files of a multipart body by form name (see record-files.ts).
+   * `uploads`: files of a multipart body by form name (see record-files.ts); `request`: the
+   * request it serves, for the event handlers' logs. Fires beforeCreate (which may change `body`
+   * or refuse) and afterCreate (./lifecycle.ts).
    *
-   * A record of a base collection without file changes (the hot path) is validated synchronously
-   * and becomes one write job at once: no async frame holds the request's state while it waits
-   * for the group commit. Auth records (password hashing) and file changes take the async path.
+   * A record of a base collection without file changes or handlers (the hot path) is validated
+   * synchronously and becomes one write job at once: no async frame holds the request's state
+   * while it waits for the group commit. Auth records (password hashing) and file changes take
+   * the async path.
    */
-  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: WriteBatch): Promise<WriteResult> {
+  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: WriteBatch, request?: RequestRef): Promise<WriteResult> {
+    const on = this.lifecycle.of(c);
+    if (on) return this.createWithEvents(on, c, principal, body, uploads, batch, request);
+    return this.createPlain(c, principal, body, uploads, batch);
+  }
+
+  private async createWithEvents(on: RecordEventHandlers, c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch: WriteBatch | undefined, request: RequestRef | undefined): Promise<WriteResult> {
+    if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+    if (on.beforeCreate) await on.beforeCreate({ collection: c, principal, record: body, request });
+    const out = await this.createPlain(c, principal, body, uploads, batch);
+    if (on.afterCreate) await on.afterCreate({ collection: c, principal, record: this.store.codec(c).fromRow(out.row), request });
+    return out;
+  }
+
+  private createPlain(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: WriteBatch): Promise<WriteResult> {
     let touchesFiles: boolean;
     try {
       if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
@@ -180,13 +202,18 @@ export class RecordWriter {
    * sign-in creates the record): `body` is judged by the create rule as an anonymous caller's
    * would be, `verified` is what the provider vouches for, there is no password (password sign-in
    * fails until one is set through a reset), and `extra(id)` (the provider link) runs in the same
-   * write job, so the record and its link exist together or not at all.
+   * write job, so the record and its link exist together or not at all. Fires beforeCreate and
+   * afterCreate like any create (./lifecycle.ts), the caller anonymous.
    * @returns the new record's id
-   * @throws ApiError 403 when the create rule denies, 400 on validation, 409 on a conflict (email taken)
+   * @throws ApiError 403 when the create rule denies, 400 on validation, 409 on a conflict (email
+   *   taken), or what a beforeCreate handler throws
    */
-  async createExternal(c: Collection, body: Body, verified: boolean, extra: (id: string) => WriteStep[]): Promise<string> {
+  async createExternal(c: Collection, body: Body, verified: boolean, extra: (id: string) => WriteStep[], request?: RequestRef): Promise<string> {
+    const on = this.lifecycle.of(c);
+    if (on?.beforeCreate) await on.beforeCreate({ collection: c, principal: null, record: body, request });
     const draft = this.prepareCreate(c, null, body, null, {}, { verified });
-    await this.insert(c, draft, body, null, extra(draft.id));
+    const out = await this.insert(c, draft, body, null, extra(draft.id));
+    if (on?.afterCreate) await on.afterCreate({ collection: c, principal: null, record: this.store.codec(c).fromRow(out.row), request });
     return draft.id;
   }
 
@@ -321,9 +348,20 @@ export class RecordWriter {
 
   /**
    * Updates a record; 404 when absent or the update rule fails; 409 when a concurrent update
-   * changed a file field this one changes. `uploads` as for create.
+   * changed a file field this one changes. `uploads` and `request` as for create. Fires
+   * beforeUpdate (with the changes, which it may alter, or refuse) and afterUpdate.
    */
-  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: StepSink): Promise<WriteResult> {
+  async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: StepSink, request?: RequestRef): Promise<WriteResult> {
+    const on = this.lifecycle.of(c);
+    if (!on) return this.updatePlain(c, id, principal, body, uploads, batch);
+    if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
+    if (on.beforeUpdate) await on.beforeUpdate({ collection: c, principal, record: body, request });
+    const out = await this.updatePlain(c, id, principal, body, uploads, batch);
+    if (on.afterUpdate) await on.afterUpdate({ collection: c, principal, record: this.store.codec(c).fromRow(out.row), request });
+    return out;
+  }
+
+  private async updatePlain(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: StepSink): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     // no record has such an id: 404 before any upload is written under it (fuzz seed 265793528
     // found a 500 when a multipart update named an id with a backtick)
@@ -413,8 +451,20 @@ export class RecordWriter {
     }
   }
 
-  /** Deletes a record (relation triggers cascade or unset references); 404 when absent or denied. */
-  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch): Promise<void> {
+  /**
+   * Deletes a record (relation triggers cascade or unset references); 404 when absent or denied.
+   * Fires beforeDelete (which may refuse) and afterDelete with the record as it was, when it exists.
+   */
+  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch, request?: RequestRef): Promise<void> {
+    const on = this.lifecycle.of(c);
+    const row = on?.beforeDelete || on?.afterDelete ? this.store.reader.get(this.store.sql.records.rowById(c, this.store.codec(c).columns), [id]) : undefined;
+    const record = row ? this.store.codec(c).fromRow(row) : null;
+    if (on?.beforeDelete && record) await on.beforeDelete({ collection: c, principal, record, request });
+    await this.deletePlain(c, id, principal, batch);
+    if (on?.afterDelete && record) await on.afterDelete({ collection: c, principal, record, request });
+  }
+
+  private async deletePlain(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch): Promise<void> {
     const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
     if (check.kind === 'deny') throw ApiError.notFound();
     const steps: WriteStep[] = [

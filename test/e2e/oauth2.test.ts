@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSvc, type Svc } from '../helpers/server.js';
-import { startOidc, type TestOidc } from '../helpers/oidc.js';
+import { oauthDance, startOidc, type TestOidc } from '../helpers/oidc.js';
 import { sleep, tokenFromLog, withDb } from '../helpers/auth-helpers.js';
 
 let idp: TestOidc;
@@ -49,19 +49,9 @@ async function setup(s: Svc, o: TestOidc): Promise<void> {
   });
 }
 
-/**
- * initiate → the provider's dance as `sub` → the code; `provider` names the svc provider; `token`
- * signs the initiate request in (a state is bound to whoever started the flow).
- */
-async function dance(s: Svc, sub: string, provider = 'idp', col = 'people', token?: string): Promise<{ code: string; state?: string; codeVerifier: string }> {
-  const init = await s.api('POST', `/api/collections/${col}/auth/oauth2/initiate`, { body: { provider }, token: token ?? null });
-  assert.equal(init.status, 200, init.text);
-  const codeVerifier = verifier();
-  const url = `${init.body.authURL}&redirect_uri=${encodeURIComponent(idp.redirectUris[0])}&code_challenge=${challenge(codeVerifier)}&code_challenge_method=S256`;
-  const out = await idp.authorize(url, sub);
-  assert.ok(out.code, `no code from the provider: ${out.error} at ${out.location}`);
-  assert.equal(out.state, init.body.state, 'the provider hands the state back');
-  return { code: out.code!, state: init.body.state, codeVerifier };
+/** initiate → the provider's dance as `sub` → the code (test/helpers/oidc.ts, oauthDance); `token` signs the initiate in. */
+function dance(s: Svc, sub: string, provider = 'idp', col = 'people', token?: string): Promise<{ code: string; state?: string; codeVerifier: string }> {
+  return oauthDance(s, idp, sub, { provider, collection: col, token: token ?? null });
 }
 
 function complete(s: Svc, d: { code: string; state?: string; codeVerifier: string }, over: Record<string, unknown> = {}, token?: string) {

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, pageWithAuthenticator } from '../helpers/browser.js';
+import { NO_BROWSER, createInPage, getInPage, launchBrowser, pageWithAuthenticator } from '../helpers/browser.js';
 import { sleep } from '../helpers/wait.js';
 
 const PW = 'passkey-pass-1';
@@ -22,33 +22,6 @@ let srv: Svc;
 let browser: Browser;
 let page: Page;
 let origin: string;
-
-// Browser code as source text: the test runner's transform would add helpers the page lacks.
-const CODEC = `
-  const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
-  const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((s.length + 3) % 4)), (c) => c.charCodeAt(0));`;
-const CREATE = `async (o) => {${CODEC}
-  const cred = await navigator.credentials.create({
-    publicKey: { ...o, challenge: unb64(o.challenge), user: { ...o.user, id: unb64(o.user.id) }, excludeCredentials: (o.excludeCredentials || []).map((c) => ({ ...c, id: unb64(c.id) })) },
-  });
-  const r = cred.response;
-  return { id: cred.id, rawId: b64(cred.rawId), response: { clientDataJSON: b64(r.clientDataJSON), attestationObject: b64(r.attestationObject), transports: r.getTransports() } };
-}`;
-const GET = `async (o) => {${CODEC}
-  const cred = await navigator.credentials.get({ publicKey: { challenge: unb64(o.challenge), rpId: o.rpId, allowCredentials: [], userVerification: o.userVerification, timeout: o.timeout } });
-  const r = cred.response;
-  return { credentialId: b64(cred.rawId), authenticatorData: b64(r.authenticatorData), clientDataJSON: b64(r.clientDataJSON), signature: b64(r.signature), userHandle: r.userHandle ? b64(r.userHandle) : undefined };
-}`;
-
-/** Runs navigator.credentials.create in the page with creation options from register/begin. */
-function createInPage(p: Page, options: unknown): Promise<any> {
-  return p.evaluate(`(${CREATE})(${JSON.stringify(options)})`);
-}
-
-/** Runs navigator.credentials.get in the page with request options from initiate. */
-function getInPage(p: Page, options: unknown): Promise<any> {
-  return p.evaluate(`(${GET})(${JSON.stringify(options)})`);
-}
 
 async function user(email: string, col = 'members'): Promise<{ id: string; token: string }> {
   const made = await srv.api('POST', `/api/collections/${col}/records`, { body: { email, password: PW, passwordConfirm: PW } });

@@ -7,7 +7,7 @@
  */
 import { createServer, request, type Server } from 'node:https';
 import { writeFileSync, mkdtempSync } from 'node:fs';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -137,4 +137,26 @@ export async function startOidc(): Promise<TestOidc> {
       server.close(() => r());
     }),
   };
+}
+
+/** A PKCE code verifier and its S256 challenge. */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/**
+ * One OAuth2 sign-in dance against svc: initiate on `collection` for `provider` (signed in with
+ * `token`, else anonymous), the provider's authorization as the account `sub`, and what the
+ * client then sends to complete: the code, the state svc issued and the PKCE verifier.
+ */
+export async function oauthDance(srv: { api: (method: string, path: string, opts?: any) => Promise<{ status: number; text: string; body: any }> }, idp: TestOidc, sub: string, { provider = 'idp', collection = 'people', token = null as string | null } = {}): Promise<{ code: string; state?: string; codeVerifier: string }> {
+  const init = await srv.api('POST', `/api/collections/${collection}/auth/oauth2/initiate`, { body: { provider }, token });
+  if (init.status !== 200) throw new Error(`initiate answered ${init.status}: ${init.text}`);
+  const { verifier, challenge } = pkce();
+  const url = `${init.body.authURL}&redirect_uri=${encodeURIComponent(idp.redirectUris[0])}&code_challenge=${challenge}&code_challenge_method=S256`;
+  const out = await idp.authorize(url, sub);
+  if (!out.code) throw new Error(`no code from the provider: ${out.error} at ${out.location}`);
+  if (out.state !== init.body.state) throw new Error('the provider did not hand the state back');
+  return { code: out.code, state: init.body.state, codeVerifier: verifier };
 }
