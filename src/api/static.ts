@@ -5,7 +5,9 @@
  * - `GET`/`HEAD /<path>` answers the file DIR/<path>; a directory answers its `index.html` (a path
  *   naming a directory without the trailing slash is redirected to the slash form so relative
  *   links resolve; 302 rather than 301, which browsers cache for good, while a dev rebuild may turn
- *   the path into a file); anything missing is a plain-text 404 (`Not found.`).
+ *   the path into a file; the Location is rebuilt from the decoded segments, so repeated leading
+ *   slashes collapse and it is always a path on this site); anything missing is a plain-text 404
+ *   (`Not found.`).
  * - Every file carries `ETag` (size and modification time), `Last-Modified`, `Cache-Control:
  *   no-cache` (a browser keeps the copy and revalidates it: a dev rebuild is seen at once, and an
  *   unchanged file costs a 304), a content type from the extension, `Accept-Ranges: bytes`;
@@ -99,6 +101,17 @@ export function decodeStaticPath(path: string): string[] | Reply {
 }
 
 /**
+ * The path of decoded `segments` as one local path: `/` then each segment percent-encoded, joined
+ * by single slashes. Built from the segments, never from the request's path, so a redirect cannot
+ * begin with `//` or `/\` (a browser reads those as another host: `GET //evil.example` must not
+ * answer `Location: //evil.example/`). Segments are never empty here (decodeStaticPath collapses
+ * repeated slashes and refuses backslashes).
+ */
+export function localPath(segments: readonly string[]): string {
+  return `/${segments.filter((s) => s !== '').map(encodeURIComponent).join('/')}`;
+}
+
+/**
  * The routes serving `dir` at `/` (one `GET /*`, HEAD included). Register them after every other
  * GET route and before the final catch-all.
  * @param dir the public directory; resolved through symlinks once, now
@@ -161,7 +174,7 @@ export function staticRoutes(dir: string): Route[] {
     if (!found) return plain(404, 'Not found.');
     if (found.st.isDirectory()) {
       if (!trailingSlash) {
-        return { status: 302, body: '', headers: [['Location', `${path}/${req.query ? `?${req.query}` : ''}`], ['Cache-Control', 'no-cache']] };
+        return { status: 302, body: '', headers: [['Location', `${localPath(segments)}/${req.query ? `?${req.query}` : ''}`], ['Cache-Control', 'no-cache']] };
       }
       const index = await resolveInside(join(found.real, 'index.html'));
       if (!index || !index.st.isFile()) return plain(404, 'Not found.');

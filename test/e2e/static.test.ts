@@ -23,6 +23,9 @@ before(() => {
   writeFileSync(join(pub, 'docs', 'index.html'), '<h1>docs</h1>');
   writeFileSync(join(pub, 'docs', 'deep', 'page one.txt'), 'spaced');
   mkdirSync(join(pub, 'noindex'));
+  // a directory named like a host: `//evil.example` must not redirect to the host evil.example
+  mkdirSync(join(pub, 'evil.example'));
+  writeFileSync(join(pub, 'evil.example', 'index.html'), '<h1>local</h1>');
   writeFileSync(join(pub, 'app.js'), 'console.log(1)');
   writeFileSync(join(pub, 'style.css'), 'body{}');
   writeFileSync(join(pub, 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
@@ -96,6 +99,32 @@ for (const engine of ['default', 'node'] as const) {
       const n = await fetch(`${srv.url}/noindex/`);
       assert.equal(n.status, 404);
       assert.equal(await n.text(), 'Not found.\n');
+    });
+
+    test('a directory redirect never leaves the site: leading slashes and backslashes collapse to one local path', async () => {
+      for (const path of ['//evil.example', '///evil.example', '//evil.example?q=1', '/%2Fevil.example']) {
+        const r = await raw(srv.url, path);
+        const location = String(r.headers.location ?? '');
+        if (r.status === 302) {
+          assert.ok(location.startsWith('/') && !location.startsWith('//') && !location.startsWith('/\\'), `${path} redirected to ${location}`);
+          assert.match(location, /^\/evil\.example\/(\?q=1)?$/, path);
+        } else {
+          assert.ok([400, 404].includes(r.status), `${path} answered ${r.status}`);
+        }
+      }
+      // a backslash is never a path separator here: refused, never a redirect to `/\evil.example/`
+      for (const path of ['/\\evil.example', '/%5Cevil.example', '/\\/evil.example']) {
+        const r = await raw(srv.url, path);
+        assert.equal(r.status, 400, `${path} answered ${r.status} ${String(r.headers.location ?? '')}`);
+        assert.equal(r.headers.location, undefined, path);
+      }
+      // the normal directory redirect still works, and the redirected path serves the index
+      const docs = await raw(srv.url, '/docs');
+      assert.equal(docs.status, 302);
+      assert.equal(docs.headers.location, '/docs/');
+      const local = await raw(srv.url, '//evil.example/');
+      assert.equal(local.status, 200);
+      assert.equal(local.body, '<h1>local</h1>');
     });
 
     test('ETag revalidation answers 304; ranges answer 206 and 416; HEAD has no body', async () => {
