@@ -156,12 +156,20 @@ export class NodeHttpServer {
     });
   }
 
-  /** Starts listening; resolves with the bound port (port 0 picks a free one). */
+  /**
+   * Starts listening, alone on the address (never sharing the port with another process: requests
+   * would alternate between the two servers); resolves with the bound port (port 0 picks a free
+   * one).
+   * @throws Error `cannot listen on HOST:PORT (address in use)` when another socket holds the
+   *   address, `(…)` with the system's reason otherwise
+   */
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
-      const onError = (err: Error) => reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port} (${err.message})`));
+      const onError = (err: NodeJS.ErrnoException) =>
+        reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port} (${err.code === 'EADDRINUSE' ? 'address in use' : err.message})`));
       this.server.once('error', onError);
-      this.server.listen(this.opts.port, this.opts.host, () => {
+      // no reusePort (the default), and `exclusive` so a cluster worker never shares a primary's handle
+      this.server.listen({ port: this.opts.port, host: this.opts.host, exclusive: true }, () => {
         this.server.off('error', onError);
         const addr = this.server.address();
         resolve(typeof addr === 'object' && addr ? addr.port : this.opts.port);

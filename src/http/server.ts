@@ -31,6 +31,9 @@ export interface HttpServerOptions extends AdmissionLimits {
   websockets?: WsRoute[];
 }
 
+/** uWS's ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT on the listen socket. */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
 const FIXED_METHOD: Partial<Record<Route['method'], string>> = { post: 'POST', patch: 'PATCH', put: 'PUT', del: 'DELETE', options: 'OPTIONS' };
 const CORS: Array<[string, string]> = [['Access-Control-Allow-Origin', '*']];
 
@@ -50,10 +53,18 @@ export class HttpServer {
     for (const r of opts.routes) this.register(r);
   }
 
-  /** Starts listening; resolves with the bound port (port 0 picks a free one). */
+  /**
+   * Starts listening, alone on the address; resolves with the bound port (port 0 picks a free one).
+   * uWS opens its listen socket with SO_REUSEPORT unless told LIBUS_LISTEN_EXCLUSIVE_PORT: a second
+   * server on the same port would then start without error and the kernel would spread requests
+   * over both. Both uWS packages (uws-loader.ts) take the option as `listen(host, port, options, cb)`.
+   * @throws Error `cannot listen on HOST:PORT (address in use or not available)`: uWS reports no
+   *   reason, so a taken address and one this host cannot bind read alike
+   */
   listen(): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(this.opts.host, this.opts.port, (sock) => {
+      const listen = this.app.listen as unknown as (host: string, port: number, options: number, cb: (sock: UWS.us_listen_socket | false) => void) => void;
+      listen.call(this.app, this.opts.host, this.opts.port, LIBUS_LISTEN_EXCLUSIVE_PORT, (sock) => {
         if (!sock) return reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port} (address in use or not available)`));
         this.listenSocket = sock;
         resolve(this.uWS.us_socket_local_port(sock as unknown as UWS.us_socket));

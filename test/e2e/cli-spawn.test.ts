@@ -2,9 +2,11 @@ import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startSvc } from '../helpers/server.js';
 
 // Spawns the built CLI (`node dist/cli/main.js …`). `npm test` builds first (pretest); when dist is
 // missing, ensureBuilt() builds once.
@@ -181,6 +183,46 @@ test('serve with a bad --http exits 1', async () => {
     assert.match(r.stderr, /invalid --http/);
   }
 });
+
+/** A port free on 127.0.0.1 right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+for (const engine of [{ name: 'uWS', env: {} as Record<string, string> }, { name: 'node:http', env: { SERVICE_HTTP_ENGINE: 'node' } }]) {
+  test(`${engine.name}: serve on an address another svc already listens on exits 1 with one line naming it; the first keeps serving`, async () => {
+    // an explicit port, as an operator gives it (a socket opened with port reuse takes one too)
+    const port = await freePort();
+    const first = await startSvc({ superuser: false, env: { ...engine.env, SERVICE_HTTP: `127.0.0.1:${port}` }, args: [`--http=127.0.0.1:${port}`] });
+    assert.equal(new URL(first.url).port, String(port));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-port-'));
+    try {
+      const address = new URL(first.url).host; // 127.0.0.1:<port>
+      const second = await runServe([`--data-dir=${dir}`, `--http=${address}`], engine.env);
+      assert.equal(second.listened, false, `the second server started on the taken address:\n${second.stderr}`);
+      assert.equal(second.code, 1, second.stderr);
+      const lines = second.stderr.split('\n').filter((l) => l.includes(`cannot listen on ${address}`));
+      assert.equal(lines.length, 1, second.stderr);
+      assert.match(lines[0], /\(address in use( or not available)?\)$/);
+      // the first answers every request (nothing alternates with a second listener)
+      for (let i = 0; i < 20; i++) {
+        const r = await fetch(`${first.url}/api/health`);
+        assert.equal(r.status, 200);
+        await r.text();
+      }
+    } finally {
+      await first.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
 
 test('serve refuses a data directory locked by a live process; --ignore-lock gets past the lock', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-lock-'));
