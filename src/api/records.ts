@@ -105,6 +105,12 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     })();
   };
 
+  /**
+   * Route.multipart of record writes: only a collection with a file field takes an upload's worth
+   * of multipart body; any other (or an unknown name) has the JSON limit.
+   */
+  const takesFiles = (req: Req): boolean => store.registry.find(req.params[0])?.fields.some((f) => f.type === 'file') ?? false;
+
   return [
     {
       method: 'get', pattern: BASE, handler: async (req) => {
@@ -122,7 +128,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       },
     },
     {
-      method: 'post', pattern: BASE, handler: (req) => {
+      method: 'post', pattern: BASE, multipart: takesFiles, handler: (req) => {
         const c = store.collection(req.params[0]);
         const principal = auth.resolve(req);
         // The reply's shape (`fields`, `expand`); no query string (the common create) parses nothing.
@@ -137,7 +143,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       },
     },
     {
-      method: 'patch', pattern: `${BASE}/:id`, handler: async (req) => {
+      method: 'patch', pattern: `${BASE}/:id`, multipart: takesFiles, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
         const input = await recordWriteBody(req, c); // JSON or multipart with files

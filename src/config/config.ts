@@ -105,7 +105,8 @@ export interface ServeConfig {
 
 /**
  * What one request, and all of them together, may cost the server before it answers: bodies of
- * JSON routes up to `jsonBodyBytes` (multipart uploads have `limits.maxUploadSize`), a body must
+ * JSON routes up to `jsonBodyBytes` (multipart uploads to record writes of a collection with a
+ * file field have `limits.maxUploadSize`), a body must
  * arrive within `bodyTimeoutS`, at most `maxConnections` requests in flight (connections on the
  * node:http engine) and `maxInflightBodyBytes` of bodies buffered at once; past the last two the
  * answer is 503 `overloaded`.

@@ -1,7 +1,7 @@
 /**
  * What a request may cost the server before it is answered (issue 12), shared by both HTTP
- * engines: at most `maxInFlight` requests at once, request bodies up to their limit (JSON routes a
- * small one, multipart uploads `maxBodyBytes`), at most `maxInflightBodyBytes` of bodies buffered
+ * engines: at most `maxInFlight` requests at once, request bodies up to their limit (a small one,
+ * and `maxBodyBytes` for multipart bodies to routes that take files), at most `maxInflightBodyBytes` of bodies buffered
  * across all requests, and a deadline for a body to arrive. Refusals are the error envelope:
  * 413 `payload_too_large`, 408 `request_timeout`, 503 `overloaded`.
  *
@@ -13,9 +13,9 @@ import { ApiError } from '../errors/api-error.js';
 
 /** The limits an engine enforces (HttpServerOptions; ServeConfig.limits feeds them). */
 export interface AdmissionLimits {
-  /** bytes a multipart/form-data body may have (published as limits.maxUploadSize) */
+  /** bytes a multipart/form-data body to a route taking files may have (published as limits.maxUploadSize) */
   maxBodyBytes: number;
-  /** bytes any other body may have (JSON routes) */
+  /** bytes any other body may have (JSON bodies, and multipart bodies to routes that take no files) */
   jsonBodyBytes: number;
   /** milliseconds a body may take to arrive, from the request's start */
   bodyTimeoutMs: number;
@@ -45,9 +45,13 @@ export class Admission {
 
   constructor(readonly limits: AdmissionLimits) {}
 
-  /** The body limit for a request's Content-Type (multipart uploads have the larger one). */
-  bodyLimit(contentType: string): number {
-    return contentType.length >= 19 && contentType.slice(0, 19).toLowerCase() === 'multipart/form-data' ? this.limits.maxBodyBytes : this.limits.jsonBodyBytes;
+  /**
+   * The body limit of a request: `maxBodyBytes` for a multipart/form-data body on a route that
+   * takes files (`acceptsFiles`: Route.multipart said so for this request), `jsonBodyBytes` for
+   * every other body, multipart ones included (docs/api.md, "Request limits").
+   */
+  bodyLimit(contentType: string, acceptsFiles: boolean): number {
+    return acceptsFiles && contentType.length >= 19 && contentType.slice(0, 19).toLowerCase() === 'multipart/form-data' ? this.limits.maxBodyBytes : this.limits.jsonBodyBytes;
   }
 
   /** A body starts arriving: its ticket, watched for its deadline until `done`. */

@@ -258,7 +258,7 @@ export class NodeHttpServer {
       this.dispatch(handler, req, finish);
       return;
     }
-    const limit = found.route.bodyLimit ?? this.admission.bodyLimit(req.headers.contentType);
+    const limit = found.route.bodyLimit ?? this.admission.bodyLimit(req.headers.contentType, found.route.multipart?.(req) ?? false);
     if (Number(ireq.headers['content-length'] ?? 0) > limit) {
       finish(tooLarge(limit));
       ireq.resume();

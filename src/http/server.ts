@@ -231,7 +231,7 @@ export class HttpServer {
       this.dispatch(route.handler, req, finish, watchAbort);
       return;
     }
-    const limit = route.bodyLimit ?? this.admission.bodyLimit(req.headers.contentType);
+    const limit = route.bodyLimit ?? this.admission.bodyLimit(req.headers.contentType, route.multipart?.(req) ?? false);
     const lengthHeader = ureq.getHeader('content-length');
     const declared = Number(lengthHeader || 0);
     if (declared > limit) {

@@ -103,8 +103,15 @@ export interface Route {
    * dropped, and the reply sent after it). The route's `handler` is not called.
    */
   bodySink?: (req: Req, declaredLength: number) => BodySink | Reply | Promise<BodySink | Reply>;
-  /** bytes this route's body may have (default: the engine's limit for its Content-Type) */
+  /** bytes this route's body may have (default: Admission.bodyLimit, see `multipart`) */
   bodyLimit?: number;
+  /**
+   * Whether this request may send files: called once the request head is read and its parameters
+   * decoded, before any body byte is taken; true lets a multipart/form-data body have the upload
+   * limit (`maxBodyBytes`). Absent or false: every body has the JSON limit, so a client cannot
+   * make any route buffer an upload's worth of bytes by claiming multipart. Must not throw.
+   */
+  multipart?: (req: Req) => boolean;
 }
 
 /**

@@ -131,6 +131,75 @@ for (const engine of ENGINES) {
     });
   });
 
+  test(`${engine.name}: the multipart allowance belongs to record writes of collections with file fields; any other multipart body has the JSON limit (413)`, async () => {
+    await withSvc({ ...engine.env, SERVICE_BODY_LIMIT: '4096' }, async (srv) => {
+      await srv.createCollection({ name: 'people', type: 'auth', fields: [], createRule: '@public', viewRule: '@public' });
+      await srv.createCollection({ name: 'plain', fields: [{ name: 't', type: 'text' }], createRule: '@public', updateRule: '@public', listRule: '@public' });
+      await srv.createCollection({ name: 'files', fields: [{ name: 't', type: 'text' }, { name: 'f', type: 'file', options: { maxSize: 2 * 1024 * 1024 } }], createRule: '@public', updateRule: '@public', listRule: '@public' });
+      const plainRec = await srv.api('POST', '/api/collections/plain/records', { body: { t: 'x' } });
+      assert.equal(plainRec.status, 201, plainRec.text);
+      const filesRec = await srv.api('POST', '/api/collections/files/records', { body: { t: 'x' } });
+      assert.equal(filesRec.status, 201, filesRec.text);
+      /** A multipart body of about `bytes` bytes: one text part, and a file part when `file`. */
+      const form = (bytes: number, file: boolean) => {
+        const f = new FormData();
+        f.set('t', 'y'.repeat(file ? 10 : bytes));
+        if (file) f.set('f', new Blob([Buffer.alloc(bytes, 1)]), 'big.bin');
+        return f;
+      };
+      /**
+       * Sends `body` with its length declared (fetch), then chunked without a length (raw): only
+       * the first 16 KiB, past the JSON limit, so the answer is read before the server closes (a
+       * client still writing when it closes would get a reset that loses the answer).
+       */
+      const both = async (method: string, path: string, body: FormData): Promise<Array<{ status: number; text: string }>> => {
+        const declared = await fetch(srv.url + path, { method, body });
+        const out = [{ status: declared.status, text: await declared.text() }];
+        const encoded = new Response(body);
+        const type = encoded.headers.get('content-type')!;
+        const bytes = Buffer.from(await encoded.arrayBuffer());
+        const { hostname, port } = new URL(srv.url);
+        const s = await rawSocket(srv.url);
+        let text = '';
+        s.on('data', (d) => (text += d.toString()));
+        s.write(`${method} ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: ${type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`);
+        const part = bytes.subarray(0, 16 * 1024);
+        s.write(`${part.length.toString(16)}\r\n`);
+        s.write(part);
+        s.write('\r\n');
+        await retry(async () => text, (t) => /\r\n\r\n[\s\S]*\}/.test(t), 10_000);
+        const r = { text };
+        s.destroy();
+        const m = /^HTTP\/1\.1 (\d{3})/.exec(r.text);
+        out.push({ status: m ? Number(m[1]) : 0, text: r.text.slice(r.text.indexOf('\r\n\r\n') + 4) });
+        return out;
+      };
+      const refused: Array<[string, string, boolean]> = [
+        ['POST', '/api/collections/people/auth-with-password', false],
+        ['POST', '/api/collections/people/records', false],
+        ['POST', '/api/collections/plain/records', false],
+        ['PATCH', `/api/collections/plain/records/${plainRec.body.id}`, false],
+        ['POST', '/api/collections', false],
+        ['POST', '/api/collections/nope/records', true],
+      ];
+      for (const [method, path, file] of refused) {
+        for (const r of await both(method, path, form(64 * 1024, file))) {
+          assert.equal(r.status, 413, `${method} ${path}: ${r.text}`);
+          const body = JSON.parse(r.text.trim().split('\r\n').find((l) => l.startsWith('{')) ?? r.text);
+          assert.equal(body.code, 'payload_too_large', `${method} ${path}`);
+          assert.equal(body.status, 413);
+        }
+      }
+      // record writes of a collection with a file field keep the upload limit
+      const created = await fetch(`${srv.url}/api/collections/files/records`, { method: 'POST', body: form(1024 * 1024, true) });
+      assert.equal(created.status, 201, await created.text());
+      const updated = await fetch(`${srv.url}/api/collections/files/records/${filesRec.body.id}`, { method: 'PATCH', body: form(1024 * 1024, true) });
+      assert.equal(updated.status, 200, await updated.text());
+      const list = await srv.api('GET', '/api/collections/plain/records');
+      assert.equal(list.body.items.length, 1, 'the refused bodies wrote nothing');
+    });
+  });
+
   test(`${engine.name}: a body trickled byte by byte is cut off at the deadline (408 request_timeout, connection closed); the cap on requests in flight and on buffered body bytes answer 503 overloaded`, async () => {
     await withSvc({ ...engine.env, SERVICE_BODY_TIMEOUT: '2', SERVICE_MAX_CONNECTIONS: '6', SERVICE_MAX_INFLIGHT_BODY_BYTES: '3000' }, async (srv) => {
       await srv.createCollection({ name: 'notes', fields: [{ name: 't', type: 'text' }], createRule: '@public', listRule: '@public' });
