@@ -91,7 +91,9 @@ export function uploadRoutes(ctx: ApiContext, uploads: UploadStore, maxChunkBody
     if (length > uploads.budgets.max_upload_bytes) throw ApiError.badRequest(`The upload declares ${length} bytes; uploads may have at most ${uploads.budgets.max_upload_bytes}.`);
     const meta = { id: 'x'.repeat(32), principalCollection: key.collection, principalId: key.id, collectionId: c.id, recordId, fieldId: f.id, filename, mimetype };
     if (metadataBytes(meta) > MAX_SESSION_METADATA_BYTES) throw ApiError.badRequest(`The upload's identifying metadata is over ${MAX_SESSION_METADATA_BYTES} bytes (shorten the file name).`);
-    const s = await uploads.create({ principalCollection: key.collection, principalId: key.id, collectionId: c.id, recordId, fieldId: f.id, filename, mimetype, length });
+    // the address share: the client's address as far as it is trusted (a proxy's forwarded hop with --trust-proxy)
+    const address = auth.limits.clientIp(req);
+    const s = await uploads.create({ principalCollection: key.collection, principalId: key.id, collectionId: c.id, recordId, fieldId: f.id, filename, mimetype, length, address });
     return json(201, JSON.stringify(uploads.view(s)), [['Location', `/api/uploads/${s.id}`], ...sessionHeaders(s)]);
   };
 

@@ -358,7 +358,7 @@ export function defineApp<A = AppHandleLike>(definition: AppDefinition<A>): Read
   if (d.migrations !== undefined) for (const m of migrationProblems(d.migrations)) p(m);
   if (Array.isArray(d.features) && d.features.includes('durable-resumable-uploads') && !d.features.includes('resumable-uploads')) p('features: durable-resumable-uploads needs resumable-uploads');
   if (d.uploads !== undefined) {
-    if (!isObject(d.uploads)) p('uploads: must be an object (the upload budgets: max_sessions, max_sessions_per_principal, max_upload_bytes, max_total_bytes, max_chunk_bytes, ttl_seconds, durable)');
+    if (!isObject(d.uploads)) p('uploads: must be an object (the upload budgets: max_sessions, max_sessions_per_principal, max_sessions_per_address, max_upload_bytes, max_total_bytes, max_chunk_bytes, ttl_seconds, durable)');
     else {
       if (!featureNames(d.features as FeatureOptions | FeatureName[] | undefined).includes('resumable-uploads')) p('uploads: the upload budgets need the resumableUploads feature (features: { resumableUploads: true })');
       for (const m of budgetProblems(d.uploads)) p(m);

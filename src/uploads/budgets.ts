@@ -11,6 +11,12 @@ export interface UploadBudgets {
   max_sessions: number;
   /** live sessions of one principal; positive, at most max_sessions */
   max_sessions_per_principal: number;
+  /**
+   * live sessions created from one client address (the trusted client IP, see addressShare);
+   * positive, at most max_sessions; absent: half of max_sessions, rounded up. Not a key of the
+   * spec's budget table: it bounds what a few sign-ups from one address can take.
+   */
+  max_sessions_per_address?: number;
   /** bytes one upload may declare; max_chunk_bytes ≤ it ≤ max_total_bytes, at most 1 GiB */
   max_upload_bytes: number;
   /** bytes reserved across every live session; at most 1 GiB */
@@ -43,7 +49,16 @@ export const DEFAULT_UPLOAD_BUDGETS: Readonly<UploadBudgets> = Object.freeze({
  */
 export const DURABLE_MAX_UPLOAD_BYTES = 1_000_000_000 - 16 * 1024 - 256;
 
-const NUMERIC_KEYS = ['max_sessions', 'max_sessions_per_principal', 'max_upload_bytes', 'max_total_bytes', 'max_chunk_bytes', 'ttl_seconds'] as const;
+const NUMERIC_KEYS = ['max_sessions', 'max_sessions_per_principal', 'max_sessions_per_address', 'max_upload_bytes', 'max_total_bytes', 'max_chunk_bytes', 'ttl_seconds'] as const;
+
+/**
+ * The sessions one client address may hold at once: `max_sessions_per_address`, or half of
+ * `max_sessions` rounded up when it is absent (README.md, "Resumable uploads"), so one address
+ * never takes every slot while max_sessions is over 1.
+ */
+export function addressShare(b: Pick<UploadBudgets, 'max_sessions' | 'max_sessions_per_address'>): number {
+  return b.max_sessions_per_address ?? Math.ceil(b.max_sessions / 2);
+}
 export const BUDGET_KEYS: readonly string[] = [...NUMERIC_KEYS, 'durable'];
 
 /**
@@ -62,6 +77,7 @@ export function budgetProblems(group: Record<string, unknown>, prefix = 'uploads
   const b = { ...DEFAULT_UPLOAD_BUDGETS, ...group } as UploadBudgets;
   if (b.max_sessions > 1024) out.push(`${prefix}.max_sessions must be at most 1024`);
   if (b.max_sessions_per_principal > b.max_sessions) out.push(`${prefix}.max_sessions_per_principal must be at most max_sessions (${b.max_sessions})`);
+  if (b.max_sessions_per_address !== undefined && b.max_sessions_per_address > b.max_sessions) out.push(`${prefix}.max_sessions_per_address must be at most max_sessions (${b.max_sessions})`);
   if (b.max_chunk_bytes > b.max_upload_bytes) out.push(`${prefix}.max_chunk_bytes must be at most max_upload_bytes (${b.max_upload_bytes})`);
   if (b.max_upload_bytes > b.max_total_bytes) out.push(`${prefix}.max_upload_bytes must be at most max_total_bytes (${b.max_total_bytes})`);
   if (b.max_upload_bytes > GIB) out.push(`${prefix}.max_upload_bytes must be at most 1 GiB (${GIB})`);
@@ -75,6 +91,7 @@ export function budgetProblems(group: Record<string, unknown>, prefix = 'uploads
 export const BUDGET_ENV: Readonly<Record<(typeof NUMERIC_KEYS)[number], string>> = Object.freeze({
   max_sessions: 'SERVICE_UPLOAD_MAX_SESSIONS',
   max_sessions_per_principal: 'SERVICE_UPLOAD_MAX_SESSIONS_PER_PRINCIPAL',
+  max_sessions_per_address: 'SERVICE_UPLOAD_MAX_SESSIONS_PER_ADDRESS',
   max_upload_bytes: 'SERVICE_UPLOAD_MAX_UPLOAD_BYTES',
   max_total_bytes: 'SERVICE_UPLOAD_MAX_TOTAL_BYTES',
   max_chunk_bytes: 'SERVICE_UPLOAD_MAX_CHUNK_BYTES',

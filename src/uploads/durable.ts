@@ -177,6 +177,8 @@ function validRow(r: UploadRow, earlier: UploadBudgets): UploadSession {
     createdAt: int(r.created, 'created'),
     expiresAt: int(r.expires, 'expires'),
     state: str(r.state, 'state') as UploadState,
+    // the creating address is not stored: a restored session counts against no address share
+    address: '',
     payload: null,
     busy: false,
   };

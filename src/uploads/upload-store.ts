@@ -4,9 +4,11 @@
  * bound to a principal and a target (collection by stable id, record, file field by id), each
  * holding its whole declared payload in one buffer reserved at creation.
  *
- * - Quotas: `max_sessions` live sessions, `max_sessions_per_principal` per principal (terminal
- *   sessions keep their slot until their original expiry), `max_total_bytes` of retained
- *   payloads (a payload is released when its session completes, fails, is aborted or expires).
+ * - Quotas: `max_sessions` live sessions, `max_sessions_per_principal` per principal, the
+ *   address share (budgets.ts addressShare) per client address (terminal sessions keep their slot
+ *   until their original expiry, as the spec says; an aborted one gives it back at once),
+ *   `max_total_bytes` of retained payloads (a payload is released when its session completes,
+ *   fails, is aborted or expires).
  * - Chunks arrive through a body sink: appended bytes are copied once, from the HTTP engine's
  *   buffer straight into the payload; re-sent acknowledged bytes are compared in place.
  * - Expiry is swept lazily on every operation; a commit admitted before expiry may finish after.
@@ -21,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
 import type { BodySink, Reply } from '../http/types.js';
 import type { WriteStep } from '../store/write-job.js';
-import type { UploadBudgets } from './budgets.js';
+import { addressShare, type UploadBudgets } from './budgets.js';
 
 export type UploadState = 'receiving' | 'committing' | 'completed' | 'failed';
 export type UploadDurability = 'process-local' | 'sqlite-restart';
@@ -42,6 +44,11 @@ export interface NewUpload {
   mimetype: string;
   /** declared bytes */
   length: number;
+  /**
+   * the client address that created the session (the trusted client IP), counted against
+   * addressShare; '' when unknown (sessions restored by the persistence mode), counted against none
+   */
+  address: string;
 }
 
 /** One upload session. Times in epoch milliseconds. */
@@ -130,16 +137,22 @@ export class UploadStore {
 
   /**
    * Opens a session: the quotas, then the payload reservation (and, durable, its rows).
-   * @throws ApiError 429 `too_many_requests` past a session or payload quota; 503 (durable) when
-   *   the session cannot be stored
+   * @throws ApiError 429 `too_many_requests` past a session quota (per principal, per client
+   *   address, in all) or the payload quota; 503 (durable) when the session cannot be stored
    */
   async create(u: NewUpload): Promise<UploadSession> {
     this.checkUsable();
     await this.sweep();
     const b = this.budgets;
     let mine = 0;
-    for (const s of this.sessions.values()) if (s.principalCollection === u.principalCollection && s.principalId === u.principalId) mine++;
+    let fromAddress = 0;
+    for (const s of this.sessions.values()) {
+      if (s.principalCollection === u.principalCollection && s.principalId === u.principalId) mine++;
+      if (u.address && s.address === u.address) fromAddress++;
+    }
     if (mine >= b.max_sessions_per_principal) throw new ApiError(429, 'too_many_requests', `You have ${mine} upload sessions (the limit is ${b.max_sessions_per_principal}); finish, abort or wait for one to expire.`);
+    const share = addressShare(b);
+    if (fromAddress >= share) throw new ApiError(429, 'too_many_requests', `Your address holds ${fromAddress} upload sessions (the limit is ${share} per address); finish, abort or wait for one to expire.`);
     if (this.sessions.size >= b.max_sessions) throw new ApiError(429, 'too_many_requests', `The server holds its limit of ${b.max_sessions} upload sessions; retry later.`);
     if (this.reserved + u.length > b.max_total_bytes) throw new ApiError(429, 'too_many_requests', 'The server cannot reserve memory for this upload now; retry later.');
     const createdAt = this.now();

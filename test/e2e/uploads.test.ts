@@ -380,7 +380,8 @@ test('the feature off: no upload routes', async () => {
 test('budgets: sessions per principal, sessions in all, payload bytes (429), terminal slots kept until expiry, expiry sweeps', async () => {
   const small = await startSvc({
     args: ['--features=resumable-uploads'],
-    env: { SERVICE_UPLOAD_MAX_SESSIONS: '3', SERVICE_UPLOAD_MAX_SESSIONS_PER_PRINCIPAL: '2', SERVICE_UPLOAD_MAX_UPLOAD_BYTES: String(64 * KIB), SERVICE_UPLOAD_MAX_TOTAL_BYTES: String(100 * KIB), SERVICE_UPLOAD_MAX_CHUNK_BYTES: String(16 * KIB), SERVICE_UPLOAD_TTL_SECONDS: '5' },
+    // every client here has one address: its share is every slot (the address share has its own test)
+    env: { SERVICE_UPLOAD_MAX_SESSIONS: '3', SERVICE_UPLOAD_MAX_SESSIONS_PER_PRINCIPAL: '2', SERVICE_UPLOAD_MAX_SESSIONS_PER_ADDRESS: '3', SERVICE_UPLOAD_MAX_UPLOAD_BYTES: String(64 * KIB), SERVICE_UPLOAD_MAX_TOTAL_BYTES: String(100 * KIB), SERVICE_UPLOAD_MAX_CHUNK_BYTES: String(16 * KIB), SERVICE_UPLOAD_TTL_SECONDS: '5' },
   });
   try {
     const u = await createUsers(small, 'users');
@@ -417,6 +418,37 @@ test('budgets: sessions per principal, sessions in all, payload bytes (429), ter
     assert.equal((await mk(a, 40 * KIB)).status, 201);
   } finally {
     await small.stop();
+  }
+});
+
+test('a few sign-ups from one address cannot take every slot: the per-address share (default half of max_sessions, 429 past it); an abort gives the slot back', async () => {
+  // behind a trusted proxy the client address is the first X-Forwarded-For hop
+  const proxied = await startSvc({ args: ['--features=resumable-uploads', '--trust-proxy'], env: { SERVICE_UPLOAD_MAX_SESSIONS: '4', SERVICE_UPLOAD_MAX_SESSIONS_PER_PRINCIPAL: '2' } });
+  try {
+    await createUsers(proxied, 'users');
+    const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map((n) => signup(proxied, 'users', `${n}@example.com`, `${n}-password`)));
+    await proxied.createCollection({ name: 'docs', type: 'base', createRule: '@public', updateRule: '@request.auth.id != ""', fields: [{ name: 'file', type: 'file' }] });
+    const doc = (await proxied.api('POST', '/api/collections/docs/records', { body: {} })).body.id;
+    const mk = (who: User, address: string) => call('POST', `/api/collections/docs/records/${doc}/uploads`, { token: who, body: { field: 'file', filename: 'f.bin', length: 16 }, headers: { 'x-forwarded-for': address }, server: proxied });
+    const ATTACKER = '203.0.113.9';
+    const a1 = await mk(a, ATTACKER);
+    assert.equal(a1.status, 201, a1.text);
+    assert.equal((await mk(b, ATTACKER)).status, 201);
+    // the address holds its share (2 of 4): a third account from it gets 429, whoever it is
+    const over = await mk(c, ATTACKER);
+    assertError(over, 429, 'too_many_requests');
+    assert.match(over.body.message, /per address/);
+    assertError(await mk(a, `${ATTACKER}, 10.0.0.1`), 429, 'too_many_requests');
+    // another address still gets the slots left
+    assert.equal((await mk(c, '198.51.100.7')).status, 201);
+    assert.equal((await mk(d, '198.51.100.8')).status, 201);
+    // the cap (4) is reached; aborting one of the attacker's sessions gives its slot back at once
+    assertError(await mk(d, '198.51.100.8'), 429, 'too_many_requests');
+    assert.equal((await call('DELETE', `/api/uploads/${a1.body.id}`, { token: a, server: proxied })).status, 204);
+    const again = await mk(d, '198.51.100.8');
+    assert.equal(again.status, 201, again.text);
+  } finally {
+    await proxied.stop();
   }
 });
 

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_UPLOAD_BUDGETS, DURABLE_MAX_UPLOAD_BYTES, GIB, MIB, budgetProblems, resolveBudgets } from '../../../src/uploads/budgets.js';
+import { DEFAULT_UPLOAD_BUDGETS, DURABLE_MAX_UPLOAD_BYTES, GIB, MIB, addressShare, budgetProblems, resolveBudgets } from '../../../src/uploads/budgets.js';
 import { AppDefinitionError, defineApp, featureNames } from '../../../src/app/definition.js';
 
 test('the defaults are the spec\'s and valid', () => {
@@ -19,6 +19,8 @@ test('each constraint of the budget table is enforced', () => {
     [{ max_sessions: 0 }, /max_sessions must be a positive integer/],
     [{ max_sessions: 1025 }, /max_sessions must be at most 1024/],
     [{ max_sessions: 4, max_sessions_per_principal: 5 }, /max_sessions_per_principal must be at most max_sessions/],
+    [{ max_sessions: 4, max_sessions_per_address: 5 }, /max_sessions_per_address must be at most max_sessions/],
+    [{ max_sessions_per_address: 0 }, /max_sessions_per_address must be a positive integer/],
     [{ max_chunk_bytes: 9 * MIB }, /max_chunk_bytes must be at most max_upload_bytes/],
     [{ max_upload_bytes: 33 * MIB }, /max_upload_bytes must be at most max_total_bytes/],
     [{ max_upload_bytes: GIB + 1, max_total_bytes: GIB + 1 }, /max_upload_bytes must be at most 1 GiB/],
@@ -67,4 +69,12 @@ test('defineApp: the uploads group needs the feature, takes only known keys and 
   assert.deepEqual(featureNames({ resumableUploads: { durable: true } }).sort(), ['durable-resumable-uploads', 'resumable-uploads']);
   assert.deepEqual(featureNames({ resumableUploads: {} }), ['resumable-uploads']);
   assert.deepEqual(featureNames({ resumableUploads: true }), ['resumable-uploads']);
+});
+
+test('the address share: SERVICE_UPLOAD_MAX_SESSIONS_PER_ADDRESS or the app group, else half of max_sessions rounded up', () => {
+  assert.equal(addressShare(resolveBudgets({}, undefined, false)), 4);
+  assert.equal(addressShare(resolveBudgets({ SERVICE_UPLOAD_MAX_SESSIONS: '5' }, undefined, false)), 3);
+  assert.equal(addressShare(resolveBudgets({ SERVICE_UPLOAD_MAX_SESSIONS_PER_ADDRESS: '6' }, undefined, false)), 6);
+  assert.equal(addressShare(resolveBudgets({}, { max_sessions_per_address: 2 }, false)), 2);
+  assert.deepEqual(budgetProblems({ max_sessions: 3 }), [], 'the derived share never exceeds max_sessions');
 });

@@ -10,7 +10,7 @@ import { DEFAULT_UPLOAD_BUDGETS } from '../../../src/uploads/budgets.js';
 import { UploadStore, type NewUpload } from '../../../src/uploads/upload-store.js';
 
 const who = { collection: 'users_c', id: 'aaaaaaaaaaaaaaa' };
-const target = (length: number): NewUpload => ({ principalCollection: who.collection, principalId: who.id, collectionId: 'docs_c', recordId: 'bbbbbbbbbbbbbbb', fieldId: 'f1', filename: 'a.bin', mimetype: '', length });
+const target = (length: number): NewUpload => ({ principalCollection: who.collection, principalId: who.id, collectionId: 'docs_c', recordId: 'bbbbbbbbbbbbbbb', fieldId: 'f1', filename: 'a.bin', mimetype: '', length, address: '' });
 
 async function status(p: Promise<unknown>): Promise<number> {
   try {
@@ -96,4 +96,21 @@ test('one chunk at a time; a commit or abort during a chunk; reservation against
   again.write(Buffer.from('abc'));
   assert.equal((await again.end()).status, 204);
   assert.equal(third.offset, 3);
+});
+
+test('one client address holds at most its share of the sessions (default: half of max_sessions); an abort gives a slot back', async () => {
+  const store = new UploadStore({ ...DEFAULT_UPLOAD_BUDGETS, max_sessions: 4, max_sessions_per_principal: 1 });
+  const from = (principalId: string, address: string) => store.create({ ...target(1), principalId, address });
+  const a = await from('a00000000000000', '203.0.113.1');
+  await from('b00000000000000', '203.0.113.1');
+  assert.equal(await status(from('c00000000000000', '203.0.113.1')), 429, 'the address share (2 of 4) is taken');
+  await from('c00000000000000', '198.51.100.7'); // another address still gets a slot
+  await store.abort(a.id, { collection: who.collection, id: 'a00000000000000' });
+  await from('d00000000000000', '203.0.113.1'); // the aborted session's slot is back
+  // sessions of unknown address (restored by the persistence mode) count against no share
+  await from('e00000000000000', '');
+  assert.equal(store.stats().sessions, 4);
+  const explicit = new UploadStore({ ...DEFAULT_UPLOAD_BUDGETS, max_sessions_per_principal: 1, max_sessions_per_address: 1 });
+  await explicit.create({ ...target(1), address: '203.0.113.1' });
+  assert.equal(await status(explicit.create({ ...target(1), principalId: 'f00000000000000', address: '203.0.113.1' })), 429);
 });
