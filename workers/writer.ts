@@ -47,6 +47,20 @@ const allStmtCache = new Map<string, Prepared>();
 let queue: Array<{ batch: unknown[]; at: number }> = [];
 let scheduled = false;
 let closing = false;
+/** A failed rollback left a transaction open: the thread takes no more writes (see rollBackGroup). */
+let dead = false;
+
+/**
+ * TEST-ONLY fault injection, never set in production (docs/operations.md, "Test-only
+ * variables"): `SVC_TEST_FAIL_ROLLBACK=<table>` makes the COMMIT of the first group that inserts
+ * into or updates `<table>` fail and then its ROLLBACK fail, leaving that transaction open.
+ * SQLite's ROLLBACK cannot fail on a live transaction by any fault a test can cause (it reports
+ * only "no transaction is active"), so this is the only way to run the fatal path of
+ * rollBackGroup end to end. Fires once.
+ */
+let faultTable: string | null = process.env.SVC_TEST_FAIL_ROLLBACK ? `"${process.env.SVC_TEST_FAIL_ROLLBACK}"` : null;
+/** The current group wrote to `faultTable`: its COMMIT and ROLLBACK are to fail. */
+let faultArmed = false;
 
 function prepare(sql: string, forAll = false): Prepared {
   const cache = forAll ? allStmtCache : stmtCache;
@@ -160,6 +174,7 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
     const n = batch[k + 2] as number;
     const params = batch.slice(k + 3, k + 3 + n);
     k += 3 + n;
+    if (faultTable !== null && sql.includes(faultTable) && /^(INSERT|UPDATE)\b/.test(sql)) faultArmed = true;
     try {
       // A record table created or renamed earlier in this job gets its change triggers before
       // the job writes to it (DDL steps come in runs: sync once after each run).
@@ -285,9 +300,32 @@ function commit(out: unknown[]): unknown[] {
     analyzeDue = false;
     analyze();
   }
+  if (faultArmed) throw new Error('injected COMMIT failure (SVC_TEST_FAIL_ROLLBACK, a test-only fault)');
   exec('COMMIT');
   out.push(changes, truncated);
   return out;
+}
+
+/**
+ * Rolls back the transaction of a failed group. Returns null when no transaction is left open
+ * (rolled back now, or already by SQLite, which then answers "no transaction is active"), else
+ * why the ROLLBACK failed: the transaction is still live, every later BEGIN would fail, and what
+ * it holds (a durable upload's acknowledged offset among them) is neither committed nor undone,
+ * so the process must end (2-uploads-and-mail.md: "A failed rollback of a live durable
+ * transaction terminates the process").
+ */
+function rollBackGroup(): string | null {
+  try {
+    if (faultArmed) {
+      faultArmed = false;
+      faultTable = null;
+      throw new Error('injected ROLLBACK failure (SVC_TEST_FAIL_ROLLBACK, a test-only fault)');
+    }
+    db.exec('ROLLBACK');
+    return null;
+  } catch (err) {
+    return db.inTransaction ? ((err as Error).message ?? String(err)) : null;
+  }
 }
 
 /** After a rollback: TEMP triggers made since may be gone; make them again if so. */
@@ -307,7 +345,15 @@ function flush(): void {
       outcomes = applyGroup(group);
     } catch (err) {
       // The group itself failed (busy database, disk full, I/O error): nothing of it is durable.
-      try { db.exec('ROLLBACK'); } catch { /* no transaction open */ }
+      const stuck = rollBackGroup();
+      if (stuck !== null) {
+        // Fatal: the main thread logs it and ends the process (WriterClient.onFatal). No outcome
+        // is sent: whether the group's jobs took effect is unknown until the next start.
+        dead = true;
+        queue = [];
+        port.postMessage({ fatal: `the write transaction failed (${(err as Error).message ?? String(err)}) and could not be rolled back (${stuck})` });
+        return;
+      }
       try { rolledBack(); } catch { /* reported with the next group */ }
       const message = (err as Error).message ?? String(err);
       const code = (err as { code?: string }).code ?? 'SQLITE_ERROR';
@@ -355,6 +401,7 @@ port.on('message', (msg: unknown[] | { close: true } | { wantOld: string[] }) =>
     try { syncChangeTriggers(); } catch { /* made again before the next group */ }
     return;
   }
+  if (dead) return; // the process is ending (a failed rollback)
   if (!Array.isArray(msg)) {
     closing = true;
     if (!scheduled) flush();

@@ -64,6 +64,14 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
   const secret = loadTokenSecret(config.dataDir);
   installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
   const writer = await WriterClient.start(dbPath);
+  // A failed rollback left a write transaction open: nothing can be written any more and what the
+  // open transaction held (a durable upload's offset, a record) is neither committed nor undone.
+  // End the process; the next start recovers the database to its last commit.
+  writer.onFatal = (reason) => {
+    logger.error(`fatal storage failure, exiting: ${reason}`, 'storage');
+    process.exit(1);
+  };
+  if (process.env.SVC_TEST_FAIL_ROLLBACK) logger.warn(`SVC_TEST_FAIL_ROLLBACK=${process.env.SVC_TEST_FAIL_ROLLBACK} is set: a test-only fault that makes a write fail fatally (docs/operations.md); never set it in production`, 'storage');
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
   warnLooseModes(config, logger);
   const reader = new Reader(dbPath, readers);

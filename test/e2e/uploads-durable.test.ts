@@ -251,3 +251,46 @@ if (TEST_BACKEND === 'postgres') {
     assert.match(refusedStart(d), /durable resumable uploads need the embedded database/);
   });
 }
+
+test('a failed rollback of a live durable-upload transaction ends the process (exit 1, one error line); the next start recovers', { skip: SQLITE_ONLY }, async () => {
+  // The fault: SVC_TEST_FAIL_ROLLBACK (test-only, docs/operations.md) makes the COMMIT of the first
+  // write group touching "_uploadPayloads" fail and then its ROLLBACK fail with the transaction
+  // still open. SQLite's own ROLLBACK cannot fail on a live transaction by any fault a test can
+  // cause (a removed, locked or read-only file makes it answer "no transaction is active" at
+  // worst, after SQLite rolled back by itself), so the failure is injected at that one call.
+  const dir = mkdtempSync(join(tmpdir(), 'svc-uploads-fatal-'));
+  dirs.push(dir);
+  const faulty = await start(dir, { SVC_TEST_FAIL_ROLLBACK: '_uploadPayloads' });
+  const user = await signup(faulty, 'users', 'fatal@example.com', 'fatal-password');
+  const doc = await newDoc(faulty, user.token);
+  const exited = new Promise<number | null>((r) => (faulty.proc.exitCode !== null ? r(faulty.proc.exitCode) : faulty.proc.once('exit', (code) => r(code))));
+  // the upload's creation writes its payload rows: that group's COMMIT and ROLLBACK fail
+  const answer = await fetch(`${faulty.url}/api/collections/docs/records/${doc}/uploads`, {
+    method: 'POST', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ field: 'file', filename: 'a.bin', length: 10 }),
+  }).then((r) => r.status, () => 'no answer');
+  const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running'), 15_000))]);
+  if (code === 'still running') {
+    const after = await fetch(`${faulty.url}/api/collections/docs/records/${doc}/uploads`, {
+      method: 'POST', headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ field: 'file', filename: 'b.bin', length: 10 }),
+    }).then((r) => r.status, () => 'no answer');
+    await faulty.stop('SIGKILL');
+    assert.fail(`the server kept running after the failed rollback (the upload answered ${answer}, the next ${after})`);
+  }
+  assert.equal(code, 1, faulty.stderr());
+  assert.notEqual(answer, 201, 'the upload whose transaction failed was never acknowledged');
+  const fatal = faulty.stderr().split('\n').filter((l) => l.includes('fatal storage failure'));
+  assert.equal(fatal.length, 1, faulty.stderr());
+  const line = JSON.parse(fatal[0]);
+  assert.equal(line.level, 'err');
+  assert.equal(line.scope, 'storage');
+  assert.match(line.msg ?? line.message, /fatal storage failure, exiting: the write transaction failed \(injected COMMIT failure.*\) and could not be rolled back \(injected ROLLBACK failure/);
+  // the next start (no fault) recovers to the last commit: no trace of the failed upload, uploads work
+  const again = await start(dir);
+  try {
+    withDb(dir, (db) => assert.equal((db.prepare('SELECT count(*) FROM "_uploadSessions"').raw().get() as unknown[])[0], 0));
+    const c = await call(again, 'POST', `/api/collections/docs/records/${doc}/uploads`, { token: user.token, body: { field: 'file', filename: 'a.bin', length: 10 } });
+    assert.equal(c.status, 201, c.text);
+  } finally {
+    await again.stop();
+  }
+});

@@ -41,11 +41,21 @@ export class WriterClient {
   readonly changes = new ChangeFeed();
   /** Group commits reported so far (caches of rendered reads are valid for one count). */
   commits = 0;
+  /**
+   * Called once when the writer thread reports a failed rollback that left a write transaction
+   * open (workers/writer.ts rollBackGroup), with what failed. The writer takes no more writes and
+   * the outcome of the failed group is unknown, so the process must end: openDataDir logs the
+   * reason and exits 1. Unset: the reason goes to stderr and the process exits 1.
+   */
+  onFatal: ((reason: string) => void) | null = null;
 
   private constructor(worker: Worker) {
     this.worker = worker;
-    worker.on('message', (msg: unknown[] | WriterReady | { closed: true }) => {
-      if (!Array.isArray(msg)) return;
+    worker.on('message', (msg: unknown[] | WriterReady | { closed: true } | { fatal: string }) => {
+      if (!Array.isArray(msg)) {
+        if ('fatal' in msg) this.fatal(msg.fatal);
+        return;
+      }
       this.commits++;
       this.onCommit?.();
       const n = msg.length;
@@ -61,6 +71,14 @@ export class WriterClient {
       this.closed = true; // later writes answer 503 instead of waiting on a thread that is gone
       this.failAll(new Error('writer thread exited'));
     });
+  }
+
+  /** The writer cannot go on (see onFatal): later writes answer 503 until the process ends. */
+  private fatal(reason: string): void {
+    this.closed = true;
+    if (this.onFatal) return this.onFatal(reason);
+    process.stderr.write(`fatal: ${reason}\n`);
+    process.exit(1);
   }
 
   /** Starts the writer thread on the database file; rejects when it cannot open it. */
