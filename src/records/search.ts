@@ -2,10 +2,11 @@
  * Full-text search (spec 1-core-api.md, "Search"; 0-conventions.md: `options.searchable`).
  *
  * `search` / `q` text is lowered to an FTS5 query that is bound as ONE parameter, never spliced
- * into SQL. Grammar: whitespace-separated terms; `AND` (also implied between terms), `OR` and
- * `NOT` (upper case, as in FTS5) are operators; a term ending in `*` is a prefix. Each term
- * becomes a quoted FTS5 string, so punctuation and FTS5 syntax in it are inert. `a b OR c NOT d`
- * means (a AND b) OR (c AND NOT d): NOT applies to the next term and binds within its OR group.
+ * into SQL. Grammar: terms separated by whitespace or control characters; `AND` (also implied
+ * between terms), `OR` and `NOT` (upper case, as in FTS5) are operators; a term ending in `*` is
+ * a prefix. Each term becomes a quoted FTS5 string, so punctuation and FTS5 syntax in it are
+ * inert. `a b OR c NOT d` means (a AND b) OR (c AND NOT d): NOT applies to the next term and
+ * binds within its OR group.
  * Terms without a letter or digit are dropped; a group with no positive term matches nothing;
  * a query left with no group matches no rows.
  *
@@ -24,6 +25,8 @@ import { SCHEMA_OBJECTS_SQL, ftsCreateSql, ftsCreateSteps, ftsDropSteps, ftsJoin
 const MAX_SEARCH_CHARS = 1000;
 const MAX_TERMS = 64;
 const WORD = /[\p{L}\p{N}]/u;
+/** Separators between terms: whitespace and control characters (a NUL would end FTS5's string). */
+const TERM_SEPARATOR = /[\s\p{Cc}]+/u;
 
 /** One OR group: terms that must all match, and terms that must not. */
 interface Group {
@@ -45,7 +48,7 @@ function ftsTerm(raw: string): string | null {
  */
 export function lowerSearch(src: string): string | null {
   if (src.length > MAX_SEARCH_CHARS) throw ApiError.badRequest(`Invalid search: at most ${MAX_SEARCH_CHARS} characters.`);
-  const words = src.split(/\s+/).filter(Boolean);
+  const words = src.split(TERM_SEPARATOR).filter(Boolean);
   if (words.length > MAX_TERMS) throw ApiError.badRequest(`Invalid search: at most ${MAX_TERMS} terms.`);
   const groups: Group[] = [{ must: [], not: [] }];
   let negate = false;
@@ -98,7 +101,7 @@ export function searchPlan(c: Collection, text: string, enabled: boolean, kind: 
     // the generated tsvector column and plain-query parsing (src/store/pg/list-sql.ts)
     if (text.length > MAX_SEARCH_CHARS) throw ApiError.badRequest(`Invalid search: at most ${MAX_SEARCH_CHARS} characters.`);
     // the operators and prefix marks are ignored (dropped, not searched for as words)
-    const plain = text.split(/\s+/).filter((w) => w !== 'AND' && w !== 'OR' && w !== 'NOT').map((w) => w.replace(/\*+$/, '')).join(' ');
+    const plain = text.split(TERM_SEPARATOR).filter((w) => w !== 'AND' && w !== 'OR' && w !== 'NOT').map((w) => w.replace(/\*+$/, '')).join(' ');
     const match = WORD.test(plain) ? plain : null;
     return { text, match, join: pgSearchJoin(), joinParams: match === null ? [] : [match], where: PG_SEARCH_MATCH, whereParams: [] };
   }

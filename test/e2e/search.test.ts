@@ -96,6 +96,8 @@ test('lowering: operators, prefixes, quoting, terms that reduce to nothing', () 
   for (const empty of ['AND', 'OR NOT', '***', ' ; - ', 'NOT paris', '']) assert.equal(lowerSearch(empty), null, empty);
   assert.throws(() => lowerSearch('a'.repeat(1001)), /at most/);
   assert.throws(() => lowerSearch(Array(65).fill('w').join(' ')), /at most/);
+  // a control character separates terms (a NUL inside an FTS5 string ends it: "unterminated string")
+  assert.equal(lowerSearch('paris\u0000spring\u0001'), '("paris" AND "spring")');
 });
 
 test('the index is an FTS5 external-content table named <col>_fts', { skip: FTS5 }, () => {
@@ -148,6 +150,15 @@ test('terms that reduce to nothing match no rows; no searchable field or bad inp
   assert.match(r.body.message, /searchable/);
   assertError(await find('a'.repeat(1001)), 400, 'bad_request');
   assert.equal((await find('   ')).body.totalItems, 6, 'a blank search is no search');
+});
+
+test('control characters separate terms: a NUL is no 500 and breaks no later search', async () => {
+  assert.deepEqual(await titles('paris\u0000'), ['Paris in spring', 'Secret Paris diary']);
+  assert.deepEqual(await titles('paris\u0000spring\u0007'), ['Paris in spring']);
+  const r = await find('\u0000');
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.totalItems, 0);
+  assert.deepEqual(await titles('coffee'), ['Paris in spring', 'São Paulo travel guide']);
 });
 
 test('search is ANDed with the filter and the list rule: it never widens visibility', async (t) => {
