@@ -25,8 +25,9 @@
  *   as the SQLite triggers do (`"updated"` is not touched). Relation columns are indexed (btree;
  *   GIN jsonb_path_ops for arrays) so a target's delete finds its referrers without a scan.
  * - full-text: `"_fts" tsvector GENERATED ALWAYS AS (to_tsvector('svc_search', …)) STORED` over
- *   the searchable text/editor fields, with a GIN index; queried with `plainto_tsquery` and
- *   ranked by `ts_rank` ({@link ftsMatchSql}, {@link ftsRankSql}).
+ *   the searchable text/editor fields, with a GIN index; queried with `to_tsquery` of the text
+ *   src/records/search.ts lowers a search to, and ranked by `ts_rank` ({@link ftsMatchSql},
+ *   {@link ftsRankSql}).
  * - vectors (json fields with `dimensions`), when the `vector` extension is installed:
  *   `"_vec_<fieldId>" vector(N) GENERATED ALWAYS AS ("_svc_jsonb_vector"(col, N)) STORED`
  *   (NULL for a malformed embedding, so a write never fails on one), a partial index over the
@@ -476,12 +477,15 @@ export function deleteSteps(c: Collection, before: Collection[], after: Collecti
 
 // ---- queries over the schema objects -----------------------------------------------------
 
-/** The full-text match over alias `alias`; one param: the search text (plain-query parsing). */
+/**
+ * The full-text match over alias `alias`; one param: the tsquery text of a search
+ * (src/records/search.ts, lowerTsquery).
+ */
 export function ftsMatchSql(alias: string): string {
-  return `${alias}.${q(FTS_COLUMN)} @@ plainto_tsquery('${FTS_CONFIG}'::regconfig, ?)`;
+  return `${alias}.${q(FTS_COLUMN)} @@ to_tsquery('${FTS_CONFIG}'::regconfig, ?)`;
 }
 
-/** The full-text rank over alias `alias` (higher is better); one param: the search text. */
+/** The full-text rank over alias `alias` (higher is better); one param: the tsquery text of a search. */
 export function ftsRankSql(alias: string): string {
-  return `ts_rank(${alias}.${q(FTS_COLUMN)}, plainto_tsquery('${FTS_CONFIG}'::regconfig, ?))`;
+  return `ts_rank(${alias}.${q(FTS_COLUMN)}, to_tsquery('${FTS_CONFIG}'::regconfig, ?))`;
 }

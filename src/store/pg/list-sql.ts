@@ -41,12 +41,13 @@ export const ID_ORDER = 'r."id" COLLATE "C"';
 export const ID_EQUALS = 'r."id" = ?::text';
 
 /**
- * The FROM-clause join of a search: the query as a tsquery of the `simple` configuration, named
- * `f."q"`; params: the search text, parsed as a plain query (spec 1-core-api.md, "Search": on
- * the server SQL backend the AND/OR/NOT/`*` operators are ignored).
+ * The FROM-clause join of a search: the query as a tsquery of the search configuration, named
+ * `f."q"`; params: the tsquery text that src/records/search.ts (lowerTsquery) lowered the search
+ * to, every term quoted there, so the user's text never reaches `to_tsquery` as syntax
+ * (docs/api.md, "Full-text search": the same grammar as FTS5 on SQLite).
  */
 export function searchJoin(): string {
-  return ` CROSS JOIN plainto_tsquery('${FTS_CONFIG}'::regconfig, ?::text) AS f("q")`;
+  return ` CROSS JOIN to_tsquery('${FTS_CONFIG}'::regconfig, ?::text) AS f("q")`;
 }
 
 /** The condition "one of these `count` records"; params: the ids. */

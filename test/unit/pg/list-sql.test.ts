@@ -3,7 +3,9 @@
  * record-json.ts, list-sql.ts, keyset.ts and record-sql.ts, run for real against a throw-away
  * PostgreSQL (test/helpers/postgres.ts) over tables made by bootstrap.ts and collection-sql.ts.
  * Oracles: the JavaScript record codec (src/records/record-codec.ts) for renderings, and sorts
- * done in JavaScript with SQLite's order (NULL lowest, text bytewise) for pages and walks.
+ * done in JavaScript with SQLite's order (NULL lowest, text bytewise) for pages and walks; for
+ * full-text search, the matches FTS5 gives the same search text (test/e2e/search.test.ts runs
+ * the grammar on both backends end to end).
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,9 +25,10 @@ import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
 import { emitExpression, emitSort } from '../../../src/store/pg/rule-sql.js';
 import { buildJsonSql, jsNumberSql, recordColumns } from '../../../src/store/pg/record-json.js';
 import {
-  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, boundarySql, boundedCountSql, countSql, fromRecords, hasNullSql, hasRandomOrder, idIn, keysetPageSql,
-  offsetPageSql, pageAggregateSql, pageIdsSql, pageOrderBy, renderByIdsSql, walkAfter, walkOrder, walkStepSql,
+  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, SEARCH_MATCH, SEARCH_RANK, boundarySql, boundedCountSql, countSql, fromRecords, hasNullSql, hasRandomOrder, idIn, keysetPageSql,
+  offsetPageSql, pageAggregateSql, pageIdsSql, pageOrderBy, renderByIdsSql, searchJoin, walkAfter, walkOrder, walkStepSql,
 } from '../../../src/store/pg/list-sql.js';
+import { lowerTsquery } from '../../../src/records/search.js';
 import { beyondBoundary, cursorSortKeys, orderBy, segments, sortKeyOf, sortSignature, type SortKey } from '../../../src/store/pg/keyset.js';
 import { pgRecordSql as R } from '../../../src/store/pg/record-sql.js';
 import type { KeyValue } from '../../../src/records/cursor.js';
@@ -69,7 +72,8 @@ const items = coll('pbc_items', 'items', [
 const fixedColl = coll('pbc_fixed', 'fixed', [field('x_price', 'price', 'number', { mode: 'fixed', scale: 2 })]);
 const expiring = coll('pbc_exp', 'expiring', [field('e_until', 'until', 'date'), field('e_doc', 'doc', 'json')], { options: { ttl_field: 'until' } });
 const users = coll('pbc_users', 'users', [field('u_email', 'email', 'email'), field('u_vis', 'emailVisibility', 'bool'), field('u_verified', 'verified', 'bool')], { type: 'auth', updateRule: 'verified = true' });
-const ALL = [targets, items, fixedColl, expiring, users];
+const notes = coll('pbc_notes', 'notes', [field('o_title', 'title', 'text', { searchable: true }), field('o_body', 'body', 'editor', { searchable: true })]);
+const ALL = [targets, items, fixedColl, expiring, users, notes];
 const schema = { byId: (id: string) => ALL.find((c) => c.id === id), byName: (n: string) => ALL.find((c) => c.name === n) };
 
 const TITLES = ['alpha', 'Alpha', 'beta', 'ünïcödé', 'emoji 😀 𝄞', 'quote " and \' and \\ /', 'ctl \u0001\u001f\u007f\n\t\r\b\f', '', null, 'zeta', 'a\u2028b\u2029', 'gone'];
@@ -183,6 +187,11 @@ describe('PostgreSQL list and record statements', { skip }, () => {
     await query(`UPDATE "items" SET "kind" = '[ ]', "tags" = '[1, "a", null, "b"]', "pic" = '[not json', "docs" = '[]' WHERE "id" = ?`, [rid(2)]);
     await query(`UPDATE "items" SET "kind" = '["a\\"b", "c\\\\d\\n"]', "pic" = '', "docs" = 'null', "meta" = '"only a string"' WHERE "id" = ?`, [rid(3)]);
     await query(`UPDATE "items" SET "n" = '-0'::float8, "flag" = 7, "kind" = '["k"]' WHERE "id" = ?`, [rid(4)]);
+    const NOTES = [
+      ['São Paulo travel guide', '<p>Coffee and football in Brazil</p>'], ['Paris in spring', '<p>Coffee on the Seine</p>'],
+      ['Parma ham', '<p>Curing pork in Italy</p>'], ['zebra', '<p>zebra zebra zebra</p>'], ['A zebra once', '<p>mail ann@example.com or see example.org</p>'],
+    ];
+    for (const [i, [title, body]] of NOTES.entries()) await insert(notes, rid(i, 'n'), { title, body });
     const rows = await query(`SELECT ${recordColumns(items).join(', ')}, r."_rowid" FROM "items" r`);
     stored = rows.map((row) => ({ row: row.slice(0, -1), rowid: Number(row[row.length - 1]), id: row[0] }));
   });
@@ -190,6 +199,35 @@ describe('PostgreSQL list and record statements', { skip }, () => {
   after(async () => {
     await db?.end();
     await server?.stop();
+  });
+
+  test('full-text search: the lowered tsquery matches as FTS5 does, ranked; hostile text never errors', async () => {
+    const from = fromRecords('notes', searchJoin());
+    /** The titles a search finds, most relevant first (ties by _rowid). */
+    const search = async (text: string): Promise<string[]> => {
+      const tsq = lowerTsquery(text);
+      if (tsq === null) return [];
+      return (await query(`SELECT r."title"${from} WHERE ${SEARCH_MATCH} ORDER BY ${SEARCH_RANK}, r."_rowid"`, [tsq])).map((row) => String(row[0]));
+    };
+    assert.deepEqual(await search('zebra'), ['zebra', 'A zebra once']);
+    assert.deepEqual(await search('brazil OR italy'), ['São Paulo travel guide', 'Parma ham']);
+    assert.deepEqual(await search('coffee NOT brazil'), ['Paris in spring']);
+    assert.deepEqual(await search('PAR*'), ['Paris in spring', 'Parma ham']);
+    assert.deepEqual(await search('sao-pau*'), ['São Paulo travel guide']);
+    assert.deepEqual(await search('paulo-sao'), []);
+    // PostgreSQL's parser keeps an e-mail address or host name as one word: the whole term finds it
+    assert.deepEqual(await search('ann@example.com'), ['A zebra once']);
+    assert.deepEqual(await search('example.org'), ['A zebra once']);
+    assert.deepEqual(await search("paris' OR \\ham"), ['Paris in spring', 'Parma ham']);
+    assert.deepEqual(await search("paris & !spring | ham <-> x:* (y"), []);
+    // quote, backslash and tsquery syntax in the text are inert: every string runs without an error
+    const alphabet = ["'", '"', '\\', '&', '|', '!', '<', '-', '>', ':', '*', '(', ')', ' ', 'a', 'Z', 'é', '1', '😀', '\u0000', '\t', 'OR ', 'NOT ', 'AND ', 'A', 'B'];
+    for (let i = 0; i < 400; i++) {
+      const bytes = randomBytes(1 + (i % 24));
+      const text = [...bytes].map((b) => alphabet[b % alphabet.length]).join('');
+      const tsq = lowerTsquery(text);
+      if (tsq !== null) await query(`SELECT count(*)${from} WHERE ${SEARCH_MATCH}`, [tsq]).catch((err: Error) => assert.fail(`${JSON.stringify(text)} → ${tsq}: ${err.message}`));
+    }
   });
 
   test('doubles print as JSON.stringify prints them', async () => {
