@@ -3,8 +3,13 @@
  * 1-core-api.md, "Setting", "Feature flag and experiment", `/api/settings`, `/api/features`,
  * `/api/state`; 0-conventions.md "Embedding": `flags`, `experiments`, `stateRoute`).
  *
- * Settings are opaque strings under keys, kept in `_settings` and mirrored in memory (this process
- * writes every change, so the mirror is exact and `/api/state` reads no table for flags). A flag's
+ * Settings are opaque strings under keys, kept in `_settings` and mirrored in memory, so
+ * `/api/state` reads no table for flags. The mirror, the per-subject state cache and the sticky
+ * assignments cached change only from the change feed (src/store/change-feed.ts): every write of
+ * `_settings` or `_assignments` names its row there (SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID), and
+ * the feed delivers it on the writing process before the write is answered and, on PostgreSQL,
+ * on every other instance (the cluster feed); each then reads the row again. One invalidation
+ * path, whoever wrote (docs/framework.md, "Flags and experiments"). A flag's
  * value is its override (`flag:<name>` = `true`/`false`) or its default. An experiment assigns a
  * subject by xxhash32 of `<experiment>:<subject>` over the weights (the override in
  * `exp:<name>:weights`, a JSON array of integers, or the declared ones); a sticky experiment keeps
@@ -14,6 +19,7 @@
 import { xxh32 } from '@node-rs/xxhash';
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
+import { ASSIGNMENTS_FEED_ID, SETTINGS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
 import { experimentWeightsKey, flagKey, type Setting } from './setting.js';
@@ -50,23 +56,111 @@ export class FeatureService {
   private stateCache = new Map<string, string>();
   private flagsByName: Map<string, FlagDefinition>;
   private experimentsByName: Map<string, ExperimentDefinition>;
-  /** called after a flag or experiment override changes (the realtime `__features` signal) */
+  /**
+   * called after a flag or experiment override changes, on every instance (the realtime
+   * `__features` signal)
+   */
   onOverrideChange: (() => void) | null = null;
+  /** override changes so far (a state computed across one is not cached) */
+  private overridesGen = 0;
+  /** a refresh from the feed failed to read: the mirror is read whole again at its next use */
+  private stale = false;
+  private readonly unsubscribe: () => void;
 
   constructor(private store: Store, readonly flags: readonly FlagDefinition[] = [], readonly experiments: readonly ExperimentDefinition[] = []) {
     for (const s of store.sql.settings.all()) this.settings.set(s.key, s);
     this.flagsByName = new Map(flags.map((f) => [f.name, f]));
     this.experimentsByName = new Map(experiments.map((e) => [e.name, e]));
+    this.unsubscribe = store.writer.changes.subscribe((batch) => this.onBatch(batch));
+  }
+
+  /** Stops following the change feed (the store's writer outlives this service). */
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /**
+   * The one invalidation path: a committed batch naming settings or assignments (this process's
+   * writes and, on PostgreSQL, every other instance's). A setting named is read again (absent:
+   * deleted); a truncated `_settings` reloads them all. States cached go when an override may have
+   * moved; a subject's cached state and sticky variant go when its assignment was written.
+   */
+  private onBatch(batch: ChangeBatch): void {
+    let keys: string[] | null = null;
+    const allSettings = batch.truncated.includes(SETTINGS_FEED_ID);
+    let allAssignments = batch.truncated.includes(ASSIGNMENTS_FEED_ID);
+    for (const ch of batch.changes) {
+      if (ch.collection === SETTINGS_FEED_ID) {
+        (keys ??= []).push(ch.id);
+      } else if (ch.collection === ASSIGNMENTS_FEED_ID) {
+        const at = parseAssignmentId(ch.id);
+        if (at) {
+          this.assigned.delete(`${at[0]}\u0000${at[1]}`);
+          this.stateCache.delete(at[1]);
+        } else allAssignments = true;
+      }
+    }
+    if (allAssignments) {
+      this.assigned.clear();
+      this.stateCache.clear();
+    }
+    let overrides = false;
+    if (allSettings) overrides = this.reloadAll();
+    else if (keys) {
+      // a remote commit: the reader may hold a snapshot taken before it
+      this.store.reader.endSnapshot();
+      for (const key of keys) {
+        this.reload(key);
+        if (this.isOverrideKey(key)) overrides = true;
+      }
+    }
+    if (overrides) this.changed();
+  }
+
+  /** Reads one setting into the mirror (or out of it when gone); on a failed read the mirror turns stale. */
+  private reload(key: string): void {
+    try {
+      const s = this.store.sql.settings.get(key);
+      if (s) this.settings.set(key, s);
+      else this.settings.delete(key);
+    } catch {
+      this.stale = true;
+    }
+  }
+
+  /** Reads every setting; true when an override's value may have moved (or the read failed). */
+  private reloadAll(): boolean {
+    this.store.reader.endSnapshot();
+    let rows: Setting[];
+    try {
+      rows = this.store.sql.settings.all();
+    } catch {
+      this.stale = true;
+      return true;
+    }
+    const before = this.settings;
+    this.settings = new Map(rows.map((s) => [s.key, s]));
+    this.stale = false;
+    for (const k of new Set([...before.keys(), ...this.settings.keys()])) {
+      if (this.isOverrideKey(k) && before.get(k)?.value !== this.settings.get(k)?.value) return true;
+    }
+    return false;
+  }
+
+  /** The mirror, read whole again first when a refresh from the feed could not read. */
+  private mirror(): Map<string, Setting> {
+    if (this.stale && this.reloadAll() && !this.stale) this.changed();
+    return this.settings;
   }
 
   // ----- settings -----
 
   list(): Setting[] {
-    return [...this.settings.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return [...this.mirror().values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   get(key: string): Setting | undefined {
-    return this.settings.get(key);
+    return this.mirror().get(key);
   }
 
   /**
@@ -82,20 +176,15 @@ export class FeatureService {
     const override = this.overrideProblem(key, value);
     if (override) throw ApiError.validation({ value: { code: 'validation_value', message: override } });
     const now = nowDate();
+    // the change feed delivers the write (onBatch) before it is answered: the mirror has it then
     await this.write([this.store.sql.settings.putStep(key, value, now)]);
-    const prev = this.settings.get(key);
-    const s: Setting = { key, value, created: prev?.created ?? now, updated: now };
-    this.settings.set(key, s);
-    if (this.isOverrideKey(key)) this.changed();
-    return s;
+    return { key, value, created: this.settings.get(key)?.created ?? now, updated: now };
   }
 
-  /** Deletes a setting. @throws ApiError 404 when absent */
+  /** Deletes a setting (the mirror drops it from the change feed, as on every instance). @throws ApiError 404 when absent */
   async delete(key: string): Promise<void> {
     checkKey(key);
     await this.write([this.store.sql.settings.deleteStep(key, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
-    this.settings.delete(key);
-    if (this.isOverrideKey(key)) this.changed();
   }
 
   private isOverrideKey(key: string): boolean {
@@ -104,6 +193,7 @@ export class FeatureService {
 
   private changed(): void {
     // values and weights may have moved: cached states go; sticky variants stay (they are persisted)
+    this.overridesGen++;
     this.stateCache.clear();
     this.onOverrideChange?.();
   }
@@ -121,10 +211,10 @@ export class FeatureService {
   /** `/api/features`: the declared flags and experiments with their overrides. */
   features(): { flags: FlagView[]; experiments: ExperimentView[] } {
     return {
-      flags: this.flags.map((f) => ({ name: f.name, default: f.default, description: f.description ?? '', override: this.settings.get(flagKey(f.name))?.value ?? null })),
+      flags: this.flags.map((f) => ({ name: f.name, default: f.default, description: f.description ?? '', override: this.mirror().get(flagKey(f.name))?.value ?? null })),
       experiments: this.experiments.map((e) => ({
         name: e.name, variants: e.variants.map((v) => v.name), weights: e.variants.map((v) => v.weight), sticky: !!e.sticky,
-        description: e.description ?? '', weight_override: this.settings.get(experimentWeightsKey(e.name))?.value ?? null,
+        description: e.description ?? '', weight_override: this.mirror().get(experimentWeightsKey(e.name))?.value ?? null,
       })),
     };
   }
@@ -133,7 +223,7 @@ export class FeatureService {
   flag(name: string): boolean {
     const f = this.flagsByName.get(name);
     if (!f) return false;
-    const o = this.settings.get(flagKey(name))?.value;
+    const o = this.mirror().get(flagKey(name))?.value;
     return o === 'true' ? true : o === 'false' ? false : f.default;
   }
 
@@ -167,7 +257,9 @@ export class FeatureService {
     if (hit !== undefined) return hit;
     const now = this.stateSync(subject);
     if (now) return this.remember(subject, now);
-    return this.state(subject).then((st) => this.remember(subject, st));
+    // an override that changes while the first assignment is written leaves this state stale: not kept
+    const gen = this.overridesGen;
+    return this.state(subject).then((st) => (gen === this.overridesGen ? this.remember(subject, st) : JSON.stringify(st)));
   }
 
   private remember(subject: string, st: { flags: Record<string, boolean>; experiments: Record<string, string> }): string {
@@ -207,7 +299,7 @@ export class FeatureService {
   }
 
   private bucket(e: ExperimentDefinition, subject: string): string {
-    const override = this.settings.get(experimentWeightsKey(e.name))?.value;
+    const override = this.mirror().get(experimentWeightsKey(e.name))?.value;
     const weights = (override !== undefined ? parseWeights(override, e.variants.length) : null) ?? e.variants.map((v) => v.weight);
     const total = weights.reduce((a, b) => a + b, 0);
     let point = xxh32(`${e.name}:${subject}`, 0) % total;
@@ -228,6 +320,16 @@ export class FeatureService {
 function checkKey(key: string): void {
   if (typeof key !== 'string' || key === '' || key.length > MAX_SETTING_KEY || /[\u0000-\u001f\u007f/]/.test(key)) {
     throw ApiError.validation({ key: { code: 'validation_value', message: `A setting key is 1 to ${MAX_SETTING_KEY} characters, without "/" or control characters.` } });
+  }
+}
+
+/** `[experiment, subject]` of an assignment's feed id (settings-sql.ts), or null. */
+function parseAssignmentId(id: string): [string, string] | null {
+  try {
+    const v = JSON.parse(id) as unknown;
+    return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' ? [v[0], v[1]] : null;
+  } catch {
+    return null;
   }
 }
 

@@ -41,6 +41,26 @@ export interface ChangeBatch {
 
 export type ChangeListener = (batch: ChangeBatch) => void;
 
+/*
+ * State that is not records travels on the same feed, under reserved "collection" ids that no
+ * collection has (they start with `_`, as system tables do): the writing step names the row it
+ * changed as `WriteStep.creates` (op `create` whatever the statement did: a listener reads the
+ * row again, and an absent row means deleted), so the entry reaches this process's feed when the
+ * job commits and, on PostgreSQL, every other instance's in the same transaction
+ * (src/store/pg/cluster-feed.ts). Caches and realtime find no collection under these ids and
+ * skip them. A truncated id (a reconnect's "everything changed", an oversized batch) means every
+ * row of that kind may have changed.
+ */
+/** `_settings` rows (id: the setting's key): FeatureService (src/settings/features.ts) reloads them. */
+export const SETTINGS_FEED_ID = '_settings';
+/**
+ * Sticky experiment assignments (id: `JSON.stringify([experiment, subject])`): FeatureService drops
+ * what it cached for the subject.
+ */
+export const ASSIGNMENTS_FEED_ID = '_assignments';
+/** Every reserved id above (the cluster feed names them in its "everything changed" batch). */
+export const STATE_FEED_IDS: readonly string[] = [SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID];
+
 /** The stream: subscribe, and the writer client emits. A listener that throws does not stop the others. */
 export class ChangeFeed {
   private listeners: ChangeListener[] = [];

@@ -8,7 +8,14 @@ import type { Setting } from '../settings/setting.js';
 export interface SettingsRowStore {
   /** Every setting, by key. */
   all(): Setting[];
-  /** Step creating or replacing a setting (`created` kept on replace). */
+  /** One setting, or undefined when there is none. */
+  get(key: string): Setting | undefined;
+  /**
+   * Step creating or replacing a setting (`created` kept on replace). Like every step that writes
+   * `_settings` or `_assignments`, it names its row on the change feed (`creates` under
+   * SETTINGS_FEED_ID / ASSIGNMENTS_FEED_ID, src/store/change-feed.ts), which is how every
+   * instance's FeatureService hears of it.
+   */
   putStep(key: string, value: string, now: string): WriteStep;
   /** Step deleting a setting; fails the job with `fail` when there is none. */
   deleteStep(key: string, fail: NonNullable<WriteStep['fail']>): WriteStep;

@@ -4,8 +4,9 @@
  * Debian (test/helpers/nginx.ts, round robin). A write made on one instance is read, listed,
  * searched and delivered over realtime on the other; a token issued by one is accepted by the
  * other (the shared token secret); each instance's caches drop what another instance changed
- * (the cluster change feed, src/store/pg/cluster-feed.ts); and clients through the balancer see
- * one service.
+ * (the cluster change feed, src/store/pg/cluster-feed.ts), settings, flag and experiment
+ * overrides included; and clients through the
+ * balancer see one service.
  *
  * Skips, saying why, when PostgreSQL or nginx cannot run here (ci/install-apt.sh installs both).
  */
@@ -15,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { startSvc, runCli, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
+import { ROOT, startSvc, runCli, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { postgresSkipReason, startPostgres, type Postgres } from '../helpers/postgres.js';
 import { nginxSkipReason, startNginx } from '../helpers/nginx.js';
 
@@ -27,11 +28,15 @@ let b: Svc;
 let lb: Awaited<ReturnType<typeof startNginx>> | null = null;
 const dirs: string[] = [];
 
-/** A server of the cluster: its own data directory, the shared database. */
+/**
+ * A server of the cluster: its own data directory, the shared database, and the app that declares
+ * flags and experiments (test/fixtures/app-features.mjs: state route `/api/flags-state`,
+ * `/api/checkout` reading `app.flags` and `app.settings`).
+ */
 async function instance(url: string): Promise<Svc> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-cluster-'));
   dirs.push(dataDir);
-  return startSvc({ dataDir, env: { SERVICE_DATABASE_URL: url }, superuser: true });
+  return startSvc({ dataDir, env: { SERVICE_DATABASE_URL: url }, superuser: true, args: [`--app=${join(ROOT, 'test', 'fixtures', 'app-features.mjs')}`] });
 }
 
 before(async () => {
@@ -295,4 +300,61 @@ test('rate limits are shared: failed sign-ins spread over both instances meet on
   }
   assert.deepEqual(statuses.slice(0, 10), Array(10).fill(400), statuses.join(','));
   assert.deepEqual(statuses.slice(10), [429, 429, 429, 429], 'the 11th attempt is refused, whichever instance it reaches');
+});
+
+test('settings: a setting saved on A is read on B, through the REST routes and app.settings; replaced and deleted on A, so on B', { skip: skip ?? false }, async () => {
+  // B's mirror of _settings is loaded before the writes
+  assert.equal((await b.api('GET', '/api/settings/greeting', { token: b.suToken })).status, 404);
+  assert.equal((await b.api('GET', '/api/checkout')).body.greeting, null);
+  assert.equal((await a.api('PUT', '/api/settings/greeting', { token: a.suToken, body: { value: 'hello' } })).status, 200);
+  await eventually('B reads the setting saved on A', async () => (await b.api('GET', '/api/settings/greeting', { token: b.suToken })).body?.value === 'hello');
+  assert.ok((await b.api('GET', '/api/settings', { token: b.suToken })).body.items.some((s: any) => s.key === 'greeting' && s.value === 'hello'));
+  assert.equal((await b.api('GET', '/api/checkout')).body.greeting, 'hello', 'app.settings on B');
+  assert.equal((await a.api('PUT', '/api/settings/greeting', { token: a.suToken, body: { value: 'hola' } })).status, 200);
+  await eventually('B reads the replaced value', async () => (await b.api('GET', '/api/checkout')).body.greeting === 'hola');
+  assert.equal((await a.api('DELETE', '/api/settings/greeting', { token: a.suToken })).status, 204);
+  await eventually('the setting deleted on A is gone on B', async () => (await b.api('GET', '/api/settings/greeting', { token: b.suToken })).status === 404);
+  assert.equal((await b.api('GET', '/api/checkout')).body.greeting, null);
+  assert.ok(!(await b.api('GET', '/api/settings', { token: b.suToken })).body.items.some((s: any) => s.key === 'greeting'));
+  // and the other way round: B's write reaches A
+  assert.equal((await b.api('PUT', '/api/settings/motto', { token: b.suToken, body: { value: 'one service' } })).status, 200);
+  await eventually('A reads the setting saved on B', async () => (await a.api('GET', '/api/settings/motto', { token: a.suToken })).body?.value === 'one service');
+});
+
+test('flags and experiments: an override changed on A changes B\'s evaluation (state route, app.flags, /api/features) and sends B\'s clients the __features signal', { skip: skip ?? false }, async () => {
+  // B answers (and caches) the state before the override
+  const before = await b.api('GET', '/api/flags-state?subject=ann');
+  assert.equal(before.body.flags['new-checkout'], false);
+  assert.equal((await b.api('GET', '/api/checkout?subject=ann')).body.newCheckout, false);
+  const ws = new WebSocket(`${b.url.replace('http', 'ws')}/api/realtime`);
+  const frames: any[] = [];
+  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+  try {
+    await new Promise<void>((res, rej) => {
+      ws.once('open', () => res());
+      ws.once('error', rej);
+    });
+    await eventually('connect frame', async () => frames.some((f) => f.type === 'connect'));
+    assert.equal((await a.api('PUT', '/api/settings/flag:new-checkout', { token: a.suToken, body: { value: 'true' } })).status, 200);
+    await eventually('B evaluates the flag as overridden on A', async () => (await b.api('GET', '/api/flags-state?subject=ann')).body.flags['new-checkout'] === true);
+    assert.equal((await b.api('GET', '/api/checkout?subject=ann')).body.newCheckout, true, 'app.flags on B');
+    assert.equal((await b.api('GET', '/api/features', { token: b.suToken })).body.flags[0].override, 'true');
+    await eventually('B\'s client gets the __features signal', async () => frames.some((f) => f.type === 'signal' && f.topic === '__features'));
+    // an experiment's weights overridden on A move B's (non-sticky) assignments
+    assert.equal((await a.api('PUT', '/api/settings/exp:pricing:weights', { token: a.suToken, body: { value: '[0,1]' } })).status, 200);
+    await eventually('B applies the weights set on A', async () => {
+      for (let i = 0; i < 10; i++) if ((await b.api('GET', `/api/flags-state?subject=w-${i}`)).body.experiments.pricing !== 'b') return false;
+      return true;
+    });
+    // the override deleted on A: B is back to the default
+    assert.equal((await a.api('DELETE', '/api/settings/flag:new-checkout', { token: a.suToken })).status, 204);
+    await eventually('B is back to the default', async () => (await b.api('GET', '/api/flags-state?subject=ann')).body.flags['new-checkout'] === false);
+    assert.equal((await b.api('GET', '/api/checkout?subject=ann')).body.newCheckout, false);
+    assert.equal((await a.api('DELETE', '/api/settings/exp:pricing:weights', { token: a.suToken })).status, 204);
+    // a sticky assignment made on A is the one B hands out
+    const first = (await a.api('GET', '/api/flags-state?subject=sticky-1')).body.experiments.onboarding;
+    assert.equal((await b.api('GET', '/api/flags-state?subject=sticky-1')).body.experiments.onboarding, first);
+  } finally {
+    ws.close();
+  }
 });

@@ -13,9 +13,11 @@
  *   {"i":"<instance id>","s":<publish seq>,"k":<chunk index>,"e":1?,"c":[["<collection>","<id>",<op>,<old row>?],…]}
  *
  * with op 1 create, 2 update, 3 delete, and 0 for "every record of this collection may have
- * changed" (ChangeBatch.truncated; the id is null). `e` marks the last chunk of a batch. An
- * instance ignores notifications that carry its own instance id (its writer already delivered
- * them locally).
+ * changed" (ChangeBatch.truncated; the id is null). The collection may also be one of the reserved
+ * ids of src/store/change-feed.ts (settings, sticky assignments), named by the
+ * writing step's `creates` like a created record: they travel the same way. `e` marks the last
+ * chunk of a batch. An instance ignores notifications that carry its own instance id (its writer
+ * already delivered them locally).
  *
  * Payload limit (PostgreSQL refuses a NOTIFY payload of 8000 bytes or more). A batch is split into
  * as many notifications as it takes (each under ~7,800 bytes, about 150–200 changes with 15-char

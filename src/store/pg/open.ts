@@ -15,7 +15,9 @@
  *    `_collections`, made by this instance or another, reloads the registry;
  * 6. the cluster feed (ClusterFeed): this instance's commits are announced to the others by
  *    LISTEN/NOTIFY inside the committing transaction, the others' are emitted into this
- *    instance's change feed, so caches and realtime see every instance's writes.
+ *    instance's change feed, so caches and realtime see every instance's writes, and settings,
+ *    flags and experiment assignments too (their entries under the reserved ids of
+ *    src/store/change-feed.ts, STATE_FEED_IDS).
  *
  * The data directory still holds what is per instance: the local file storage (when no object
  * store is configured), the slow-query log, the lock.
@@ -32,6 +34,7 @@ import { CollectionRegistry } from '../../collections/collection-registry.js';
 import { Store } from '../store.js';
 import { ENCRYPTION_KEY_BYTES } from '../../records/encryption.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
+import { STATE_FEED_IDS } from '../change-feed.js';
 import { RATE_LIMITS_DDL } from './rate-limit-sql.js';
 import pg from 'pg';
 
@@ -114,7 +117,8 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
       connection: url,
       feed: writer.changes,
       counter: writer,
-      collections: () => [...registry.all().map((c) => c.id), SCHEMA_FEED_ID],
+      // after a reconnect everything may have changed: records, the schema, settings, assignments
+      collections: () => [...registry.all().map((c) => c.id), SCHEMA_FEED_ID, ...STATE_FEED_IDS],
       onError: (err) => logger.warn(`cluster change feed: ${err.message}`),
     });
     cleanup.push(() => cluster.close());

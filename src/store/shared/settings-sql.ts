@@ -6,11 +6,17 @@
  * created by each backend's bootstrap: SETTINGS_DDL of src/store/sqlite/settings-sql.ts,
  * SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
+ * Every write step names its row on the change feed (`creates` under SETTINGS_FEED_ID or
+ * ASSIGNMENTS_FEED_ID, src/store/change-feed.ts): the entry reaches this process's feed when the
+ * job commits and, on PostgreSQL, every other instance's (the cluster feed), and FeatureService
+ * refreshes from it (docs/framework.md, "Flags and experiments").
+ *
  * What the backends spell differently is in {@link SettingsSqlDialect}; none of it is visible to
  * the domain. One difference is not in the statements: PostgreSQL text cannot hold U+0000, so a
  * setting value holding one is refused by the server (the write job fails) where SQLite stores it.
  */
 import type { WriteStep } from '../write-job.js';
+import { ASSIGNMENTS_FEED_ID, SETTINGS_FEED_ID } from '../change-feed.js';
 import type { SettingsRowStore } from '../settings-store.js';
 import type { Setting } from '../../settings/setting.js';
 import type { BackendKind, SqlReader } from '../backend.js';
@@ -29,6 +35,13 @@ export interface SettingsSqlDialect {
    */
   readonly assignInsert: string;
 }
+
+/**
+ * A row's id on the change feed: the text with any lone surrogate replaced (U+FFFD). The cluster
+ * feed casts its entries to jsonb, which refuses an escaped lone surrogate, and the group commit
+ * holding it would fail; neither backend stores one either (both keep text as UTF-8).
+ */
+const feedId = (text: string): string => (text as unknown as { toWellFormed(): string }).toWellFormed();
 
 /** Each backend's spelling. */
 export const SETTINGS_DIALECTS: Readonly<Record<BackendKind, SettingsSqlDialect>> = {
@@ -54,15 +67,21 @@ export class SettingsSql implements SettingsRowStore {
       .map((r) => ({ key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) }));
   }
 
+  get(key: string): Setting | undefined {
+    const r = this.reader.get('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = ?', [key]);
+    return r ? { key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) } : undefined;
+  }
+
   putStep(key: string, value: string, now: string): WriteStep {
     return {
       sql: 'INSERT INTO "_settings" ("key","value","created","updated") VALUES (?,?,?,?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value", "updated" = excluded."updated"',
       params: [key, value, now, now],
+      creates: { collection: SETTINGS_FEED_ID, id: feedId(key) },
     };
   }
 
   deleteStep(key: string, fail: NonNullable<WriteStep['fail']>): WriteStep {
-    return { sql: 'DELETE FROM "_settings" WHERE "key" = ?', params: [key], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_settings" WHERE "key" = ?', params: [key], expect: 'change', fail, creates: { collection: SETTINGS_FEED_ID, id: feedId(key) } };
   }
 
   assignment(experiment: string, subject: string): string | undefined {
@@ -72,6 +91,6 @@ export class SettingsSql implements SettingsRowStore {
 
   assignStep(experiment: string, subject: string, variant: string, now: string): WriteStep {
     // the first resolve wins: a concurrent one keeps the stored variant
-    return { sql: this.dialect.assignInsert, params: [experiment, subject, variant, now] };
+    return { sql: this.dialect.assignInsert, params: [experiment, subject, variant, now], creates: { collection: ASSIGNMENTS_FEED_ID, id: feedId(JSON.stringify([experiment, subject])) } };
   }
 }
