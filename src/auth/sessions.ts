@@ -7,10 +7,19 @@
  *   `sid`) and is valid only while the row exists. Rows are checked with a point read on every
  *   authenticated request; `last_seen` is refreshed at most once a minute per session, by a
  *   fire-and-forget write job that never delays the response.
+ *
+ * A session that ends (revoke, logout everywhere, a password change's "every other session") is
+ * announced on the change feed (SESSIONS_FEED_ID, src/store/change-feed.ts) in the job that ends
+ * it, so the announcement reaches this process when the job commits and, on PostgreSQL, every
+ * other instance in the same transaction (the cluster feed). `onEnded` (realtime's re-check of
+ * the clients signed in as the record) runs from that feed, on every instance; nothing about a
+ * session is cached here: `check` reads the row on every request, and the token epoch comes with
+ * the auth record, whose cached copies the feed drops like any record's.
  */
 import type { Store } from '../store/store.js';
 import type { Collection } from '../collections/types.js';
 import type { WriteStep } from '../store/write-job.js';
+import { SESSIONS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
 import { bindValue } from '../store/bind.js';
 import { ApiError } from '../errors/api-error.js';
 import { newId } from '../records/ids.js';
@@ -40,10 +49,36 @@ const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ');
 export class SessionStore {
   /** sessions whose last_seen write is in flight or was just written (bounded) */
   private touched = new Map<string, number>();
-  /** Called after sessions of a record ended (one revoked, all, or all but one): realtime re-checks its clients. */
+  /**
+   * Called after sessions of a record ended (one revoked, all, or all but one), on every instance,
+   * from the change feed: realtime re-checks its clients.
+   */
   onEnded: ((collectionId: string, recordId: string) => void) | null = null;
+  private readonly unsubscribe: () => void;
 
-  constructor(private store: Store, private onError: (err: unknown) => void = () => {}) {}
+  constructor(private store: Store, private onError: (err: unknown) => void = () => {}) {
+    this.unsubscribe = store.writer.changes.subscribe((batch) => this.onBatch(batch));
+  }
+
+  /** Stops following the change feed. */
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /** The sessions a committed batch ended (this process's jobs and other instances'): `onEnded` for each record. */
+  private onBatch(batch: ChangeBatch): void {
+    if (!this.onEnded) return;
+    for (const ch of batch.changes) {
+      if (ch.collection !== SESSIONS_FEED_ID) continue;
+      let at: unknown;
+      try {
+        at = JSON.parse(ch.id);
+      } catch {
+        continue;
+      }
+      if (Array.isArray(at) && typeof at[0] === 'string' && typeof at[1] === 'string') this.onEnded(at[0], at[1]);
+    }
+  }
 
   /** Inserts a session row for a new login; drops the owner's rows whose tokens all expired. */
   async create(c: Collection, recordId: string, meta: { userAgent: string; ip: string }): Promise<string> {
@@ -101,25 +136,22 @@ export class SessionStore {
 
   /** Ends one of the owner's sessions; 404 when unknown or owned by someone else. */
   async revoke(c: Collection, recordId: string, sid: string): Promise<void> {
-    await this.write([
+    await this.write(ended([
       this.store.sql.sessions.revokeStep(c.id, recordId, sid, { status: 404, code: 'not_found', message: 'The requested resource was not found.' }),
-    ]);
-    this.onEnded?.(c.id, recordId);
+    ], c.id, recordId));
   }
 
   /** Logout everywhere: bumps the record's token epoch and wipes its session rows, in one job. */
   async endAll(c: Collection, recordId: string): Promise<void> {
-    await this.write([
+    await this.write(ended([
       this.store.sql.auth.bumpEpochStep(c, recordId),
       ...this.wipeSteps(c, recordId, null),
-    ]); // the epoch changed: the change feed drops cached copies of the record
-    this.onEnded?.(c.id, recordId);
+    ], c.id, recordId)); // the epoch changed: the change feed drops cached copies of the record
   }
 
   /** Deletes the record's session rows except `keepSid` (after a password change). */
   async endOthers(c: Collection, recordId: string, keepSid: string | null): Promise<void> {
-    await this.write(this.wipeSteps(c, recordId, keepSid));
-    this.onEnded?.(c.id, recordId);
+    await this.write(ended(this.wipeSteps(c, recordId, keepSid), c.id, recordId));
   }
 
   /** Steps deleting a record's session rows (all, or all but `keepSid`), for use inside another job. */
@@ -131,6 +163,17 @@ export class SessionStore {
     for (const s of steps) s.params = s.params.map(bindValue);
     return this.store.writer.write(steps);
   }
+}
+
+/**
+ * `steps` with the announcement that the record's sessions ended (SESSIONS_FEED_ID) on the last
+ * step: reported only when the job commits (a revoke of an unknown session fails and announces
+ * nothing).
+ */
+function ended(steps: WriteStep[], collectionId: string, recordId: string): WriteStep[] {
+  const last = steps[steps.length - 1];
+  steps[steps.length - 1] = { ...last, creates: { collection: SESSIONS_FEED_ID, id: JSON.stringify([collectionId, recordId]) } };
+  return steps;
 }
 
 /** 404 unless the collection uses the table store (per-device session routes). */

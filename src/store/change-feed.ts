@@ -58,8 +58,14 @@ export const SETTINGS_FEED_ID = '_settings';
  * what it cached for the subject.
  */
 export const ASSIGNMENTS_FEED_ID = '_assignments';
+/**
+ * Sessions that ended (one revoked, all of a record, all but one; id:
+ * `JSON.stringify([collectionId, recordId])`): SessionStore (src/auth/sessions.ts) tells
+ * realtime, which re-checks the clients signed in as that record.
+ */
+export const SESSIONS_FEED_ID = '_sessions';
 /** Every reserved id above (the cluster feed names them in its "everything changed" batch). */
-export const STATE_FEED_IDS: readonly string[] = [SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID];
+export const STATE_FEED_IDS: readonly string[] = [SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID, SESSIONS_FEED_ID];
 
 /** The stream: subscribe, and the writer client emits. A listener that throws does not stop the others. */
 export class ChangeFeed {

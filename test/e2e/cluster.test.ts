@@ -5,7 +5,7 @@
  * searched and delivered over realtime on the other; a token issued by one is accepted by the
  * other (the shared token secret); each instance's caches drop what another instance changed
  * (the cluster change feed, src/store/pg/cluster-feed.ts), settings, flag and experiment
- * overrides included; and clients through the
+ * overrides and ended sessions included; and clients through the
  * balancer see one service.
  *
  * Skips, saying why, when PostgreSQL or nginx cannot run here (ci/install-apt.sh installs both).
@@ -356,5 +356,50 @@ test('flags and experiments: an override changed on A changes B\'s evaluation (s
     assert.equal((await b.api('GET', '/api/flags-state?subject=sticky-1')).body.experiments.onboarding, first);
   } finally {
     ws.close();
+  }
+});
+
+test('a session ended on A is refused on B: a table-store session at once (B reads its row), and B\'s realtime client signed in with it is told', { skip: skip ?? false }, async () => {
+  const own = { createRule: '@public', viewRule: 'id = @request.auth.id', listRule: 'id = @request.auth.id', updateRule: 'id = @request.auth.id' };
+  await a.createCollection({ name: 'handsets', type: 'auth', fields: [], ...own, options: { auth: { session: { store: 'table' } } } });
+  await eventually('B knows handsets', async () => (await b.api('GET', '/api/collections/handsets', { token: b.suToken })).status === 200);
+  const pw = 'member-pass-1';
+  const signup = await a.api('POST', '/api/collections/handsets/records', { body: { email: 'm@example.com', password: pw, passwordConfirm: pw } });
+  assert.equal(signup.status, 201, signup.text);
+  const id = signup.body.id;
+  const one = (await a.api('POST', '/api/collections/handsets/auth-with-password', { body: { identity: 'm@example.com', password: pw } })).body.token as string;
+  const two = (await a.api('POST', '/api/collections/handsets/auth-with-password', { body: { identity: 'm@example.com', password: pw } })).body.token as string;
+  assert.equal((await b.api('GET', `/api/collections/handsets/records/${id}`, { token: one })).status, 200, 'B accepts the session before');
+  const rt = await subscribe(b.url, 'handsets', { token: one });
+  try {
+    const sid = (await a.api('GET', '/api/collections/handsets/auth/sessions', { token: one })).body.items.find((s: any) => s.is_current).id;
+    assert.equal((await a.api('DELETE', `/api/collections/handsets/auth/sessions/${sid}`, { token: two })).status, 204);
+    // no poll: B checks the session row on every request
+    assert.equal((await b.api('GET', `/api/collections/handsets/records/${id}`, { token: one })).status, 401, 'the ended session is refused on B at once');
+    assert.equal((await b.api('GET', `/api/collections/handsets/records/${id}`, { token: two })).status, 200, 'the other session lives on');
+    await eventually('B tells its realtime client the session ended', async () => rt.frames.some((f) => f.type === 'auth' && f.status === 'error'));
+    // logout everywhere on A (bumps the token epoch, wipes the rows): refused on B too
+    assert.equal((await a.api('DELETE', '/api/collections/handsets/auth/sessions', { token: two })).status, 204);
+    assert.equal((await b.api('GET', `/api/collections/handsets/records/${id}`, { token: two })).status, 401);
+  } finally {
+    rt.ws.close();
+  }
+});
+
+test('logout everywhere on A in the epoch store: B, which caches the auth record, refuses the token once the feed drops it (bounded)', { skip: skip ?? false }, async () => {
+  const own = { createRule: '@public', viewRule: 'id = @request.auth.id', listRule: 'id = @request.auth.id', updateRule: 'id = @request.auth.id' };
+  await a.createCollection({ name: 'fans', type: 'auth', fields: [], ...own });
+  await eventually('B knows fans', async () => (await b.api('GET', '/api/collections/fans', { token: b.suToken })).status === 200);
+  const pw = 'fan-pass-1';
+  const id = (await a.api('POST', '/api/collections/fans/records', { body: { email: 'f@example.com', password: pw, passwordConfirm: pw } })).body.id;
+  const token = (await a.api('POST', '/api/collections/fans/auth-with-password', { body: { identity: 'f@example.com', password: pw } })).body.token as string;
+  const rt = await subscribe(b.url, 'fans', { token });
+  try {
+    assert.equal((await b.api('GET', `/api/collections/fans/records/${id}`, { token })).status, 200, 'B caches the record');
+    assert.equal((await a.api('DELETE', '/api/collections/fans/auth/sessions', { token })).status, 204);
+    await eventually('B refuses the token', async () => (await b.api('GET', `/api/collections/fans/records/${id}`, { token })).status === 401);
+    await eventually('B tells its realtime client', async () => rt.frames.some((f) => f.type === 'auth' && f.status === 'error'));
+  } finally {
+    rt.ws.close();
   }
 });

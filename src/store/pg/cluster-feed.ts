@@ -14,7 +14,7 @@
  *
  * with op 1 create, 2 update, 3 delete, and 0 for "every record of this collection may have
  * changed" (ChangeBatch.truncated; the id is null). The collection may also be one of the reserved
- * ids of src/store/change-feed.ts (settings, sticky assignments), named by the
+ * ids of src/store/change-feed.ts (settings, sticky assignments, ended sessions), named by the
  * writing step's `creates` like a created record: they travel the same way. `e` marks the last
  * chunk of a batch. An instance ignores notifications that carry its own instance id (its writer
  * already delivered them locally).

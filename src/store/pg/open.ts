@@ -16,8 +16,8 @@
  * 6. the cluster feed (ClusterFeed): this instance's commits are announced to the others by
  *    LISTEN/NOTIFY inside the committing transaction, the others' are emitted into this
  *    instance's change feed, so caches and realtime see every instance's writes, and settings,
- *    flags and experiment assignments too (their entries under the reserved ids of
- *    src/store/change-feed.ts, STATE_FEED_IDS).
+ *    flags, experiment assignments and ended sessions too (their entries under the reserved ids
+ *    of src/store/change-feed.ts, STATE_FEED_IDS).
  *
  * The data directory still holds what is per instance: the local file storage (when no object
  * store is configured), the slow-query log, the lock.
@@ -117,7 +117,7 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
       connection: url,
       feed: writer.changes,
       counter: writer,
-      // after a reconnect everything may have changed: records, the schema, settings, assignments
+      // after a reconnect everything may have changed: records, the schema, settings, assignments, sessions
       collections: () => [...registry.all().map((c) => c.id), SCHEMA_FEED_ID, ...STATE_FEED_IDS],
       onError: (err) => logger.warn(`cluster change feed: ${err.message}`),
     });
