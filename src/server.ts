@@ -86,6 +86,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
       if (applied.length) {
         reader.endSnapshot();
         registry.load(sql.schema.loadAll()); // a migration may have changed collections
+        // and settings or assignments: announced on the change feed, which FeatureService follows
+        await store.writer.write(sql.settings.changedAllSteps());
       }
     } catch (err) {
       await closeData();

@@ -19,7 +19,7 @@
 import { xxh32 } from '@node-rs/xxhash';
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
-import { ASSIGNMENTS_FEED_ID, SETTINGS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
+import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
 import { experimentWeightsKey, flagKey, type Setting } from './setting.js';
@@ -82,18 +82,20 @@ export class FeatureService {
   /**
    * The one invalidation path: a committed batch naming settings or assignments (this process's
    * writes and, on PostgreSQL, every other instance's). A setting named is read again (absent:
-   * deleted); a truncated `_settings` reloads them all. States cached go when an override may have
+   * deleted); a truncated `_settings`, or the id `/` (SettingsRowStore.changedAllSteps: after app
+   * migrations), reloads them all. States cached go when an override may have
    * moved; a subject's cached state and sticky variant go when its assignment was written.
    */
   private onBatch(batch: ChangeBatch): void {
     let keys: string[] | null = null;
-    const allSettings = batch.truncated.includes(SETTINGS_FEED_ID);
+    let allSettings = batch.truncated.includes(SETTINGS_FEED_ID);
     let allAssignments = batch.truncated.includes(ASSIGNMENTS_FEED_ID);
     for (const ch of batch.changes) {
       if (ch.collection === SETTINGS_FEED_ID) {
-        (keys ??= []).push(ch.id);
+        if (ch.id === EVERY_ROW) allSettings = true;
+        else (keys ??= []).push(ch.id);
       } else if (ch.collection === ASSIGNMENTS_FEED_ID) {
-        const at = parseAssignmentId(ch.id);
+        const at = ch.id === EVERY_ROW ? null : parseAssignmentId(ch.id);
         if (at) {
           this.assigned.delete(`${at[0]}\u0000${at[1]}`);
           this.stateCache.delete(at[1]);

@@ -64,6 +64,12 @@ export const ASSIGNMENTS_FEED_ID = '_assignments';
  * realtime, which re-checks the clients signed in as that record.
  */
 export const SESSIONS_FEED_ID = '_sessions';
+/**
+ * The id, under a reserved id above, of "every row of this kind may have changed" (written by
+ * SettingsRowStore.changedAllSteps after app migrations): no setting key holds `/`, and the other
+ * kinds' ids are JSON arrays.
+ */
+export const EVERY_ROW = '/';
 /** Every reserved id above (the cluster feed names them in its "everything changed" batch). */
 export const STATE_FEED_IDS: readonly string[] = [SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID, SESSIONS_FEED_ID];
 

@@ -49,6 +49,8 @@ export interface MigrationConnection {
   rollback(): void;
   /** whether a transaction is open (after a failed statement, some databases have ended it) */
   inTransaction(): boolean;
+  /** runs last inside each migration's transaction, after its `_migrations` row (the backend's announcements) */
+  recorded?(): void;
 }
 
 /** The `_migrations` table: a migration's id and when it was applied. */
@@ -110,6 +112,7 @@ export async function runMigrations(db: MigrationConnection, bootstrap: readonly
     try {
       await m.up(tx);
       db.run('INSERT INTO "_migrations" ("id", "applied_at") VALUES (?, ?)', [m.id, new Date().toISOString()]);
+      db.recorded?.();
       db.commit();
     } catch (err) {
       try {

@@ -19,6 +19,12 @@ export interface SettingsRowStore {
   putStep(key: string, value: string, now: string): WriteStep;
   /** Step deleting a setting; fails the job with `fail` when there is none. */
   deleteStep(key: string, fail: NonNullable<WriteStep['fail']>): WriteStep;
+  /**
+   * Steps that write nothing and announce on the change feed that every setting and assignment may
+   * have changed (their reserved ids with the id `/`, which no key has): for writes made outside
+   * the writer, the app's migrations.
+   */
+  changedAllSteps(): WriteStep[];
   /** The persisted variant of `subject` in a sticky experiment, or undefined. */
   assignment(experiment: string, subject: string): string | undefined;
   /** Step persisting a first assignment (a concurrent first one wins; this one is then ignored). */

@@ -5,14 +5,14 @@
  * searched and delivered over realtime on the other; a token issued by one is accepted by the
  * other (the shared token secret); each instance's caches drop what another instance changed
  * (the cluster change feed, src/store/pg/cluster-feed.ts), settings, flag and experiment
- * overrides and ended sessions included; and clients through the
+ * overrides and ended sessions included (what `svc migrate` wrote too); and clients through the
  * balancer see one service.
  *
  * Skips, saying why, when PostgreSQL or nginx cannot run here (ci/install-apt.sh installs both).
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -26,6 +26,8 @@ let pgs: Postgres | null = null;
 let a: Svc;
 let b: Svc;
 let lb: Awaited<ReturnType<typeof startNginx>> | null = null;
+/** the shared database */
+let dbUrl = '';
 const dirs: string[] = [];
 
 /**
@@ -43,6 +45,7 @@ before(async () => {
   if (skip) return;
   pgs = await startPostgres();
   const url = await pgs.createDatabase('cluster');
+  dbUrl = url;
   // the superuser is made once, in the shared database, by the CLI
   const su = runCli(['superuser', 'upsert', `--email=${SU_EMAIL}`, `--password=${SU_PASSWORD}`], { SERVICE_DATABASE_URL: url });
   assert.equal(su.status, 0, su.stderr);
@@ -401,5 +404,22 @@ test('logout everywhere on A in the epoch store: B, which caches the auth record
     await eventually('B tells its realtime client', async () => rt.frames.some((f) => f.type === 'auth' && f.status === 'error'));
   } finally {
     rt.ws.close();
+  }
+});
+
+test('`svc migrate` run beside the instances: a setting and a flag override its migration wrote reach both of them', { skip: skip ?? false }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-cluster-migrate-'));
+  dirs.push(dir);
+  const appFile = join(dir, 'app.mjs');
+  writeFileSync(appFile, `export default { migrations: [{ id: '0001_settings', up(tx) {
+    tx.exec('INSERT INTO "_settings" ("key","value","created","updated") VALUES (?,?,?,?), (?,?,?,?)',
+      ['from-migration', 'yes', '2026-01-01 00:00:00.000Z', '2026-01-01 00:00:00.000Z', 'flag:dark-mode', 'false', '2026-01-01 00:00:00.000Z', '2026-01-01 00:00:00.000Z']);
+  } }] };\n`);
+  assert.equal((await b.api('GET', '/api/flags-state?subject=m')).body.flags['dark-mode'], true, 'B caches the state before');
+  const r = runCli(['migrate', `--app=${appFile}`, `--data-dir=${join(dir, 'data')}`], { SERVICE_DATABASE_URL: dbUrl });
+  assert.equal(r.status, 0, r.stderr + r.stdout);
+  for (const srv of [a, b]) {
+    await eventually('the instance reads the setting the migration wrote', async () => (await srv.api('GET', '/api/settings/from-migration', { token: srv.suToken })).body?.value === 'yes');
+    await eventually('the instance evaluates the override the migration wrote', async () => (await srv.api('GET', '/api/flags-state?subject=m')).body.flags['dark-mode'] === false);
   }
 });

@@ -158,3 +158,24 @@ test('stateRoute false: no state route, endpoints.state null', async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('settings and a flag override an app migration wrote are read at once by the server that applied it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-migrated-settings-'));
+  try {
+    const { defineApp } = await import('svc');
+    const at = '2026-01-01 00:00:00.000Z';
+    const running = await defineApp({
+      flags: [{ name: 'beta', default: false }],
+      migrations: [{ id: '0001_settings', up(tx: { exec(sql: string, params?: unknown[]): unknown }) {
+        tx.exec('INSERT INTO "_settings" ("key","value","created","updated") VALUES (?,?,?,?), (?,?,?,?)', ['from-migration', 'yes', at, at, 'flag:beta', 'true', at, at]);
+      } }],
+    } as never).start({ http: '127.0.0.1:0', dataDir: dir });
+    try {
+      assert.deepEqual(await (await fetch(`${running.url}/api/state`)).json(), { flags: { beta: true }, experiments: {} });
+    } finally {
+      await running.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -202,6 +202,18 @@ BEGIN
 END $f$;
 COMMIT;`;
 
+/**
+ * A statement that tells every listening instance that everything under `ids` (collection ids or
+ * the reserved ids of src/store/change-feed.ts) may have changed: one batch of truncated markers
+ * from no instance (its id is random), for a transaction that writes outside every instance's
+ * writer (the app's migrations, src/store/pg/migrations-sql.ts); run inside it, it is delivered
+ * only if that commits. `ids` must fit one notification.
+ */
+export function truncatedNotifySql(ids: readonly string[], channel: string = CLUSTER_CHANNEL): string {
+  const payload = JSON.stringify({ i: `x${randomBytes(6).toString('hex')}`, s: 1, k: 0, e: 1, c: ids.map((id) => [id, null, 0]) });
+  return `SELECT pg_notify(${pg.escapeLiteral(channel)}, ${pg.escapeLiteral(payload)})`;
+}
+
 const OPS: Record<number, ChangeOp> = { 1: 'create', 2: 'update', 3: 'delete' };
 
 type Payload = { i: string; s: number; k: number; e?: number; c: Array<[string, string | null, number, Record<string, unknown>?]> };

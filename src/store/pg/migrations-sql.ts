@@ -8,10 +8,16 @@
  * (`svc-migrate`), so one instance applies the pending migrations while the others wait and then
  * find them recorded. The statements are PostgreSQL's: a migration written for SQLite may need
  * changes (`?` placeholders work on both).
+ *
+ * A migration's transaction also tells every running instance, through the cluster feed, that
+ * every setting and experiment assignment may have changed (truncatedNotifySql), so their
+ * FeatureService reloads them whether the server applied it at start or `svc migrate` did.
  */
 import { PgReader } from './reader.js';
 import { bootstrapSteps } from './bootstrap.js';
 import { readApplied, runMigrations, type AppliedMigration, type MigrationConnection, type RunnableMigration } from '../migrations.js';
+import { truncatedNotifySql } from './cluster-feed.js';
+import { ASSIGNMENTS_FEED_ID, SETTINGS_FEED_ID } from '../change-feed.js';
 
 const LOCK = `SELECT pg_advisory_lock(hashtext('svc-migrate'))`;
 const UNLOCK = `SELECT pg_advisory_unlock(hashtext('svc-migrate'))`;
@@ -39,6 +45,8 @@ function connection(db: PgReader): MigrationConnection {
     rollback: () => void db.runSync('ROLLBACK'),
     // after a failed statement the transaction is aborted, not ended: it still needs its ROLLBACK
     inTransaction: () => true,
+    // a migration may have written settings or assignments: every running instance reloads them
+    recorded: () => void db.runSync(truncatedNotifySql([SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID])),
   };
 }
 

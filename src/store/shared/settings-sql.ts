@@ -16,7 +16,7 @@
  * setting value holding one is refused by the server (the write job fails) where SQLite stores it.
  */
 import type { WriteStep } from '../write-job.js';
-import { ASSIGNMENTS_FEED_ID, SETTINGS_FEED_ID } from '../change-feed.js';
+import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID } from '../change-feed.js';
 import type { SettingsRowStore } from '../settings-store.js';
 import type { Setting } from '../../settings/setting.js';
 import type { BackendKind, SqlReader } from '../backend.js';
@@ -82,6 +82,13 @@ export class SettingsSql implements SettingsRowStore {
 
   deleteStep(key: string, fail: NonNullable<WriteStep['fail']>): WriteStep {
     return { sql: 'DELETE FROM "_settings" WHERE "key" = ?', params: [key], expect: 'change', fail, creates: { collection: SETTINGS_FEED_ID, id: feedId(key) } };
+  }
+
+  changedAllSteps(): WriteStep[] {
+    return [
+      { sql: 'DELETE FROM "_settings" WHERE 0 = 1', params: [], creates: { collection: SETTINGS_FEED_ID, id: EVERY_ROW } },
+      { sql: 'DELETE FROM "_assignments" WHERE 0 = 1', params: [], creates: { collection: ASSIGNMENTS_FEED_ID, id: EVERY_ROW } },
+    ];
   }
 
   assignment(experiment: string, subject: string): string | undefined {
