@@ -1,8 +1,8 @@
 /**
  * Resolution of field names against the schema for filters, sorts and rules (spec 1-core-api.md,
  * "Filter grammar", "Record"), independent of the SQL dialect: which names exist, which are
- * hidden or encrypted, which fields hold several values. The SQLite emitter of relation paths
- * is src/store/sqlite/rule-paths.ts.
+ * hidden or encrypted, which fields hold several values. Paths become SQL (both backends) in
+ * src/store/sql/rule-paths.ts.
  */
 import { ApiError } from '../errors/api-error.js';
 import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../collections/types.js';

@@ -44,7 +44,7 @@ import { parseFilter, type CompareExpr, type CompareOp, type Expr, type InExpr, 
 import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
 import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';
 import { likeValue, scaleDecimal } from '../../rules/values.js';
-import { PathResolver, quoteIdent, type HopRule, type ResolvedPath, type ValueKind } from './rule-paths.js';
+import { PathResolver, quoteIdent, type HopRule, type PathDialect, type ResolvedPath, type ValueKind } from '../sql/rule-paths.js';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_SORT_FIELDS = 16;
@@ -84,10 +84,25 @@ function cat(...parts: Array<string | Sql>): Sql {
 
 const raw = (sql: string): Sql => ({ sql, params: [] });
 
+/**
+ * How PostgreSQL spells paths (PathDialect): multi-valued fields and json are jsonb, read as
+ * `jsonb_array_elements_text` rows and with `#>`; text parameters are cast.
+ */
+export const pgPathDialect: PathDialect = {
+  // NULL is empty, a non-array value is one element (SQLite's json_each over a scalar)
+  elements: (col, alias) =>
+    `jsonb_array_elements_text(CASE WHEN jsonb_typeof(${col}) = 'array' THEN ${col} WHEN ${col} IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(${col}) END) AS ${alias}(value)`,
+  // a text-array literal: the segments are identifiers
+  jsonPath: (col, segments) => `(${col} #> '{${segments.join(',')}}')`,
+  jsonColumn: (col) => `(${col})::text`,
+  textParam: '?::text',
+  falseSql: 'false',
+};
+
 /** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
 export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
   const guarded = opts.mode === 'filter' && !opts.superuser;
-  const paths = new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
+  const paths = new PathResolver(pgPathDialect, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
   const compiler = new ExprCompiler(paths, opts.mode);
   const out = compiler.expr(ast, true);
   return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };

@@ -12,12 +12,23 @@ import { parseFilter, type CompareExpr, type Expr, type InExpr, type Literal, ty
 import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
 import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';
 import { likeValue, scaleDecimal } from '../../rules/values.js';
-import { PathResolver, quoteIdent, type HopRule, type ResolvedPath } from './rule-paths.js';
+import { PathResolver, quoteIdent, type HopRule, type PathDialect, type ResolvedPath } from '../sql/rule-paths.js';
 import { checkShape, joinShaped, leafShape, type Shaped } from './sql-shape.js';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const LIKE_ESCAPE = ` ESCAPE '\\'`;
 const MAX_SORT_FIELDS = 16;
+
+/** How SQLite spells paths (PathDialect): JSON arrays and json columns are text. */
+export const sqlitePathDialect: PathDialect = {
+  // NULL/'' are empty, a bare value (not JSON) is one element
+  elements: (col, alias) =>
+    `json_each(CASE WHEN json_valid(${col}) THEN ${col} WHEN ${col} IS NULL OR ${col} = '' THEN '[]' ELSE json_array(${col}) END) ${alias}`,
+  jsonPath: (col, segments) => `json_extract(CASE WHEN json_valid(${col}) THEN ${col} END, '$.${segments.join('.')}')`,
+  jsonColumn: (col) => col,
+  textParam: '?',
+  falseSql: '0',
+};
 
 interface Frag {
   sql: string;
@@ -29,7 +40,7 @@ interface Frag {
 /** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
 export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
   const guarded = opts.mode === 'filter' && !opts.superuser;
-  const paths = new PathResolver(collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
+  const paths = new PathResolver(sqlitePathDialect, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
   const compiler = new ExprCompiler(paths, opts.mode);
   const shaped = checkShape(compiler.expr(ast, true));
   return { sql: shaped.sql, params: shaped.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };

@@ -1,15 +1,18 @@
 /**
- * SQLite emission of field paths for the rule compiler (spec 1-core-api.md, "Filter grammar",
- * "Record"); name resolution itself is src/rules/paths.ts.
+ * Field paths of the rule compiler resolved to SQL, for both backends (docs/api.md, "Filters" and
+ * "Rules"; ARCHITECTURE.md, "A read"); name resolution itself is src/rules/paths.ts. The walk is
+ * the same on SQLite and PostgreSQL; what the two spell differently (how a JSON array column
+ * becomes a set of rows, how a json path is read, parameter casts, the false literal) is the
+ * backend's `PathDialect` (src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts).
  *
  * Only names found in the schema become SQL identifiers, always double-quoted. A path that
  * crosses a relation or ends on a multi-valued field resolves to a *set* of values: extra FROM
- * sources (target tables, `json_each` over JSON array columns) plus join conditions, which the
+ * sources (target tables, the elements of JSON array columns) plus join conditions, which the
  * emitter (rule-sql.ts) turns into "any element matches": an uncorrelated `<column> IN (SELECT …)`
  * semi-join when the first hop is a single-valued relation (`ResolvedPath.head`), a correlated
  * `EXISTS (…)` otherwise.
  *
- * What a path may reveal is bounded here, at every relation hop (issue 12):
+ * What a path may reveal is bounded here, at every relation hop:
  * - the target row's expiry clause (`options.ttl_field`) joins every hop in both modes: expired
  *   rows are hidden from every read, rule evaluation included;
  * - in `filter` mode for a caller who is not a superuser, every hop also carries the target's
@@ -25,8 +28,41 @@ import type { ParamSlot } from '../../rules/compiler.js';
 import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn, type PathMode, type SchemaLookup } from '../../rules/paths.js';
 
 /**
+ * What a backend spells its own way when resolving paths. Every function returns SQL text and
+ * is called once per path segment at most (compile time; results are cached by the compiler's
+ * callers).
+ */
+export interface PathDialect {
+  /**
+   * A FROM source yielding the elements of column `col`, which should hold a JSON array, as text
+   * rows `<alias>.value`: NULL (and on SQLite '') is empty, a non-array value is one element.
+   */
+  elements(col: string, alias: string): string;
+  /** The value at `segments` (identifiers, at least one) inside the json column `col`. */
+  jsonPath(col: string, segments: readonly string[]): string;
+  /** A whole json column read as a value (what a filter compares it with). */
+  jsonColumn(col: string): string;
+  /** A parameter placeholder bound to text: `?`, or `?::text` where types must be explicit. */
+  textParam: string;
+  /** The literal that is false: `0` on SQLite, `false` on PostgreSQL. */
+  falseSql: string;
+}
+
+/**
+ * What a value expression yields, in SQLite's terms (its affinity decides conversions); the
+ * PostgreSQL emitter uses it to compare exactly as SQLite would, the SQLite emitter ignores it:
+ * - `real`: a floating-point number column (REAL affinity);
+ * - `int`: a fixed-point (scaled) number or bool column (INTEGER affinity);
+ * - `text`: a text column (TEXT affinity);
+ * - `jsoncol`: a whole json column read as text (TEXT affinity in SQLite);
+ * - `loose`: text without affinity (an element of a multi-valued field, a guarded email);
+ * - `json`: the value at a path inside a json column (no affinity; any JSON type).
+ */
+export type ValueKind = 'real' | 'int' | 'text' | 'jsoncol' | 'loose' | 'json';
+
+/**
  * Compiles the view rule of a relation hop's target over `alias` (the hop's table), or says it
- * is locked (`'locked'`) or open (`null`). Provided by the compiler, which owns rule compilation.
+ * is locked (`'locked'`) or open (`null`). Provided by the emitter, which owns rule compilation.
  */
 export type HopRule = (target: Collection, alias: string) => { sql: string; params: ParamSlot[] } | 'locked' | null;
 
@@ -37,6 +73,8 @@ export type HopRule = (target: Collection, alias: string) => { sql: string; para
 export interface ResolvedPath {
   value: string;
   valueParams: ParamSlot[];
+  /** what `value` yields (ValueKind) */
+  kind: ValueKind;
   sources: string[];
   conds: string[];
   condParams: ParamSlot[];
@@ -44,7 +82,7 @@ export interface ResolvedPath {
    * Set when the path's first hop is a single-valued relation of the root record: `conds[0]` is
    * then the join `<id> = <column>` (no parameter), and the set of values can be written as the
    * uncorrelated semi-join `<column> IN (SELECT <id> FROM sources WHERE conds[1..] AND …)`, which
-   * SQLite may plan from either side (rule-sql.ts).
+   * the planner may start from either side (rule-sql.ts).
    */
   head?: { column: string; id: string };
   /**
@@ -57,14 +95,9 @@ export interface ResolvedPath {
   scale?: number;
 }
 
-/** Double-quotes an SQL identifier. */
+/** Double-quotes an SQL identifier (the same spelling on both backends). */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
-}
-
-/** `json_each` over a column that should hold a JSON array; NULL/'' are empty, a bare value is one element. */
-export function jsonEachSource(col: string, alias: string): string {
-  return `json_each(CASE WHEN json_valid(${col}) THEN ${col} WHEN ${col} IS NULL OR ${col} = '' THEN '[]' ELSE json_array(${col}) END) ${alias}`;
 }
 
 /** Walks field paths of one compiled expression, handing out fresh table aliases. */
@@ -73,10 +106,12 @@ export class PathResolver {
   /** Whether any path was resolved: the expression reads the record (CompiledExpr.readsRecord). */
   readsRecord = false;
   /**
+   * @param dialect  the backend's spelling (PathDialect)
    * @param guarded  true for a client filter of a caller who is not a superuser: hops carry the
    *                 target's view rule (`hopRule`) and private emails read as NULL
    */
   constructor(
+    private readonly dialect: PathDialect,
     private readonly root: Collection,
     private readonly schema: SchemaLookup,
     private readonly mode: PathMode,
@@ -90,15 +125,23 @@ export class PathResolver {
     return `${this.alias}_${++this.counter}`;
   }
 
+  /** A fresh alias for a helper subquery of the emitter (same namespace as the hops). */
+  freshAlias(): string {
+    return this.fresh();
+  }
+
   /**
    * The value of column `col` of `coll` (aliased `alias`) as a filter may read it: an auth
-   * collection's email is NULL to a guarded caller unless visible or the caller's own row.
+   * collection's email is NULL to a guarded caller unless visible or the caller's own row
+   * (`guarded` then true: the value has no affinity).
    */
-  private column(coll: Collection, alias: string, name: string, col: string): { sql: string; params: ParamSlot[] } {
-    if (!this.guarded || coll.type !== 'auth' || name !== 'email') return { sql: col, params: [] };
+  private column(coll: Collection, alias: string, name: string, col: string): { sql: string; params: ParamSlot[]; guarded: boolean } {
+    if (!this.guarded || coll.type !== 'auth' || name !== 'email') return { sql: col, params: [], guarded: false };
+    const p = this.dialect.textParam;
     return {
-      sql: `(CASE WHEN ${alias}."emailVisibility" <> 0 OR (${alias}."id" = ? AND ? = ?) THEN ${col} END)`,
+      sql: `(CASE WHEN ${alias}."emailVisibility" <> 0 OR (${alias}."id" = ${p} AND ${p} = ${p}) THEN ${col} END)`,
       params: [{ kind: 'auth', path: 'id' }, { kind: 'auth', path: 'collectionId' }, { kind: 'value', value: coll.id }],
+      guarded: true,
     };
   }
 
@@ -107,13 +150,13 @@ export class PathResolver {
     const ttl = coll.options.ttl_field;
     if (ttl) {
       const col = `${alias}.${quoteIdent(ttl)}`;
-      conds.push(`(${col} IS NULL OR ${col} > ?)`);
+      conds.push(`(${col} IS NULL OR ${col} > ${this.dialect.textParam})`);
       condParams.push({ kind: 'now' });
     }
     if (!this.guarded || !this.hopRule) return;
     const rule = this.hopRule(coll, alias);
     if (rule === null) return;
-    if (rule === 'locked') conds.push('0');
+    if (rule === 'locked') conds.push(this.dialect.falseSql);
     else {
       conds.push(`(${rule.sql})`);
       for (const p of rule.params) condParams.push(p);
@@ -134,6 +177,7 @@ export class PathResolver {
    */
   resolve(path: readonly string[]): ResolvedPath {
     this.readsRecord = true;
+    const d = this.dialect;
     const sources: string[] = [];
     const conds: string[] = [];
     const condParams: ParamSlot[] = [];
@@ -148,13 +192,21 @@ export class PathResolver {
       const col = `${alias}.${quoteIdent(seg)}`;
       if (i === path.length - 1) {
         const idsOf = field?.type === 'relation' ? field.options.collectionId : seg === 'id' ? coll.id : undefined;
-        const out: ResolvedPath = { value: col, valueParams: [], sources, conds, condParams };
+        const out: ResolvedPath = { value: col, valueParams: [], kind: 'text', sources, conds, condParams };
         if (head) out.head = head;
         if (idsOf) out.idsOf = idsOf;
         if (field && isMultiValued(field)) {
           const each = this.fresh();
-          sources.push(jsonEachSource(col, each));
+          sources.push(d.elements(col, each));
           out.value = `${each}.value`;
+          out.kind = 'loose';
+          return out;
+        }
+        if (field?.type === 'number') out.kind = field.options.mode === 'fixed' ? 'int' : 'real';
+        else if (field?.type === 'bool' || (field === null && seg === 'token_epoch')) out.kind = 'int';
+        else if (field?.type === 'json') {
+          out.kind = 'jsoncol';
+          out.value = d.jsonColumn(col);
           return out;
         }
         const scale = field?.type === 'number' && field.options.mode === 'fixed' ? field.options.scale : undefined;
@@ -162,11 +214,12 @@ export class PathResolver {
         const shownCol = this.column(coll, alias, seg, col);
         out.value = shownCol.sql;
         out.valueParams = shownCol.params;
+        if (shownCol.guarded) out.kind = 'loose';
         return out;
       }
       if (field?.type === 'json') {
-        const jsonPath = `$.${path.slice(i + 1).join('.')}`; // segments are [A-Za-z_][A-Za-z0-9_]*
-        const out: ResolvedPath = { value: `json_extract(CASE WHEN json_valid(${col}) THEN ${col} END, '${jsonPath}')`, valueParams: [], sources, conds, condParams };
+        // the remaining segments are identifiers ([A-Za-z_][A-Za-z0-9_]*, the grammar's)
+        const out: ResolvedPath = { value: d.jsonPath(col, path.slice(i + 1)), valueParams: [], kind: 'json', sources, conds, condParams };
         if (head) out.head = head;
         return out;
       }
@@ -180,7 +233,7 @@ export class PathResolver {
       const nextAlias = this.fresh();
       if (isMultiValued(field)) {
         const each = this.fresh();
-        sources.push(jsonEachSource(col, each));
+        sources.push(d.elements(col, each));
         conds.push(`${nextAlias}."id" = ${each}.value`);
       } else {
         if (hops === 1) head = { column: col, id: `${nextAlias}."id"` };
