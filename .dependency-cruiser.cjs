@@ -19,7 +19,7 @@
 const FOLDERS = [
   'src', 'src/api', 'src/app', 'src/auth', 'src/boot', 'src/cache', 'src/collections', 'src/config', 'src/errors',
   'src/files', 'src/http', 'src/log', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records',
-  'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sqlite',
+  'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite',
   'src/uploads', 'workers', 'cli', 'devtool',
 ];
 
@@ -51,9 +51,12 @@ const MAY_IMPORT = {
   // Storage: the store folders, configuration, and the pg reader's worker. Anything else it imports
   // today is a known crossing (KNOWN_CROSSINGS).
   'src/store': ['src/config', 'src/store/pg', 'src/store/sqlite'],
-  'src/store/pg': ['src/store', 'src/store/shared', 'src/store/sqlite', 'workers'],
+  'src/store/pg': ['src/store', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
   'src/store/shared': ['src/store', 'src/store/sqlite'],
-  'src/store/sqlite': ['src/store', 'src/store/shared'],
+  // the dialect-neutral SQL builders: the store's interfaces; what they read of the rule compiler's
+  // and the schema's types are known crossings
+  'src/store/sql': ['src/store'],
+  'src/store/sqlite': ['src/store', 'src/store/shared', 'src/store/sql'],
   'src/uploads': ['src/store'],
   'workers': ['src/store'],
   // cli/app-modules.ts also loads src/server.ts and src/auth/superuser-admin.ts through import()
@@ -86,8 +89,9 @@ const KNOWN_CROSSINGS = {
   'src/store/sqlite/file-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
   'src/store/sqlite/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/records/cursor.ts', 'src/rules/compiler.ts'] },
   'src/store/sqlite/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts', 'src/collections/types.ts'] },
-  'src/store/sqlite/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/paths.ts'] },
-  'src/store/sqlite/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
+  'src/store/sqlite/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
+  'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/paths.ts'] },
+  'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
   'src/store/sqlite/schema-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
   'src/store/sqlite/vector-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
   'src/store/sqlite/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts', 'src/rules/access.ts'] },
@@ -99,8 +103,7 @@ const KNOWN_CROSSINGS = {
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
   'src/store/pg/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts', 'src/collections/types.ts'] },
   'src/store/pg/record-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/pg/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/paths.ts'] },
-  'src/store/pg/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
+  'src/store/pg/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
   'src/store/pg/schema-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
   'src/uploads/upload-store.ts': { why: 'known crossing: type imports (BodySink, Reply) from src/http/types.ts, to be removed by moving the body-sink types out of src/http/', to: ['src/http/types.ts'] },
@@ -112,7 +115,7 @@ const KNOWN_CROSSINGS = {
 const KNOWN_CYCLE_GROUPS = [
   // The domain and storage: storage imports upward (KNOWN_CROSSINGS), and the features import
   // each other (records ↔ collections ↔ auth, files, mail, ops, rules ↔ the SQL emitters).
-  ['src/auth', 'src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sqlite', 'workers'],
+  ['src/auth', 'src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
   // The server and the framework: server.ts ↔ src/app (app.start()) ↔ src/api (the route context).
   ['src', 'src/api', 'src/app'],
 ];
@@ -129,7 +132,7 @@ const folder = (f) => (f === 'src' || f === 'src/store' ? `^${esc(f)}/[^/]+$` : 
 /** A folder as dependency-cruiser names folders (folder-scope rules): it and its sub-folders. */
 const folderDir = (f) => (f === 'src' || f === 'src/store' ? `^${esc(f)}$` : `^${esc(f)}(/|$)`);
 const OWN = '^(src|workers|cli|devtool)/';
-const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/sqlite', 'src/store/shared', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
+const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/sqlite', 'src/store/shared', 'src/store/sql', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
 
 for (const f of Object.keys(MAY_IMPORT)) if (!FOLDERS.includes(f)) throw new Error(`.dependency-cruiser.cjs: unknown folder ${f}`);
 for (const f of FOLDERS) if (!MAY_IMPORT[f]) throw new Error(`.dependency-cruiser.cjs: no MAY_IMPORT entry for ${f}`);

@@ -1,8 +1,9 @@
 /**
  * Compiles filter expressions and access rules (spec 1-core-api.md, "Filter grammar", "Access
  * rules") and `sort` parameters ("List query parameters") to SQL: the dialect-neutral side of
- * the compiler (its types, the facts it returns, binding values for a request). The SQLite
- * emitter is src/store/sqlite/rule-sql.ts.
+ * the compiler (its types, the facts it returns, binding values for a request). The emitter is
+ * src/store/sql/rule-sql.ts, with a dialect per backend (src/store/sqlite/rule-sql.ts,
+ * src/store/pg/rule-sql.ts).
  *
  * Every literal and every `@request.*` value becomes a `?` parameter; the only identifiers that
  * reach the SQL are names found in the schema, double-quoted. Compilation happens once per
@@ -17,7 +18,7 @@
  * so an absent `@request.data.x` never makes `field = @request.data.x` true (fails closed).
  * A path starting with a single-valued relation compiles to an uncorrelated semi-join
  * (`r."country" IN (SELECT "id" FROM "countries" … )`) so the planner can start from either side;
- * other set-valued paths to a correlated EXISTS (store/sqlite/rule-sql.ts).
+ * other set-valued paths to a correlated EXISTS (store/sql/rule-sql.ts).
  * The compiled SQL is always a self-contained boolean term (safe to AND with other clauses);
  * AND/OR operands may be reordered and grouped to stay within SQLite's parser limits (store/sqlite/sql-shape.ts).
  */

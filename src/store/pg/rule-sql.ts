@@ -1,11 +1,12 @@
 /**
- * The PostgreSQL emitter of the rule compiler (src/rules/compiler.ts): filter and rule ASTs to
- * boolean SQL terms, `sort` parameters to ORDER BY bodies, with the signatures and output shapes
- * of the SQLite emitter (src/store/sqlite/rule-sql.ts) so the compiler can choose by dialect.
- * Parameters stay `?` slots, in order (a separate step numbers them `$n`); every slot is cast
- * (`?::text`, `?::float8`, …) so no parameter type is left for PostgreSQL to infer.
+ * The PostgreSQL side of the rule emitter (src/rules/compiler.ts; the shared walk is
+ * src/store/sql/rule-sql.ts, paths src/store/sql/rule-paths.ts): its `RuleDialect` and
+ * `PathDialect`, with the value model below, so the compiler's output has the shapes and the
+ * semantics of the SQLite emitter (src/store/sqlite/rule-sql.ts). Parameters stay `?` slots, in
+ * order (a separate step numbers them `$n`); every slot is cast (`?::text`, `?::float8`, …) so no
+ * parameter type is left for PostgreSQL to infer.
  *
- * Storage model assumed (issue 24; the PostgreSQL DDL follows it): one table per collection,
+ * Storage model assumed (the PostgreSQL DDL follows it, collection-sql.ts): one table per collection,
  * named as the collection and aliased `r` (the caller's alias) in queries; columns `"id"` text
  * primary key, `"created"` and `"updated"` text (the same ISO-like text as on SQLite), then one
  * column per field named as the field: text, editor, email, url, date, autodate and single-valued
@@ -36,18 +37,14 @@
  * (`{"a": 1}`, keys reordered) where SQLite keeps the stored text; REAL values that are not
  * integers are printed by PostgreSQL (shortest exact form) where SQLite prints 15 digits.
  */
-import { ApiError } from '../../errors/api-error.js';
-import { bindValue, type SqlValue } from '../bind.js';
+import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../collections/types.js';
-import { HIDDEN_AUTH_COLUMNS } from '../../collections/types.js';
-import { parseFilter, type CompareExpr, type CompareOp, type Expr, type InExpr, type Literal, type Operand } from '../../rules/parser.js';
-import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
-import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';
-import { likeValue, scaleDecimal } from '../../rules/values.js';
-import { PathResolver, quoteIdent, type HopRule, type PathDialect, type ResolvedPath, type ValueKind } from '../sql/rule-paths.js';
+import type { CompareOp, Expr } from '../../rules/parser.js';
+import type { SchemaLookup } from '../../rules/paths.js';
+import type { CompileOptions, CompiledExpr, ParamSlot } from '../../rules/compiler.js';
+import { quoteIdent, type PathDialect, type ValueKind } from '../sql/rule-paths.js';
+import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';
 
-const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const MAX_SORT_FIELDS = 16;
 const BS = `E'\\\\'`; // one backslash, whatever standard_conforming_strings says
 const LIKE_ESCAPE = ` ESCAPE ${BS}`;
 /**
@@ -56,17 +53,6 @@ const LIKE_ESCAPE = ` ESCAPE ${BS}`;
  */
 const NUMERIC_TEXT = /^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,2})?\s*$/;
 const NUMERIC_TEXT_SQL = `'^\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]{1,2})?\\s*$'`;
-
-/** SQL with its `?` slots in order. */
-interface Sql {
-  sql: string;
-  params: ParamSlot[];
-}
-
-interface Frag extends Sql {
-  /** a positive semi-join over this root column (CompiledExpr.drivers) */
-  driver?: string;
-}
 
 /** Concatenates SQL text and fragments, keeping the slots in `?` order. */
 function cat(...parts: Array<string | Sql>): Sql {
@@ -99,23 +85,56 @@ export const pgPathDialect: PathDialect = {
   falseSql: 'false',
 };
 
+/** `ASC NULLS FIRST` / `DESC NULLS LAST`: SQLite's placement of NULLs. */
+const sortDir = (desc: boolean): string => (desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST');
+
+/** The PostgreSQL rule dialect (RuleDialect): operands are `Val`s compared as SQLite would. */
+export const pgRuleDialect: RuleDialect<Val, Sql> = {
+  paths: pgPathDialect,
+  pathOperand: (path) => ({ from: 'path', kind: path.kind, sql: { sql: path.value, params: path.valueParams } }),
+  literalOperand: (value) => ({ from: 'lit', value }),
+  macroOperand: (slot) => ({ from: 'macro', slot }),
+  predicate(op, a, b) {
+    if (op === '~' || op === '!~') return likePred(a, b);
+    if (op === '!=') return sameValue(a, b);
+    return compareValues(a, b, op);
+  },
+  different: (_a, _b, same) => cat('NOT ', same),
+  notNull,
+  nullCheck: (v, isNull) => (isNull ? cat('NOT ', notNull(v)) : notNull(v)),
+  inValues: (v, values) => inValues(v, values.map((value): Val => ({ from: 'lit', value }))),
+  inAccounts(v, paths) {
+    const a = paths.freshAlias();
+    const elem: Val = { from: 'path', kind: 'loose', sql: raw(`${a}.value`) };
+    return cat(`EXISTS (SELECT 1 FROM jsonb_array_elements_text(`, slotSql({ kind: 'account', field: 'ids' }, 'jsonb'), `) AS ${a}(value) WHERE `, compareValues(v, elem, '='), ')');
+  },
+  leaf: (sql, params) => ({ sql, params }),
+  join(op, terms) {
+    if (terms.length === 1) return terms[0];
+    const parts: Array<string | Sql> = ['('];
+    terms.forEach((t, i) => parts.push(...(i ? [` ${op} `, t] : [t])));
+    parts.push(')');
+    return cat(...parts);
+  },
+  finish: (term) => term,
+  sortRandom: (desc) => `random() ${desc ? 'DESC' : 'ASC'}`,
+  // the identity column (collection-sql.ts): insertion order, as SQLite's rowid, never null
+  sortRowid: (alias, desc) => `${alias}."_rowid" ${sortDir(desc)}`,
+  sortColumn(alias, name, field, privateEmail, desc) {
+    const col = `${alias}.${quoteIdent(name)}`;
+    const multi = field !== null && (field.type === 'select' || field.type === 'relation' || field.type === 'file') && (field.options.maxSelect ?? 1) > 1;
+    let expr: string;
+    if (field?.type === 'number' || field?.type === 'bool') expr = col;
+    else if (field?.type === 'json' || multi) expr = `(${col})::text COLLATE "C"`;
+    else if (privateEmail) expr = `(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${col} END) COLLATE "C"`;
+    else expr = `${col} COLLATE "C"`;
+    return `${expr} ${sortDir(desc)}`;
+  },
+};
+
 /** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
 export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
-  const guarded = opts.mode === 'filter' && !opts.superuser;
-  const paths = new PathResolver(pgPathDialect, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(schema) : null);
-  const compiler = new ExprCompiler(paths, opts.mode);
-  const out = compiler.expr(ast, true);
-  return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
-}
-
-/** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
-function hopViewRule(schema: SchemaLookup): HopRule {
-  return (target, alias) => {
-    const src = target.viewRule;
-    if (src === null || src.trim() === '') return 'locked';
-    if (src.trim() === '@public') return null;
-    return emitExpression(parseFilter(src), target, schema, { mode: 'rule', alias });
-  };
+  return emitRule(pgRuleDialect, ast, collection, schema, opts);
 }
 
 /**
@@ -127,39 +146,7 @@ function hopViewRule(schema: SchemaLookup): HopRule {
  */
 export function emitSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
   void schema;
-  if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
-  const fail = (why: string): never => {
-    throw ApiError.badRequest(`Invalid sort: ${why}.`);
-  };
-  if (src.length > 8192) fail('the sort parameter is too long');
-  const terms: string[] = [];
-  for (const rawTerm of src.split(',')) {
-    let name = rawTerm.trim();
-    if (name === '') continue;
-    if (terms.length === MAX_SORT_FIELDS) fail(`at most ${MAX_SORT_FIELDS} sort fields are allowed`);
-    let desc = false;
-    if (name[0] === '-' || name[0] === '+') {
-      desc = name[0] === '-';
-      name = name.slice(1).trim();
-    }
-    const dir = desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST';
-    if (name === '@random') terms.push(`random() ${desc ? 'DESC' : 'ASC'}`);
-    else if (name === '@rowid') terms.push(`${alias}."_rowid" ${dir}`); // the identity column (insertion order, never null)
-    else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
-    else {
-      const field = resolveColumn(collection, name, 'filter', name, 'Invalid sort');
-      const col = `${alias}.${quoteIdent(name)}`;
-      const multi = field !== null && (field.type === 'select' || field.type === 'relation' || field.type === 'file') && (field.options.maxSelect ?? 1) > 1;
-      let expr: string;
-      if (field?.type === 'number' || field?.type === 'bool') expr = col;
-      else if (field?.type === 'json' || multi) expr = `(${col})::text COLLATE "C"`;
-      else if (!superuser && isPrivateEmail(collection, name)) expr = `(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${col} END) COLLATE "C"`;
-      else expr = `${col} COLLATE "C"`;
-      terms.push(`${expr} ${dir}`);
-    }
-  }
-  if (terms.length === 0 && src.trim() !== '') fail('no field given');
-  return terms.join(', ');
+  return emitSortWith(pgRuleDialect, src, collection, alias, superuser);
 }
 
 /**
@@ -170,13 +157,6 @@ type Val =
   | { from: 'path'; kind: ValueKind; sql: Sql }
   | { from: 'lit'; value: SqlValue }
   | { from: 'macro'; slot: ParamSlot };
-
-interface Side {
-  val: Val;
-  sources: string[];
-  conds: string[];
-  condParams: ParamSlot[];
-}
 
 /** A value as SQLite compares it: a number part and a text part (null: statically never). */
 interface Dual {
@@ -191,154 +171,6 @@ function affinity(v: Val): Affinity {
   if (v.kind === 'real' || v.kind === 'int') return 'numeric';
   if (v.kind === 'text' || v.kind === 'jsoncol') return 'text';
   return 'none';
-}
-
-const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
-
-class ExprCompiler {
-  readonly authPaths = new Set<string>();
-  readonly drivers: Array<{ column: string; sql: string; params: ParamSlot[] }> = [];
-
-  constructor(
-    private readonly paths: PathResolver,
-    private readonly mode: CompileOptions['mode'],
-  ) {}
-
-  expr(e: Expr, conjunct = false): Sql {
-    if (e.type === 'compare' || e.type === 'in') {
-      const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
-      if (conjunct && frag.driver) this.drivers.push({ column: frag.driver, sql: frag.sql, params: frag.params });
-      return { sql: frag.sql, params: frag.params };
-    }
-    const flat: Expr[] = [];
-    const collect = (t: Expr): void => {
-      if (t.type === e.type) t.terms.forEach(collect);
-      else flat.push(t);
-    };
-    collect(e);
-    const terms = flat.map((t) => this.expr(t, conjunct && e.type === 'and'));
-    if (terms.length === 1) return terms[0];
-    const op = e.type === 'and' ? ' AND ' : ' OR ';
-    const parts: Array<string | Sql> = ['('];
-    terms.forEach((t, i) => parts.push(...(i ? [op, t] : [t])));
-    parts.push(')');
-    return cat(...parts);
-  }
-
-  private compare(e: CompareExpr): Frag {
-    let { left, right } = e;
-    const op = e.op;
-    if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
-    const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
-    const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
-    const like = op === '~' || op === '!~';
-    const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
-    const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
-    const sources = [...L.sources, ...R.sources];
-    const conds = [...L.conds, ...R.conds];
-    const condParams = [...L.condParams, ...R.condParams];
-    const head = pl && !pr ? pl.head : pr && !pl ? pr.head : undefined;
-    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L.val, sources, conds, condParams, op === '=', head);
-
-    const negative = op === '!=' || op === '!~';
-    let pred: Sql;
-    if (like) pred = likePred(L.val, R.val);
-    else if (op === '!=') pred = sameValue(L.val, R.val);
-    else pred = compareValues(L.val, R.val, op);
-
-    if (sources.length > 0) return some(head, sources, conds, pred, negative, condParams);
-    if (op === '!=') return cat('NOT ', pred);
-    if (op === '!~') return cat('NOT COALESCE(', pred, ', false)');
-    return pred;
-  }
-
-  /** `x = null` (isNull) / `x != null` under the set semantics of the compiler. */
-  private nullTest(v: Val, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean, head?: ResolvedPath['head']): Frag {
-    if (sources.length === 0) return isNull ? cat('NOT ', notNull(v)) : notNull(v);
-    const any = some(head, sources, conds, notNull(v), isNull, condParams);
-    return { sql: any.sql, params: any.params };
-  }
-
-  private inList(e: InExpr): Frag {
-    if (e.items.length === 0 && !e.accountIds) return { sql: 'false', params: [] };
-    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
-    const L = this.side(e.left, path, undefined, false);
-    const within = (pred: Sql): Frag =>
-      L.sources.length > 0 ? some(path?.head, L.sources, L.conds, pred, false, L.condParams) : pred;
-    if (e.accountIds) {
-      const a = this.paths.freshAlias();
-      const elem: Val = { from: 'path', kind: 'loose', sql: raw(`${a}.value`) };
-      const pred = cat(`EXISTS (SELECT 1 FROM jsonb_array_elements_text(`, slotSql({ kind: 'account', field: 'ids' }, 'jsonb'), `) AS ${a}(value) WHERE `, compareValues(L.val, elem, '='), ')');
-      return within(pred);
-    }
-    const members = e.items.filter((item) => item.value !== null);
-    const parts: Frag[] = [];
-    if (members.length > 0) {
-      const items: Val[] = members.map((m) => ({ from: 'lit', value: literalValue(m, path?.scale, false) }));
-      parts.push(within(inValues(L.val, items)));
-    }
-    if (members.length < e.items.length) parts.push(this.nullTest(L.val, L.sources, L.conds, L.condParams, true, path?.head));
-    if (parts.length === 1) return parts[0];
-    return cat('(', parts[0], ' OR ', parts[1], ')');
-  }
-
-  /** One operand; `scale` comes from a fixed-point field on the other side, `other` is its path. */
-  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side {
-    if (path) {
-      return { val: { from: 'path', kind: path.kind, sql: { sql: path.value, params: path.valueParams } }, sources: path.sources, conds: path.conds, condParams: path.condParams };
-    }
-    const plain = { sources: [], conds: [], condParams: [] };
-    if (o.type === 'literal') return { val: { from: 'lit', value: literalValue(o, scale, like) }, ...plain };
-    if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
-    const opt = like ? { like: true } : {};
-    let slot: ParamSlot;
-    if (o.macro === 'auth') {
-      const headSeg = o.path.split('.')[0];
-      if (this.mode === 'filter' && (HIDDEN_AUTH_COLUMNS as readonly string[]).includes(headSeg)) {
-        throw ApiError.badRequest(`Invalid filter: @request.auth.${headSeg} is hidden and cannot be used here.`);
-      }
-      this.authPaths.add(o.path);
-      const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
-      slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
-    } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
-    else if (o.macro === 'method') slot = { kind: 'method', ...opt };
-    else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
-    return { val: { from: 'macro', slot }, ...plain };
-  }
-}
-
-/**
- * "Some value of the set-valued path satisfies `pred`" (or, `negated`, none does): the
- * uncorrelated semi-join `<column> IN (SELECT <id> FROM … WHERE …)` when the path starts with a
- * single-valued relation, else a correlated EXISTS; as in the SQLite emitter, whose comment
- * explains the choice. `condParams` are the hops' slots, placed before the predicate's.
- */
-function some(head: ResolvedPath['head'], sources: string[], conds: string[], pred: Sql, negated: boolean, condParams: ParamSlot[]): Frag {
-  const where = head ? conds.slice(1) : conds;
-  const body = cat(`SELECT ${head ? head.id : '1'} FROM ${sources.join(', ')} WHERE `, raw(where.map((c) => `${c} AND `).join('')), '(', pred, ')');
-  const params = [...condParams, ...pred.params];
-  if (head) {
-    const sql = `${head.column} IN (${body.sql})`;
-    return negated ? { sql: `NOT COALESCE(${sql}, false)`, params } : { sql, params, driver: head.column };
-  }
-  return { sql: `${negated ? 'NOT ' : ''}EXISTS (${body.sql})`, params };
-}
-
-/** The bound value of a literal: LIKE-wrapped, fixed-point scaled, or as written. */
-function literalValue(lit: Literal, scale: number | undefined, like: boolean): SqlValue {
-  const v = lit.value;
-  if (like) return likeValue(bindValue(v));
-  if (scale !== undefined && (typeof v === 'number' || typeof v === 'string')) {
-    const scaled = scaleDecimal(typeof v === 'number' ? lit.raw : v, scale);
-    if (scaled === undefined) {
-      const shown = typeof v === 'number' ? lit.raw : JSON.stringify(v.slice(0, 64));
-      throw ApiError.badRequest(
-        `Invalid filter: ${shown} at position ${lit.pos} is not a decimal with at most ${scale} decimal places, as the fixed-point field it is compared with requires.`,
-      );
-    }
-    return scaled;
-  }
-  return bindValue(v);
 }
 
 // ---- values as SQLite compares them ----

@@ -1,0 +1,312 @@
+/**
+ * The rule emitter's dialect-neutral half (docs/api.md, "Filters", "Rules", "List records";
+ * ARCHITECTURE.md, "A read"): filter and rule ASTs to boolean SQL terms, `sort` parameters to
+ * ORDER BY bodies, for src/rules/compiler.ts. Shared by both backends: the walk over AND/OR and
+ * its bookkeeping (`@request.auth.*` paths read, semi-join drivers), operands (paths, literals
+ * with fixed-point scaling, request macros as parameter slots), the set semantics of paths
+ * (`some`: an uncorrelated semi-join or a correlated EXISTS), `null` tests, `in` lists, the view
+ * rule every relation hop carries, and the sort parameter's validation.
+ *
+ * What differs is the backend's `RuleDialect`: how an operand is represented and how two are
+ * compared (SQLite compares its own values directly; PostgreSQL reproduces SQLite's type rules
+ * explicitly, src/store/pg/rule-sql.ts), how AND/OR terms are arranged (SQLite keeps them within
+ * its parser limits, src/store/sqlite/sql-shape.ts), and how a sort term is spelled.
+ */
+import { ApiError } from '../../errors/api-error.js';
+import { bindValue, type SqlValue } from '../bind.js';
+import type { Collection, Field } from '../../collections/types.js';
+import { HIDDEN_AUTH_COLUMNS } from '../../collections/types.js';
+import { parseFilter, type CompareExpr, type CompareOp, type Expr, type InExpr, type Literal, type Operand } from '../../rules/parser.js';
+import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
+import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';
+import { likeValue, scaleDecimal } from '../../rules/values.js';
+import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_SORT_FIELDS = 16;
+
+/** SQL text with its `?` slots, in order. */
+export interface Sql {
+  sql: string;
+  params: ParamSlot[];
+}
+
+/** A boolean term of one comparison, possibly a driver of the list plan. */
+interface Frag extends Sql {
+  /** a positive semi-join over this root column (CompiledExpr.drivers) */
+  driver?: string;
+}
+
+/** A semi-join every matching row satisfies, over the root `column` (CompiledExpr.drivers). */
+export interface Driver {
+  column: string;
+  sql: string;
+  params: ParamSlot[];
+}
+
+/**
+ * What a backend's rule emitter spells its own way. `V` is its operand (what a comparison reads:
+ * SQL text, or a value model), `T` a compiled term as its AND/OR arrangement needs it.
+ * Every function runs at compile time only.
+ */
+export interface RuleDialect<V, T extends Sql> {
+  /** how paths are resolved (PathDialect) */
+  paths: PathDialect;
+
+  /** A resolved path as an operand; `like`: it is the pattern of `~` / `!~`. */
+  pathOperand(path: ResolvedPath, like: boolean): V;
+  /** A literal's bound value (already LIKE-wrapped or scaled) as an operand. */
+  literalOperand(value: SqlValue): V;
+  /** A request macro's slot as an operand. */
+  macroOperand(slot: ParamSlot): V;
+
+  /**
+   * The predicate of `a op b`, positive: for `!=` it is "same value" (`a IS b`), for `!~` the
+   * LIKE; the caller negates it. NULL where the comparison is unknown.
+   */
+  predicate(op: CompareOp, a: V, b: V): Sql;
+  /** The scalar `a != b` (never NULL) given `same`, the predicate of `!=`. */
+  different(a: V, b: V, same: Sql): Sql;
+  /** `v IS NOT NULL` as the backend reads the value. */
+  notNull(v: V): Sql;
+  /** The scalar `v IS NULL` (`isNull`) or `v IS NOT NULL`. */
+  nullCheck(v: V, isNull: boolean): Sql;
+  /** `v IN (values…)`, the values bound literals (none NULL, at least one). */
+  inValues(v: V, values: SqlValue[]): Sql;
+  /** `v` is one of the principal's account ids (the `account/ids` slot, a JSON array). */
+  inAccounts(v: V, paths: PathResolver): Sql;
+
+  /** A leaf term (one comparison) as T. */
+  leaf(sql: string, params: ParamSlot[]): T;
+  /** `(t1 OP t2 …)`, or the one term itself, arranged as the backend needs. */
+  join(op: 'AND' | 'OR', terms: T[]): T;
+  /**
+   * The whole expression's term as SQL.
+   * @throws ApiError 400 when the backend cannot take it (SQLite's parser limits)
+   */
+  finish(term: T): Sql;
+
+  /** `RANDOM()`-style term. */
+  sortRandom(desc: boolean): string;
+  /** The insertion-order term for `@rowid` over `alias`. */
+  sortRowid(alias: string, desc: boolean): string;
+  /**
+   * The term of field `name` (resolved to `field`, null for a system column) over `alias`;
+   * `privateEmail`: an auth collection's email the caller may not see unless visible.
+   */
+  sortColumn(alias: string, name: string, field: Field | null, privateEmail: boolean, desc: boolean): string;
+}
+
+/**
+ * The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`).
+ * @throws ApiError 400 for invalid filters (see compileExpression)
+ */
+export function emitRule<V, T extends Sql>(d: RuleDialect<V, T>, ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
+  const guarded = opts.mode === 'filter' && !opts.superuser;
+  const paths = new PathResolver(d.paths, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(d, schema) : null);
+  const compiler = new RuleEmitter(d, paths, opts.mode);
+  const out = d.finish(compiler.expr(ast, true));
+  return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
+}
+
+/** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
+function hopViewRule<V, T extends Sql>(d: RuleDialect<V, T>, schema: SchemaLookup): HopRule {
+  return (target, alias) => {
+    const src = target.viewRule;
+    if (src === null || src.trim() === '') return 'locked';
+    if (src.trim() === '@public') return null;
+    return emitRule(d, parseFilter(src), target, schema, { mode: 'rule', alias });
+  };
+}
+
+/**
+ * compileSort's emitter (see src/rules/compiler.ts): validates the parameter and joins the
+ * backend's terms with `, `.
+ * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields, more than 16 fields,
+ *   a parameter over 8192 characters or one of separators only; Error for an invalid alias
+ */
+export function emitSortWith<V, T extends Sql>(d: RuleDialect<V, T>, src: string, collection: Collection, alias: string, superuser: boolean): string {
+  if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
+  const fail = (why: string): never => {
+    throw ApiError.badRequest(`Invalid sort: ${why}.`);
+  };
+  if (src.length > 8192) fail('the sort parameter is too long');
+  const terms: string[] = [];
+  for (const raw of src.split(',')) {
+    let name = raw.trim();
+    if (name === '') continue;
+    if (terms.length === MAX_SORT_FIELDS) fail(`at most ${MAX_SORT_FIELDS} sort fields are allowed`);
+    let desc = false;
+    if (name[0] === '-' || name[0] === '+') {
+      desc = name[0] === '-';
+      name = name.slice(1).trim();
+    }
+    if (name === '@random') terms.push(d.sortRandom(desc));
+    else if (name === '@rowid') terms.push(d.sortRowid(alias, desc));
+    else if (!IDENT.test(name)) fail(`unknown field ${JSON.stringify(name.slice(0, 64))}`);
+    else {
+      const field = resolveColumn(collection, name, 'filter', name, 'Invalid sort');
+      terms.push(d.sortColumn(alias, name, field, !superuser && isPrivateEmail(collection, name), desc));
+    }
+  }
+  // a parameter of separators only (`sort=,`) names no field: malformed, unlike a blank one
+  if (terms.length === 0 && src.trim() !== '') fail('no field given');
+  return terms.join(', ');
+}
+
+/** One operand and the set it ranges over (empty `sources`: a scalar). */
+interface Side<V> {
+  val: V;
+  sources: string[];
+  conds: string[];
+  condParams: ParamSlot[];
+}
+
+const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
+
+/** Compiles one expression (and nothing else: a fresh one per expression). */
+class RuleEmitter<V, T extends Sql> {
+  /** `@request.auth.*` paths the expression reads (CompiledExpr.authPaths). */
+  readonly authPaths = new Set<string>();
+  /** The semi-joins every matching row must satisfy (CompiledExpr.drivers). */
+  readonly drivers: Driver[] = [];
+
+  constructor(
+    private readonly d: RuleDialect<V, T>,
+    private readonly paths: PathResolver,
+    private readonly mode: CompileOptions['mode'],
+  ) {}
+
+  /** `conjunct`: `e` is the whole expression or one of its top-level AND terms. */
+  expr(e: Expr, conjunct = false): T {
+    if (e.type === 'compare' || e.type === 'in') {
+      const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
+      if (conjunct && frag.driver) this.drivers.push({ column: frag.driver, sql: frag.sql, params: frag.params });
+      return this.d.leaf(frag.sql, frag.params);
+    }
+    // `a || (b || c)` is one OR of three terms: fewer parentheses for the parser.
+    const flat: Expr[] = [];
+    const collect = (t: Expr): void => {
+      if (t.type === e.type) t.terms.forEach(collect);
+      else flat.push(t);
+    };
+    collect(e);
+    return this.d.join(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t, conjunct && e.type === 'and')));
+  }
+
+  private compare(e: CompareExpr): Frag {
+    let { left, right } = e;
+    const op = e.op;
+    if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
+    const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
+    const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
+    const like = op === '~' || op === '!~';
+    const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
+    const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
+    const sources = [...L.sources, ...R.sources];
+    const conds = [...L.conds, ...R.conds];
+    const condParams = [...L.condParams, ...R.condParams];
+
+    // one side crosses a single-valued relation and the other is a value: an uncorrelated semi-join
+    const head = pl && !pr ? pl.head : pr && !pl ? pr.head : undefined;
+    if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L.val, sources, conds, condParams, op === '=', head);
+    const pred = this.d.predicate(op, L.val, R.val);
+    if (sources.length > 0) return this.some(head, sources, conds, pred, op === '!=' || op === '!~', condParams);
+    if (op === '!=') return this.d.different(L.val, R.val, pred);
+    if (op === '!~') return { sql: `NOT COALESCE(${pred.sql}, ${this.d.paths.falseSql})`, params: pred.params };
+    return pred;
+  }
+
+  /** `x = null` (isNull) / `x != null` under the set semantics of the compiler. */
+  private nullTest(v: V, sources: string[], conds: string[], condParams: ParamSlot[], isNull: boolean, head?: ResolvedPath['head']): Frag {
+    if (sources.length === 0) return this.d.nullCheck(v, isNull);
+    const any = this.some(head, sources, conds, this.d.notNull(v), isNull, condParams);
+    // `x != null` holds for most rows: never a driver
+    return { sql: any.sql, params: any.params };
+  }
+
+  private inList(e: InExpr): Frag {
+    if (e.items.length === 0 && !e.accountIds) return { sql: this.d.paths.falseSql, params: [] };
+    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
+    const L = this.side(e.left, path, undefined, false);
+    const within = (pred: Sql): Frag => (L.sources.length > 0 ? this.some(path?.head, L.sources, L.conds, pred, false, L.condParams) : pred);
+    // the principal's accounts, bound as one JSON array (empty without a tenancy resolver: never holds)
+    if (e.accountIds) return within(this.d.inAccounts(L.val, this.paths));
+    const members = e.items.filter((item) => item.value !== null);
+    const parts: Frag[] = [];
+    if (members.length > 0) parts.push(within(this.d.inValues(L.val, members.map((m) => literalValue(m, path?.scale, false)))));
+    if (members.length < e.items.length) parts.push(this.nullTest(L.val, L.sources, L.conds, L.condParams, true, path?.head));
+    if (parts.length === 1) return parts[0];
+    return { sql: `(${parts[0].sql} OR ${parts[1].sql})`, params: [...parts[0].params, ...parts[1].params] };
+  }
+
+  /**
+   * One operand; `scale` comes from a fixed-point field on the other side, `other` is the other
+   * side's path (an `@request.auth.id` compared with record ids is qualified by their collection).
+   * @throws ApiError 400 for a hidden `@request.auth.*` column in a client filter
+   */
+  private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side<V> {
+    if (path) return { val: this.d.pathOperand(path, like), sources: path.sources, conds: path.conds, condParams: path.condParams };
+    const plain = { sources: [], conds: [], condParams: [] };
+    if (o.type === 'literal') return { val: this.d.literalOperand(literalValue(o, scale, like)), ...plain };
+    if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
+    const opt = like ? { like: true } : {};
+    let slot: ParamSlot;
+    if (o.macro === 'auth') {
+      const head = o.path.split('.')[0];
+      if (this.mode === 'filter' && (HIDDEN_AUTH_COLUMNS as readonly string[]).includes(head)) {
+        throw ApiError.badRequest(`Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);
+      }
+      this.authPaths.add(o.path);
+      const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
+      slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
+    } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    else if (o.macro === 'method') slot = { kind: 'method', ...opt };
+    else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
+    return { val: this.d.macroOperand(slot), ...plain };
+  }
+
+  /**
+   * "Some value of the set-valued path satisfies `pred`" (or, `negated`, none does);
+   * `condParams` are the hops' slots, bound before the predicate's. When the path starts with a
+   * single-valued relation (`head`), the uncorrelated semi-join `<column> IN (SELECT <id> FROM …
+   * WHERE …)`: the planner may then start from either side, reading the related rows first
+   * through their own indexes and the matching records through an index on the column, or
+   * walking the records (e.g. along a sort index) and probing the subquery's result, which it
+   * computes once. Otherwise (a multi-valued first hop, or a predicate that reads the record
+   * itself) a correlated EXISTS. Both mean the same: the related row exists, passes every hop's
+   * conditions (expiry, view rule) and `pred`. A NULL or empty column matches no related row, so
+   * the negated semi-join is `NOT COALESCE(…, false)`.
+   */
+  private some(head: ResolvedPath['head'], sources: string[], conds: string[], pred: Sql, negated: boolean, condParams: ParamSlot[]): Frag {
+    let where = '';
+    for (let i = head ? 1 : 0; i < conds.length; i++) where += `${conds[i]} AND `;
+    const body = `SELECT ${head ? head.id : '1'} FROM ${sources.join(', ')} WHERE ${where}(${pred.sql})`;
+    const params = [...condParams, ...pred.params];
+    if (head) {
+      const sql = `${head.column} IN (${body})`;
+      return negated ? { sql: `NOT COALESCE(${sql}, ${this.d.paths.falseSql})`, params } : { sql, params, driver: head.column };
+    }
+    return { sql: `${negated ? 'NOT ' : ''}EXISTS (${body})`, params };
+  }
+}
+
+/**
+ * The bound value of a literal: LIKE-wrapped, fixed-point scaled, or as written.
+ * @throws ApiError 400 for a number too precise for the fixed-point field it is compared with
+ */
+export function literalValue(lit: Literal, scale: number | undefined, like: boolean): SqlValue {
+  const v = lit.value;
+  if (like) return likeValue(bindValue(v));
+  if (scale !== undefined && (typeof v === 'number' || typeof v === 'string')) {
+    const scaled = scaleDecimal(typeof v === 'number' ? lit.raw : v, scale);
+    if (scaled === undefined) {
+      const shown = typeof v === 'number' ? lit.raw : JSON.stringify(v.slice(0, 64));
+      throw ApiError.badRequest(
+        `Invalid filter: ${shown} at position ${lit.pos} is not a decimal with at most ${scale} decimal places, as the fixed-point field it is compared with requires.`,
+      );
+    }
+    return scaled;
+  }
+  return bindValue(v);
+}
