@@ -90,6 +90,9 @@ function runTask(task: ReadTask): unknown {
   try {
     return task.mode === 'get' ? stmt.get(task.params) ?? null : stmt.all(task.params);
   } catch (err) {
+    // libsql 0.5.29 runs the next get() of a statement that threw with the failed call's
+    // parameters (another caller's row): prepare it afresh next time
+    cache.delete(task.sql);
     // libsql's SqliteError reaches the main thread as a bare {code, rawCode} object; a plain
     // Error keeps the message (callers map SQLite messages, e.g. vector errors, to 400).
     const e = err as { message?: string; code?: string };

@@ -202,6 +202,11 @@ function runJob(batch: unknown[], at: number, out: unknown[]): boolean {
         if (flags & STEP_RETURN_ROWS) out.push(undefined, undefined);
       }
     } catch (err) {
+      // libsql 0.5.29: a statement whose get() threw answers the next get() with the failed
+      // call's parameters (an UPDATE … RETURNING refused by a constraint refused the next, valid
+      // one too): a statement that threw is prepared afresh next time
+      stmtCache.delete(sql);
+      allStmtCache.delete(sql);
       const e = err as { code?: string; message?: string };
       return fail(out, mark, id, OUT_SQLITE, i, e.code ?? 'SQLITE_ERROR', e.message ?? String(err));
     }

@@ -217,6 +217,8 @@ export class Reader {
    * its own, for `all()`: libsql 0.5.29 leaves a statement that ran `all()` unreset, so a later
    * `get()` on it cannot bind its parameters and answers with the previous ones (measured:
    * `all([3])` then `get([4])` on `SELECT count(*) … WHERE n % ? = 0` gave the count for 3).
+   * Likewise a statement whose `get()` threw answers the next `get()` with the failed call's
+   * parameters (another caller's row): `get` and `all` drop a statement that threw.
    */
   statement(sql: string, mode: 'get' | 'all' = 'get'): Stmt {
     const cache = mode === 'get' ? this.cache : this.allCache;
@@ -272,14 +274,24 @@ export class Reader {
   get(sql: string, params: SqlValue[]): unknown[] | undefined {
     if (this.queue.length) this.pump(); // a busy main thread still feeds the threads (pump)
     if (!this.inSnapshot) this.beginSnapshot();
-    return this.statement(sql).get(params) as unknown[] | undefined;
+    try {
+      return this.statement(sql).get(params) as unknown[] | undefined;
+    } catch (err) {
+      this.cache.delete(sql); // see statement(): a statement that threw is not used again
+      throw err;
+    }
   }
 
   /** All rows, on the main thread. */
   all(sql: string, params: SqlValue[]): unknown[][] {
     if (this.queue.length) this.pump();
     if (!this.inSnapshot) this.beginSnapshot();
-    return this.statement(sql, 'all').all(params) as unknown[][];
+    try {
+      return this.statement(sql, 'all').all(params) as unknown[][];
+    } catch (err) {
+      this.allCache.delete(sql);
+      throw err;
+    }
   }
 
   /**

@@ -120,3 +120,16 @@ test('threads that idle out give their slots back: later threads still report wh
     await two.close();
   }
 });
+
+test('a read that failed leaves no parameters behind: the next read of the same SQL answers for its own', async () => {
+  // libsql 0.5.29 answered the next get() of a statement that threw with the failed call's row
+  const sql = "SELECT ?, json_extract(?, '$.a')";
+  assert.throws(() => reader.get(sql, ['ann', '{bad']), /malformed JSON/);
+  assert.deepEqual(reader.get(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
+  assert.throws(() => reader.all(sql, ['ann', '{bad']), /malformed JSON/);
+  assert.deepEqual(reader.all(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
+  await assert.rejects(reader.getOffThread(sql, ['ann', '{bad']), /malformed JSON/);
+  assert.deepEqual(await reader.getOffThread(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
+  await assert.rejects(reader.allOffThread(sql, ['ann', '{bad']), /malformed JSON/);
+  assert.deepEqual(await reader.allOffThread(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
+});

@@ -142,3 +142,17 @@ test('one statement run for rows and then as a guard binds its new parameters (l
     assert.deepEqual(read.rows, [[4n, 'c'], [5n, 'd']]);
   });
 });
+
+test('a step refused by SQLite leaves no parameters behind: the same SQL then writes its own row', async () => {
+  await withWriter(async (w) => {
+    await w.write([{ sql: 'CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT UNIQUE)', params: [] }]);
+    await w.write([{ sql: "INSERT INTO u VALUES (1, 'a'), (2, 'b'), (3, 'c')", params: [] }]);
+    const update = 'UPDATE u SET v = ? WHERE id = ? RETURNING id';
+    // a guard (get() on libsql) refused by the unique constraint
+    await assert.rejects(w.write([{ sql: update, params: ['b', 1], expect: 'row' }]));
+    // libsql 0.5.29 ran this one with the failed step's parameters and refused it too
+    await w.write([{ sql: update, params: ['z', 3], expect: 'row' }]);
+    const [read] = await w.write([{ sql: 'SELECT id, v FROM u ORDER BY id', params: [], returnRows: true }]);
+    assert.deepEqual(read.rows, [[1n, 'a'], [2n, 'b'], [3n, 'z']]);
+  });
+});
