@@ -190,7 +190,7 @@ export class AuthService {
         return null; // a bad token is no caller: the sign-in goes on as anonymous
       }
     };
-    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, caller);
+    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, caller, (p) => this.requireRecentSignIn(p));
     this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load);
     for (const m of [password, magicLink, otp, this.oauth2, this.webauthn]) this.methods.set(m.slug, m);
     this.twoFactor = new TwoFactor(store, secret, this.webauthn, load);
@@ -390,7 +390,7 @@ export class AuthService {
    * session keeps its sign-in time. Guards actions that would outlive a stolen session, such as
    * registering a passkey (docs/api.md, "Passkeys (WebAuthn)").
    */
-  requireRecentSignIn(p: AuthPrincipal): void {
+  requireRecentSignIn(p: Pick<AuthPrincipal, 'authTime'>): void {
     const maxAge = this.opts.reauthMaxAgeS ?? REAUTH_MAX_AGE_S;
     if (p.authTime !== undefined && nowSeconds() - p.authTime <= maxAge) return;
     throw new ApiError(403, 'reauthentication_required', `This action needs a recent sign-in (within ${maxAge} seconds); refreshing a session does not count. Sign in again, then retry.`);

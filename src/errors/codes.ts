@@ -43,7 +43,7 @@ export const ACTIVE_CODES: readonly CodeEntry[] = Object.freeze([
   { code: 'payload_too_large', summary: 'The request body is larger than allowed.',
     explanation: 'The body or an uploaded file exceeds the server limit (status 413). The upload limit is published as `limits.maxUploadSize` in `/api/meta`. Send a smaller body, or use resumable uploads when the server offers them.' },
   { code: 'reauthentication_required', summary: 'This action needs a recent sign-in.',
-    explanation: 'The action (such as registering a passkey) would outlive the current session, so it needs a session made by a primary sign-in (password, magic link, one-time code, OAuth2, passkey) within the last few minutes (SERVICE_REAUTH_MAX_AGE, default 300 seconds). Refreshing a session does not renew its sign-in time. Sign in again, then retry within that time.' },
+    explanation: 'The action (such as registering a passkey or linking an OAuth2 provider to the signed-in record) would outlive the current session, so it needs a session made by a primary sign-in (password, magic link, one-time code, OAuth2, passkey) within the last few minutes (SERVICE_REAUTH_MAX_AGE, default 300 seconds). Refreshing a session does not renew its sign-in time. Sign in again, then retry within that time.' },
   { code: 'request_timeout', summary: 'The request body did not arrive in time.',
     explanation: 'The server gives a request body a deadline (SERVICE_BODY_TIMEOUT, 30 seconds by default) and the body was still incomplete when it passed (status 408), as with a stalled or very slow client. Nothing was written. Send the body again over a working connection.' },
   { code: 'too_many_requests', summary: 'Too many attempts in a short time.',

@@ -73,7 +73,8 @@ before(async () => {
   [srv, noState, shortState] = await Promise.all([
     startSvc({ env }),
     startSvc({ env: { ...env, SERVICE_OAUTH_STATE_SERVER: 'false' } }),
-    startSvc({ env: { ...env, SERVICE_OAUTH_STATE_TTL: '1' } }),
+    // states live 1 s; a sign-in counts as recent for 2 s (SERVICE_REAUTH_MAX_AGE)
+    startSvc({ env: { ...env, SERVICE_OAUTH_STATE_TTL: '1', SERVICE_REAUTH_MAX_AGE: '2' } }),
   ]);
   await Promise.all([setup(srv, idp), setup(noState, idp), setup(shortState, idp)]);
   await srv.createCollection({ name: 'closed', type: 'auth', fields: [], createRule: null, options: { auth: { methods: { oauth2: { enabled: true, providers: providers(idp) } } } } });
@@ -510,4 +511,25 @@ test('with SERVICE_OAUTH_STATE_SERVER=false a signed-in caller still needs a sta
   const r3 = await done(await codeFor(ownInit.body), victim.token);
   assert.equal(r3.status, 200, r3.text);
   assert.deepEqual(await linksOf(noState, victim.id), [{ provider: 'idp', providerId: 'olga-sub' }]);
+});
+
+test('linking a provider needs a recent primary sign-in: a stolen, refreshed session adds no way in', async () => {
+  idp.accounts.set('hank-sub', { email: 'hank-idp@example.com', email_verified: true });
+  const made = await shortState.api('POST', '/api/collections/people/records', { body: { email: 'hank@example.com', password: PW, passwordConfirm: PW } });
+  assert.equal(made.status, 201, made.text);
+  const login = await shortState.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'hank@example.com', password: PW } });
+  await sleep(3000);
+  const refreshed = await shortState.api('POST', '/api/collections/people/auth-refresh', { token: login.body.token });
+  assert.equal(refreshed.status, 200, refreshed.text);
+  const old = refreshed.body.token;
+  const refused = await complete(shortState, await dance(shortState, 'hank-sub', 'idp', 'people', old), {}, old);
+  assert.equal(refused.status, 403, refused.text);
+  assert.equal(refused.body.code, 'reauthentication_required');
+  const view = await shortState.api('GET', `/api/collections/people/records/${made.body.id}`, { token: old });
+  assert.deepEqual(view.body.externalAuths ?? [], [], 'no link was made');
+
+  const fresh = await shortState.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'hank@example.com', password: PW } });
+  const linked = await complete(shortState, await dance(shortState, 'hank-sub', 'idp', 'people', fresh.body.token), {}, fresh.body.token);
+  assert.equal(linked.status, 200, linked.text);
+  assert.deepEqual(linked.body.record.externalAuths, [{ provider: 'idp', providerId: 'hank-sub' }]);
 });

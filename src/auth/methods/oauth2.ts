@@ -54,7 +54,7 @@ const NOT_VOUCHED = {
 export type ExternalSignup = (c: Collection, body: Record<string, unknown>, verified: boolean, extra: (id: string) => WriteStep[]) => Promise<string>;
 
 /** The caller of a request, or null (AuthService.resolve). */
-export type ResolveCaller = (client: ClientInfo) => Promise<{ collection: Collection; record: Record<string, unknown> } | null>;
+export type ResolveCaller = (client: ClientInfo) => Promise<{ collection: Collection; record: Record<string, unknown>; authTime?: number } | null>;
 
 export interface OAuth2StateOptions {
   /** issue and verify state on the server (SERVICE_OAUTH_STATE_SERVER) */
@@ -77,6 +77,8 @@ export class OAuth2Method implements AuthMethod {
     private state: OAuth2StateOptions,
     private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
     private resolveCaller: ResolveCaller,
+    /** throws 403 `reauthentication_required` unless the session's primary sign-in is recent (AuthService.requireRecentSignIn) */
+    private requireRecent: (caller: { authTime?: number }) => void,
   ) {}
 
   enabled(c: Collection): boolean {
@@ -167,6 +169,8 @@ export class OAuth2Method implements AuthMethod {
       // own the address, and its owner's verification or reset must end their way in
       const own = String(caller.record.id);
       if (linked !== undefined && linked !== own) throw ApiError.conflict('This provider account is already linked to another record.');
+      // a new way into the account outlives the session: a stolen session may not add one
+      if (linked === undefined) this.requireRecent(caller);
       const verified = caller.record.verified === true || Number(caller.record.verified) === 1;
       if (linked === undefined) await this.link(c, own, p.name, profile.id, verified);
       return { record: this.mustLoad(c, own), meta };
@@ -207,7 +211,7 @@ export class OAuth2Method implements AuthMethod {
     if (found.recordId !== p.name || found.email !== initiator) throw ApiError.validation(BAD_STATE);
   }
 
-  private async callerIn(c: Collection, client: ClientInfo): Promise<{ record: Record<string, unknown> } | null> {
+  private async callerIn(c: Collection, client: ClientInfo): Promise<{ record: Record<string, unknown>; authTime?: number } | null> {
     if (!client.headers.authorization && !client.headers.cookie) return null;
     const who = await this.resolveCaller(client);
     return who && who.collection.id === c.id ? who : null;
