@@ -31,7 +31,7 @@ import type { KeysetSql, ListSql } from '../store/store.js';
 import { ReadBudgetExceeded } from '../store/sqlite/reader.js';
 import type { OffsetWalk } from '../cache/caches.js';
 import type { ReadShape } from './records-read.js';
-import type { SortKey } from '../store/sqlite/keyset.js';
+import type { SortKey } from '../store/sql/keyset.js';
 import type { SlowQueryLog } from '../ops/slow-queries.js';
 
 export const DEFAULT_PER_PAGE = 30;

@@ -23,8 +23,9 @@ import type { Store } from '../store/store.js';
 import type { Collection } from '../collections/types.js';
 import type { SqlValue } from '../store/bind.js';
 import type { BackendKind } from '../store/backend.js';
-import { SEARCH_MATCH as PG_SEARCH_MATCH, searchJoin as pgSearchJoin } from '../store/pg/list-sql.js';
-import { SCHEMA_OBJECTS_SQL, ftsCreateSql, ftsCreateSteps, ftsDropSteps, ftsJoinSql, ftsMatchSql, ftsTableName, ftsTriggerNames, searchableFields, setFullTextEnabled } from '../store/sqlite/collection-sql.js';
+import { pgListDialect } from '../store/pg/list-dialect.js';
+import { sqliteListDialect } from '../store/sqlite/list-dialect.js';
+import { SCHEMA_OBJECTS_SQL, ftsCreateSql, ftsCreateSteps, ftsDropSteps, ftsTableName, ftsTriggerNames, searchableFields, setFullTextEnabled } from '../store/sqlite/collection-sql.js';
 
 const MAX_SEARCH_CHARS = 1000;
 const MAX_TERMS = 64;
@@ -113,7 +114,7 @@ function tsTerm(t: SearchTerm): string {
 
 /**
  * Lowers `search` text to the text of a PostgreSQL `tsquery` (for `to_tsquery` of the search
- * configuration, bound as a parameter: src/store/pg/list-sql.ts, searchJoin), with the meaning
+ * configuration, bound as a parameter: src/store/pg/list-dialect.ts, searchJoin), with the meaning
  * {@link lowerSearch} gives it on SQLite: `(a & b & !(c | d)) | (…)`; null when it reduces to
  * nothing. Every term is quoted ({@link tsTerm}), so the text never carries the user's operators.
  * @throws ApiError 400 as {@link parseSearch}
@@ -148,12 +149,12 @@ export function searchPlan(c: Collection, text: string, enabled: boolean, kind: 
   if (!enabled) throw ApiError.badRequest('Full-text search is not available on this server (feature fts5-off).');
   if (searchableFields(c).length === 0) throw ApiError.badRequest(`The collection "${c.name}" has no searchable field.`);
   if (kind === 'postgres') {
-    // the generated tsvector column, matched by the same grammar lowered to a tsquery (src/store/pg/list-sql.ts)
+    // the generated tsvector column, matched by the same grammar lowered to a tsquery (src/store/pg/list-dialect.ts, searchJoin)
     const match = lowerTsquery(text);
-    return { text, match, join: pgSearchJoin(), joinParams: match === null ? [] : [match], where: PG_SEARCH_MATCH, whereParams: [] };
+    return { text, match, join: pgListDialect.searchJoin(c), joinParams: match === null ? [] : [match], where: pgListDialect.searchMatch(c), whereParams: [] };
   }
   const match = lowerSearch(text);
-  return { text, match, join: ftsJoinSql(c), joinParams: [], where: ftsMatchSql(c), whereParams: match === null ? [] : [match] };
+  return { text, match, join: sqliteListDialect.searchJoin(c), joinParams: [], where: sqliteListDialect.searchMatch(c), whereParams: match === null ? [] : [match] };
 }
 
 /**

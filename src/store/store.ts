@@ -5,8 +5,8 @@
 import type { RecordSql } from './record-sql.js';
 import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { BackendKind, SqlReader, SqlWriter } from './backend.js';
-import type * as SqliteListSql from './sqlite/list-sql.js';
-import type * as SqliteKeyset from './sqlite/keyset.js';
+import type { ListSql } from './sql/list-sql.js';
+import type { KeysetSql } from './sql/keyset.js';
 import type { Collection } from '../collections/types.js';
 import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
@@ -21,12 +21,10 @@ import type { SchemaStore } from './schema-store.js';
 import type { Dialect } from './dialect.js';
 
 /**
- * The statements of record lists (records-list.ts): the builders of src/store/sqlite/list-sql.ts,
- * which src/store/pg/list-sql.ts mirrors name for name.
+ * The statements of record lists (records-list.ts) and the cursor sort keys and keyset terms:
+ * one builder each in src/store/sql/ (list-sql.ts, keyset.ts), given each backend's list dialect.
  */
-export type ListSql = { [K in keyof typeof SqliteListSql]: (typeof SqliteListSql)[K] extends string ? string : (typeof SqliteListSql)[K] };
-/** Cursor sort keys and keyset terms (src/store/sqlite/keyset.ts, src/store/pg/keyset.ts). */
-export type KeysetSql = Pick<typeof SqliteKeyset, 'cursorSortKeys' | 'orderBy' | 'segments' | 'sortSignature' | 'beyondBoundary'>;
+export type { ListSql, KeysetSql };
 /** A record's codec columns and its JSON rendering in SQL (record-json.ts of each backend). */
 export interface RecordJsonSql {
   recordColumns(c: Collection): string[];

@@ -28,8 +28,10 @@ import { CollectionRegistry } from '../../src/collections/collection-registry.js
 import { Reader } from '../../src/store/sqlite/reader.js';
 import { sqliteStores } from '../../src/store/sqlite/sql-stores.js';
 import { compileExpression, compileSort } from '../../src/rules/compiler.js';
-import { fromRecords, pageIdsSql, unindexedOrder } from '../../src/store/sqlite/list-sql.js';
+import { sqliteList } from '../../src/store/sqlite/list-dialect.js';
 import { bindParams } from '../../src/rules/compiler.js';
+
+const { fromRecords, pageIdsSql, unindexedOrder } = sqliteList;
 
 let srv: Svc;
 let dataDir: string;

@@ -8,8 +8,7 @@
  */
 import type { StoreSql } from '../store.js';
 import type { PgReader } from './reader.js';
-import * as list from './list-sql.js';
-import * as keyset from './keyset.js';
+import { pgKeyset, pgList } from './list-dialect.js';
 import * as json from './record-json.js';
 import type { PgDdlOptions } from './collection-sql.js';
 import { AuthSql, AUTH_DIALECTS } from '../shared/auth-sql.js';
@@ -46,8 +45,8 @@ export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }
     schema: new PgSchemaSql(reader, ddl),
     dialect: pgDialect,
     records: pgRecordSql,
-    list,
-    keyset,
+    list: pgList,
+    keyset: pgKeyset,
     json,
     sharedLimiter: new PgRateLimiter(reader),
   };

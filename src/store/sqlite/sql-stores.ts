@@ -5,8 +5,7 @@
  */
 import type { StoreSql } from '../store.js';
 import type { Reader } from './reader.js';
-import * as list from './list-sql.js';
-import * as keyset from './keyset.js';
+import { sqliteKeyset, sqliteList } from './list-dialect.js';
 import * as json from './record-json.js';
 import { AuthSql, AUTH_DIALECTS } from '../shared/auth-sql.js';
 import { SessionSql, SESSION_TIE_BREAK } from '../shared/session-sql.js';
@@ -38,8 +37,8 @@ export function sqliteStores(reader: Reader): StoreSql {
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,
     records: sqliteRecordSql,
-    list,
-    keyset,
+    list: sqliteList,
+    keyset: sqliteKeyset,
     json,
   };
 }

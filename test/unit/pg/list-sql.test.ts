@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL statements of record lists and record services (issue 24): src/store/pg/
- * record-json.ts, list-sql.ts, keyset.ts and record-sql.ts, run for real against a throw-away
+ * record-json.ts, list-dialect.ts (src/store/sql/list-sql.ts and keyset.ts in PostgreSQL's
+ * spelling) and record-sql.ts, run for real against a throw-away
  * PostgreSQL (test/helpers/postgres.ts) over tables made by bootstrap.ts and collection-sql.ts.
  * Oracles: the JavaScript record codec (src/records/record-codec.ts) for renderings, and sorts
  * done in JavaScript with SQLite's order (NULL lowest, text bytewise) for pages and walks; for
@@ -24,14 +25,17 @@ import { bootstrapSteps } from '../../../src/store/pg/bootstrap.js';
 import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
 import { emitExpression, emitSort } from '../../../src/store/pg/rule-sql.js';
 import { buildJsonSql, jsNumberSql, recordColumns } from '../../../src/store/pg/record-json.js';
-import {
-  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, SEARCH_MATCH, SEARCH_RANK, boundarySql, boundedCountSql, countSql, fromRecords, hasNullSql, hasRandomOrder, idIn, keysetPageSql,
-  offsetPageSql, pageAggregateSql, pageIdsSql, pageOrderBy, renderByIdsSql, searchJoin, walkAfter, walkOrder, walkStepSql,
-} from '../../../src/store/pg/list-sql.js';
+import { SEARCH_MATCH, SEARCH_RANK, pgKeyset, pgList, searchJoin } from '../../../src/store/pg/list-dialect.js';
+import type { SortKey } from '../../../src/store/sql/keyset.js';
 import { lowerTsquery } from '../../../src/records/search.js';
-import { beyondBoundary, cursorSortKeys, orderBy, segments, sortKeyOf, sortSignature, type SortKey } from '../../../src/store/pg/keyset.js';
 import { pgRecordSql as R } from '../../../src/store/pg/record-sql.js';
 import type { KeyValue } from '../../../src/records/cursor.js';
+
+const {
+  ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, boundarySql, boundedCountSql, countSql, fromRecords, hasNullSql, hasRandomOrder, idIn, keysetPageSql,
+  offsetPageSql, pageAggregateSql, pageIdsSql, pageOrderBy, renderByIdsSql, walkAfter, walkOrder, walkStepSql,
+} = pgList;
+const { beyondBoundary, cursorSortKeys, orderBy, segments, sortKeyOf, sortSignature } = pgKeyset;
 
 const skip = postgresSkipReason() ?? false;
 const T = '2024-01-02 03:04:05.678Z';

@@ -1,7 +1,7 @@
 /**
- * Keyset predicates (src/store/sqlite/keyset.ts) against an in-memory oracle of SQLite's order: NULL
- * first ascending and last descending, mixed directions, duplicate values. Random sorts are
- * walked forward and backward page by page on a real libsql table, with rows inserted and
+ * Keyset predicates (src/store/sql/keyset.ts in SQLite's dialect) against an in-memory oracle
+ * of SQLite's order: NULL first ascending and last descending, mixed directions, duplicate
+ * values. Random sorts are walked forward and backward page by page on a real libsql table, with rows inserted and
  * deleted between pages: every row present throughout must come exactly once, in order.
  */
 import { test } from 'node:test';
@@ -9,9 +9,12 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import type { Collection } from '../../../src/collections/types.js';
 import type { SchemaLookup } from '../../../src/rules/compiler.js';
-import { beyondBoundary, cursorSortKeys, orderBy, segments, type SortKey } from '../../../src/store/sqlite/keyset.js';
+import type { SortKey } from '../../../src/store/sql/keyset.js';
+import { sqliteKeyset } from '../../../src/store/sqlite/list-dialect.js';
 import type { KeyValue } from '../../../src/records/cursor.js';
 import type { SqlValue } from '../../../src/store/bind.js';
+
+const { beyondBoundary, cursorSortKeys, orderBy, segments } = sqliteKeyset;
 
 const col: Collection = {
   id: 'pbc_keyset0', name: 'items', type: 'base', system: false, indexes: [], options: {},

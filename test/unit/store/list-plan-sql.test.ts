@@ -1,13 +1,15 @@
 /**
- * The SQL builders of issue 23's list plans (src/store/sqlite/list-sql.ts): the semi-join row
- * count, unindexable sort terms, and the offset walk's order, seek condition and step, run
- * against an in-memory table so the seek is checked against plain OFFSET paging.
+ * The SQL builders of issue 23's list plans (src/store/sql/list-sql.ts in SQLite's dialect): the
+ * semi-join row count, unindexable sort terms, and the offset walk's order, seek condition and
+ * step, run against an in-memory table so the seek is checked against plain OFFSET paging.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'libsql';
-import { boundedCountSql, fromRecords, hasNullSql, pageOrderBy, unindexedOrder, walkAfter, walkOrder, walkStepSql } from '../../../src/store/sqlite/list-sql.js';
+import { sqliteList } from '../../../src/store/sqlite/list-dialect.js';
 import { WalkCache, CountCache, WALK_CACHE_MAX } from '../../../src/cache/caches.js';
+
+const { boundedCountSql, fromRecords, hasNullSql, pageOrderBy, unindexedOrder, walkAfter, walkOrder, walkStepSql } = sqliteList;
 
 test('walkOrder accepts one plain column sort, either direction, and nothing else', () => {
   assert.deepEqual(walkOrder(['r."name" ASC']), { column: 'r."name"', desc: false });

@@ -1,0 +1,169 @@
+/**
+ * Keyset predicates for cursor paging on both backends (spec 1-core-api.md, "List query
+ * parameters": in cursor mode `id` is appended to the sort as the tiebreaker), in the spelling
+ * of a {@link ListDialect} (ARCHITECTURE.md, src/store/sql/).
+ *
+ * Both backends order NULL below every other value: NULLs come first ascending and last
+ * descending (PostgreSQL's sort terms and every ORDER BY written here name that placement; text
+ * compares bytewise there under `COLLATE "C"`). A key's SQL is its sort term without the
+ * direction (`r."title"`; `r."title" COLLATE "C"`), so the key values read back, the ORDER BY and
+ * the predicates all use the same expression and collation. The predicates follow that order
+ * exactly, key by key, with mixed directions:
+ *   beyond(B) = OR over i of (k1 = v1 AND … AND k(i-1) = v(i-1) AND k(i) beyond v(i))
+ * (`k IS NULL` for a NULL value), where "k beyond v" walking up is `k > v` (or `k IS NOT NULL`
+ * when v is NULL), and walking down is `k < v OR k IS NULL` (nothing when v is NULL). Because the
+ * boundary is a tuple of values, not a row position, rows inserted or deleted between pages never
+ * shift the walk: each row that exists throughout is returned exactly once.
+ *
+ * That OR does not bound an index range, so pages are read as disjoint segments on the leading
+ * key, in walk order (`segments`); the caller stops as soon as it has enough rows.
+ */
+import { ApiError } from '../../errors/api-error.js';
+import type { SqlValue } from '../bind.js';
+import type { Collection } from '../../collections/types.js';
+import { compileSort, isPrivateEmail, type SchemaLookup } from '../../rules/compiler.js';
+import type { KeyValue } from '../../records/cursor.js';
+import type { ListDialect } from './list-dialect.js';
+
+/** One ORDER BY key: its SQL (`r."name"`), its direction, and whether it can hold NULL. */
+export interface SortKey {
+  sql: string;
+  desc: boolean;
+  notNull: boolean;
+  /** the sort term as written, normalized (`-name`) */
+  term: string;
+  /** the key reads a private column (an auth collection's email): tokens never carry its values */
+  private?: boolean;
+}
+
+/** A WHERE fragment with its parameters. */
+export interface SqlPart {
+  sql: string;
+  params: SqlValue[];
+}
+
+/** Cursor sort keys and keyset terms of one backend (`store.sql.keyset`). */
+export interface KeysetSql {
+  /**
+   * The key of one sort term of the backend's sort emitter (`<expr> ASC`, `<expr> DESC NULLS LAST`, …).
+   * @throws Error for a term of another shape (a programming error)
+   */
+  sortKeyOf(term: string): SortKey;
+  /**
+   * The cursor-mode sort keys of `src` (validated like `sort` in offset mode), with `id` appended
+   * unless the sort already names it.
+   * @throws ApiError 400 for an invalid sort, and for `@random` (no stable order to resume)
+   */
+  cursorSortKeys(src: string | null, c: Collection, schema: SchemaLookup, superuser?: boolean): SortKey[];
+  /** `ORDER BY` body for walking forward, or backward (every direction flipped); NULLs always lowest. */
+  orderBy(keys: SortKey[], backward: boolean): string;
+  /** The exact "strictly beyond the boundary in walk order" predicate (the dialect's `never` when nothing is). */
+  beyondBoundary(keys: SortKey[], values: KeyValue[], backward: boolean): SqlPart;
+  /**
+   * The rows beyond the boundary as disjoint segments in walk order, each a complete predicate
+   * that bounds an index range on the leading key k1 (ORed together they equal `beyondBoundary`):
+   * first the tie group (`k1 = v` and the remaining keys beyond theirs), then the rows strictly
+   * beyond v (`k1 > v` walking up; `k1 < v` then `k1 IS NULL` walking down, NULLs sorting last).
+   * With an index on (k1, …, id) every page reads about one page of rows, even inside a large
+   * group of equal values.
+   */
+  segments(keys: SortKey[], values: KeyValue[], backward: boolean): SqlPart[];
+  /**
+   * Normalized description of the keys, for the cursor binding: the terms without what
+   * PostgreSQL needs to order as SQLite does, so a key reads the same on both (`r."id"`).
+   */
+  sortSignature(keys: SortKey[]): string;
+}
+
+/** The keyset builders of one dialect; built once per backend (sql-stores.ts). */
+export function keysetSql(d: ListDialect): KeysetSql {
+  const { never } = d;
+
+  function sortKeyOf(term: string): SortKey {
+    const m = d.sortTerm.exec(term);
+    if (!m) throw new Error(`keyset: unexpected sort term ${JSON.stringify(term)}`);
+    const sql = m[1];
+    const desc = m[2].startsWith('DESC');
+    return { sql, desc, notNull: d.notNullColumns.has(d.bareKey(sql)), term: `${desc ? '-' : ''}${sql}` };
+  }
+
+  /** `k beyond v` for one key walking up (`down` false) or down; null when nothing is beyond. */
+  function beyond(k: SortKey, v: KeyValue, down: boolean): SqlPart | null {
+    if (!down) return v === null ? { sql: `${k.sql} IS NOT NULL`, params: [] } : { sql: `${k.sql} > ?`, params: [v] };
+    if (v === null) return null;
+    return { sql: k.notNull ? `${k.sql} < ?` : `(${k.sql} < ? OR ${k.sql} IS NULL)`, params: [v] };
+  }
+
+  function beyondBoundary(keys: SortKey[], values: KeyValue[], backward: boolean): SqlPart {
+    const ors: string[] = [];
+    const params: SqlValue[] = [];
+    const eqSql: string[] = [];
+    const eqParams: SqlValue[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const b = beyond(keys[i], values[i], keys[i].desc !== backward);
+      if (b) {
+        ors.push(eqSql.length ? `(${[...eqSql, b.sql].join(' AND ')})` : b.sql);
+        params.push(...eqParams, ...b.params);
+      }
+      if (values[i] === null) eqSql.push(`${keys[i].sql} IS NULL`);
+      else {
+        eqSql.push(`${keys[i].sql} = ?`);
+        eqParams.push(values[i]);
+      }
+    }
+    return ors.length ? { sql: ors.length === 1 ? ors[0] : `(${ors.join(' OR ')})`, params } : { sql: never, params: [] };
+  }
+
+  return {
+    sortKeyOf,
+
+    cursorSortKeys(src: string | null, c: Collection, schema: SchemaLookup, superuser = false): SortKey[] {
+      const keys: SortKey[] = [];
+      if (src && src.length > 8192) throw ApiError.badRequest('Invalid sort: the sort parameter is too long.');
+      for (const raw of (src ?? '').split(',')) {
+        const seg = raw.trim();
+        if (seg === '') continue;
+        if (keys.length === 16) throw ApiError.badRequest('Invalid sort: at most 16 sort fields are allowed.');
+        const name = seg.replace(/^[-+]\s*/, '');
+        if (name === '@random') throw ApiError.badRequest('Invalid sort: @random cannot be used with cursor paging.');
+        const key = sortKeyOf(compileSort(seg, c, schema, 'r', superuser, d.name));
+        if (isPrivateEmail(c, name)) key.private = true;
+        keys.push(key);
+      }
+      if (keys.length === 0 && src && src.trim() !== '') throw ApiError.badRequest('Invalid sort: no field given.');
+      if (!keys.some((k) => k.sql === d.idOrder)) keys.push({ sql: d.idOrder, desc: false, notNull: true, term: d.idOrder });
+      return keys;
+    },
+
+    orderBy(keys: SortKey[], backward: boolean): string {
+      return keys.map((k) => `${k.sql} ${k.desc !== backward ? d.desc : d.asc}`).join(', ');
+    },
+
+    beyondBoundary,
+
+    segments(keys: SortKey[], values: KeyValue[], backward: boolean): SqlPart[] {
+      const [k, ...restKeys] = keys;
+      const v = values[0];
+      const down = k.desc !== backward;
+      const out: SqlPart[] = [];
+      if (restKeys.length) {
+        const rest = beyondBoundary(restKeys, values.slice(1), backward);
+        if (rest.sql !== never) {
+          out.push(v === null
+            ? { sql: `${k.sql} IS NULL AND ${rest.sql}`, params: rest.params }
+            : { sql: `${k.sql} = ? AND ${rest.sql}`, params: [v, ...rest.params] });
+        }
+      }
+      if (!down) out.push(v === null ? { sql: `${k.sql} IS NOT NULL`, params: [] } : { sql: `${k.sql} > ?`, params: [v] });
+      else if (v !== null) {
+        out.push({ sql: `${k.sql} < ?`, params: [v] });
+        if (!k.notNull) out.push({ sql: `${k.sql} IS NULL`, params: [] });
+      }
+      return out;
+    },
+
+    sortSignature(keys: SortKey[]): string {
+      return keys.map((k) => d.signatureTerm(k.term)).join(',');
+    },
+  };
+}
