@@ -195,8 +195,11 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
     const client = hub.find(clientId);
     if (!client || client.transport.kind !== 'sse') throw ApiError.notFound('Missing or invalid client id.');
     const principal = await ctx.auth.resolve(info);
-    // A client keeps one identity: another caller's token cannot take over its stream.
-    if (client.principal && principal && (client.principal.collection.id !== principal.collection.id || client.principal.record.id !== principal.record.id)) {
+    // A stream keeps the identity its first POST gave it: once signed in, a POST from another
+    // caller, or one without credentials, is refused and changes nothing (an anonymous stream
+    // may be signed in later, as the PocketBase SDK does after a sign-in).
+    const caller = principal ? `${principal.collection.id}/${String(principal.record.id)}` : '';
+    if (client.streamCaller && client.streamCaller !== caller) {
       throw ApiError.forbidden('The current and the previous request authorization don\'t match.');
     }
     const token = principal ? (credential(info)?.token ?? null) : null;
@@ -206,6 +209,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
       hub.parseTopic(topic);
       return { raw, topic, filter };
     });
+    client.streamCaller = caller;
     hub.setPrincipal(client, principal, token);
     for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);
     // SSE names events by the topic as the SDK sent it (options included)

@@ -119,6 +119,12 @@ export class RealtimeClient {
   token: string | null = null;
   /** the active account named in the auth frame (tenancy), '' for none */
   account = '';
+  /**
+   * SSE: the caller the stream's first subscription POST established (`<collectionId>/<recordId>`,
+   * '' for anonymous), null before it. Later POSTs must come from the same signed-in caller
+   * (docs/api.md "Realtime"); a session that ends does not change it.
+   */
+  streamCaller: string | null = null;
   /** the token is being re-checked: nothing is delivered until it is */
   checking = false;
   /** bumped whenever the caller or `checking` changes (native memberships are decided again) */

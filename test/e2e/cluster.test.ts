@@ -214,6 +214,11 @@ test('SSE: the stream on B, its subscription POST on A (no sticky routing): A re
   const other = await a.api('POST', '/api/collections/users/auth-with-password', { body: { identity: 'sse@example.com', password: 'password123' } });
   const hijack = await a.api('POST', '/api/realtime', { token: other.body.token, body: { clientId, subscriptions: ['posts/*'] } });
   assert.equal(hijack.status, 403, hijack.text);
+  // nor can a POST without credentials, relayed or not: the stream keeps its caller
+  const anonRelayed = await a.api('POST', '/api/realtime', { body: { clientId, subscriptions: ['posts/*'] } });
+  assert.equal(anonRelayed.status, 403, anonRelayed.text);
+  const anonDirect = await b.api('POST', '/api/realtime', { body: { clientId, subscriptions: ['posts/*'] } });
+  assert.equal(anonDirect.status, 403, anonDirect.text);
   // an id no instance holds: 404, once no instance answered
   const unknown = await a.api('POST', '/api/realtime', { body: { clientId: 'nosuchclient00', subscriptions: [] } });
   assert.equal(unknown.status, 404, unknown.text);

@@ -602,3 +602,31 @@ test('SDK auth through the SSE stream uses the POST Authorization; superusers he
   assert.equal(got[0]?.record?.id, rec.id);
   pb.realtime.unsubscribe();
 });
+
+test('SSE: a POST from another principal than the stream\'s (anonymous included) is refused 403; the stream keeps its subscriptions and identity', async () => {
+  const es = new EventSource(`${srv.url}/api/realtime`);
+  const notes: any[] = [];
+  const clientId = await new Promise<string>((res, rej) => {
+    es.addEventListener('PB_CONNECT', (e: any) => res(JSON.parse(e.data).clientId));
+    es.onerror = rej;
+  });
+  es.addEventListener('notes/*', (e: any) => notes.push(JSON.parse(e.data)));
+  try {
+    const signedIn = await srv.api('POST', '/api/realtime', { token: alice.token, body: { clientId, subscriptions: ['notes/*'] } });
+    assert.equal(signedIn.status, 204, signedIn.text);
+    // no credentials: neither the subscriptions nor the identity change
+    const anon = await srv.api('POST', '/api/realtime', { body: { clientId, subscriptions: ['news/*'] } });
+    assert.equal(anon.status, 403, anon.text);
+    assert.equal(anon.body.code, 'forbidden');
+    const other = await srv.api('POST', '/api/realtime', { token: bob.token, body: { clientId, subscriptions: ['news/*'] } });
+    assert.equal(other.status, 403);
+    const mine = await seed(srv, 'notes', { text: 'still alice\'s', owner: alice.id });
+    for (let i = 0; i < 100 && notes.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(notes.map((e) => e.record.id), [mine.id], 'alice\'s note still arrives: subscriptions and identity kept');
+    // the same principal may change the subscriptions
+    const again = await srv.api('POST', '/api/realtime', { token: alice.token, body: { clientId, subscriptions: ['notes/*', 'news/*'] } });
+    assert.equal(again.status, 204, again.text);
+  } finally {
+    es.close();
+  }
+});
