@@ -117,7 +117,14 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     }
   }
 
-  const hub = new RealtimeHub(store, ctx.auth, logger, { ...DEFAULT_REALTIME_LIMITS, maxConnections: config.limits.realtimeMaxConnections });
+  const hub = new RealtimeHub(store, ctx.auth, logger, {
+    ...DEFAULT_REALTIME_LIMITS,
+    maxConnections: config.limits.realtimeMaxConnections,
+    maxFilters: config.limits.realtimeMaxFilters,
+    maxFilterBytes: config.limits.realtimeMaxFilterBytes,
+    maxAddressFilterBytes: config.limits.realtimeMaxAddressFilterBytes,
+    filterBudgetMs: config.limits.realtimeFilterBudgetMs,
+  });
   ctx.auth.sessions.onEnded = (collectionId, recordId) => hub.sessionEnded(collectionId, recordId);
   features.onOverrideChange = () => hub.signal('__features');
   const routes: Route[] = [

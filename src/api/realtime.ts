@@ -189,7 +189,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
 
   /**
    * Replaces the subscriptions of the SSE client `clientId` of this instance, for the caller of
-   * `info`. @throws ApiError 404 (no such stream here), 403 (another caller's stream), 400 (a bad topic or filter)
+   * `info`. @throws ApiError 404 (no such stream here), 403 (another caller's stream), 400 (a bad topic or filter, past a filter cap)
    */
   const applySubscriptions = async (clientId: string, subs: string[], info: ClientInfo): Promise<void> => {
     const client = hub.find(clientId);
@@ -209,6 +209,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
       hub.parseTopic(topic);
       return { raw, topic, filter };
     });
+    hub.checkFilters(client, parsed.flatMap((p) => (p.filter ? [p.filter] : [])));
     client.streamCaller = caller;
     hub.setPrincipal(client, principal, token);
     for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);

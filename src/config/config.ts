@@ -122,10 +122,24 @@ export interface RequestLimits {
   maxInflightBodyBytes: number;
   /** SERVICE_REALTIME_MAX_CONNECTIONS: realtime WebSockets and event streams together (default 20,000) */
   realtimeMaxConnections: number;
+  /** SERVICE_REALTIME_MAX_FILTERS: distinct subscription filters per realtime connection (default 50) */
+  realtimeMaxFilters: number;
+  /** SERVICE_REALTIME_MAX_FILTER_BYTES: summed length of a connection's distinct filters, characters (default 65,536) */
+  realtimeMaxFilterBytes: number;
+  /** SERVICE_REALTIME_MAX_ADDRESS_FILTER_BYTES: the same over every connection of one client address (default 262,144) */
+  realtimeMaxAddressFilterBytes: number;
+  /**
+   * SERVICE_REALTIME_FILTER_BUDGET_MS: the longest a batch's costly filter verdicts may take on
+   * the reader pool, ms (default 2,000; 0 = none); past it those subscribers get nothing of the
+   * batch (src/realtime/hub.ts)
+   */
+  realtimeFilterBudgetMs: number;
 }
 
 /** The defaults of RequestLimits. */
-export const DEFAULT_LIMITS: RequestLimits = { jsonBodyBytes: 1024 * 1024, bodyTimeoutS: 30, maxConnections: 10_000, maxInflightBodyBytes: 256 * 1024 * 1024, realtimeMaxConnections: 20_000 };
+export const DEFAULT_LIMITS: RequestLimits = { jsonBodyBytes: 1024 * 1024, bodyTimeoutS: 30, maxConnections: 10_000, maxInflightBodyBytes: 256 * 1024 * 1024, realtimeMaxConnections: 20_000,
+  realtimeMaxFilters: 50, realtimeMaxFilterBytes: 64 * 1024, realtimeMaxAddressFilterBytes: 256 * 1024, realtimeFilterBudgetMs: 2000,
+};
 
 /**
  * Loads RequestLimits from flags and SERVICE_* variables.
@@ -142,6 +156,10 @@ export function loadLimits(flags: Flags, env: NodeJS.ProcessEnv): RequestLimits 
     maxConnections: int(null, 'SERVICE_MAX_CONNECTIONS', 1, DEFAULT_LIMITS.maxConnections),
     maxInflightBodyBytes: int(null, 'SERVICE_MAX_INFLIGHT_BODY_BYTES', 1, DEFAULT_LIMITS.maxInflightBodyBytes),
     realtimeMaxConnections: int(null, 'SERVICE_REALTIME_MAX_CONNECTIONS', 1, DEFAULT_LIMITS.realtimeMaxConnections),
+    realtimeMaxFilters: int(null, 'SERVICE_REALTIME_MAX_FILTERS', 0, DEFAULT_LIMITS.realtimeMaxFilters),
+    realtimeMaxFilterBytes: int(null, 'SERVICE_REALTIME_MAX_FILTER_BYTES', 0, DEFAULT_LIMITS.realtimeMaxFilterBytes),
+    realtimeMaxAddressFilterBytes: int(null, 'SERVICE_REALTIME_MAX_ADDRESS_FILTER_BYTES', 0, DEFAULT_LIMITS.realtimeMaxAddressFilterBytes),
+    realtimeFilterBudgetMs: int(null, 'SERVICE_REALTIME_FILTER_BUDGET_MS', 0, DEFAULT_LIMITS.realtimeFilterBudgetMs),
   };
 }
 

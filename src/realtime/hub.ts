@@ -25,6 +25,7 @@ import type { Change, ChangeBatch } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';
 import { Where } from '../store/sqlite/where.js';
+import { ReadBudgetExceeded } from '../store/sqlite/reader.js';
 import { bindParams, compileExpression, type CompiledExpr } from '../rules/compiler.js';
 import { ownerMatches, type OwnerColumn, type RuleCheck } from '../rules/access.js';
 import type { AuthPrincipal, AuthService } from '../auth/auth-service.js';
@@ -53,14 +54,43 @@ export interface RealtimeTransport {
   checkQueue?(): boolean;
 }
 
+/**
+ * What realtime clients may cost the server (docs/api.md "Realtime"; README.md "Request limits"). Every
+ * distinct filter is one query per committed batch that touches its collection, so filters are
+ * capped by count and by summed length, per connection and per client address.
+ */
 export interface RealtimeLimits {
   /** connections (WebSocket and event streams together); past it an upgrade answers 503 */
   maxConnections: number;
   /** subscriptions per client */
   maxSubscriptions: number;
+  /** SERVICE_REALTIME_MAX_FILTERS: distinct filter strings per connection */
+  maxFilters: number;
+  /** SERVICE_REALTIME_MAX_FILTER_BYTES: summed length (characters) of a connection's distinct filters */
+  maxFilterBytes: number;
+  /** SERVICE_REALTIME_MAX_ADDRESS_FILTER_BYTES: the same sum over every connection of one client address */
+  maxAddressFilterBytes: number;
+  /**
+   * SERVICE_REALTIME_FILTER_BUDGET_MS: the longest the costly verdicts of one collection's batch
+   * may take on the reader pool, queue time included; past it those subscribers get nothing of
+   * the batch (fail closed, logged). 0: no budget.
+   */
+  filterBudgetMs: number;
 }
 
-export const DEFAULT_REALTIME_LIMITS: RealtimeLimits = { maxConnections: 20_000, maxSubscriptions: 500 };
+export const DEFAULT_REALTIME_LIMITS: RealtimeLimits = {
+  maxConnections: 20_000, maxSubscriptions: 500, maxFilters: 50, maxFilterBytes: 64 * 1024, maxAddressFilterBytes: 256 * 1024, filterBudgetMs: 2000,
+};
+
+/**
+ * A batch's verdicts leave the main thread for the reader pool past this many query-decided
+ * groups, or this many characters of their SQL: below it (a few filters, simple rules: the common
+ * case) they stay synchronous, as a pool round trip would cost more than the queries.
+ */
+const OFF_THREAD_GROUPS = 8;
+const OFF_THREAD_SQL_CHARS = 16 * 1024;
+/** Groups handed to the reader pool per turn of the event loop (decideOffThread). */
+const OFF_THREAD_SLICE = 16;
 
 /** Counters for operators (GET /api/realtime/metrics). */
 export interface RealtimeMetrics {
@@ -125,6 +155,10 @@ export class RealtimeClient {
    * (docs/api.md "Realtime"); a session that ends does not change it.
    */
   streamCaller: string | null = null;
+  /** distinct filter strings of the subscriptions, with how many subscriptions use each */
+  readonly filters = new Map<string, number>();
+  /** summed length of `filters`' keys */
+  filterBytes = 0;
   /** the token is being re-checked: nothing is delivered until it is */
   checking = false;
   /** bumped whenever the caller or `checking` changes (native memberships are decided again) */
@@ -134,7 +168,11 @@ export class RealtimeClient {
   closed = false;
   dropCounted = false;
 
-  constructor(readonly transport: RealtimeTransport, readonly info: ClientInfo) {}
+  /**
+   * @param address the client's address as far as it is trusted (AuthRateLimits.clientIp): what
+   *   the per-address filter cap counts by
+   */
+  constructor(readonly transport: RealtimeTransport, readonly info: ClientInfo, readonly address = info.remoteAddress) {}
 }
 
 /** A parsed topic: `<collection>`, `<collection>/*` or `<collection>/<id>` (collection by name or id). */
@@ -169,6 +207,10 @@ interface Audience {
   subs: Subscription[];
   /** ids visible to this audience, decided lazily per batch */
   visible?: Set<string>;
+  /** deleted ids visible to it (decided ahead, off the main thread, for a costly batch) */
+  deleted?: Set<string>;
+  /** decided off the main thread: the clients' authVersion then (a caller changed since gets nothing) */
+  authVersions?: number[];
 }
 
 /** A stable key for bound parameter values. */
@@ -187,6 +229,8 @@ export class RealtimeHub {
   private queue: Array<{ batch: ChangeBatch; at: number }> = [];
   private scheduled = false;
   private unsubscribe: () => void;
+  /** summed filter length per client address (RealtimeLimits.maxAddressFilterBytes) */
+  private filterBytesByAddress = new Map<string, number>();
   private readonly stats = { delivered: 0, droppedConsumers: 0, refusedConnections: 0, ws: 0, sse: 0, subscriptions: 0, relayedPosts: 0 };
 
   constructor(
@@ -238,7 +282,7 @@ export class RealtimeHub {
 
   /** Registers a connected client. */
   connect(transport: RealtimeTransport, info: ClientInfo): RealtimeClient {
-    const client = new RealtimeClient(transport, info);
+    const client = new RealtimeClient(transport, info, this.auth.limits.clientIp(info));
     this.clients.set(client.id, client);
     this.stats[transport.kind]++;
     return client;
@@ -364,10 +408,18 @@ export class RealtimeHub {
     if (requireAuthUnlessPublic && !p && !this.store.rules.isPublic(collection, rule)) throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
     if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);
     if (!client.subs.has(name) && client.subs.size >= this.limits.maxSubscriptions) throw ApiError.badRequest(`Too many subscriptions: at most ${this.limits.maxSubscriptions} per connection.`);
+    if (filterSrc && !client.filters.has(filterSrc)) {
+      // a filter new to the client: the caps apply to the filters it would hold afterwards
+      const replaced = client.subs.get(name)?.filterSrc;
+      const after = [...client.filters.keys()].filter((f) => f !== replaced || client.filters.get(f)! > 1);
+      after.push(filterSrc);
+      this.checkFilters(client, after);
+    }
     const sub: Subscription = { client, topic: name, collectionId: collection.id, recordId, filterSrc: filterSrc || null, filter: null, filterFor: null, native: null, nativeGen: -1, nativeAuth: -1 };
     if (sub.filterSrc) this.compileFilter(sub, collection); // throws 400 on a bad filter
     this.unsubscribeTopic(client, name);
     client.subs.set(name, sub);
+    if (sub.filterSrc) this.countFilter(client, sub.filterSrc, 1);
     let set = this.byCollection.get(collection.id);
     if (!set) {
       this.byCollection.set(collection.id, (set = new Set()));
@@ -377,6 +429,44 @@ export class RealtimeHub {
     this.stats.subscriptions++;
     this.decideNative(sub, collection, check, this.store.registry.schemaGeneration());
     return sub;
+  }
+
+  /**
+   * Checks that `client` may hold the distinct filter strings `filters` (all it would hold, the
+   * same string counted once): at most `maxFilters` of them and `maxFilterBytes` characters in
+   * all, and its address's connections together at most `maxAddressFilterBytes` (a change that
+   * does not grow the client's sum always passes that one). docs/api.md "Realtime".
+   * @throws ApiError 400 `bad_request` past a cap, naming it
+   */
+  checkFilters(client: RealtimeClient, filters: Iterable<string>): void {
+    const distinct = new Set(filters);
+    let bytes = 0;
+    for (const f of distinct) bytes += f.length;
+    const l = this.limits;
+    if (distinct.size > l.maxFilters) throw ApiError.badRequest(`Too many filters: at most ${l.maxFilters} distinct filters per connection.`);
+    if (bytes > l.maxFilterBytes) throw ApiError.badRequest(`The filters are too long: at most ${l.maxFilterBytes} characters of distinct filters per connection.`);
+    const held = this.filterBytesByAddress.get(client.address) ?? 0;
+    if (bytes > client.filterBytes && held - client.filterBytes + bytes > l.maxAddressFilterBytes) {
+      throw ApiError.badRequest(`The filters are too long: at most ${l.maxAddressFilterBytes} characters of distinct filters per client address, over all its connections.`);
+    }
+  }
+
+  /** Counts a subscription's filter in (`delta` 1) or out (-1) of its client's and address's sums. */
+  private countFilter(client: RealtimeClient, filter: string, delta: 1 | -1): void {
+    const n = (client.filters.get(filter) ?? 0) + delta;
+    let bytes = 0;
+    if (n <= 0) {
+      if (!client.filters.delete(filter)) return;
+      bytes = -filter.length;
+    } else {
+      if (n === 1 && delta === 1) bytes = filter.length;
+      client.filters.set(filter, n);
+    }
+    if (bytes === 0) return;
+    client.filterBytes += bytes;
+    const sum = (this.filterBytesByAddress.get(client.address) ?? 0) + bytes;
+    if (sum > 0) this.filterBytesByAddress.set(client.address, sum);
+    else this.filterBytesByAddress.delete(client.address);
   }
 
   /** Removes a subscription; false when there was none. */
@@ -446,6 +536,7 @@ export class RealtimeHub {
 
   private dropSub(sub: Subscription): void {
     this.leaveNative(sub);
+    if (sub.filterSrc) this.countFilter(sub.client, sub.filterSrc, -1);
     const set = this.byCollection.get(sub.collectionId);
     if (set?.delete(sub)) this.stats.subscriptions--;
     if (set?.size === 0) {
@@ -492,15 +583,7 @@ export class RealtimeHub {
     const done = (p: AuthPrincipal | null) => {
       client.checking = false;
       client.authVersion++;
-      if (client.closed || client.token !== token) return;
-      if (p) {
-        this.setPrincipal(client, p, token);
-        return;
-      }
-      this.setPrincipal(client, null, null);
-      const msg = 'The session ended: deliveries continue as an anonymous client until a new auth.';
-      client.transport.send(client.transport.kind === 'ws' ? authFrame(false) : `id:${client.id}\nevent:PB_AUTH\ndata:{"status":"error"}\n\n`);
-      if (client.transport.kind === 'ws') client.transport.send(errorFrame(msg));
+      this.settle(client, token, p);
     };
     let out: AuthPrincipal | null | Promise<AuthPrincipal | null>;
     try {
@@ -513,6 +596,23 @@ export class RealtimeHub {
       client.authVersion++;
       out.then(done, () => done(null));
     } else done(out);
+  }
+
+  /**
+   * Applies a re-check's verdict `p` for the token `token` (ignored when the client closed or
+   * authenticated again meanwhile): the client's new principal, or anonymous with an `auth`
+   * error frame (SSE: a `PB_AUTH` event) when the token no longer resolves.
+   */
+  private settle(client: RealtimeClient, token: string, p: AuthPrincipal | null): void {
+    if (client.closed || client.token !== token) return;
+    if (p) {
+      this.setPrincipal(client, p, token);
+      return;
+    }
+    this.setPrincipal(client, null, null);
+    const msg = 'The session ended: deliveries continue as an anonymous client until a new auth.';
+    client.transport.send(client.transport.kind === 'ws' ? authFrame(false) : `id:${client.id}\nevent:PB_AUTH\ndata:{"status":"error"}\n\n`);
+    if (client.transport.kind === 'ws') client.transport.send(errorFrame(msg));
   }
 
   /** Re-checks every client signed in as this auth record (a session row of it ended). */
@@ -534,29 +634,44 @@ export class RealtimeHub {
     }
     if (this.byCollection.size === 0) return;
     this.queue.push({ batch, at: performance.now() });
-    if (!this.scheduled) {
+    if (!this.scheduled && !this.flushing) {
       this.scheduled = true;
       // after the writes of this commit are answered: delivery never delays a write's reply
-      setImmediate(() => this.flush());
+      setImmediate(() => void this.flush());
     }
   }
 
-  private flush(): void {
+  /** A flush is delivering (it may wait for verdicts off the main thread); it takes later batches too. */
+  private flushing = false;
+
+  /**
+   * Delivers the queued batches in commit order. A batch whose verdicts are costly is waited for before the next one, so every client still
+   * gets its frames in commit order; the usual batch is delivered synchronously.
+   */
+  private async flush(): Promise<void> {
     this.scheduled = false;
-    const batches = this.queue;
-    this.queue = [];
-    for (const { batch, at } of batches) {
-      try {
-        this.deliver(batch);
-      } catch (err) {
-        this.logger.error(`realtime delivery failed: ${(err as Error)?.stack ?? String(err)}`);
+    this.flushing = true;
+    try {
+      while (this.queue.length) {
+        const batches = this.queue;
+        this.queue = [];
+        for (const { batch, at } of batches) {
+          try {
+            const pending = this.deliver(batch);
+            if (pending) await pending;
+          } catch (err) {
+            this.logger.error(`realtime delivery failed: ${(err as Error)?.stack ?? String(err)}`);
+          }
+          this.timings[this.timed++ % this.timings.length] = performance.now() - at;
+        }
       }
-      this.timings[this.timed++ % this.timings.length] = performance.now() - at;
+    } finally {
+      this.flushing = false;
     }
   }
 
-  /** Delivers one committed batch. */
-  private deliver(batch: ChangeBatch): void {
+  /** Delivers one committed batch; a promise when part of it waits (verdicts off the main thread). */
+  private deliver(batch: ChangeBatch): void | Promise<void> {
     const perCollection = new Map<string, Change[]>();
     for (const ch of batch.changes) {
       if (!this.byCollection.has(ch.collection)) continue;
@@ -564,19 +679,29 @@ export class RealtimeHub {
       if (!list) perCollection.set(ch.collection, (list = []));
       list.push(ch);
     }
-    for (const [cid, changes] of perCollection) {
+    return this.deliverFrom([...perCollection], 0);
+  }
+
+  /** Delivers `entries` (collection id, its changes) from index `i` on, in order. */
+  private deliverFrom(entries: Array<[string, Change[]]>, i: number): void | Promise<void> {
+    for (; i < entries.length; i++) {
+      const [cid, changes] = entries[i];
       const c = this.store.registry.byId(cid);
       const subs = this.byCollection.get(cid);
-      if (c && subs) this.deliverCollection(c, changes, subs);
+      if (!c || !subs) continue;
+      const pending = this.deliverCollection(c, changes, subs);
+      if (pending) {
+        const next = i + 1;
+        return pending.then(() => this.deliverFrom(entries, next));
+      }
     }
   }
 
-  private deliverCollection(c: Collection, changes: Change[], subs: Set<Subscription>): void {
+  private deliverCollection(c: Collection, changes: Change[], subs: Set<Subscription>): void | Promise<void> {
     const changed = new Set<string>();
     for (const ch of changes) changed.add(ch.id);
     // Group the interested subscriptions by what decides their verdict.
     const audiences = new Map<string, Audience>();
-    const publish = this.publisher;
     const generation = this.store.registry.schemaGeneration();
     for (const sub of subs) {
       const client = sub.client;
@@ -607,7 +732,11 @@ export class RealtimeHub {
         filterSql = compiled.sql;
         filterParams = bindParams(compiled, { auth: client.principal?.record ?? null, data: null, method: 'GET' });
       }
-      const key = `${rule}\u0000${check.kind === 'where' ? `${check.sql}\u0000${paramsKey(check.params)}` : check.kind}\u0000${filterSql ?? ''}\u0000${paramsKey(filterParams)}`;
+      // The rule's SQL and the filter's are functions of this collection and schema generation,
+      // the rule name, the filter's source and whether it was compiled for a superuser: the key
+      // names those rather than the SQL, which a relation filter makes tens of KB long (hashing
+      // such keys cost about 2 ms a subscription).
+      const key = `${rule}\u0000${check.kind}\u0000${check.kind === 'where' ? paramsKey(check.params) : ''}\u0000${sub.filterFor?.superuser ? 's' : ''}\u0000${sub.filterSrc ?? ''}\u0000${paramsKey(filterParams)}`;
       let a = audiences.get(key);
       if (!a) {
         const column = check.kind === 'where' && filterSql === null ? this.store.rules.ownerColumn(c, rule) : null;
@@ -622,6 +751,80 @@ export class RealtimeHub {
     // The stored rows of created and updated records (expired rows are not sent), once.
     const upserts = changes.filter((ch) => ch.op !== 'delete').map((ch) => ch.id);
     const rows = upserts.length ? this.rowsById(c, upserts) : new Map<string, unknown[]>();
+
+    // Verdicts that need a query: on the main thread while they are few and short (the common
+    // case), else on the reader pool under the filter budget, so a flood of costly filters
+    // cannot hold the event loop (ARCHITECTURE.md "Realtime").
+    const queried: Audience[] = [];
+    let sqlChars = 0;
+    for (const a of audiences.values()) {
+      if (a.owner || (a.rule.kind === 'all' && a.filterSql === null)) continue;
+      queried.push(a);
+      sqlChars += (a.filterSql?.length ?? 0) + (a.rule.kind === 'where' ? a.rule.sql.length : 0);
+    }
+    if (queried.length > OFF_THREAD_GROUPS || sqlChars > OFF_THREAD_SQL_CHARS) {
+      return this.decideOffThread(c, queried, changes, upserts, rows).then(() => this.send(c, changes, audiences, natives, upserts, rows));
+    }
+    this.send(c, changes, audiences, natives, upserts, rows);
+  }
+
+  /**
+   * Decides the verdicts of `audiences` on the reader pool (allOffThread: a worker on SQLite, the
+   * connection pool on PostgreSQL) within `filterBudgetMs` for all of them, queue time included.
+   * A group not decided in time, or whose query failed, fails closed: its subscribers get nothing
+   * of this batch, and the groups are logged.
+   */
+  private async decideOffThread(c: Collection, audiences: Audience[], changes: Change[], upserts: string[], rows: Map<string, unknown[]>): Promise<void> {
+    const budget = this.limits.filterBudgetMs;
+    const deadline = budget > 0 ? performance.now() + budget : Infinity;
+    const left = () => (budget > 0 ? Math.max(1, deadline - performance.now()) : 0);
+    const ids = upserts.filter((id) => rows.has(id));
+    const deletes = changes.filter((ch) => ch.op === 'delete' && ch.old);
+    const reader = this.store.reader;
+    let failed = 0;
+    let reason = '';
+    const decide = async (a: Audience): Promise<void> => {
+      a.authVersions = a.subs.map((sub) => sub.client.authVersion);
+      const visible = new Set<string>();
+      const deleted = new Set<string>();
+      try {
+        for (let i = 0; i < ids.length; i += 500) {
+          const chunk = ids.slice(i, i + 500);
+          const where = new Where();
+          where.add(this.store.sql.list.idIn(chunk.length), chunk);
+          where.addRule(a.rule);
+          if (a.filterSql) where.add(a.filterSql, a.filterParams);
+          for (const r of await reader.allOffThread(this.store.sql.records.selectAll(c, 'r."id"', where.sql()), where.params, left())) visible.add(String(r[0]));
+        }
+        for (const ch of deletes) {
+          if (performance.now() >= deadline) throw new ReadBudgetExceeded(budget);
+          const q = this.rowHoldsQuery(c, a, ch.old!);
+          if ((await reader.getOffThread(q.sql, q.params, left())) !== undefined) deleted.add(ch.id);
+        }
+      } catch (err) {
+        failed++;
+        reason = err instanceof ReadBudgetExceeded ? `over the budget of ${budget} ms` : (err as Error)?.message ?? String(err);
+        a.visible = new Set();
+        a.deleted = new Set();
+        return;
+      }
+      a.visible = visible;
+      a.deleted = deleted;
+    };
+    // handing a read to the pool copies its SQL (tens of KB for a relation filter): a slice of
+    // groups per turn of the event loop, so requests are served between slices
+    const running: Array<Promise<void>> = [];
+    for (let i = 0; i < audiences.length; i++) {
+      if (i > 0 && i % OFF_THREAD_SLICE === 0) await new Promise<void>((r) => setImmediate(r));
+      running.push(decide(audiences[i]));
+    }
+    await Promise.all(running);
+    if (failed) this.logger.warn(`realtime: ${failed} of ${audiences.length} filter groups of ${c.name} not decided (${reason}); their subscribers get nothing of this batch`);
+  }
+
+  /** Sends one collection's changes of a batch to the audiences and native topics that may see them. */
+  private send(c: Collection, changes: Change[], audiences: Map<string, Audience>, natives: Map<string, NativeGroup> | undefined, upserts: string[], rows: Map<string, unknown[]>): void {
+    const publish = this.publisher;
     const codec = this.store.codec(c);
     const rendered = new Map<string, string>();
     const render = (id: string, sub: Subscription): string => {
@@ -649,10 +852,13 @@ export class RealtimeHub {
       const deleted = isDelete ? `{"id":${JSON.stringify(ch.id)}}` : '';
       for (const a of audiences.values()) {
         if (!this.visible(c, a, ch, upserts, rows)) continue;
-        for (const sub of a.subs) {
+        for (let i = 0; i < a.subs.length; i++) {
+          const sub = a.subs[i];
           if (sub.recordId !== null && sub.recordId !== ch.id) continue;
           const client = sub.client;
           if (client.closed || client.checking) continue;
+          // decided off the main thread for a caller that changed since: fail closed
+          if (a.authVersions && a.authVersions[i] !== client.authVersion) continue;
           const json = isDelete ? deleted : render(ch.id, sub);
           let text: string;
           if (client.transport.kind === 'ws') {
@@ -687,6 +893,7 @@ export class RealtimeHub {
       if (open) return true;
       if (!ch.old) return false; // nothing to decide on: fail closed
       if (a.owner) return ownerMatches(a.owner.column, ch.old[a.owner.field], a.owner.principal);
+      if (a.deleted) return a.deleted.has(ch.id);
       return this.oldRowHolds(c, a, ch.old);
     }
     if (open) return rows.has(ch.id);
@@ -711,17 +918,23 @@ export class RealtimeHub {
 
   /** The rule and filter over a deleted row, as it was. */
   private oldRowHolds(c: Collection, a: Audience, old: Record<string, unknown>): boolean {
+    try {
+      const q = this.rowHoldsQuery(c, a, old);
+      return this.store.reader.get(q.sql, q.params) !== undefined;
+    } catch {
+      return false; // e.g. a column dropped since: fail closed
+    }
+  }
+
+  /** The query that answers a row when an audience's rule and filter hold for a deleted row `old`. */
+  private rowHoldsQuery(c: Collection, a: Audience, old: Record<string, unknown>): { sql: string; params: SqlValue[] } {
     const columns = Object.keys(old);
     const where = new Where();
     where.addRule(a.rule);
     if (a.filterSql) where.add(a.filterSql, a.filterParams);
     const params: SqlValue[] = columns.map((k) => bindValue(old[k]));
     for (const p of where.params) params.push(p);
-    try {
-      return this.store.reader.get(this.store.sql.records.rowHolds(columns, where.sql(), c), params) !== undefined;
-    } catch {
-      return false; // e.g. a column dropped since: fail closed
-    }
+    return { sql: this.store.sql.records.rowHolds(columns, where.sql(), c), params };
   }
 
   /** Rows (codec columns) of records by id, without expired ones. */

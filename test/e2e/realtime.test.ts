@@ -17,6 +17,7 @@ import { startSvc, jsonLogLines, SU_EMAIL, SU_PASSWORD, type Svc } from '../help
 import { seed, signup, type User } from '../helpers/records-fixtures.js';
 import { tokenSecret, withDb } from '../helpers/auth-helpers.js';
 import { createHmac } from 'node:crypto';
+import { until } from '../helpers/wait.js';
 
 (globalThis as { EventSource?: unknown }).EventSource ??= EventSource;
 
@@ -628,5 +629,121 @@ test('SSE: a POST from another principal than the stream\'s (anonymous included)
     assert.equal(again.status, 204, again.text);
   } finally {
     es.close();
+  }
+});
+
+/** A distinct filter of about 4 KB over a multiple relation (`author.name ~ …`, a LIKE per term), number `i`. */
+const relationFilter = (i: number): string => {
+  const terms: string[] = [];
+  for (let k = 0; terms.join(' || ').length < 4000; k++) terms.push(`author.name ~ "f${i}_${k}"`);
+  return terms.join(' || ');
+};
+
+/** The topics a stream subscribes to: `posts/*` with filters `from`..`to - 1` (PocketBase SDK shape). */
+const filteredTopics = (from: number, to: number): string[] =>
+  Array.from({ length: to - from }, (_, j) => `posts/*?options=${encodeURIComponent(JSON.stringify({ query: { filter: relationFilter(from + j) } }))}`);
+
+test('realtime filter caps: distinct filters and their summed length per connection and per address; refusals are a 400 envelope (SSE) and an error frame (WebSocket)', async () => {
+  // the address cap: room for the stream's filters below and two more of 4 KB, not a third
+  const small = ['posts/*?options=' + encodeURIComponent(JSON.stringify({ query: { filter: 'title = "a"' } }))];
+  const held = [0, 1, 2, 100, 101].reduce((n, i) => n + relationFilter(i).length, 'title = "a"'.length);
+  const own = await startSvc({ env: { SERVICE_BODY_LIMIT: String(4 * 1024 * 1024), SERVICE_REALTIME_MAX_FILTERS: '5', SERVICE_REALTIME_MAX_FILTER_BYTES: '16384', SERVICE_REALTIME_MAX_ADDRESS_FILTER_BYTES: String(held + 2000), SERVICE_REALTIME_FILTER_BUDGET_MS: '1' } });
+  try {
+    await own.createCollection({ name: 'authors', type: 'base', listRule: '@public', viewRule: '@public', fields: [{ name: 'name', type: 'text' }] });
+    const authors = await own.api('GET', '/api/collections/authors', { token: own.suToken });
+    await own.createCollection({ name: 'posts', type: 'base', listRule: '@public', viewRule: '@public', fields: [{ name: 'title', type: 'text' }, { name: 'author', type: 'relation', options: { collectionId: authors.body.id } }] });
+    const { openSse } = await import('../helpers/devtool.js');
+    const stream = await openSse(`${own.url}/api/realtime`);
+    const { clientId } = JSON.parse((await stream.next('PB_CONNECT')).data);
+    // hundreds of distinct 4 KB relation filters: refused, and nothing changes
+    const flood = await own.api('POST', '/api/realtime', { body: { clientId, subscriptions: filteredTopics(0, 200) } });
+    assert.equal(flood.status, 400, flood.text);
+    assert.equal(flood.body.code, 'bad_request');
+    assert.match(flood.body.message, /filters/i);
+    // past the summed length (4 filters of 4 KB > 16 KB) with fewer than 5 distinct filters
+    const long = await own.api('POST', '/api/realtime', { body: { clientId, subscriptions: filteredTopics(0, 5) } });
+    assert.equal(long.status, 400, long.text);
+    // within both caps: accepted; the same filter on many topics counts once
+    const ok = await own.api('POST', '/api/realtime', { body: { clientId, subscriptions: [...filteredTopics(0, 3), ...small, 'posts', 'posts/*'] } });
+    assert.equal(ok.status, 204, ok.text);
+    // per address: this stream holds about 12 KB; a WebSocket from the same address gets two
+    // filters of 4 KB more (8 KB, under its own 16 KB cap), not a third
+    const ws = await Client.open(own.url);
+    const f = (i: number) => relationFilter(100 + i);
+    assert.equal((await ws.ask({ action: 'subscribe', topic: 'posts', filter: f(0) })).type, 'ack');
+    assert.equal((await ws.ask({ action: 'subscribe', topic: 'posts/*', filter: f(1) })).type, 'ack');
+    const third = await ws.ask({ action: 'subscribe', topic: 'authors', filter: `name = "${'y'.repeat(4000)}"` });
+    assert.equal(third.type, 'error', JSON.stringify(third));
+    assert.match(third.message, /address/i);
+    // a connection's own cap on distinct filters, as an error frame
+    ws.close();
+    const ws2 = await Client.open(own.url);
+    const cheap = (i: number) => `title = "${i}"`;
+    // (the stream above still holds its filters: this connection stays under the address cap)
+    for (const [i, topic] of ['posts', 'posts/*', 'authors', 'authors/*'].entries()) assert.equal((await ws2.ask({ action: 'subscribe', topic, filter: topic.startsWith('posts') ? cheap(i) : `name = "${i}"` })).type, 'ack');
+    const rec = await own.api('POST', '/api/collections/posts/records', { token: own.suToken, body: { title: 'rec' } });
+    const one = await ws2.ask({ action: 'subscribe', topic: `posts/${rec.body.id}`, filter: cheap(4) });
+    assert.equal(one.type, 'ack', 'the fifth distinct filter is allowed');
+    const sixth = await ws2.ask({ action: 'subscribe', topic: `authors/${rec.body.id}`, filter: 'name = "six"' });
+    assert.equal(sixth.type, 'error');
+    assert.match(sixth.message, /at most 5 distinct filters/);
+    // replacing a subscription's filter frees its old one
+    assert.equal((await ws2.ask({ action: 'subscribe', topic: 'posts', filter: cheap(40) })).type, 'ack');
+    ws2.close();
+
+    // the stream's relation filters are decided on the reader pool, here within 1 ms: past it
+    // they fail closed (logged) while the unfiltered topics of the same batch are delivered
+    const author = await own.api('POST', '/api/collections/authors/records', { token: own.suToken, body: { name: 'f0_1' } });
+    const post = await own.api('POST', '/api/collections/posts/records', { token: own.suToken, body: { title: 'a', author: author.body.id } });
+    const topicsOf = () => stream.events.filter((e) => e.event !== 'PB_CONNECT' && JSON.parse(e.data).record?.id === post.body.id).map((e) => e.event);
+    await until(() => topicsOf().includes('posts/*') && topicsOf().includes('posts'), 10_000, 'the unfiltered events');
+    await settle();
+    const got = topicsOf();
+    assert.ok(!got.includes(filteredTopics(0, 1)[0]) && !got.includes(small[0]), `no filtered event past the budget: ${got.map((e) => e.slice(0, 40))}`);
+    assert.match(own.stderr(), /filter groups of posts not decided \(over the budget of 1 ms\)/);
+    stream.close();
+  } finally {
+    await own.stop();
+    rmSync(own.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a flood of costly realtime filters does not block the server: /api/health stays fast while a create fans out', async () => {
+  const N = 400;
+  const own = await startSvc({ env: { SERVICE_BODY_LIMIT: String(16 * 1024 * 1024), SERVICE_REALTIME_MAX_FILTERS: String(N), SERVICE_REALTIME_MAX_FILTER_BYTES: String(N * 4200), SERVICE_REALTIME_MAX_ADDRESS_FILTER_BYTES: String(N * 4200), SERVICE_REALTIME_FILTER_BUDGET_MS: '60000' } });
+  try {
+    await own.createCollection({ name: 'authors', type: 'base', listRule: '@public', viewRule: '@public', fields: [{ name: 'name', type: 'text' }] });
+    const authors = await own.api('GET', '/api/collections/authors', { token: own.suToken });
+    await own.createCollection({ name: 'posts', type: 'base', listRule: '@public', viewRule: '@public', createRule: '@public', fields: [{ name: 'title', type: 'text' }, { name: 'author', type: 'relation', options: { collectionId: authors.body.id, maxSelect: 10 } }] });
+    const author = await own.api('POST', '/api/collections/authors/records', { token: own.suToken, body: { name: 'f3_1' } });
+    const { openSse } = await import('../helpers/devtool.js');
+    const stream = await openSse(`${own.url}/api/realtime`);
+    const { clientId } = JSON.parse((await stream.next('PB_CONNECT')).data);
+    const topics = filteredTopics(0, N);
+    const set = await own.api('POST', '/api/realtime', { body: { clientId, subscriptions: topics } });
+    assert.equal(set.status, 204, set.text);
+    const health = async () => {
+      const t0 = performance.now();
+      const r = await own.api('GET', '/api/health');
+      assert.equal(r.status, 200);
+      return performance.now() - t0;
+    };
+    const baseline: number[] = [];
+    for (let i = 0; i < 10; i++) baseline.push(await health());
+    // a create, and /api/health polled while its fan-out runs
+    const during: number[] = [];
+    const created = await own.api('POST', '/api/collections/posts/records', { body: { title: 'flood', author: [author.body.id] } });
+    assert.equal(created.status, 201, created.text);
+    const end = Date.now() + 3000;
+    while (Date.now() < end) during.push(await health());
+    const worst = Math.max(...during);
+    assert.ok(worst < 1000, `health took ${Math.round(worst)} ms during the fan-out (baseline max ${Math.round(Math.max(...baseline))} ms)`);
+    // the one matching filter (#3: author.name ~ "f3_1") still delivers once its group is decided
+    const ev = await stream.next(topics[3], 0, 30_000);
+    assert.equal(JSON.parse(ev.data).record.id, created.body.id);
+    stream.close();
+  } finally {
+    await own.stop();
+    rmSync(own.dataDir, { recursive: true, force: true });
   }
 });
