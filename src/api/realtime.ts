@@ -211,6 +211,8 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
     });
     hub.checkFilters(client, parsed.flatMap((p) => (p.filter ? [p.filter] : [])));
     client.streamCaller = caller;
+    // the active account (tenancy) the caller was resolved with, for the hub's re-checks
+    client.account = principal?.account?.id ?? '';
     hub.setPrincipal(client, principal, token);
     for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);
     // SSE names events by the topic as the SDK sent it (options included)

@@ -17,7 +17,8 @@
  * A session that ends stops deliveries at once: a change to the caller's auth record (password
  * change, logout everywhere, deletion), an ended session row, or the token's expiry re-checks the
  * client's token before anything more is sent to it; a token that no longer resolves leaves the
- * client anonymous, with an error frame.
+ * client anonymous, with an error frame. With tenancy, a caller's account context (membership,
+ * role) is resolved again before a delivery once it is ACCOUNT_RECHECK_MS old.
  */
 import type { Collection, RuleName } from '../collections/types.js';
 import type { Store } from '../store/store.js';
@@ -91,6 +92,12 @@ const OFF_THREAD_GROUPS = 8;
 const OFF_THREAD_SQL_CHARS = 16 * 1024;
 /** Groups handed to the reader pool per turn of the event loop (decideOffThread). */
 const OFF_THREAD_SLICE = 16;
+/**
+ * How long a tenancy caller's account context (membership, role, accounts) is trusted before it
+ * is resolved again, ms: a member removed from an account hears of it for at most this long
+ * after REST refuses it (docs/api.md "Realtime").
+ */
+export const ACCOUNT_RECHECK_MS = 5000;
 
 /** Counters for operators (GET /api/realtime/metrics). */
 export interface RealtimeMetrics {
@@ -159,6 +166,8 @@ export class RealtimeClient {
   readonly filters = new Map<string, number>();
   /** summed length of `filters`' keys */
   filterBytes = 0;
+  /** when the principal (and its tenancy account) was last resolved, performance.now() ms */
+  resolvedAt = 0;
   /** the token is being re-checked: nothing is delivered until it is */
   checking = false;
   /** bumped whenever the caller or `checking` changes (native memberships are decided again) */
@@ -362,6 +371,7 @@ export class RealtimeHub {
     client.expiry = null;
     client.principal = principal;
     client.token = principal ? token : null;
+    client.resolvedAt = performance.now();
     if (!principal || client.closed) return;
     const key = `${principal.collection.id}/${String(principal.record.id)}`;
     let set = this.byPrincipal.get(key);
@@ -615,6 +625,43 @@ export class RealtimeHub {
     if (client.transport.kind === 'ws') client.transport.send(errorFrame(msg));
   }
 
+  /**
+   * Tenancy: the signed-in subscribers of `collectionIds` whose account context (membership,
+   * role, accounts) was resolved more than ACCOUNT_RECHECK_MS ago; none without a tenancy
+   * resolver. Superusers have no account context.
+   */
+  private staleAccounts(collectionIds: Iterable<string>): Set<RealtimeClient> {
+    const out = new Set<RealtimeClient>();
+    if (!this.auth.tenancy) return out;
+    const now = performance.now();
+    for (const cid of collectionIds) {
+      for (const sub of this.byCollection.get(cid) ?? []) {
+        const c = sub.client;
+        if (c.principal && !c.principal.superuser && c.token && !c.checking && !c.closed && now - c.resolvedAt > ACCOUNT_RECHECK_MS) out.add(c);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Resolves the callers of `clients` again (token, session, the tenancy resolver's account
+   * context), so a member removed from an account stops hearing of it as REST stops answering
+   * (docs/api.md "Realtime"). A caller that no longer resolves becomes anonymous (settle).
+   */
+  private async refresh(clients: Set<RealtimeClient>): Promise<void> {
+    await Promise.all([...clients].map(async (client) => {
+      const token = client.token;
+      if (!token) return;
+      let p: AuthPrincipal | null;
+      try {
+        p = await this.auth.resolve(this.clientInfo(client, token));
+      } catch {
+        p = null;
+      }
+      this.settle(client, token, p);
+    }));
+  }
+
   /** Re-checks every client signed in as this auth record (a session row of it ended). */
   sessionEnded(collectionId: string, recordId: string): void {
     for (const c of [...(this.byPrincipal.get(`${collectionId}/${recordId}`) ?? [])]) this.recheck(c);
@@ -645,7 +692,8 @@ export class RealtimeHub {
   private flushing = false;
 
   /**
-   * Delivers the queued batches in commit order. A batch whose verdicts are costly is waited for before the next one, so every client still
+   * Delivers the queued batches in commit order. A batch whose verdicts are costly (or whose
+   * tenancy callers are due a re-check) is waited for before the next one, so every client still
    * gets its frames in commit order; the usual batch is delivered synchronously.
    */
   private async flush(): Promise<void> {
@@ -670,7 +718,7 @@ export class RealtimeHub {
     }
   }
 
-  /** Delivers one committed batch; a promise when part of it waits (verdicts off the main thread). */
+  /** Delivers one committed batch; a promise when part of it waits (re-checks, verdicts off the main thread). */
   private deliver(batch: ChangeBatch): void | Promise<void> {
     const perCollection = new Map<string, Change[]>();
     for (const ch of batch.changes) {
@@ -679,7 +727,11 @@ export class RealtimeHub {
       if (!list) perCollection.set(ch.collection, (list = []));
       list.push(ch);
     }
-    return this.deliverFrom([...perCollection], 0);
+    const entries = [...perCollection];
+    // tenancy: callers whose account context is due a re-check are resolved again first
+    const stale = this.staleAccounts(perCollection.keys());
+    if (stale.size) return this.refresh(stale).then(() => this.deliverFrom(entries, 0));
+    return this.deliverFrom(entries, 0);
   }
 
   /** Delivers `entries` (collection id, its changes) from index `i` on, in order. */

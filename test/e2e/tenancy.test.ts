@@ -167,3 +167,55 @@ test('the signed account cookie: PUT /api/account checks membership and sets it;
   assert.equal(cleared.status, 204);
   assert.match(cleared.headers.get('set-cookie') ?? '', /^svc_account=; Path=\/; Max-Age=0/);
 });
+
+test('realtime: a member removed from an account stops receiving its records (WebSocket and SSE) once REST refuses them', async () => {
+  const { openSse } = await import('../helpers/devtool.js');
+  const made = await srv.api('POST', '/api/collections/people/records', { body: { email: 'cam@example.com', password: PW, passwordConfirm: PW } });
+  const cam = (await srv.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'cam@example.com', password: PW } })).body.token;
+  const membership = await srv.api('POST', '/api/collections/memberships/records', { token: srv.suToken, body: { person: made.body.id, account: 'acme', role: 'viewer' } });
+  // cam over a WebSocket, cam over SSE, and ann (still a member) as the control
+  const open = async (token: string) => {
+    const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
+    const frames: any[] = [];
+    ws.on('message', (m) => frames.push(JSON.parse(String(m))));
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ action: 'auth', token, account: 'acme' }));
+    ws.send(JSON.stringify({ action: 'subscribe', topic: 'docs' }));
+    await waitUntil(() => frames.some((f) => f.type === 'ack'));
+    assert.equal(frames.find((f) => f.type === 'auth').status, 'ok');
+    return { ws, titles: () => frames.filter((f) => f.type === 'event').map((f) => f.record.title) };
+  };
+  const camWs = await open(cam);
+  const annWs = await open(tokens.ann);
+  const stream = await openSse(`${srv.url}/api/realtime`);
+  const { clientId } = JSON.parse((await stream.next('PB_CONNECT')).data);
+  const set = await srv.api('POST', '/api/realtime', { token: cam, headers: { 'X-Account-Id': 'acme' }, body: { clientId, subscriptions: ['docs/*'] } });
+  assert.equal(set.status, 204, set.text);
+  const sseTitles = () => stream.events.filter((e) => e.event === 'docs/*').map((e) => JSON.parse(e.data).record.title);
+  try {
+    const before = await srv.api('POST', '/api/collections/docs/records', { token: srv.suToken, body: { title: 'acme before', account: 'acme' } });
+    await waitUntil(() => camWs.titles().includes('acme before') && sseTitles().includes('acme before'));
+    assert.ok(camWs.titles().includes('acme before') && sseTitles().includes('acme before'), 'a member hears the account');
+
+    // removed: REST refuses at once
+    assert.equal((await srv.api('DELETE', `/api/collections/memberships/records/${membership.body.id}`, { token: srv.suToken })).status, 204);
+    assert.equal((await srv.api('GET', `/api/collections/docs/records/${before.body.id}`, { token: cam, headers: { 'X-Account-Id': 'acme' } })).status, 404);
+    // and realtime once the account context is older than its cache time (5 s)
+    await new Promise((r) => setTimeout(r, 5500));
+    await srv.api('POST', '/api/collections/docs/records', { token: srv.suToken, body: { title: 'acme after', account: 'acme' } });
+    await waitUntil(() => annWs.titles().includes('acme after'));
+    assert.ok(annWs.titles().includes('acme after'), 'a member still hears the account');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(!camWs.titles().includes('acme after'), `the removed member hears nothing more (WebSocket): ${camWs.titles()}`);
+    assert.ok(!sseTitles().includes('acme after'), `the removed member hears nothing more (SSE): ${sseTitles()}`);
+  } finally {
+    camWs.ws.close();
+    annWs.ws.close();
+    stream.close();
+  }
+});
+
+async function waitUntil(pred: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+}
