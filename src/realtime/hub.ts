@@ -93,6 +93,13 @@ const OFF_THREAD_SQL_CHARS = 16 * 1024;
 /** Groups handed to the reader pool per turn of the event loop (decideOffThread). */
 const OFF_THREAD_SLICE = 16;
 /**
+ * Past the thresholds above, groups whose SQL (filter and rule) is at most CHEAP_SQL_CHARS long
+ * are still decided on the main thread for up to MAIN_THREAD_SLICE_MS per collection and batch
+ * (a pool round trip costs more than such a query); longer ones, and the rest, go to the pool.
+ */
+const CHEAP_SQL_CHARS = 2048;
+const MAIN_THREAD_SLICE_MS = 10;
+/**
  * How long a tenancy caller's account context (membership, role, accounts) is trusted before it
  * is resolved again, ms: a member removed from an account hears of it for at most this long
  * after REST refuses it (docs/api.md "Realtime").
@@ -804,49 +811,72 @@ export class RealtimeHub {
     const upserts = changes.filter((ch) => ch.op !== 'delete').map((ch) => ch.id);
     const rows = upserts.length ? this.rowsById(c, upserts) : new Map<string, unknown[]>();
 
-    // Verdicts that need a query: on the main thread while they are few and short (the common
-    // case), else on the reader pool under the filter budget, so a flood of costly filters
-    // cannot hold the event loop (ARCHITECTURE.md "Realtime").
-    const queried: Audience[] = [];
+    // Groups with a filter (what a client, not the app, decides) are decided on the main thread
+    // while they are few and short (the common case), else within a short slice of the main
+    // thread and then on the reader pool under the filter budget, so a flood of costly filters
+    // cannot hold the event loop (ARCHITECTURE.md "Realtime"). Groups without one keep their
+    // query (the app's rule) on the main thread, decided as they are needed.
+    const filtered: Audience[] = [];
     let sqlChars = 0;
     for (const a of audiences.values()) {
-      if (a.owner || (a.rule.kind === 'all' && a.filterSql === null)) continue;
-      queried.push(a);
-      sqlChars += (a.filterSql?.length ?? 0) + (a.rule.kind === 'where' ? a.rule.sql.length : 0);
+      if (a.owner || a.filterSql === null) continue;
+      filtered.push(a);
+      sqlChars += a.filterSql.length + (a.rule.kind === 'where' ? a.rule.sql.length : 0);
     }
-    if (queried.length > OFF_THREAD_GROUPS || sqlChars > OFF_THREAD_SQL_CHARS) {
-      return this.decideOffThread(c, queried, changes, upserts, rows).then(() => this.send(c, changes, audiences, natives, upserts, rows));
+    if (filtered.length > OFF_THREAD_GROUPS || sqlChars > OFF_THREAD_SQL_CHARS) {
+      // verdicts are for the callers as they are now: one that changes meanwhile gets nothing
+      for (const a of audiences.values()) a.authVersions = a.subs.map((sub) => sub.client.authVersion);
+      return this.decideOffThread(c, filtered, changes, upserts, rows).then(() => this.send(c, changes, audiences, natives, upserts, rows, true));
     }
-    this.send(c, changes, audiences, natives, upserts, rows);
+    this.send(c, changes, audiences, natives, upserts, rows, false);
   }
 
   /**
-   * Decides the verdicts of `audiences` on the reader pool (allOffThread: a worker on SQLite, the
+   * Decides the verdicts of `audiences`: those with short SQL on the main thread for at most
+   * MAIN_THREAD_SLICE_MS, the rest on the reader pool (allOffThread: a worker on SQLite, the
    * connection pool on PostgreSQL) within `filterBudgetMs` for all of them, queue time included.
    * A group not decided in time, or whose query failed, fails closed: its subscribers get nothing
    * of this batch, and the groups are logged.
    */
-  private async decideOffThread(c: Collection, audiences: Audience[], changes: Change[], upserts: string[], rows: Map<string, unknown[]>): Promise<void> {
+  private async decideOffThread(c: Collection, all: Audience[], changes: Change[], upserts: string[], rows: Map<string, unknown[]>): Promise<void> {
+    const ids = upserts.filter((id) => rows.has(id));
+    const deletes = changes.filter((ch) => ch.op === 'delete' && ch.old);
+    const audiences: Audience[] = [];
+    const sliceEnd = performance.now() + MAIN_THREAD_SLICE_MS;
+    for (const a of all) {
+      const cheap = a.filterSql!.length + (a.rule.kind === 'where' ? a.rule.sql.length : 0) <= CHEAP_SQL_CHARS;
+      if (!cheap || performance.now() >= sliceEnd) {
+        audiences.push(a);
+        continue;
+      }
+      try {
+        a.visible = new Set();
+        for (let i = 0; i < ids.length; i += 500) {
+          const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
+          for (const r of this.store.reader.all(q.sql, q.params)) a.visible.add(String(r[0]));
+        }
+        a.deleted = new Set();
+        for (const ch of deletes) if (this.oldRowHolds(c, a, ch.old!)) a.deleted.add(ch.id);
+      } catch (err) {
+        a.visible = new Set();
+        a.deleted = new Set();
+        this.logger.warn(`realtime: a filter group of ${c.name} not decided (${(err as Error)?.message ?? String(err)}); its subscribers get nothing of this batch`);
+      }
+    }
+    if (audiences.length === 0) return;
     const budget = this.limits.filterBudgetMs;
     const deadline = budget > 0 ? performance.now() + budget : Infinity;
     const left = () => (budget > 0 ? Math.max(1, deadline - performance.now()) : 0);
-    const ids = upserts.filter((id) => rows.has(id));
-    const deletes = changes.filter((ch) => ch.op === 'delete' && ch.old);
     const reader = this.store.reader;
     let failed = 0;
     let reason = '';
     const decide = async (a: Audience): Promise<void> => {
-      a.authVersions = a.subs.map((sub) => sub.client.authVersion);
       const visible = new Set<string>();
       const deleted = new Set<string>();
       try {
         for (let i = 0; i < ids.length; i += 500) {
-          const chunk = ids.slice(i, i + 500);
-          const where = new Where();
-          where.add(this.store.sql.list.idIn(chunk.length), chunk);
-          where.addRule(a.rule);
-          if (a.filterSql) where.add(a.filterSql, a.filterParams);
-          for (const r of await reader.allOffThread(this.store.sql.records.selectAll(c, 'r."id"', where.sql()), where.params, left())) visible.add(String(r[0]));
+          const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
+          for (const r of await reader.allOffThread(q.sql, q.params, left())) visible.add(String(r[0]));
         }
         for (const ch of deletes) {
           if (performance.now() >= deadline) throw new ReadBudgetExceeded(budget);
@@ -874,9 +904,16 @@ export class RealtimeHub {
     if (failed) this.logger.warn(`realtime: ${failed} of ${audiences.length} filter groups of ${c.name} not decided (${reason}); their subscribers get nothing of this batch`);
   }
 
-  /** Sends one collection's changes of a batch to the audiences and native topics that may see them. */
-  private send(c: Collection, changes: Change[], audiences: Map<string, Audience>, natives: Map<string, NativeGroup> | undefined, upserts: string[], rows: Map<string, unknown[]>): void {
+  /**
+   * Sends one collection's changes of a batch to the audiences and native topics that may see
+   * them. `waited`: the verdicts were decided off the main thread, so native members whose
+   * caller changed meanwhile leave their topic first (decided again with the next batch).
+   */
+  private send(c: Collection, changes: Change[], audiences: Map<string, Audience>, natives: Map<string, NativeGroup> | undefined, upserts: string[], rows: Map<string, unknown[]>, waited: boolean): void {
     const publish = this.publisher;
+    if (waited && natives) {
+      for (const g of [...natives.values()]) for (const sub of [...g.members]) if (sub.client.closed || sub.client.checking || sub.nativeAuth !== sub.client.authVersion) this.leaveNative(sub);
+    }
     const codec = this.store.codec(c);
     const rendered = new Map<string, string>();
     const render = (id: string, sub: Subscription): string => {
@@ -957,15 +994,20 @@ export class RealtimeHub {
       a.visible = new Set();
       const ids = upserts.filter((id) => rows.has(id));
       for (let i = 0; i < ids.length; i += 500) {
-        const chunk = ids.slice(i, i + 500);
-        const where = new Where();
-        where.add(this.store.sql.list.idIn(chunk.length), chunk);
-        where.addRule(a.rule);
-        if (a.filterSql) where.add(a.filterSql, a.filterParams);
-        for (const r of this.store.reader.all(this.store.sql.records.selectAll(c, 'r."id"', where.sql()), where.params)) a.visible.add(String(r[0]));
+        const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
+        for (const r of this.store.reader.all(q.sql, q.params)) a.visible.add(String(r[0]));
       }
     }
     return a.visible.has(ch.id);
+  }
+
+  /** The query answering which of `ids` (at most 500) an audience's rule and filter let it see. */
+  private visibleQuery(c: Collection, a: Audience, ids: string[]): { sql: string; params: SqlValue[] } {
+    const where = new Where();
+    where.add(this.store.sql.list.idIn(ids.length), ids);
+    where.addRule(a.rule);
+    if (a.filterSql) where.add(a.filterSql, a.filterParams);
+    return { sql: this.store.sql.records.selectAll(c, 'r."id"', where.sql()), params: where.params };
   }
 
   /** The rule and filter over a deleted row, as it was. */
