@@ -832,7 +832,7 @@ export class RealtimeHub {
   }
 
   /**
-   * Decides the verdicts of `audiences`: those with short SQL on the main thread for at most
+   * Decides the verdicts of the filter groups `all`: those with short SQL on the main thread for at most
    * MAIN_THREAD_SLICE_MS, the rest on the reader pool (allOffThread: a worker on SQLite, the
    * connection pool on PostgreSQL) within `filterBudgetMs` for all of them, queue time included.
    * A group not decided in time, or whose query failed, fails closed: its subscribers get nothing
