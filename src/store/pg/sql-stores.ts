@@ -2,9 +2,9 @@
  * The PostgreSQL implementations of the store interfaces (issue 24), bound to one PgReader: the
  * counterpart of src/store/sqlite/sql-stores.ts, so a Store over PostgreSQL hands out the same
  * `store.sql.*` operations (src/store/store.ts, StoreSql). Reads run on `reader`; writes come back
- * as write-job steps for a PgWriter. The auth, session, token, link, second-factor, settings and
- * mail stores are shared with SQLite (src/store/shared/), each given PostgreSQL's spelling (the
- * `postgres` entry of its dialect table).
+ * as write-job steps for a PgWriter. The auth, session, token, link, second-factor, settings,
+ * mail and upload stores are shared with SQLite (src/store/shared/), each given PostgreSQL's
+ * spelling (the `postgres` entry of its dialect table; the upload store also this backend's DDL).
  */
 import type { StoreSql } from '../store.js';
 import type { PgReader } from './reader.js';
@@ -18,7 +18,8 @@ import { ExternalAuthSql, PasskeySql, LINK_DIALECTS } from '../shared/link-sql.j
 import { MFA_ACCOUNT_LOCK, MfaSql, TOTP_ORDER } from '../shared/mfa-sql.js';
 import { SettingsSql, SETTINGS_DIALECTS } from '../shared/settings-sql.js';
 import { MailSql, MAIL_DIALECTS } from '../shared/mail-sql.js';
-import { PgUploadSql } from './upload-sql.js';
+import { UploadSql, UPLOAD_DIALECTS } from '../shared/upload-sql.js';
+import { UPLOAD_DDL } from './upload-sql.js';
 import { PgFileSql } from './file-sql.js';
 import { PgSchemaSql } from './schema-sql.js';
 import { pgDialect } from './dialect.js';
@@ -40,7 +41,7 @@ export function pgStores(reader: PgReader, ddl: PgDdlOptions = { vector: false }
     mfa: new MfaSql(reader, TOTP_ORDER.postgres, MFA_ACCOUNT_LOCK.postgres),
     settings: new SettingsSql(reader, SETTINGS_DIALECTS.postgres),
     mail: new MailSql(reader, MAIL_DIALECTS.postgres),
-    uploads: new PgUploadSql(reader),
+    uploads: new UploadSql(reader, UPLOAD_DIALECTS.postgres, UPLOAD_DDL),
     files: new PgFileSql(reader),
     schema: new PgSchemaSql(reader, ddl),
     dialect: pgDialect,

@@ -1,7 +1,8 @@
 /**
  * The SQLite implementations of the store interfaces, bound to one main-thread reader. The auth,
- * session, token, link, second-factor, settings and mail stores are shared with PostgreSQL
- * (src/store/shared/), each given SQLite's spelling (the `sqlite` entry of its dialect table).
+ * session, token, link, second-factor, settings, mail and upload stores are shared with
+ * PostgreSQL (src/store/shared/), each given SQLite's spelling (the `sqlite` entry of its dialect
+ * table; the upload store also this backend's DDL).
  */
 import type { StoreSql } from '../store.js';
 import type { Reader } from './reader.js';
@@ -14,7 +15,8 @@ import { ExternalAuthSql, PasskeySql, LINK_DIALECTS } from '../shared/link-sql.j
 import { MfaSql, TOTP_ORDER } from '../shared/mfa-sql.js';
 import { SettingsSql, SETTINGS_DIALECTS } from '../shared/settings-sql.js';
 import { MailSql, MAIL_DIALECTS } from '../shared/mail-sql.js';
-import { SqliteUploadSql } from './upload-sql.js';
+import { UploadSql, UPLOAD_DIALECTS } from '../shared/upload-sql.js';
+import { UPLOAD_DDL } from './upload-sql.js';
 import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
@@ -32,7 +34,7 @@ export function sqliteStores(reader: Reader): StoreSql {
     mfa: new MfaSql(reader, TOTP_ORDER.sqlite),
     settings: new SettingsSql(reader, SETTINGS_DIALECTS.sqlite),
     mail: new MailSql(reader, MAIL_DIALECTS.sqlite),
-    uploads: new SqliteUploadSql(reader),
+    uploads: new UploadSql(reader, UPLOAD_DIALECTS.sqlite, UPLOAD_DDL),
     files: new SqliteFileSql(reader),
     schema: new SqliteSchemaSql(reader),
     dialect: sqliteDialect,

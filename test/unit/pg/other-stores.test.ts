@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL statement stores of settings, mail, uploads, record files and the schema
- * (src/store/shared/{settings,mail}-sql.ts with their PostgreSQL dialects,
- * src/store/pg/{upload,file,schema}-sql.ts; issue 24) against a real PostgreSQL
+ * (src/store/shared/{settings,mail,upload}-sql.ts with their PostgreSQL dialects,
+ * src/store/pg/{file,schema}-sql.ts; issue 24) against a real PostgreSQL
  * (test/helpers/postgres.ts), bootstrapped with src/store/pg/bootstrap.ts through a PgWriter and
  * read through a PgReader. Each scenario runs the same calls on the SQLite stores over a libsql
  * database (WriterClient + Reader) and asserts both backends hand the domain the same values
@@ -28,13 +28,14 @@ import { PgReader } from '../../../src/store/pg/reader.js';
 import { bootstrapSteps as pgBootstrap } from '../../../src/store/pg/bootstrap.js';
 import { SettingsSql, SETTINGS_DIALECTS } from '../../../src/store/shared/settings-sql.js';
 import { MailSql, MAIL_DIALECTS } from '../../../src/store/shared/mail-sql.js';
-import { PgUploadSql, ZERO_BYTES_SQL } from '../../../src/store/pg/upload-sql.js';
+import { UploadSql, UPLOAD_DIALECTS } from '../../../src/store/shared/upload-sql.js';
+import { UPLOAD_DDL as PG_UPLOAD_DDL } from '../../../src/store/pg/upload-sql.js';
 import { PgFileSql } from '../../../src/store/pg/file-sql.js';
 import { PgSchemaSql } from '../../../src/store/pg/schema-sql.js';
 import { WriterClient } from '../../../src/store/sqlite/writer-client.js';
 import { Reader } from '../../../src/store/sqlite/reader.js';
 import { bootstrapSteps as sqliteBootstrap } from '../../../src/store/sqlite/bootstrap.js';
-import { SqliteUploadSql } from '../../../src/store/sqlite/upload-sql.js';
+import { UPLOAD_DDL as SQLITE_UPLOAD_DDL } from '../../../src/store/sqlite/upload-sql.js';
 import { SqliteFileSql } from '../../../src/store/sqlite/file-sql.js';
 import { SqliteSchemaSql } from '../../../src/store/sqlite/schema-sql.js';
 
@@ -107,7 +108,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       all: (sql, params) => pgReader.all(sql, params),
       settings: new SettingsSql(pgReader, SETTINGS_DIALECTS.postgres),
       mail: new MailSql(pgReader, MAIL_DIALECTS.postgres),
-      uploads: new PgUploadSql(pgReader),
+      uploads: new UploadSql(pgReader, UPLOAD_DIALECTS.postgres, PG_UPLOAD_DDL),
       files: new PgFileSql(pgReader),
       schema: new PgSchemaSql(pgReader),
     });
@@ -124,7 +125,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       all: (sql, params) => sqReader.all(sql, params),
       settings: new SettingsSql(sqReader, SETTINGS_DIALECTS.sqlite),
       mail: new MailSql(sqReader, MAIL_DIALECTS.sqlite),
-      uploads: new SqliteUploadSql(sqReader),
+      uploads: new UploadSql(sqReader, UPLOAD_DIALECTS.sqlite, SQLITE_UPLOAD_DDL),
       files: new SqliteFileSql(sqReader),
       schema: new SqliteSchemaSql(sqReader),
     });
@@ -339,7 +340,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
 
   test('zero pages: the PostgreSQL expression gives n zero bytes, stored as bytea', async () => {
     for (const n of [1, 10, UPLOAD_PAGE_BYTES]) {
-      const r = pgReader.get(`SELECT ${ZERO_BYTES_SQL}`, [n])!;
+      const r = pgReader.get(`SELECT ${UPLOAD_DIALECTS.postgres.zeroBytes}`, [n])!;
       assert.ok(Buffer.isBuffer(r[0]));
       assert.equal((r[0] as Buffer).length, n);
       assert.ok((r[0] as Buffer).every((x) => x === 0));
