@@ -51,7 +51,7 @@
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 import type { SqlValue } from '../bind.js';
-import { ReadBudgetExceeded } from '../sqlite/reader.js';
+import { DEEP_OFFSET, ReadBudgetExceeded, expensivePlan } from '../sqlite/reader.js';
 import { workerScript } from '../sqlite/worker-url.js';
 import { readTypes, isConnectionFailure, type BridgeError, type BridgeInit, type BridgeReply, type BridgeRequest } from '../../../workers/pg-reader.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
@@ -60,8 +60,6 @@ export { ReadBudgetExceeded };
 
 /** Plans and verdicts kept, per SQL text (as the SQLite reader). */
 const PLAN_CACHE_MAX = 1000;
-/** Rows a page may visit (offset + limit) before it is read off the main thread (as on SQLite). */
-const DEEP_OFFSET = 2000;
 /** Reads a balanced read may find waiting per pool connection before it runs on the bridge instead. */
 const BALANCED_QUEUE = 1;
 /**
@@ -346,19 +344,6 @@ function firstIndex(node: PgPlanNode): string | null {
   return null;
 }
 
-/**
- * The SQLite reader's verdict on plan strings (src/store/sqlite/reader.ts, Reader.isExpensive):
- * a temporary b-tree reads every matching row; a full scan under a WHERE may walk the table; an
- * ORDER BY answered by an index walk under a selective WHERE may walk the whole index.
- */
-function expensiveShape(sql: string, plan: string[]): boolean {
-  const filtered = / WHERE /i.test(sql);
-  const sorted = plan.some((d) => d.includes('TEMP B-TREE'));
-  if (sorted) return true;
-  if (filtered && / ORDER BY /i.test(sql)) return true;
-  return filtered && plan.some((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d) && !/^SCAN CONSTANT/.test(d));
-}
-
 /** A pool client as this reader keeps it: the statement_timeout it has (ms; 0 none). */
 const timeouts = new WeakMap<pg.PoolClient, number>();
 
@@ -549,16 +534,16 @@ export class PgReader {
 
   /**
    * True when the query is expensive enough for the pool rather than the bridge: the SQLite
-   * reader's rules on the plan strings (a temporary b-tree; a filtered full scan; a filtered
-   * ORDER BY walked through an index; a deep offset), or an estimated cost above costThreshold.
-   * Cached per SQL text.
+   * reader's rules on the plan strings (expensivePlan of src/store/sqlite/reader.ts: a temporary
+   * b-tree; a filtered full scan; a filtered ORDER BY walked through an index) or a deep offset,
+   * as there, or an estimated cost above costThreshold. Cached per SQL text.
    */
   isExpensive(sql: string, params: SqlValue[], visits = 0): boolean {
     if (visits > DEEP_OFFSET) return true;
     let v = this.planCache.get(sql);
     if (v === undefined) {
       const p = this.explain(sql, params);
-      v = p.cost > this.costThreshold || expensiveShape(sql, p.details);
+      v = p.cost > this.costThreshold || expensivePlan(sql, p.details);
       if (this.planCache.size >= PLAN_CACHE_MAX) this.planCache.clear();
       this.planCache.set(sql, v);
     }

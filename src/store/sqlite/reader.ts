@@ -34,8 +34,24 @@ const RETIRED_CLOSE_WAIT_MS = 10_000;
  * (about 1.08× the pages a second) and against three (no difference).
  */
 const BALANCED_QUEUE = 1;
-/** Rows a page may visit (offset + limit) before it is read off the main thread. */
-const DEEP_OFFSET = 2000;
+/** Rows a page may visit (offset + limit) before it is read off the main thread (both readers). */
+export const DEEP_OFFSET = 2000;
+
+/**
+ * Whether a statement with this query plan (EXPLAIN QUERY PLAN details in SQLite's wording,
+ * which PgReader translates its plans into) reads enough rows to be worth running off the main
+ * thread: sorting through a temporary b-tree reads every matching row; under a WHERE clause, so
+ * does a scan without an index (it may walk the table to find a page), and so may an ORDER BY
+ * answered by walking an index, which stops only after enough rows pass the filter (a selective
+ * filter makes it walk the whole index: bench/README.md, "Lists over the cities"). A scan with
+ * neither stops after the rows it returns. Used by both readers' `isExpensive`.
+ */
+export function expensivePlan(sql: string, plan: readonly string[]): boolean {
+  if (plan.some((d) => d.includes('TEMP B-TREE'))) return true;
+  if (!/ WHERE /i.test(sql)) return false;
+  if (/ ORDER BY /i.test(sql)) return true;
+  return plan.some((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d) && !/^SCAN CONSTANT/.test(d));
+}
 
 /**
  * A read given up on because it ran past its time budget, queue time included
@@ -295,27 +311,15 @@ export class Reader {
   }
 
   /**
-   * True when the query is expensive enough for a reader worker (a round trip costs about 34 µs).
-   * Judged by the plan: sorting through a temporary b-tree reads every matching row, and so does
-   * a scan without an index under a WHERE clause (it may walk the table to find a page); a scan
-   * with neither stops after the rows it returns. `visits` is the offset + limit of the page: a
-   * deep offset is expensive whatever the plan.
+   * True when the query is expensive enough for a reader worker (a round trip costs about 34 µs):
+   * judged by its plan ({@link expensivePlan}), cached per SQL text. `visits` is the offset +
+   * limit of the page: a deep offset is expensive whatever the plan.
    */
   isExpensive(sql: string, params: SqlValue[], visits = 0): boolean {
     if (visits > DEEP_OFFSET) return true;
     let v = this.planCache.get(sql);
     if (v === undefined) {
-      const plan = this.plan(sql, params);
-      const filtered = / WHERE /i.test(sql);
-      // An ORDER BY answered by walking an index while a WHERE filters the rows stops only after
-      // enough rows pass the filter: a selective filter makes it walk the whole index (issue 23:
-      // `country.code = 'TV'` sorted by population read 135k index entries on the main thread).
-      const sortWalk = filtered && / ORDER BY /i.test(sql) && !plan.some((d) => d.includes('TEMP B-TREE'));
-      v = sortWalk || plan.some((detail) => {
-        if (detail.includes('TEMP B-TREE')) return true;
-        const fullScan = /^SCAN /.test(detail) && !/USING (COVERING )?INDEX/.test(detail) && !/^SCAN CONSTANT/.test(detail);
-        return fullScan && filtered;
-      });
+      v = expensivePlan(sql, this.plan(sql, params));
       if (this.planCache.size >= STMT_CACHE_MAX) this.planCache.clear();
       this.planCache.set(sql, v);
     }
