@@ -194,6 +194,13 @@ module.exports = {
       to: { path: '^src/http/' },
     }),
     {
+      name: 'collections-not-auth-methods',
+      severity: 'error',
+      comment: 'src/collections/ asks a sign-in method for its options check through src/auth/method-registry.ts and imports no module of src/auth/methods/ (ARCHITECTURE.md, "Folders").',
+      from: { path: '^src/collections/' },
+      to: { path: '^src/auth/methods/' },
+    },
+    {
       name: 'uws-only-in-http',
       severity: 'error',
       comment: 'Only src/http/ imports uWS (ARCHITECTURE.md, "Folders").',

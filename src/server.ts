@@ -25,10 +25,10 @@ import { FileTokens } from './files/file-tokens.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
-import type { AppHandle } from './app/runtime.js';
+import { customMethodOptions, type AppHandle } from './app/runtime.js';
 import { MAX_BODY_BYTES, attachApp, buildServices } from './boot/services.js';
 import type { AppDefinition } from './app/definition.js';
-import { registerCustomMethodSlugs } from './collections/collection-input.js';
+import { signInMethods } from './auth/method-registry.js';
 import { settingsRoutes } from './api/settings.js';
 import { accountRoutes } from './api/account.js';
 import { mailRoutes } from './api/mail.js';
@@ -66,7 +66,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { ctx, mailQueue, mailBackend, slowQueries, features } = buildServices(config, logger, data, app);
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   // custom sign-in slugs first: a declared collection may turn them on
-  if (app?.authMethods?.length) registerCustomMethodSlugs(app.authMethods.map((m) => m.slug));
+  for (const m of app?.authMethods ?? []) signInMethods.add(customMethodOptions(m));
   if (app?.collections?.length) {
     try {
       await applyDeclaredCollections(app.collections as unknown as Record<string, unknown>[], ctx.collections, store, logger);

@@ -10,8 +10,6 @@ import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody, query } from './request.js';
-import { methodOptions } from '../auth/methods/emailed.js';
-import { magicLinkRedirect } from '../auth/redirects.js';
 import { requireAuthCollection } from './records.js';
 import { hidePrivate, withLinks } from '../records/records-read.js';
 import { AccountEmails } from '../auth/account-emails.js';
@@ -199,9 +197,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
       method: 'get', pattern: '/api/collections/:col/auth/magic-link/consume', handler: async (req) => {
         const c = authCollection(req);
         const q = query(req);
-        const opts = methodOptions(c, 'magic_link');
-        const allow = Array.isArray(opts.redirect_allow) ? (opts.redirect_allow as string[]) : [];
-        const target = magicLinkRedirect(q.get('redirect') ?? undefined, allow, opts.redirect_default);
+        const target = auth.magicLink.redirectTarget(c, q.get('redirect') ?? undefined);
         const out = await auth.signIn('magic_link', c, { token: q.get('token') ?? '' }, req);
         // a second factor is needed: the pending JSON instead of a redirect (spec "Two-factor ceremonies")
         if (!out.session) return signedIn(c, out);

@@ -21,8 +21,7 @@ import { json, noContent } from '../http/types.js';
 import { parseListQuery } from '../records/list-query.js';
 import { WriteBatch } from '../records/records-write.js';
 import type { RecordEventHandlers, RecordEventName, RequestRef } from '../records/lifecycle.js';
-import type { AuthMethod, MethodResult } from '../auth/methods/method.js';
-import { methodEnabled } from '../auth/methods/emailed.js';
+import { lifetimeOptionErrors, methodEnabled, type AuthMethod, type MethodOptionsCheck, type MethodResult } from '../auth/methods/method.js';
 import type { ClientInfo } from '../auth/client.js';
 import type { AuthPrincipal } from '../auth/auth-service.js';
 import { RateLimiter } from '../auth/rate-limit.js';
@@ -138,7 +137,7 @@ export class AppRuntime {
       beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true, client) : undefined,
       authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client) : undefined,
     };
-    for (const m of def.authMethods ?? []) ctx.auth.methods.set(m.slug, new CustomMethod(m, this, ctx));
+    for (const m of def.authMethods ?? []) ctx.auth.methods.add(new CustomMethod(m, this, ctx));
     if (def.tenancy) ctx.auth.tenancy = (p, accountId) => this.resolveAccount(p, accountId);
   }
 
@@ -424,9 +423,19 @@ export class JobRunner {
   }
 }
 
+/**
+ * A custom method's options check, registered process-wide at start (src/server.ts) so a declared
+ * collection may turn it on: only `enabled` and `rate_limit` mean anything to svc; `ttl_s` is
+ * checked as for every method (lifetimeOptionErrors).
+ */
+export function customMethodOptions(def: Pick<CustomAuthMethod<AppHandle>, 'slug'>): MethodOptionsCheck {
+  return { slug: def.slug, checkOptions: lifetimeOptionErrors };
+}
+
 /** A custom sign-in method as an AuthMethod: the app proves the caller; svc issues the session. */
 class CustomMethod implements AuthMethod {
   readonly slug: string;
+  readonly checkOptions = lifetimeOptionErrors;
   readonly stores = [] as const;
   readonly events = ['auth-success'] as const;
   readonly initiate?: (c: Collection, body: unknown, client: ClientInfo) => Promise<unknown>;

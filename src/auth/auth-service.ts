@@ -18,7 +18,9 @@ import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
 import type { AuthMethod, SignInTag } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
-import { MagicLinkMethod, OtpMethod } from './methods/emailed.js';
+import { MagicLinkMethod } from './methods/magic-link.js';
+import { OtpMethod } from './methods/otp.js';
+import { BUILT_IN_METHOD_SLUGS, MethodRegistry } from './method-registry.js';
 import { OAuth2Method, type OAuth2StateOptions } from './methods/oauth2.js';
 import { WebAuthnMethod } from './methods/webauthn.js';
 import { TwoFactor, twoFactorPolicy, type PendingLogin } from './two-factor.js';
@@ -117,7 +119,7 @@ export interface AuthServiceHooks {
   authSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>, client?: ClientInfo) => Promise<void>;
 }
 
-const BUILT_IN_TAGS = new Set(['password', 'oauth2', 'magic_link', 'otp', 'webauthn']);
+const BUILT_IN_TAGS = new Set(BUILT_IN_METHOD_SLUGS);
 /** A method slug as an auth-event tag: built-ins by name, anything else `custom`. */
 export const tagOf = (slug: string): SignInTag => (BUILT_IN_TAGS.has(slug) ? (slug as SignInTag) : 'custom');
 
@@ -153,7 +155,8 @@ export class AuthService {
   readonly mailQueue: BackgroundQueue;
   readonly mailTransport: MailTransport;
   /** Sign-in methods by slug (AuthMethod); every one signs in through `signIn`. */
-  readonly methods = new Map<string, AuthMethod>();
+  readonly methods = new MethodRegistry<AuthMethod>();
+  readonly magicLink: MagicLinkMethod;
   readonly oauth2: OAuth2Method;
   readonly webauthn: WebAuthnMethod;
   readonly twoFactor: TwoFactor;
@@ -181,7 +184,7 @@ export class AuthService {
     this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);
     const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
     const password = new PasswordMethod(store, this.limits, load);
-    const magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
+    this.magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
     const otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
     const caller = async (client: ClientInfo) => {
       try {
@@ -192,7 +195,7 @@ export class AuthService {
     };
     this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, caller, (p) => this.requireRecentSignIn(p));
     this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load);
-    for (const m of [password, magicLink, otp, this.oauth2, this.webauthn]) this.methods.set(m.slug, m);
+    for (const m of [password, this.magicLink, otp, this.oauth2, this.webauthn]) this.methods.add(m);
     this.twoFactor = new TwoFactor(store, secret, this.webauthn, load);
   }
 

@@ -35,7 +35,6 @@ import { newId, randomToken } from '../records/ids.js';
 import { nowDate } from '../collections/fields/index.js';
 import { decryptStored, encryptStored } from '../records/encryption.js';
 import type { WebAuthnMethod } from './methods/webauthn.js';
-import { methodOptions } from './methods/emailed.js';
 import type { SignInTag } from './methods/method.js';
 
 type Otplib = typeof import('otplib');
@@ -112,8 +111,7 @@ export class TwoFactor {
 
   /** The kinds a record of `c` may enroll: TOTP, and passkeys when the relying party is configured. */
   available(c: Collection): FactorKind[] {
-    const w = methodOptions(c, 'webauthn');
-    return typeof w.rpId === 'string' && Array.isArray(w.origins) && w.origins.length ? ['totp', 'webauthn'] : ['totp'];
+    return this.webauthn.hasRelyingParty(c) ? ['totp', 'webauthn'] : ['totp'];
   }
 
   /** True when a session for `recordId` must carry the two-factor claim. */

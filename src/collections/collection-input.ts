@@ -13,12 +13,10 @@ import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
 import { VECTOR_COLUMN_PREFIX } from '../store/sqlite/vector-sql.js';
 import { authSystemFields } from '../auth/auth-fields.js';
 import { defaultAuthOptions } from '../auth/auth-defaults.js';
-import { isSafeRelativePath } from '../auth/redirects.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';
 import { newId } from '../records/ids.js';
 import { rateLimitOptionError } from '../auth/rate-limit.js';
-import { providerOptionErrors } from '../auth/methods/oauth2-providers.js';
-import { webauthnOptionErrors } from '../auth/methods/webauthn.js';
+import { signInMethods } from '../auth/method-registry.js';
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const AUTH_SYSTEM_NAMES = new Set(['email', 'emailVisibility', 'verified']);
@@ -187,44 +185,6 @@ function buildOptions(input: unknown, existing: Collection | undefined, type: 'b
   return out;
 }
 
-/**
- * Sign-in methods this server implements (`options.auth.methods.<slug>`); enabling any other is
- * refused rather than stored and silently ignored. `password` is on unless `enabled: false`.
- */
-const AVAILABLE_METHODS = new Set(['password', 'magic_link', 'otp', 'oauth2', 'webauthn']);
-
-/** Makes an embedding app's custom sign-in method slugs acceptable in `options.auth.methods`. */
-export function registerCustomMethodSlugs(slugs: readonly string[]): void {
-  for (const s of slugs) AVAILABLE_METHODS.add(s);
-}
-
-/**
- * Errors in a method's options, by option path: the mailed methods' `ttl_s` and magic link's
- * redirects; OAuth2's providers (providerOptionErrors); WebAuthn's relying party and origins.
- */
-function methodOptionErrors(slug: string, m: Record<string, unknown>, errors: Errors): void {
-  const at = `options.auth.methods.${slug}`;
-  if (slug === 'oauth2') {
-    if ('providers' in m || m.enabled === true) Object.assign(errors, providerOptionErrors(m.providers ?? [], `${at}.providers`));
-    if (m.enabled === true && Array.isArray(m.providers) && m.providers.length === 0) errors[`${at}.providers`] = { code: 'validation_value', message: 'OAuth2 needs at least one provider to be enabled.' };
-    return;
-  }
-  if (slug === 'webauthn') {
-    Object.assign(errors, webauthnOptionErrors(m, at));
-    return;
-  }
-  if ('ttl_s' in m && (!Number.isInteger(m.ttl_s) || (m.ttl_s as number) < 30 || (m.ttl_s as number) > 7 * 24 * 3600)) {
-    errors[`${at}.ttl_s`] = { code: 'validation_value', message: 'Must be an integer number of seconds from 30 to 604800.' };
-  }
-  if (slug !== 'magic_link') return;
-  if ('redirect_default' in m && !isSafeRelativePath(m.redirect_default)) {
-    errors[`${at}.redirect_default`] = { code: 'validation_value', message: 'Must be a safe relative path: starting with one "/", no "." or ".." segment, no backslash, encoded dot or slash, or control character.' };
-  }
-  if ('redirect_allow' in m && (!Array.isArray(m.redirect_allow) || m.redirect_allow.some((e) => !isSafeRelativePath(e)))) {
-    errors[`${at}.redirect_allow`] = { code: 'validation_value', message: 'Must be an array of safe relative paths (an entry ending in "/" is a prefix).' };
-  }
-}
-
 function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | undefined, fields: Field[], errors: Errors): AuthOptions {
   const base: AuthOptions = prev ?? defaultAuthOptions();
   const out: AuthOptions = { ...base };
@@ -259,14 +219,15 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
       for (const [slug, m] of Object.entries(src.methods)) {
         if (!isObject(m)) errors[`options.auth.methods.${slug}`] = { code: 'validation_type', message: 'Must be an object.' };
         else if ('enabled' in m && typeof m.enabled !== 'boolean') errors[`options.auth.methods.${slug}.enabled`] = { code: 'validation_type', message: 'Must be a boolean.' };
-        else if (!AVAILABLE_METHODS.has(slug) && (m.enabled === true || (slug === 'oauth2' && 'providers' in m))) {
+        else if (!signInMethods.has(slug) && m.enabled === true) {
           errors[`options.auth.methods.${slug}`] = { code: 'validation_value', message: `The sign-in method "${slug}" is not available on this server yet.` };
         } else {
           if ('rate_limit' in m) {
             const bad = rateLimitOptionError(m.rate_limit);
             if (bad) errors[`options.auth.methods.${slug}.rate_limit`] = { code: 'validation_value', message: bad };
           }
-          methodOptionErrors(slug, m, errors);
+          // the method's own options, as the method registered under the slug checks them
+          Object.assign(errors, signInMethods.optionErrors(slug, m, `options.auth.methods.${slug}`));
         }
       }
       out.methods = src.methods;

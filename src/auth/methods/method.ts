@@ -6,6 +6,7 @@
  * `require_verified`, rate limits), so no method can bypass it.
  */
 import type { Collection } from '../../collections/types.js';
+import type { FieldError } from '../../errors/api-error.js';
 import type { ClientInfo } from '../client.js';
 
 /** What an auth event says of a sign-in (spec "Events": the login hook's `method`). */
@@ -23,9 +24,23 @@ export interface MethodResult {
   passkey?: { id: string; userVerified: boolean };
 }
 
-export interface AuthMethod {
+/**
+ * What the collection input asks of a sign-in method (src/auth/method-registry.ts): its slug and
+ * the check of its own options. Needs no running service, so a schema is validated offline too.
+ */
+export interface MethodOptionsCheck {
   /** the method's slug in `options.auth.methods.<slug>` and in its routes */
   readonly slug: string;
+  /**
+   * The errors of `options.auth.methods.<slug>` (`options`, an object whose `enabled`, if
+   * present, is a boolean; `enabled` and `rate_limit` are checked by the caller), keyed by full
+   * path under `path` (e.g. `options.auth.methods.oauth2.providers.0.clientId`); empty when valid.
+   * The answer of POST/PATCH /api/collections (spec 1-core-api.md, "Collection").
+   */
+  checkOptions(options: Record<string, unknown>, path: string): Record<string, FieldError>;
+}
+
+export interface AuthMethod extends MethodOptionsCheck {
   /** tables and record columns the method keeps its state in (for operators and cleanup) */
   readonly stores: readonly string[];
   /** events the method fires, by name */
@@ -46,4 +61,31 @@ export interface AuthMethod {
    * @throws ApiError 400 on a malformed body or a failed proof, 429 past the rate limit
    */
   complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult>;
+}
+
+/** A plain object (not null, not an array). */
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `options.auth.methods.<slug>` of a collection ({} when absent). */
+export function methodOptions(c: Collection, slug: string): Record<string, unknown> {
+  const m = (c.options.auth?.methods as Record<string, unknown> | undefined)?.[slug];
+  return isObject(m) ? m : {};
+}
+
+/** Whether the pluggable method `slug` is on for `c`: only with `options.auth.methods.<slug>.enabled: true`. */
+export function methodEnabled(c: Collection, slug: string): boolean {
+  return methodOptions(c, slug).enabled === true;
+}
+
+/**
+ * The `ttl_s` check (an integer from 30 to 604800 seconds) of the methods that mail a secret.
+ * Password, an app's custom methods and slugs no method answers to are checked the same way: the
+ * collection input has always applied it to every method but OAuth2 and passkeys, and saved
+ * options keep being answered as before.
+ */
+export function lifetimeOptionErrors(m: Record<string, unknown>, path: string): Record<string, FieldError> {
+  if ('ttl_s' in m && (!Number.isInteger(m.ttl_s) || (m.ttl_s as number) < 30 || (m.ttl_s as number) > 7 * 24 * 3600)) {
+    return { [`${path}.ttl_s`]: { code: 'validation_value', message: 'Must be an integer number of seconds from 30 to 604800.' } };
+  }
+  return {};
 }

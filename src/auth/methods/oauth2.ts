@@ -24,20 +24,17 @@
  * address (`confirmed`): a signup's is, a signed-in caller's is when their record is verified;
  * verification and password reset drop the others (docs/api.md, "OAuth2").
  */
-import { ApiError } from '../../errors/api-error.js';
+import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../collections/types.js';
 import type { Store } from '../../store/store.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import type { AuthMethod, MethodResult } from './method.js';
+import { isObject, methodEnabled, methodOptions, type AuthMethod, type MethodOptionsCheck, type MethodResult } from './method.js';
 import type { AuthTokens } from '../auth-tokens.js';
-import { methodEnabled, methodOptions } from './emailed.js';
 import { newId } from '../../records/ids.js';
 import { nowDate } from '../../collections/fields/index.js';
-import { exchangeCode, fetchProfile, providerEndpoints, providerScopes, type ProviderOptions } from './oauth2-providers.js';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { exchangeCode, fetchProfile, providerEndpoints, providerOptionErrors, providerScopes, type ProviderOptions } from './oauth2-providers.js';
 
 /** RFC 7636: 43 to 128 unreserved characters. */
 const VERIFIER_RE = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -63,8 +60,23 @@ export interface OAuth2StateOptions {
   ttlS: number;
 }
 
+/**
+ * OAuth2's options check: the providers (providerOptionErrors, keys under `<path>.providers`)
+ * when given or when the method is enabled, and at least one provider to be enabled.
+ */
+export const oauth2Options: MethodOptionsCheck = {
+  slug: 'oauth2',
+  checkOptions(m, at) {
+    const errors: Record<string, FieldError> = {};
+    if ('providers' in m || m.enabled === true) Object.assign(errors, providerOptionErrors(m.providers ?? [], `${at}.providers`));
+    if (m.enabled === true && Array.isArray(m.providers) && m.providers.length === 0) errors[`${at}.providers`] = { code: 'validation_value', message: 'OAuth2 needs at least one provider to be enabled.' };
+    return errors;
+  },
+};
+
 export class OAuth2Method implements AuthMethod {
-  readonly slug = 'oauth2';
+  readonly slug = oauth2Options.slug;
+  readonly checkOptions = oauth2Options.checkOptions;
   readonly stores = ['_externalAuths', '_authTokens'] as const;
   readonly events = ['auth-success'] as const;
   /** set by the server once the record writer exists */

@@ -10,10 +10,14 @@ import type { Store } from '../../store/store.js';
 import { verifyPassword, MAX_PASSWORD_LENGTH } from '../passwords.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import type { AuthMethod, MethodResult } from './method.js';
+import { lifetimeOptionErrors, type AuthMethod, type MethodOptionsCheck, type MethodResult } from './method.js';
+
+/** Password's options check: only `enabled` and `rate_limit` mean anything; `ttl_s` is checked as for every method (lifetimeOptionErrors). */
+export const passwordOptions: MethodOptionsCheck = { slug: 'password', checkOptions: lifetimeOptionErrors };
 
 export class PasswordMethod implements AuthMethod {
-  readonly slug = 'password';
+  readonly slug = passwordOptions.slug;
+  readonly checkOptions = passwordOptions.checkOptions;
   readonly stores = ['passwordHash', 'tokenKey'] as const;
   readonly events = ['auth-success'] as const;
 

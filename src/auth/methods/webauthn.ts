@@ -24,7 +24,7 @@ import type { Collection } from '../../collections/types.js';
 import type { Store } from '../../store/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import type { AuthMethod, MethodResult } from './method.js';
+import { isObject, methodEnabled, methodOptions, type AuthMethod, type MethodOptionsCheck, type MethodResult } from './method.js';
 import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
 import type { PasskeyRow, PasskeyView } from '../../store/auth-store.js';
 import type { WriteStep } from '../../store/write-job.js';
@@ -41,10 +41,7 @@ function webauthnLib(): Promise<[WebAuthnServer, WebAuthnHelpers]> {
   webauthnLibrary ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]);
   return webauthnLibrary;
 }
-import { methodEnabled, methodOptions } from './emailed.js';
 import { nowDate } from '../../collections/fields/index.js';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const B64URL = /^[A-Za-z0-9_-]+$/;
 /** Longest accepted byte string (base64url characters): attestation objects are a few KB. */
 const MAX_B64 = 64 * 1024;
@@ -92,8 +89,12 @@ export function webauthnOptionErrors(m: Record<string, unknown>, at: string): Re
   return errors;
 }
 
+/** The passkey method's options check (webauthnOptionErrors). */
+export const webauthnOptions: MethodOptionsCheck = { slug: 'webauthn', checkOptions: webauthnOptionErrors };
+
 export class WebAuthnMethod implements AuthMethod {
-  readonly slug = 'webauthn';
+  readonly slug = webauthnOptions.slug;
+  readonly checkOptions = webauthnOptions.checkOptions;
   readonly stores = ['_passkeys', '_authTokens'] as const;
   readonly events = ['auth-success'] as const;
 
@@ -113,6 +114,15 @@ export class WebAuthnMethod implements AuthMethod {
     const m = methodOptions(c, this.slug);
     const rpId = String(m.rpId ?? '');
     return { rpId, rpName: typeof m.rpName === 'string' && m.rpName ? m.rpName : rpId, origins: Array.isArray(m.origins) ? (m.origins as string[]) : [] };
+  }
+
+  /**
+   * Whether `c` names a relying party (`rpId` and at least one origin), enabled or not: passkeys
+   * as a second factor need only that (two-factor.ts).
+   */
+  hasRelyingParty(c: Collection): boolean {
+    const w = methodOptions(c, this.slug);
+    return typeof w.rpId === 'string' && Array.isArray(w.origins) && w.origins.length > 0;
   }
 
   /** The challenge of a ceremony: HMAC-SHA256(secret, ceremonyId), base64url. */
