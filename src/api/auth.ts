@@ -1,10 +1,12 @@
 /**
  * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Pluggable auth methods", "Magic-link
  * consume", "Rate limiting"): auth-with-password, auth-refresh, auth-logout, the methods'
- * initiate and complete, magic-link consume, request-verification, confirm-verification,
- * request-password-reset, confirm-password-reset, passkey registration (a recent sign-in
- * required) and a record's passkeys (list, delete). The per-device session routes are in
- * ./auth-sessions.ts.
+ * initiate and complete, the two-factor ceremonies, magic-link consume, request-verification,
+ * confirm-verification, request-password-reset, confirm-password-reset, and each sign-in
+ * method's own routes (AuthMethod.routes: OAuth2's provider list and unlink, passkey
+ * registration and a record's passkeys), served here without naming the method. Magic-link
+ * consume stays a route of its own: it sets the session cookies and redirects. The per-device
+ * session routes are in ./auth-sessions.ts.
  */
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
@@ -13,11 +15,10 @@ import { jsonBody, query } from './request.js';
 import { requireAuthCollection } from './records.js';
 import { hidePrivate, withLinks } from '../records/records-read.js';
 import { AccountEmails } from '../auth/account-emails.js';
-import { requireOwnCollection, type AuthPrincipal, type SignInOutcome } from '../auth/auth-service.js';
+import type { AuthPrincipal, SignInOutcome } from '../auth/auth-service.js';
 import type { Collection } from '../collections/types.js';
 import { clearCookies, sessionCookies } from './cookies.js';
-import { ApiError } from '../errors/api-error.js';
-import { twoFactorPolicy } from '../auth/two-factor.js';
+import type { MethodRoute } from '../auth/methods/method.js';
 
 export function authRoutes(ctx: ApiContext): Route[] {
   const { store, auth } = ctx;
@@ -41,16 +42,14 @@ export function authRoutes(ctx: ApiContext): Route[] {
     requireAuthCollection(c);
     return c;
   };
-  /**
-   * The passkey routes' access (like external-auths): 401 anonymous; 404 unless the caller is the
-   * record itself or a superuser (and, for a superuser, the record exists).
-   */
-  const passkeyOwner = async (c: Collection, req: Req): Promise<void> => {
-    const p = await auth.resolve(req);
-    if (!p) throw ApiError.unauthorized();
-    const own = p.collection.id === c.id && p.record.id === req.params[1];
-    if (!own && !(p.superuser && auth.loadAuthRecord(c, req.params[1]))) throw ApiError.notFound();
-  };
+  /** A method's own route (MethodRoute) under `/api/collections/:col/`: its answer as JSON (200), or 204. */
+  const methodRoute = (r: MethodRoute): Route => ({
+    method: r.verb, pattern: `/api/collections/:col/${r.path}`, handler: async (req) => {
+      const c = authCollection(req);
+      const out = await r.handle(c, req.params.slice(1), () => jsonBody(req), req);
+      return out === undefined ? noContent() : json(200, JSON.stringify(out));
+    },
+  });
   /** request-*: validate, count, queue; the same work and the same 204 whether or not the address exists. */
   const requestMail = (scope: string, kind: 'verify' | 'reset') => (req: Req) => {
     const c = authCollection(req);
@@ -125,80 +124,16 @@ export function authRoutes(ctx: ApiContext): Route[] {
         return json(200, `{"status":"authenticated",${rec.slice(1, -1)}${extra}}`, sessionCookies(session!, insecure));
       },
     },
-    {
-      // Passkey registration (spec "Passkey registration"): the signed-in record of this
-      // collection, its session made by a primary sign-in within SERVICE_REAUTH_MAX_AGE (a passkey
-      // outlives the session: a stolen session must not be able to plant one), else 403
-      // `reauthentication_required`; checked at both steps.
-      method: 'post', pattern: '/api/collections/:col/auth/webauthn/register/begin', handler: async (req) => {
-        const c = authCollection(req);
-        if (!auth.webauthn.enabled(c)) throw ApiError.notFound();
-        const p = requireOwnCollection(c, await auth.resolve(req));
-        auth.requireRecentSignIn(p);
-        return json(200, JSON.stringify(await auth.webauthn.registerBegin(c, p.record)));
-      },
-    },
-    {
-      method: 'post', pattern: '/api/collections/:col/auth/webauthn/register/finish', handler: async (req) => {
-        const c = authCollection(req);
-        if (!auth.webauthn.enabled(c)) throw ApiError.notFound();
-        const p = requireOwnCollection(c, await auth.resolve(req));
-        auth.requireRecentSignIn(p);
-        await auth.webauthn.registerFinish(c, p.record, jsonBody(req));
-        return json(200, '{}');
-      },
-    },
-    {
-      // A record's sign-in passkeys (docs/api.md, "Passkeys (WebAuthn)"), shaped like its
-      // external-auths: the record's owner or a superuser; 404 otherwise. Never key material.
-      method: 'get', pattern: '/api/collections/:col/records/:id/passkeys', handler: async (req) => {
-        const c = authCollection(req);
-        await passkeyOwner(c, req);
-        return json(200, JSON.stringify({ items: auth.webauthn.signInKeys(c, req.params[1]) }));
-      },
-    },
-    {
-      method: 'del', pattern: '/api/collections/:col/records/:id/passkeys/:passkeyId', handler: async (req) => {
-        const c = authCollection(req);
-        await passkeyOwner(c, req);
-        const recordId = req.params[1];
-        const passkeyId = req.params[2];
-        // a sign-in passkey counts as a second factor: under `required` the last factor stays,
-        // as with the two-factor `remove` action
-        if (twoFactorPolicy(c) === 'required' && auth.webauthn.signInKeys(c, recordId).some((k) => k.id === passkeyId)
-          && auth.twoFactor.factorsOf(c, recordId, passkeyId).length === 0) {
-          throw ApiError.validation({ passkeyId: { code: 'validation_value', message: 'This passkey is the last second factor and the collection requires one: enroll another first.' } });
-        }
-        await auth.webauthn.deleteSignInKey(c, recordId, passkeyId);
-        return noContent();
-      },
-    },
-    {
-      // The sign-in page's provider list (spec "OAuth2"): 404 unless OAuth2 is on; no secrets.
-      method: 'get', pattern: '/api/collections/:col/auth/oauth2/providers', handler: async (req) => {
-        const c = authCollection(req);
-        if (!auth.oauth2.enabled(c)) throw ApiError.notFound();
-        return json(200, JSON.stringify({ items: await auth.oauth2.list(c) }));
-      },
-    },
-    {
-      // Unlinks a provider (spec "Records": external-auths): the record's owner or a superuser.
-      method: 'del', pattern: '/api/collections/:col/records/:id/external-auths/:provider', handler: async (req) => {
-        const c = authCollection(req);
-        const p = await auth.resolve(req);
-        if (!p) throw ApiError.unauthorized();
-        if (!p.superuser && !(p.collection.id === c.id && p.record.id === req.params[1])) throw ApiError.notFound();
-        await auth.oauth2.unlink(c, req.params[1], req.params[2]);
-        return noContent();
-      },
-    },
+    // the sign-in methods' own routes (AuthMethod.routes: OAuth2's provider list and unlink,
+    // passkey registration and a record's passkeys), at the place they always had
+    ...[...auth.methods.values()].flatMap((m) => (m.routes?.() ?? []).map(methodRoute)),
     {
       // The link a magic-link mail carries: consume the token, set the cookies, 302 to a safe target.
       method: 'get', pattern: '/api/collections/:col/auth/magic-link/consume', handler: async (req) => {
         const c = authCollection(req);
         const q = query(req);
         const target = auth.magicLink.redirectTarget(c, q.get('redirect') ?? undefined);
-        const out = await auth.signIn('magic_link', c, { token: q.get('token') ?? '' }, req);
+        const out = await auth.signIn(auth.magicLink.slug, c, { token: q.get('token') ?? '' }, req);
         // a second factor is needed: the pending JSON instead of a redirect (spec "Two-factor ceremonies")
         if (!out.session) return signedIn(c, out);
         const session = out.session;

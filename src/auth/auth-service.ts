@@ -16,7 +16,7 @@ import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
-import type { AuthMethod, SignInTag } from './methods/method.js';
+import type { AuthMethod, CallerAccess, SignInTag } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod } from './methods/magic-link.js';
 import { OtpMethod } from './methods/otp.js';
@@ -186,15 +186,14 @@ export class AuthService {
     const password = new PasswordMethod(store, this.limits, load);
     this.magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
     const otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
-    const caller = async (client: ClientInfo) => {
-      try {
-        return await this.resolve(client);
-      } catch {
-        return null; // a bad token is no caller: the sign-in goes on as anonymous
-      }
+    // what the methods (and their own routes) ask about the caller
+    const access: CallerAccess = {
+      resolve: (client) => this.resolve(client),
+      ownCaller: async (c, client) => requireOwnCollection(c, await this.resolve(client)),
+      requireRecent: (p) => this.requireRecentSignIn(p),
     };
-    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, caller, (p) => this.requireRecentSignIn(p));
-    this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load);
+    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, access);
+    this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load, access, (c, id, except) => this.twoFactor.factorsOf(c, id, except));
     for (const m of [password, this.magicLink, otp, this.oauth2, this.webauthn]) this.methods.add(m);
     this.twoFactor = new TwoFactor(store, secret, this.webauthn, load);
   }

@@ -61,6 +61,48 @@ export interface AuthMethod extends MethodOptionsCheck {
    * @throws ApiError 400 on a malformed body or a failed proof, 429 past the rate limit
    */
   complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult>;
+  /**
+   * The method's own routes beyond `/auth/:method/initiate|complete` (OAuth2's provider list,
+   * passkey registration and a record's passkeys), served by src/api/auth.ts. A route that needs
+   * the route layer itself (cookies: the magic-link consume link) stays in src/api.
+   */
+  routes?(): readonly MethodRoute[];
+}
+
+/**
+ * A route of a method's own, under `/api/collections/:col/` of an auth collection (404 for a
+ * missing or non-auth collection, before the handler runs). JSON in, JSON out: the handler's
+ * answer is the body of a 200, undefined a 204.
+ */
+export interface MethodRoute {
+  verb: 'get' | 'post' | 'del';
+  /** the path after `/api/collections/:col/`, with `:name` parameters, e.g. `records/:id/passkeys` */
+  path: string;
+  /**
+   * `params`: the path's parameters after `:col`, decoded; `body()` reads the JSON body (400 when
+   * malformed), called only once the route's access checks have passed.
+   * @throws ApiError as the route answers
+   */
+  handle(c: Collection, params: string[], body: () => unknown, client: ClientInfo): Promise<unknown>;
+}
+
+/** The caller of a request as a method sees it (AuthService.resolve's AuthPrincipal). */
+export interface MethodCaller {
+  superuser: boolean;
+  collection: Collection;
+  record: Record<string, unknown>;
+  /** epoch seconds of the session's primary sign-in (unknown on older tokens) */
+  authTime?: number;
+}
+
+/** What a method asks of the auth service about the caller (AuthService builds it). */
+export interface CallerAccess {
+  /** the caller: null when anonymous; 401 when the token is invalid, expired or revoked (AuthService.resolve) */
+  resolve(client: ClientInfo): MethodCaller | null | Promise<MethodCaller | null>;
+  /** the caller signed in to `c`, else 401 (requireOwnCollection over resolve) */
+  ownCaller(c: Collection, client: ClientInfo): Promise<MethodCaller>;
+  /** 403 `reauthentication_required` unless the caller's primary sign-in is recent (AuthService.requireRecentSignIn) */
+  requireRecent(caller: { authTime?: number }): void;
 }
 
 /** A plain object (not null, not an array). */

@@ -30,7 +30,7 @@ import type { Store } from '../../store/store.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import { isObject, methodEnabled, methodOptions, type AuthMethod, type MethodOptionsCheck, type MethodResult } from './method.js';
+import { isObject, methodEnabled, methodOptions, type AuthMethod, type CallerAccess, type MethodOptionsCheck, type MethodResult, type MethodRoute } from './method.js';
 import type { AuthTokens } from '../auth-tokens.js';
 import { newId } from '../../records/ids.js';
 import { nowDate } from '../../collections/fields/index.js';
@@ -49,9 +49,6 @@ const NOT_VOUCHED = {
 
 /** Creates an auth record for a first sign-in and returns its id (RecordWriter.createExternal). */
 export type ExternalSignup = (c: Collection, body: Record<string, unknown>, verified: boolean, extra: (id: string) => WriteStep[]) => Promise<string>;
-
-/** The caller of a request, or null (AuthService.resolve). */
-export type ResolveCaller = (client: ClientInfo) => Promise<{ collection: Collection; record: Record<string, unknown>; authTime?: number } | null>;
 
 export interface OAuth2StateOptions {
   /** issue and verify state on the server (SERVICE_OAUTH_STATE_SERVER) */
@@ -88,9 +85,7 @@ export class OAuth2Method implements AuthMethod {
     private tokens: AuthTokens,
     private state: OAuth2StateOptions,
     private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
-    private resolveCaller: ResolveCaller,
-    /** throws 403 `reauthentication_required` unless the session's primary sign-in is recent (AuthService.requireRecentSignIn) */
-    private requireRecent: (caller: { authTime?: number }) => void,
+    private access: CallerAccess,
   ) {}
 
   enabled(c: Collection): boolean {
@@ -182,7 +177,7 @@ export class OAuth2Method implements AuthMethod {
       const own = String(caller.record.id);
       if (linked !== undefined && linked !== own) throw ApiError.conflict('This provider account is already linked to another record.');
       // a new way into the account outlives the session: a stolen session may not add one
-      if (linked === undefined) this.requireRecent(caller);
+      if (linked === undefined) this.access.requireRecent(caller);
       const verified = caller.record.verified === true || Number(caller.record.verified) === 1;
       if (linked === undefined) await this.link(c, own, p.name, profile.id, verified);
       return { record: this.mustLoad(c, own), meta };
@@ -225,8 +220,39 @@ export class OAuth2Method implements AuthMethod {
 
   private async callerIn(c: Collection, client: ClientInfo): Promise<{ record: Record<string, unknown>; authTime?: number } | null> {
     if (!client.headers.authorization && !client.headers.cookie) return null;
-    const who = await this.resolveCaller(client);
+    let who;
+    try {
+      who = await this.access.resolve(client);
+    } catch {
+      return null; // a bad token is no caller: the sign-in goes on as anonymous
+    }
     return who && who.collection.id === c.id ? who : null;
+  }
+
+  /**
+   * OAuth2's own routes: the sign-in page's provider list (GET …/auth/oauth2/providers, 404
+   * unless OAuth2 is on; spec "OAuth2") and unlinking a provider from a record (DELETE
+   * …/records/:id/external-auths/:provider, spec "Records": 401 anonymous, 404 unless the
+   * caller is the record itself or a superuser, or when the provider is not linked).
+   */
+  routes(): readonly MethodRoute[] {
+    return [
+      {
+        verb: 'get', path: 'auth/oauth2/providers', handle: async (c) => {
+          if (!this.enabled(c)) throw ApiError.notFound();
+          return { items: await this.list(c) };
+        },
+      },
+      {
+        verb: 'del', path: 'records/:id/external-auths/:provider', handle: async (c, [recordId, provider], _body, client) => {
+          const p = await this.access.resolve(client);
+          if (!p) throw ApiError.unauthorized();
+          if (!p.superuser && !(p.collection.id === c.id && p.record.id === recordId)) throw ApiError.notFound();
+          await this.unlink(c, recordId, provider);
+          return undefined;
+        },
+      },
+    ];
   }
 
   private async link(c: Collection, recordId: string, provider: string, providerId: string, confirmed: boolean): Promise<void> {

@@ -24,7 +24,8 @@ import type { Collection } from '../../collections/types.js';
 import type { Store } from '../../store/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
-import { isObject, methodEnabled, methodOptions, type AuthMethod, type MethodOptionsCheck, type MethodResult } from './method.js';
+import { isObject, methodEnabled, methodOptions, type AuthMethod, type CallerAccess, type MethodCaller, type MethodOptionsCheck, type MethodResult, type MethodRoute } from './method.js';
+import { twoFactorPolicy } from '../two-factor.js';
 import type { AuthTokenKind, AuthTokens, FoundToken } from '../auth-tokens.js';
 import type { PasskeyRow, PasskeyView } from '../../store/auth-store.js';
 import type { WriteStep } from '../../store/write-job.js';
@@ -104,6 +105,9 @@ export class WebAuthnMethod implements AuthMethod {
     private tokens: AuthTokens,
     private secret: Buffer,
     private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    private access: CallerAccess,
+    /** the record's second-factor kinds, a passkey `exceptPasskey` not counted (TwoFactor.factorsOf) */
+    private factorsOf: (c: Collection, recordId: string, exceptPasskey: string) => readonly string[],
   ) {}
 
   enabled(c: Collection): boolean {
@@ -304,6 +308,61 @@ export class WebAuthnMethod implements AuthMethod {
    */
   async deleteSignInKey(c: Collection, recordId: string, id: string): Promise<void> {
     await this.store.writer.write([this.store.sql.passkeys.removeSignInStep(c.id, recordId, id, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
+  }
+
+  /**
+   * The passkey method's own routes (spec "Passkey registration"; docs/api.md, "Passkeys
+   * (WebAuthn)"):
+   * - POST …/auth/webauthn/register/begin and /finish: 404 unless the method is on; the signed-in
+   *   record of this collection (else 401), its session made by a primary sign-in within
+   *   SERVICE_REAUTH_MAX_AGE (a passkey outlives the session: a stolen session must not be able
+   *   to plant one), else 403 `reauthentication_required`; checked at both steps.
+   * - GET and DELETE …/records/:id/passkeys[/:passkeyId]: a record's sign-in passkeys, shaped
+   *   like its external-auths, never key material; the record's owner or a superuser.
+   */
+  routes(): readonly MethodRoute[] {
+    const registrant = async (c: Collection, client: ClientInfo): Promise<MethodCaller> => {
+      if (!this.enabled(c)) throw ApiError.notFound();
+      const p = await this.access.ownCaller(c, client);
+      this.access.requireRecent(p);
+      return p;
+    };
+    return [
+      { verb: 'post', path: 'auth/webauthn/register/begin', handle: async (c, _params, _body, client) => this.registerBegin(c, (await registrant(c, client)).record) },
+      {
+        verb: 'post', path: 'auth/webauthn/register/finish', handle: async (c, _params, body, client) => {
+          const p = await registrant(c, client);
+          await this.registerFinish(c, p.record, body());
+          return {};
+        },
+      },
+      {
+        verb: 'get', path: 'records/:id/passkeys', handle: async (c, [recordId], _body, client) => {
+          await this.requireOwner(c, recordId, client);
+          return { items: this.signInKeys(c, recordId) };
+        },
+      },
+      {
+        verb: 'del', path: 'records/:id/passkeys/:passkeyId', handle: async (c, [recordId, passkeyId], _body, client) => {
+          await this.requireOwner(c, recordId, client);
+          // a sign-in passkey counts as a second factor: under `required` the last factor stays,
+          // as with the two-factor `remove` action
+          if (twoFactorPolicy(c) === 'required' && this.signInKeys(c, recordId).some((k) => k.id === passkeyId) && this.factorsOf(c, recordId, passkeyId).length === 0) {
+            throw ApiError.validation({ passkeyId: { code: 'validation_value', message: 'This passkey is the last second factor and the collection requires one: enroll another first.' } });
+          }
+          await this.deleteSignInKey(c, recordId, passkeyId);
+          return undefined;
+        },
+      },
+    ];
+  }
+
+  /** The passkey routes' access (like external-auths): 401 anonymous; 404 unless the caller is the record itself or a superuser (and, for a superuser, the record exists). */
+  private async requireOwner(c: Collection, recordId: string, client: ClientInfo): Promise<void> {
+    const p = await this.access.resolve(client);
+    if (!p) throw ApiError.unauthorized();
+    const own = p.collection.id === c.id && p.record.id === recordId;
+    if (!own && !(p.superuser && this.loadRecord(c, recordId))) throw ApiError.notFound();
   }
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
