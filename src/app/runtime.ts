@@ -435,13 +435,14 @@ export function customMethodOptions(def: Pick<CustomAuthMethod<AppHandle>, 'slug
 /** A custom sign-in method as an AuthMethod: the app proves the caller; svc issues the session. */
 class CustomMethod implements AuthMethod {
   readonly slug: string;
-  readonly checkOptions = lifetimeOptionErrors;
+  readonly checkOptions: MethodOptionsCheck['checkOptions'];
   readonly stores = [] as const;
   readonly events = ['auth-success'] as const;
   readonly initiate?: (c: Collection, body: unknown, client: ClientInfo) => Promise<unknown>;
 
   constructor(private def: CustomAuthMethod<AppHandle>, private rt: AppRuntime, private ctx: ApiContext) {
     this.slug = def.slug;
+    this.checkOptions = customMethodOptions(def).checkOptions;
     if (def.initiate) {
       const init = def.initiate;
       this.initiate = async (c, body, client) => {
