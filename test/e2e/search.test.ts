@@ -3,7 +3,7 @@
  * the `<col>_fts` external-content index and its sync on create, update, delete, cascade, field
  * rename, collection rename and fields made searchable later; operators, prefixes, terms that
  * reduce to nothing, malformed input, relevance order, `q`, with the same assertions on both
- * backends (docs/api.md, "Full-text search"; a tsquery on PostgreSQL, whose tsvector column is
+ * backends (docs/lists.md, "Full-text search"; a tsquery on PostgreSQL, whose tsvector column is
  * checked in test/unit/pg/); search ANDed with the filter and the list rule; the
  * `fts5-off` feature (400, and no start over a schema with searchable fields). Plus unit checks of
  * the query lowering.
