@@ -8,7 +8,7 @@
  * string; an entry is valid only while the writer's commit count is unchanged, so any committed
  * write anywhere ends every cached page. Pages whose content depends on the clock (collections
  * with `ttl_field`, random sorts) and cursor pages (their tokens) are never cached. Like the
- * record cache, this assumes this process makes every write to record tables (README).
+ * record cache, this assumes this process makes every write to record tables (docs/internals.md).
  *
  * Bodies are kept as UTF-8 bytes, so a hit is sent without transcoding the string again (a page
  * of 20 cities, mostly non-ASCII names: about 15 µs a send).

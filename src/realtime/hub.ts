@@ -56,7 +56,7 @@ export interface RealtimeTransport {
 }
 
 /**
- * What realtime clients may cost the server (docs/api.md "Realtime"; README.md "Request limits"). Every
+ * What realtime clients may cost the server (docs/api.md "Realtime"; docs/configuration.md "Request limits"). Every
  * distinct filter is one query per committed batch that touches its collection, so filters are
  * capped by count and by summed length, per connection and per client address.
  */

@@ -1,6 +1,6 @@
 /**
  * Full-text search (spec 1-core-api.md, "Search"; 0-conventions.md: `options.searchable`;
- * docs/api.md, "Full-text search").
+ * docs/lists.md, "Full-text search").
  *
  * `search` / `q` text is parsed once ({@link parseSearch}) and lowered to the backend's query
  * language: an FTS5 query on SQLite ({@link lowerSearch}), a `tsquery` on PostgreSQL
@@ -49,7 +49,7 @@ export interface SearchGroup {
 
 /**
  * Parses `search` text into OR groups, each with at least one positive term (empty: the search
- * matches no rows). The grammar is in this module's header and docs/api.md, "Full-text search".
+ * matches no rows). The grammar is in this module's header and docs/lists.md, "Full-text search".
  * @throws ApiError 400 when the text is longer than 1,000 characters or has more than 64 terms
  */
 export function parseSearch(src: string): SearchGroup[] {

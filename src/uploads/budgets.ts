@@ -53,7 +53,7 @@ const NUMERIC_KEYS = ['max_sessions', 'max_sessions_per_principal', 'max_session
 
 /**
  * The sessions one client address may hold at once: `max_sessions_per_address`, or half of
- * `max_sessions` rounded up when it is absent (README.md, "Resumable uploads"), so one address
+ * `max_sessions` rounded up when it is absent (docs/files.md, "Resumable uploads"), so one address
  * never takes every slot while max_sessions is over 1.
  */
 export function addressShare(b: Pick<UploadBudgets, 'max_sessions' | 'max_sessions_per_address'>): number {

@@ -40,7 +40,7 @@ export const SEARCH_MATCH = 'r."_fts" @@ f."q"';
  * The FROM-clause join of a search: the query as a tsquery of the search configuration, named
  * `f."q"`; params: the tsquery text that src/records/search.ts (lowerTsquery) lowered the search
  * to, every term quoted there, so the user's text never reaches `to_tsquery` as syntax
- * (docs/api.md, "Full-text search": the same grammar as FTS5 on SQLite).
+ * (docs/lists.md, "Full-text search": the same grammar as FTS5 on SQLite).
  */
 export function searchJoin(): string {
   return ` CROSS JOIN to_tsquery('${FTS_CONFIG}'::regconfig, ?::text) AS f("q")`;

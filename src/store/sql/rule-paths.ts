@@ -1,5 +1,5 @@
 /**
- * Field paths of the rule compiler resolved to SQL, for both backends (docs/api.md, "Filters" and
+ * Field paths of the rule compiler resolved to SQL, for both backends (docs/rules.md, "Filters" and
  * "Rules"; ARCHITECTURE.md, "A read"); name resolution itself is src/rules/paths.ts. The walk is
  * the same on SQLite and PostgreSQL; what the two spell differently (how a JSON array column
  * becomes a set of rows, how a json path is read, parameter casts, the false literal) is the

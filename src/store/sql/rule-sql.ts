@@ -1,5 +1,5 @@
 /**
- * The rule emitter's dialect-neutral half (docs/api.md, "Filters", "Rules", "List records";
+ * The rule emitter's dialect-neutral half (docs/rules.md, "Filters", "Rules"; docs/api.md, "List records";
  * ARCHITECTURE.md, "A read"): filter and rule ASTs to boolean SQL terms, `sort` parameters to
  * ORDER BY bodies, for src/rules/compiler.ts. Shared by both backends: the walk over AND/OR and
  * its bookkeeping (`@request.auth.*` paths read, semi-join drivers), operands (paths, literals
