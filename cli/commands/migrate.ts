@@ -23,9 +23,14 @@ abstract class MigrateBase extends SvcCommand {
   app = Option.String('--app', { description: 'The app module whose migrations to use (or SERVICE_APP)' });
   dataDir = Option.String('--data-dir', { description: 'Data directory (default ./svc_data)' });
 
-  /** The app, or an exit code after reporting why there is none. */
-  protected async theApp(): Promise<App | number> {
+  /**
+   * The app, or an exit code after reporting why there is none. With `optional`, no `--app` (nor
+   * SERVICE_APP) answers null: `status` and `preview` then read a data directory that declares
+   * no migration (every applied one is orphaned; preview's lists are empty).
+   */
+  protected async theApp(optional = false): Promise<App | null | number> {
     const file = this.app ?? this.context.env.SERVICE_APP;
+    if (!file && optional) return null;
     if (!file) return this.fail('usage', 'give the app whose migrations to use: --app=FILE (or SERVICE_APP)');
     try {
       return (await loadApp(file))!;
@@ -45,7 +50,7 @@ export class MigrateCommand extends MigrateBase {
 
   protected async run(): Promise<number> {
     const app = await this.theApp();
-    if (typeof app === 'number') return app;
+    if (typeof app === 'number' || !app) return app ?? 1;
     const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     let lock;
@@ -86,18 +91,19 @@ export class MigrateStatusCommand extends MigrateBase {
   static paths = [['migrate', 'status']];
   static usage = Command.Usage({
     description: 'Show applied, pending and orphaned migrations; exit 0 only when nothing is pending or orphaned',
+    details: 'Without --app (or SERVICE_APP) nothing is declared, so every applied migration is listed as orphaned.',
   });
 
   protected async run(): Promise<number> {
-    const app = await this.theApp();
+    const app = await this.theApp(true);
     if (typeof app === 'number') return app;
     const dataDir = this.dataDirOrExit(this.dataDir);
     if (typeof dataDir === 'number') return dataDir;
     const { declaredMigrationIds, migrationStatus } = await import('../../src/app/migrations.js');
     const { existsSync } = await import('node:fs');
     const db = databasePath(dataDir);
-    const declared = declaredMigrationIds(app.migrations);
-    const url = process.env.SERVICE_DATABASE_URL?.trim() || appDatabaseUrl(app);
+    const declared = declaredMigrationIds(app?.migrations);
+    const url = process.env.SERVICE_DATABASE_URL?.trim() || (app ? appDatabaseUrl(app) : undefined);
     const status = url
       ? migrationStatus('', declared, await (await import('../../src/store/pg/migrations-sql.js')).appliedMigrationsPg(url))
       : existsSync(db) ? migrationStatus(db, declared) : migrationStatus(':memory:', declared);
@@ -115,10 +121,11 @@ export class MigratePreviewCommand extends MigrateBase {
   static paths = [['migrate', 'preview']];
   static usage = Command.Usage({
     description: "List the app's declared migrations without touching a database (needs the dev-tools feature)",
+    details: 'Without --app (or SERVICE_APP) nothing is declared: the lists are empty.',
   });
 
   protected async run(): Promise<number> {
-    const app = await this.theApp();
+    const app = await this.theApp(true);
     if (typeof app === 'number') return app;
     let features;
     try {
@@ -127,10 +134,10 @@ export class MigratePreviewCommand extends MigrateBase {
       if (!(err instanceof ConfigError)) throw err;
       return this.failConfig(err);
     }
-    for (const f of featureNames(app.features)) features.add(f);
+    for (const f of featureNames(app?.features)) features.add(f);
     if (!features.has('dev-tools')) return this.fail('unavailable', 'migrate preview needs the dev-tools feature: features: { devTools: true } in the app, or SERVICE_FEATURES=dev-tools');
     const { migrationPreview } = await import('../../src/app/migrations.js');
-    const preview = migrationPreview(app.migrations);
+    const preview = migrationPreview(app?.migrations);
     this.emit(preview, [...preview.items.map((i) => `${i.id} (${i.kind})`), ...preview.unknown.map((u) => `unknown file: ${u}`), `${preview.items.length} migration(s)`].join('\n'));
     return 0;
   }

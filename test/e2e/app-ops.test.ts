@@ -77,9 +77,16 @@ test('migrate status, preview and migrate: pending, applied in order, then ok', 
   assert.equal(json(noDevTools.stdout).error.code, 'unavailable');
   assert.match(noDevTools.stderr, /dev-tools/);
 
+  // without an app nothing is declared: a fresh data directory is ok, preview's lists are empty
   const noApp = runCli(['migrate', 'status', '--json', `--data-dir=${dataDir}`]);
-  assert.equal(noApp.status, 1);
-  assert.equal(json(noApp.stdout).error.code, 'usage');
+  assert.equal(noApp.status, 0, noApp.stderr);
+  assert.deepEqual(json(noApp.stdout), { migrations: [], orphaned: [], summary: { declared: 0, applied: 0, pending: 0, orphaned: 0 }, ok: true });
+  const noAppPreview = runCli(['migrate', 'preview', '--json'], { SERVICE_FEATURES: 'dev-tools' });
+  assert.equal(noAppPreview.status, 0, noAppPreview.stderr);
+  assert.deepEqual(json(noAppPreview.stdout), { protocol_version: 1, scope: 'compiled-consumer-migrations', items: [], unknown: [], includes_system_migrations: false });
+  const noAppApply = runCli(['migrate', '--json', `--data-dir=${dataDir}`]);
+  assert.equal(noAppApply.status, 1, 'applying still needs the app');
+  assert.equal(json(noAppApply.stdout).error.code, 'usage');
 
   const applied = cli('migrate', '--json');
   assert.equal(applied.status, 0, applied.stderr);
@@ -94,6 +101,16 @@ test('migrate status, preview and migrate: pending, applied in order, then ok', 
   assert.equal(okBody.ok, true);
   assert.ok(okBody.migrations.every((m: any) => m.applied && /^\d{4}-\d\d-\d\dT/.test(m.applied_at)));
   assert.deepEqual(okBody.summary, { declared: 2, applied: 2, pending: 0, orphaned: 0 });
+
+  // without the app, the applied ones are orphaned (text and JSON gate alike)
+  const orphans = runCli(['migrate', 'status', '--json', `--data-dir=${dataDir}`]);
+  assert.equal(orphans.status, 1);
+  const o = json(orphans.stdout);
+  assert.deepEqual(o.orphaned.map((m: any) => m.id), ['0001_log', '0002_seed']);
+  assert.deepEqual(o.summary, { declared: 0, applied: 0, pending: 0, orphaned: 2 });
+  const orphansText = runCli(['migrate', 'status', `--data-dir=${dataDir}`]);
+  assert.equal(orphansText.status, 1);
+  assert.match(orphansText.stdout, /orphaned 0001_log/);
 });
 
 test('a server applies pending migrations before it serves; a failing one is rolled back and the start refused; migrate is refused while it runs', async () => {
