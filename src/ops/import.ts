@@ -3,9 +3,9 @@
  * [--format=csv|json|ndjson]`; spec 1-core-api.md, "Command line": exit 3 when rows were
  * skipped; the offline OAuth2 link import of "OAuth2").
  *
- * Rows are streamed from the file (CSV through csv-parse, JSON arrays through stream-json,
- * NDJSON line by line) and each is created exactly as `POST /records` would create it as a
- * superuser: the same validation, ids, relation checks and encryption (RecordWriter). Rows go to
+ * Rows are streamed from the file (CSV through csv-records.ts, which refuses a malformed row and
+ * reads on; JSON arrays through stream-json; NDJSON line by line) and each is created exactly as
+ * `POST /records` would create it as a superuser: the same validation, ids, relation checks and encryption (RecordWriter). Rows go to
  * the writer in chunks: one chunk is one write job, so the writer commits thousands of rows per
  * transaction, and the next chunk is validated while the writer commits the last one. A row that
  * fails validation is reported with its number; a chunk that fails in the database (a unique
@@ -16,7 +16,6 @@
  */
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { parse as parseCsv } from 'csv-parse';
 import streamArray from 'stream-json/streamers/stream-array.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { Store } from '../store/store.js';
@@ -26,6 +25,7 @@ import type { Principal } from '../rules/access.js';
 import { nowDate } from '../collections/fields/index.js';
 import { newId } from '../records/ids.js';
 import { mergeInserts } from '../store/sqlite/bulk-insert.js';
+import { csvRecords } from './csv-records.js';
 
 export type ImportFormat = 'csv' | 'json' | 'ndjson';
 
@@ -99,20 +99,30 @@ export async function* readRows(file: string, format: ImportFormat, c: Collectio
     return;
   }
   const fields = new Map((c?.fields ?? []).map((f) => [f.name, f]));
-  const rows = input.pipe(parseCsv({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: false }));
-  for await (const rec of rows as AsyncIterable<Record<string, string>>) {
+  let header: string[] | null = null;
+  for await (const rec of csvRecords(createInterface({ input, crlfDelay: Infinity }))) {
+    if (!header) {
+      if (rec.error) throw new Error(`the header row (line ${rec.line}): ${rec.error}`);
+      header = rec.cells!;
+      continue;
+    }
     n++;
+    if (rec.error) {
+      yield { n, error: `line ${rec.line}: ${rec.error}` };
+      continue;
+    }
     const value: Record<string, unknown> = {};
     let error: string | undefined;
-    for (const [k, raw] of Object.entries(rec)) {
-      if (raw === '') continue; // an empty cell: the field's default
+    rec.cells!.forEach((raw, i) => {
+      if (raw === '') return; // an empty cell: the field's default
+      const k = header![i];
       const f = fields.get(k);
       try {
         value[k] = f ? fromCsv(f, raw) : raw;
       } catch {
         error = `column "${k}": ${JSON.stringify(raw.slice(0, 50))} is not valid JSON`;
       }
-    }
+    });
     yield error ? { n, error } : { n, value };
   }
 }

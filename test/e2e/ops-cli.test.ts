@@ -196,6 +196,21 @@ test('progress: a terminal sees rows/s and the share done on stderr; a pipe sees
   assert.match(tty.stdout, /50 imported, 0 skipped, [\d,]+ rows\/s, 100%/, 'the progress line on a terminal');
 });
 
+test('import: a malformed CSV row is one refused row; the rows after it are imported', () => {
+  const tag = `e${Date.now()}`;
+  const fr = countryId('FR');
+  const names = () => query(`SELECT name, population FROM cities WHERE name LIKE '${tag} %' ORDER BY name`);
+
+  // the quote opened on line 3 never closes: that row is refused, the rows after it are read
+  const unclosed = file('unclosed.csv', `name,country,population\n${tag} A,${fr},1\n"${tag} B,${fr},2\n${tag} C,${fr},3\n${tag} D,${fr},4\n`);
+  const u = cli('import', '--collection=cities', unclosed, '--on-error=skip', '--json');
+  assert.equal(u.status, 3, u.stderr);
+  const uj = lastJson(u.stdout);
+  assert.deepEqual([uj.imported, uj.skipped, uj.errors.map((e: any) => e.row)], [3, 1, [2]]);
+  assert.match(uj.errors[0].message, /^line 3: a quoted cell is not closed by the end of the file/);
+  assert.deepEqual(names(), [[`${tag} A`, 1], [`${tag} C`, 3], [`${tag} D`, 4]]);
+});
+
 test('usage and refusals: unknown collection, format, file, --on-error; invalid schema files; exit 1 with or without --json', () => {
   const f = join(work, 'countries.csv');
   for (const [args, code] of [
