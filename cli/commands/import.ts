@@ -1,11 +1,12 @@
 /**
- * `svc import --collection=NAME FILE [--format=csv|json|ndjson] [--on-error=stop|skip]`
- * (0-conventions.md, "CLI forms"; spec 1-core-api.md, "Command line"; src/ops/import.ts), and
- * `--oauth2-links` for the offline OAuth2 link import (rows `{record, provider, providerId}`).
+ * `svc import --collection=NAME FILE [--format=csv|json|ndjson] [--on-error=stop|skip]
+ * [--strict]` (0-conventions.md, "CLI forms"; spec 1-core-api.md, "Command line";
+ * src/ops/import.ts), and `--oauth2-links` for the offline OAuth2 link import (rows `{record, provider, providerId}`).
  *
  * Runs with the data directory locked (refused while a server holds it: its caches would not see
- * the rows). Progress (rows/s, ETA) goes to stderr when it is a terminal; the summary goes to
- * stdout. Exit 0 when every row was imported, 3 when rows were skipped (`--on-error=skip`), 1
+ * the rows). A column the collection does not have is warned about once on stderr (`--strict`:
+ * refused before anything is written). Progress (rows/s, ETA) goes to stderr when it is a
+ * terminal; the summary goes to stdout. Exit 0 when every row was imported, 3 when rows were skipped (`--on-error=skip`), 1
  * when the import stopped at a refused row (`--on-error=stop`, the default) or could not run.
  */
 import { existsSync } from 'node:fs';
@@ -19,7 +20,7 @@ export class ImportCommand extends SvcCommand {
   static paths = [['import']];
   static usage = Command.Usage({
     description: 'Import records from a CSV, JSON array or NDJSON file into a collection',
-    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3. With --app the app\'s record hooks run for every row (beforeCreate may change or refuse it). The server must be stopped.',
+    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3 (a malformed CSV row is one refused row). A column the collection does not have is dropped with a warning, or refused with --strict. With --app the app\'s record hooks run for every row (beforeCreate may change or refuse it). The server must be stopped.',
     examples: [['CSV with a header row', '$0 import --collection=cities cities.csv'], ['Skip bad rows', '$0 import --collection=posts posts.ndjson --on-error=skip --json']],
   });
 
@@ -27,12 +28,13 @@ export class ImportCommand extends SvcCommand {
   file = Option.String({ required: true, name: 'FILE' });
   format = Option.String('--format', { description: 'csv, json (an array of objects) or ndjson; default from the file name' });
   onError = Option.String('--on-error', 'stop', { description: 'stop (default) or skip' });
+  strict = Option.Boolean('--strict', false, { description: 'Refuse a file with a column the collection does not have (exit 1, nothing written)' });
   oauth2Links = Option.Boolean('--oauth2-links', false, { description: 'Rows are OAuth2 links {record, provider, providerId} of the auth collection' });
   dataDir = Option.String('--data-dir', { description: 'Data directory (default ./svc_data)' });
   app = Option.String('--app', { description: 'An app module whose features apply (or SERVICE_APP)' });
 
   protected async run(): Promise<number> {
-    const { formatOf, readRows, importRecords, importLinks, fileSize } = await import('../../src/ops/import.js');
+    const { formatOf, readRows, importRecords, importLinks, fileSize, knownColumns, watchColumns } = await import('../../src/ops/import.js');
     if (this.onError !== 'stop' && this.onError !== 'skip') return this.fail('usage', '--on-error must be stop or skip');
     const format = (this.format ?? formatOf(this.file)) as ImportFormat | undefined;
     if (!format || !['csv', 'json', 'ndjson'].includes(format)) return this.fail('usage', `--format must be csv, json or ndjson${this.format ? '' : ` (the file name ${this.file} does not say)`}`);
@@ -64,6 +66,17 @@ export class ImportCommand extends SvcCommand {
       const c = data.store.registry.find(this.collection);
       if (!c) return this.fail('not_found', `no collection "${this.collection}"`);
       if (this.oauth2Links && c.type !== 'auth') return this.fail('usage', `--oauth2-links needs an auth collection; "${c.name}" is ${c.type}`);
+      // a column the collection does not have is dropped, as the API drops it: said once per column
+      const known = knownColumns(c);
+      const unknown: { column: string; row: number }[] = [];
+      if (this.strict && !this.oauth2Links) {
+        // read the whole file first, so nothing is written when a column is unknown
+        for await (const _ of watchColumns(readRows(this.file, format, c), known, (column, row) => unknown.push({ column, row }))) { /* reading only */ }
+        if (unknown.length) {
+          for (const u of unknown) this.note(`column "${u.column}" (first in row ${u.row}) is not a field of ${c.name}`);
+          return this.fail('unknown_columns', `--strict: ${unknown.length} column(s) ${c.name} does not have: ${unknown.map((u) => u.column).join(', ')}; nothing was imported`, { columns: unknown.map((u) => u.column) });
+        }
+      }
       const total = fileSize(this.file);
       let bytes = 0;
       const started = performance.now();
@@ -80,7 +93,8 @@ export class ImportCommand extends SvcCommand {
         const pct = total ? Math.min(100, Math.round((100 * bytes) / total)) : 0;
         this.context.stderr.write(`\r${imported.toLocaleString('en')} imported, ${skipped} skipped, ${Math.round(rate).toLocaleString('en')} rows/s, ${pct}%${final ? '' : `, ETA ${Math.ceil(left)} s`}   ${final ? '\n' : ''}`);
       };
-      const rows = readRows(this.file, format, this.oauth2Links ? null : c, (b) => (bytes = b));
+      const read = readRows(this.file, format, this.oauth2Links ? null : c, (b) => (bytes = b));
+      const rows = this.oauth2Links ? read : watchColumns(read, known, (column, row) => this.note(`svc: warning: column "${column}" (first in row ${row}) is not a field of ${c.name}: its values are dropped (--strict refuses the file)`));
       const opts = { onError: this.onError as 'stop' | 'skip', onProgress: (i: number, k: number) => progress(i, k) };
       let result: ImportResult;
       try {

@@ -127,6 +127,32 @@ export async function* readRows(file: string, format: ImportFormat, c: Collectio
   }
 }
 
+/**
+ * The keys a row of `c` may carry: `id`, its fields and, for an auth collection, `password` and
+ * `passwordConfirm`. Any other key is dropped by the writer, as the API drops it.
+ */
+export function knownColumns(c: Collection): Set<string> {
+  return new Set(['id', ...c.fields.map((f) => f.name), ...(c.type === 'auth' ? ['password', 'passwordConfirm'] : [])]);
+}
+
+/**
+ * `rows` unchanged, calling `onUnknown(column, row)` once per column no known key of `known`
+ * names, at the first row that has it (docs/operations.md, "Bulk import": unknown columns).
+ */
+export async function* watchColumns(rows: AsyncIterable<SourceRow>, known: Set<string>, onUnknown: (column: string, row: number) => void): AsyncGenerator<SourceRow> {
+  const seen = new Set<string>();
+  for await (const r of rows) {
+    if (r.value) {
+      for (const k of Object.keys(r.value)) {
+        if (known.has(k) || seen.has(k)) continue;
+        seen.add(k);
+        onUnknown(k, r.n);
+      }
+    }
+    yield r;
+  }
+}
+
 /** A CSV cell as the JSON value the API takes for the field. */
 function fromCsv(f: Field, raw: string): unknown {
   switch (f.type) {

@@ -211,6 +211,23 @@ test('import: a malformed CSV row is one refused row; the rows after it are impo
   assert.deepEqual(names(), [[`${tag} A`, 1], [`${tag} C`, 3], [`${tag} D`, 4]]);
 });
 
+test('import: an unknown column is warned about once on stderr; --strict refuses the file before writing', () => {
+  const tag = `w${Date.now()}`;
+  const fr = countryId('FR');
+  // unknown columns: a warning once per column on stderr; --strict refuses before writing anything
+  const extra = file('extra.ndjson', [{ name: `${tag} E`, country: fr, colour: 'red' }, { name: `${tag} F`, country: fr, colour: 'blue', size: 3 }].map((r) => JSON.stringify(r)).join('\n'));
+  const w = cli('import', '--collection=cities', extra, '--json');
+  assert.equal(w.status, 0, w.stderr);
+  assert.equal(lastJson(w.stdout).imported, 2);
+  assert.equal(w.stderr.match(/warning: column "colour"/g)?.length, 1, w.stderr);
+  assert.match(w.stderr, /warning: column "size" \(first in row 2\) is not a field of cities/);
+  const strict = cli('import', '--collection=cities', file('extra.csv', `name,country,colour\n${tag} G,${fr},red\n`), '--strict', '--json');
+  assert.equal(strict.status, 1);
+  assert.equal(lastJson(strict.stdout).error.code, 'unknown_columns');
+  assert.deepEqual(lastJson(strict.stdout).error.columns, ['colour']);
+  assert.deepEqual(query(`SELECT count(*) FROM cities WHERE name = '${tag} G'`), [[0]], 'nothing written under --strict');
+});
+
 test('usage and refusals: unknown collection, format, file, --on-error; invalid schema files; exit 1 with or without --json', () => {
   const f = join(work, 'countries.csv');
   for (const [args, code] of [
