@@ -12,7 +12,9 @@
  * value taken) is retried row by row so only the offending rows fail. Relations are checked
  * against the database once per related id (the import holds the data directory alone, so a
  * related record cannot vanish meanwhile); an id not found is left to the write job's guard.
- * Hooks do not run.
+ * With `upsert`, a row whose key names an existing record updates it through the writer's update
+ * instead (docs/operations.md, "Bulk import"). The writer runs the record events of the
+ * services it belongs to (an `--app`'s hooks).
  */
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -44,7 +46,10 @@ export interface RowError {
 }
 
 export interface ImportResult {
+  /** rows written: created, or updated under `upsert` */
   imported: number;
+  /** of `imported`, the rows that updated an existing record (`upsert` only) */
+  updated: number;
   skipped: number;
   /** true when `onError: 'stop'` stopped at a refused row */
   stopped: boolean;
@@ -57,6 +62,25 @@ export interface ImportOptions {
   chunk?: number;
   /** called after every chunk: rows imported and skipped so far, bytes of the file read */
   onProgress?: (imported: number, skipped: number) => void;
+  /**
+   * Update instead of create when a row's key names an existing record: `id`, or a unique
+   * field (uniqueKey() checks it). The update goes through the writer as `PATCH` would.
+   */
+  upsert?: { key: string };
+}
+
+/**
+ * Why `key` cannot be an upsert key of `c`, or null when it can: `id`, or a field that is unique
+ * (`options.unique`, or a unique index on that field alone) and not encrypted (an encrypted value
+ * cannot be looked up).
+ */
+export function upsertKeyProblem(c: Collection, key: string): string | null {
+  if (key === 'id') return null;
+  const f = c.fields.find((x) => x.name === key);
+  if (!f) return `${c.name} has no field "${key}"`;
+  if (f.options.encrypted) return `"${key}" is encrypted: it cannot be looked up`;
+  const unique = f.options.unique || (c.indexes ?? []).some((i) => i.unique && i.fields.length === 1 && i.fields[0] === key);
+  return unique ? null : `"${key}" is not unique in ${c.name} (mark it unique, or give a unique index on it alone)`;
 }
 
 /** Most row errors a result lists (the counts cover all of them). */
@@ -196,15 +220,32 @@ export async function importRecords(store: Store, writes: RecordWriter, c: Colle
     return true;
   };
   const size = options.chunk ?? 1000;
-  const result: ImportResult = { imported: 0, skipped: 0, stopped: false, errors: [] };
+  const result: ImportResult = { imported: 0, updated: 0, skipped: 0, stopped: false, errors: [] };
   const refuse = (row: number, err: unknown) => {
     result.skipped++;
     if (result.errors.length < MAX_REPORTED) result.errors.push({ row, ...describe(err) });
   };
   let chunk: SourceRow[] = [];
 
-  const create = (r: SourceRow, batch?: WriteBatch): Promise<unknown> =>
-    r.value ? writes.create(c, su, r.value, null, batch) : Promise.reject(new ApiError(400, 'bad_request', r.error!));
+  const key = options.upsert?.key;
+  const keySql = key && key !== 'id' ? store.sql.records.selectOne(c, '"id"', ` WHERE r.${store.sql.records.ident(key)} = ?`) : store.sql.records.rowById(c, '"id"');
+  /** The id of the record a row's key names, under `upsert`, or undefined. */
+  const existing = (v: Record<string, unknown>): string | undefined => {
+    const k = key === undefined ? undefined : v[key];
+    if ((typeof k !== 'string' && typeof k !== 'number') || k === '') return undefined;
+    return store.reader.get(keySql, [k])?.[0] as string | undefined;
+  };
+  /** A row's write: an update of the record its key names (under `upsert`), else a create; resolves once committed. */
+  const create = (r: SourceRow, batch?: WriteBatch): Promise<unknown> => {
+    if (!r.value) return Promise.reject(new ApiError(400, 'bad_request', r.error!));
+    const id = existing(r.value);
+    if (id === undefined) return writes.create(c, su, r.value, null, batch);
+    const { id: _, ...body } = r.value;
+    return writes.update(c, id, su, body, null, batch).then((out) => {
+      result.updated++;
+      return out;
+    });
+  };
 
   /**
    * Rows each in its own write job (the writer still groups them into few commits). With `stop`
@@ -316,7 +357,7 @@ export interface LinkRow {
  * auth collection `c` to provider accounts, as a first OAuth2 sign-in would have.
  */
 export async function importLinks(store: Store, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
-  const result: ImportResult = { imported: 0, skipped: 0, stopped: false, errors: [] };
+  const result: ImportResult = { imported: 0, updated: 0, skipped: 0, stopped: false, errors: [] };
   const refuse = (row: number, message: string) => {
     result.skipped++;
     if (result.errors.length < MAX_REPORTED) result.errors.push({ row, message });

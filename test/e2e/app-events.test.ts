@@ -129,7 +129,7 @@ test('the auth-success handler fires for a passkey sign-in', { skip: NO_BROWSER 
   }
 });
 
-test('svc import --app runs the record events for every row: beforeCreate changes or refuses it, afterCreate sees the commit', async () => {
+test('svc import --app runs the record events for every row: beforeCreate changes or refuses it, afterCreate sees the commit; --upsert runs the update events', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-events-'));
   try {
     const file = join(dir, 'posts.ndjson');
@@ -144,12 +144,20 @@ test('svc import --app runs the record events for every row: beforeCreate change
     // and without the app nothing runs: the row is stored as given
     writeFileSync(file, '{"title":"Plain Row"}');
     assert.equal(runCli(['import', `--data-dir=${dataDir}`, '--collection=posts', '--json', file]).status, 0);
+    // --upsert: a row whose id exists is updated through the writer, so the update events run
+    writeFileSync(file, '{"id":"upsertedpost001","title":"Upsert Me"}');
+    assert.equal(runCli(['import', `--data-dir=${dataDir}`, `--app=${APP}`, '--collection=posts', '--json', file]).status, 0);
+    writeFileSync(file, '{"id":"upsertedpost001","title":"Upserted"}');
+    const up = runCli(['import', `--data-dir=${dataDir}`, `--app=${APP}`, '--collection=posts', '--upsert', '--json', file]);
+    assert.equal(up.status, 0, up.stderr);
+    assert.deepEqual([JSON.parse(up.stdout).imported, JSON.parse(up.stdout).updated], [1, 1]);
 
     srv = await startSvc({ args: [`--app=${APP}`], dataDir, env: { NODE_EXTRA_CA_CERTS: idp.caFile } });
     const posts = (await srv.api('GET', '/api/collections/posts/records?perPage=50&sort=created', { token: srv.suToken })).body.items;
     const bySlug = Object.fromEntries(posts.map((p: any) => [p.title, p.slug]));
-    assert.deepEqual(bySlug, { 'Imported One': 'imported-one', 'Imported Two': 'imported-two', 'Plain Row': null });
+    assert.deepEqual(bySlug, { 'Imported One': 'imported-one', 'Imported Two': 'imported-two', 'Plain Row': null, Upserted: 'upsert-me' });
     for (const p of posts.filter((x: any) => x.title.startsWith('Imported'))) await audited('create:posts', p.id);
+    await audited('update:posts', 'upsertedpost001');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -228,6 +228,39 @@ test('import: an unknown column is warned about once on stderr; --strict refuses
   assert.deepEqual(query(`SELECT count(*) FROM cities WHERE name = '${tag} G'`), [[0]], 'nothing written under --strict');
 });
 
+test('import --upsert: a re-run updates by id or by a unique --key field, validated as PATCH is', () => {
+  const tag = `u${Date.now()}`;
+  const fr = countryId('FR');
+  const extra = file('upsert-usage.ndjson', JSON.stringify({ name: `${tag} X`, country: fr }));
+  // --upsert by id: a re-run updates instead of duplicating (or failing on the taken id)
+  const ids = [`up${Date.now() % 1e9}aaaa`.slice(0, 15), `up${Date.now() % 1e9}bbbb`.slice(0, 15)];
+  const rows = (pops: number[]) => ids.map((id, i) => JSON.stringify({ id, name: `${tag} Up${i}`, country: fr, population: pops[i] })).join('\n');
+  assert.equal(cli('import', '--collection=cities', file('up1.ndjson', rows([1, 2]))).status, 0);
+  const dup = cli('import', '--collection=cities', file('up2.ndjson', rows([5, 6])), '--json');
+  assert.equal(dup.status, 1, 'without --upsert the taken id is refused');
+  const up = cli('import', '--collection=cities', file('up2.ndjson', rows([5, 6])), '--upsert', '--json');
+  assert.equal(up.status, 0, up.stderr);
+  assert.deepEqual([lastJson(up.stdout).imported, lastJson(up.stdout).updated], [2, 2]);
+  assert.deepEqual(query(`SELECT population FROM cities WHERE name LIKE '${tag} Up%' ORDER BY name`), [[5], [6]]);
+  // an update is validated as PATCH is
+  const invalid = cli('import', '--collection=cities', file('up3.ndjson', rows([-1, 7])), '--upsert', '--on-error=skip', '--json');
+  assert.equal(invalid.status, 3, invalid.stderr);
+  assert.deepEqual(lastJson(invalid.stdout).errors.map((e: any) => [e.row, Object.keys(e.data)]), [[1, ['population']]]);
+  assert.deepEqual(query(`SELECT population FROM cities WHERE name LIKE '${tag} Up%' ORDER BY name`), [[5], [7]]);
+
+  // --key=FIELD: a unique field (here through a unique index); a field that is not unique is refused
+  const byCode = cli('import', '--collection=countries', file('codes.csv', 'code\nFR\nZZ9\n'), '--upsert', '--key=code', '--json');
+  assert.equal(byCode.status, 0, byCode.stderr);
+  assert.deepEqual([lastJson(byCode.stdout).imported, lastJson(byCode.stdout).updated], [2, 1]);
+  assert.deepEqual(query(`SELECT count(*) FROM countries WHERE code IN ('FR', 'ZZ9')`), [[2]]);
+  for (const args of [['--upsert', '--key=name'], ['--key=code'], ['--upsert', '--key=nosuch']]) {
+    const r = cli('import', '--collection=cities', extra, ...args, '--json');
+    assert.equal(r.status, 1, args.join(' '));
+    assert.equal(lastJson(r.stdout).error.code, 'usage', args.join(' '));
+  }
+  assert.match(cli('import', '--collection=cities', extra, '--upsert', '--key=name').stderr, /"name" is not unique in cities/);
+});
+
 test('usage and refusals: unknown collection, format, file, --on-error; invalid schema files; exit 1 with or without --json', () => {
   const f = join(work, 'countries.csv');
   for (const [args, code] of [
