@@ -5,7 +5,7 @@
  * (rows `{record, provider, providerId}`).
  *
  * Runs with the data directory locked (refused while a server holds it: its caches would not see
- * the rows). A column the collection
+ * the rows; the refusal says to stop the server or to use the REST API). A column the collection
  * does not have is warned about once on stderr (`--strict`: refused before anything is written).
  * `--upsert` updates the record a row's key names instead of creating one. Progress (rows/s,
  * ETA) goes to stderr when it is a terminal; the summary goes to stdout. Exit 0 when every row
@@ -23,7 +23,7 @@ export class ImportCommand extends SvcCommand {
   static paths = [['import']];
   static usage = Command.Usage({
     description: 'Import records from a CSV, JSON array or NDJSON file into a collection',
-    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3 (a malformed CSV row is one refused row). A column the collection does not have is dropped with a warning, or refused with --strict. --upsert updates the record a row\'s id (or --key=FIELD, a unique field) names, so a stopped import can be run again. With --app the app\'s record hooks run for every row (beforeCreate may change or refuse it). The server must be stopped.',
+    details: 'Every row is validated exactly as the API validates a create. --on-error=stop (default) stops at the first refused row and keeps the rows before it; --on-error=skip imports the rest and exits 3 (a malformed CSV row is one refused row). A column the collection does not have is dropped with a warning, or refused with --strict. --upsert updates the record a row\'s id (or --key=FIELD, a unique field) names, so a stopped import can be run again. With --app the app\'s record hooks run for every row (beforeCreate may change or refuse it). The server must be stopped (or create rows through its REST API).',
     examples: [['CSV with a header row', '$0 import --collection=cities cities.csv'], ['Skip bad rows', '$0 import --collection=posts posts.ndjson --on-error=skip --json'], ['Run again after a stop, matching rows by a unique field', '$0 import --collection=users users.csv --upsert --key=email']],
   });
 
@@ -53,7 +53,9 @@ export class ImportCommand extends SvcCommand {
       lock = acquireDataDirLock(config.dataDir, { ignore: false });
     } catch (err) {
       if (!(err instanceof LockError)) throw err;
-      return this.fail('lock', `${err.message} (stop the server to import)`, { data_dir: err.dataDir, pid: err.pid });
+      // no import through a running server: its caches would miss the rows (docs/operations.md, "Bulk import")
+      const how = `stop the server (pid ${err.pid ?? '?'}) and run svc import again, or create the rows through the running server's REST API: POST /api/collections/${this.collection}/records, one request per row, as a superuser`;
+      return this.fail('lock', `${err.message}; to import: ${how}`, { data_dir: err.dataDir, pid: err.pid });
     }
     const logger = bootstrapLogger(this.context.env, (line) => this.context.stderr.write(`${line}\n`));
     const { openDataDir } = await import('../../src/store/open.js');

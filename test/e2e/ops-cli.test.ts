@@ -114,6 +114,7 @@ test('import: 135,233 cities (NDJSON) and their countries, validated as the API 
   const busy = cli('import', '--collection=countries', countries, '--json');
   assert.equal(busy.status, 1, 'refused while a server holds the data directory');
   assert.equal(lastJson(busy.stdout).error.code, 'lock');
+  assert.match(busy.stderr, /stop the server \(pid \d+\) and run svc import again, or create the rows through the running server's REST API: POST \/api\/collections\/countries\/records/);
   const busyApply = cli('schema', 'apply', join(work, 'schema.json'), '--json');
   assert.equal(busyApply.status, 1);
   assert.equal(lastJson(busyApply.stdout).error.code, 'lock');
