@@ -1,4 +1,4 @@
-/** Pieces both HTTP engines share (server.ts for uWS, node-server.ts for node:http). */
+/** Pieces of the shared HTTP pipeline (pipeline.ts), which both engines run (server.ts for uWS, node-server.ts for node:http). */
 import { ApiError, writeErrorBody } from '../errors/api-error.js';
 import { TOO_LARGE } from './admission.js';
 import { isBodySink, type BodySink, type EventSink, type EventStreamBody, type Reply, type Req, type Route } from './types.js';
