@@ -106,10 +106,10 @@ function better(a: number[], b: number[]): boolean {
 export type ChunkResult = 'more' | 'done' | 'aborted';
 
 /**
- * One request as an engine serves it: the pipeline's state for it (public fields, read and set by
- * the pipeline only) and the engine's primitives (the abstract methods). Every method is called
- * once per request unless it says otherwise; none is called after the client went away except
- * where said.
+ * One request as an engine serves it: the pipeline's state for it (the fields: the pipeline sets
+ * them; an engine reads them, and sets only `watching` and `gone` as their docs say) and the
+ * engine's primitives (the abstract methods, called by the pipeline only, never after the client
+ * went away unless they say so).
  */
 export abstract class Exchange {
   /** answered (or given up on: aborted, cut off) */
@@ -187,7 +187,7 @@ export abstract class Exchange {
 export class Pipeline {
   readonly table: RouteTable;
   /** true once a drain began: replies say `Connection: close` */
-  draining = false;
+  private draining = false;
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
   private admission: Admission;
