@@ -18,6 +18,10 @@ type Handler = (e: RecordEvent) => void;
 let source: EventSource | null = null;
 let clientId = '';
 const topics = new Map<string, Set<Handler>>();
+/** per topic, what to call each time the server confirms it on a stream (see subscribeRecords) */
+const readyCallbacks = new Map<string, Set<() => void>>();
+/** the topics the server confirmed on the current stream */
+const confirmed = new Set<string>();
 const bound = new Set<string>();
 let syncTimer: ReturnType<typeof setTimeout> | null = null;
 /** the subscription POSTs under way (a stream closed before their answer would make them 404s) */
@@ -80,11 +84,18 @@ async function sync(): Promise<void> {
   if (syncTimer) clearTimeout(syncTimer);
   syncTimer = null;
   const src = source;
-  const req = api('POST', '/api/realtime', { json: { clientId, subscriptions: [...topics.keys()] } });
+  const sent = [...topics.keys()];
+  const req = api('POST', '/api/realtime', { json: { clientId, subscriptions: sent } });
   inflight.add(req);
   try {
     await req;
-    if (src === source) setLive(true);
+    if (src !== source) return;
+    setLive(true);
+    for (const t of sent) {
+      if (confirmed.has(t) || !topics.has(t)) continue;
+      confirmed.add(t);
+      for (const cb of readyCallbacks.get(t) ?? []) cb();
+    }
   } catch (err) {
     if (src !== source) return; // disconnected meanwhile: nothing of this stream is kept
     setLive(false);
@@ -106,6 +117,7 @@ function connect(): void {
   const src = new EventSource('/api/realtime');
   source = src;
   bound.clear();
+  confirmed.clear();
   src.addEventListener('PB_CONNECT', (ev) => {
     if (src !== source) return;
     try {
@@ -120,8 +132,9 @@ function connect(): void {
   src.onerror = () => {
     if (src !== source) return;
     // the server forgot this stream's client: no POST names it again; the browser's reconnect
-    // brings a new PB_CONNECT with a new id, which re-sends the topics
+    // brings a new PB_CONNECT with a new id, which re-sends the topics (confirmed anew)
     clientId = '';
+    confirmed.clear();
     setLive(false);
     // an answer other than a stream (503 at the server's connection limit, a proxy's error) ends
     // the EventSource for good: open a new one later, backing off, while any topic wants it
@@ -139,9 +152,11 @@ function connect(): void {
 
 /**
  * Receives the events of `collection`'s records matching `filter` ('' for all) until the returned
- * function is called.
+ * function is called. `onReady` is called each time the server confirms the subscription (its
+ * POST answered; again after a reconnect): a change made before that sent no event here, so a
+ * view loaded earlier reloads then (docs/admin.md, "Live rows").
  */
-export function subscribeRecords(collection: string, filter: string, handler: Handler): () => void {
+export function subscribeRecords(collection: string, filter: string, handler: Handler, onReady?: () => void): () => void {
   connect();
   const topic = topicFor(collection, filter);
   let set = topics.get(topic);
@@ -152,12 +167,21 @@ export function subscribeRecords(collection: string, filter: string, handler: Ha
     scheduleSync();
   }
   set.add(handler);
+  if (onReady) {
+    let ready = readyCallbacks.get(topic);
+    if (!ready) readyCallbacks.set(topic, (ready = new Set()));
+    ready.add(onReady);
+    if (confirmed.has(topic)) queueMicrotask(onReady);
+  }
   return () => {
+    if (onReady) readyCallbacks.get(topic)?.delete(onReady);
+    if (readyCallbacks.get(topic)?.size === 0) readyCallbacks.delete(topic);
     const s = topics.get(topic);
     if (!s) return;
     s.delete(handler);
     if (s.size === 0) {
       topics.delete(topic);
+      confirmed.delete(topic);
       scheduleSync();
     }
   };
@@ -180,6 +204,8 @@ export function disconnect(): Promise<void> {
   clientId = '';
   inflight.clear();
   topics.clear();
+  readyCallbacks.clear();
+  confirmed.clear();
   bound.clear();
   setLive(false);
   if (!old) return Promise.resolve();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { generateSync } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
+import { NO_BROWSER, holdRealtimePosts, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
 import { waitFor } from '../helpers/wait.js';
 
 let srv: Svc;
@@ -109,10 +109,6 @@ test('a sign-out while the subscription POST is under way: the POST is answered 
   // the server forgets an SSE client when its stream closes, so a stream closed first makes the
   // POST a 404: hold the POST in the browser, sign out, and let it go only once the server has
   // seen the stream close (or 0.8 s passed with the stream still open, as it should be)
-  let held!: () => void;
-  const isHeld = new Promise<void>((r) => (held = r));
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
   const answers: number[] = [];
   const onResponse = (r: import('playwright-core').Response) => {
     if (r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/realtime') answers.push(r.status());
@@ -121,13 +117,7 @@ test('a sign-out while the subscription POST is under way: the POST is answered 
   await page.goto(`${srv.url}/_/collections/_superusers`);
   await page.locator('.live-on').waitFor();
   page.on('response', onResponse);
-  await page.route('**/api/realtime', async (route) => {
-    if (route.request().method() === 'POST') {
-      held();
-      await released;
-    }
-    await route.continue();
-  });
+  const { held: isHeld, release, stop } = await holdRealtimePosts(page);
   try {
     await page.reload();
     await isHeld;
@@ -145,9 +135,8 @@ test('a sign-out while the subscription POST is under way: the POST is answered 
     // one POST, or two when the stream's PB_CONNECT and the page's subscription each sent one
     assert.ok(answers.length >= 1 && answers.every((s) => s === 204), `the POSTs' answers: ${answers.join(', ')}`);
   } finally {
-    release();
     page.off('response', onResponse);
-    await page.unroute('**/api/realtime');
+    await stop();
   }
 });
 

@@ -34,6 +34,25 @@ export async function watchedPage(browser: Browser, problems: string[]): Promise
   return page;
 }
 
+/**
+ * Holds every realtime subscription POST (`POST /api/realtime`) of `page` in the browser until
+ * `release()`: `held` resolves when the first one is held. `stop()` releases and removes the route.
+ */
+export async function holdRealtimePosts(page: Page): Promise<{ held: Promise<void>; release(): void; stop(): Promise<void> }> {
+  let onHeld!: () => void;
+  const held = new Promise<void>((r) => (onHeld = r));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  await page.route('**/api/realtime', async (route) => {
+    if (route.request().method() === 'POST') {
+      onHeld();
+      await released;
+    }
+    await route.continue();
+  });
+  return { held, release, stop: async () => { release(); await page.unroute('**/api/realtime'); } };
+}
+
 /** Opens the admin UI of the server at `url` and submits its sign-in form with the test superuser's password. */
 export async function signIn(page: Page, url: string): Promise<void> {
   await page.goto(`${url}/_/`);

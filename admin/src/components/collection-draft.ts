@@ -230,6 +230,10 @@ export function toBody(d: CollectionDraft): { body: Record<string, unknown>; err
     indexes: d.indexes.map((ix) => ({ name: ix.name.trim(), fields: splitList(ix.fields), unique: ix.unique })),
     options: { ttl_field: d.ttlField || null, ...(auth ? { auth } : {}) },
   };
-  for (const r of RULE_NAMES) body[r] = ruleValue(d.rules[r]);
+  for (const r of RULE_NAMES) {
+    // an empty expression would be saved as null (superusers only): a placeholder is never a value
+    if (d.rules[r].mode === 'expr' && d.rules[r].expr.trim() === '') errors[r] = 'Write a filter expression, or choose “Superusers only” or “Anyone”.';
+    body[r] = ruleValue(d.rules[r]);
+  }
   return { body, errors };
 }

@@ -4,10 +4,11 @@
  * input they name. Deleting asks for the name to be typed.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, api, errorMessage } from '../api';
+import { ApiError, api, errorMessage, recordsPath } from '../api';
+import { plural } from '../format';
 import { href, linkClick, navigate } from '../router';
 import { can, useApp } from '../state';
-import type { Collection, FieldType, RuleName } from '../types';
+import type { Collection, Field, FieldType, ListResult, RuleName } from '../types';
 import { FIELD_TYPES, RULE_NAMES } from '../types';
 import { newField, newKey, toBody, toDraft, type CollectionDraft, type FieldDraft, type IndexDraft } from './collection-draft';
 import { FieldCard } from './field-card';
@@ -30,6 +31,7 @@ export function CollectionEditor({ collection }: { collection: Collection | null
   const [saving, setSaving] = useState(false);
   const [newType, setNewType] = useState<FieldType>('text');
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [confirmLoss, setConfirmLoss] = useState<{ lost: Loss[]; body: Record<string, unknown> } | null>(null);
   const frozen = can(meta, 'collectionsFrozen');
   const isNew = collection === null;
   const system = draft.system;
@@ -63,6 +65,21 @@ export function CollectionEditor({ collection }: { collection: Collection | null
       setFormError('Some values are not valid.');
       return;
     }
+    if (!isNew) {
+      // data the save would drop: confirmed first (docs/admin.md, "Collections")
+      setSaving(true);
+      const lost = await dataLoss(collection, draft);
+      setSaving(false);
+      if (lost.length) {
+        setConfirmLoss({ lost, body });
+        return;
+      }
+    }
+    await send(body);
+  };
+
+  /** Sends the create or update; the API's errors go beside their inputs. */
+  const send = async (body: Record<string, unknown>) => {
     setSaving(true);
     setErrors({});
     setFormError(null);
@@ -236,6 +253,26 @@ export function CollectionEditor({ collection }: { collection: Collection | null
           </div>
         </div>
       </form>
+      {confirmLoss && (
+        <Confirm
+          title="Drop data?"
+          message={
+            <>
+              <p>Saving drops data of <strong>{collection?.name}</strong>; this cannot be undone:</p>
+              <ul class="loss-list">
+                {confirmLoss.lost.map((l) => <li key={l.field}>{l.text}</li>)}
+              </ul>
+            </>
+          }
+          confirmLabel="Save and drop the data"
+          onConfirm={async () => {
+            const body = confirmLoss.body;
+            setConfirmLoss(null);
+            await send(body);
+          }}
+          onCancel={() => setConfirmLoss(null)}
+        />
+      )}
       {confirmDelete && collection && (
         <Confirm
           title="Delete collection"
@@ -254,6 +291,54 @@ export function CollectionEditor({ collection }: { collection: Collection | null
       )}
     </main>
   );
+}
+
+/** One loss a save would cause: the field and a sentence naming it and the records concerned. */
+interface Loss {
+  field: string;
+  text: string;
+}
+
+/**
+ * A filter matching the records where `f` holds a value (what dropping it loses): a bool holds one
+ * when true, a number or json one when not null (0, false and "" are values there), the other
+ * types when neither null nor empty.
+ */
+function holdsValue(f: Field): string {
+  if (f.type === 'bool') return `${f.name} = true`;
+  if (f.type === 'number' || f.type === 'json') return `${f.name} != null`;
+  return `${f.name} != null && ${f.name} != ''`;
+}
+
+const MULTI_TYPES = new Set(['select', 'relation', 'file']);
+
+/**
+ * What saving `draft` over `c` would drop (the server keeps data by field id): every removed
+ * field's values, with the number of records holding one (counted through the list API), and the
+ * extra values of a select, relation or file field going from several to one (the last is kept).
+ */
+async function dataLoss(c: Collection, draft: CollectionDraft): Promise<Loss[]> {
+  const kept = new Map(draft.fields.filter((f) => f.id).map((f) => [f.id, f]));
+  const out: Loss[] = [];
+  for (const f of c.schema) {
+    if (f.system) continue;
+    const next = kept.get(f.id);
+    if (!next) {
+      let held: string;
+      try {
+        const r = await api<ListResult>('GET', recordsPath(c.name), { query: { page: 1, perPage: 1, skipTotal: false, filter: holdsValue(f), fields: 'id' } });
+        const n = r.totalItems;
+        if (typeof n !== 'number' || n < 0) throw new Error('not counted');
+        held = n === 0 ? 'no record holds a value' : `${plural(n, 'record')} ${n === 1 ? 'holds a value' : 'hold a value'}`;
+      } catch {
+        held = 'the records holding a value could not be counted';
+      }
+      out.push({ field: f.name, text: `the field ${f.name} (${f.type}) is removed: ${held}${f.type === 'file' ? ', and their files are deleted' : ''}` });
+    } else if (MULTI_TYPES.has(f.type) && Number(f.options.maxSelect ?? 1) > 1 && Number(next.opts.maxSelect || 1) <= 1) {
+      out.push({ field: f.name, text: `the field ${f.name} takes one value instead of several: records holding several keep only the last` });
+    }
+  }
+  return out;
 }
 
 function RuleInput({ name, help, value, error, onChange }: { name: RuleName; help: string; value: CollectionDraft['rules'][RuleName]; error?: string; onChange(v: CollectionDraft['rules'][RuleName]): void }) {

@@ -41,6 +41,9 @@ export function RecordsPage({ collection }: { collection: Collection }) {
   const [live, setLive] = useState(false);
   /** the filter live events follow: the applied one once the API accepted it (null: none yet) */
   const [liveFilter, setLiveFilter] = useState<string | null>(null);
+  /** counts the live subscription's confirmations; each reloads the rows (see the rows effect) */
+  const [synced, setSynced] = useState(0);
+  const quietLoad = useRef(false);
   const filterRef = useRef<HTMLInputElement>(null);
   const view = useRef({ first: true, newestFirst: true });
   view.current = { first: page.no === 1, newestFirst: NEWEST_FIRST.has(sort) };
@@ -67,10 +70,13 @@ export function RecordsPage({ collection }: { collection: Collection }) {
   };
   useEffect(() => () => counted.current.ctl?.abort(), []);
 
-  // the page of rows
+  // the page of rows; loaded again, quietly, each time the live subscription is confirmed
+  // (`synced`): a change made between a load and that confirmation sent no event here
   useEffect(() => {
     const ctl = new AbortController();
-    setLoading(true);
+    const quiet = quietLoad.current;
+    quietLoad.current = false;
+    if (!quiet) setLoading(true);
     const base = { perPage, sort: sort || DEFAULT_SORT, filter: filter || undefined, expand: expand || undefined };
     const query = cursorMode ? { ...base, cursor: page.cursor } : { ...base, page: page.no, skipTotal: true };
     api<ListResult>('GET', path, { query, signal: ctl.signal })
@@ -78,11 +84,12 @@ export function RecordsPage({ collection }: { collection: Collection }) {
         setResult(r);
         setRows(r.items);
         setError(null);
-        setUnseen(0);
-        setSelected(new Set());
+        if (!quiet) setUnseen(0);
+        // a quiet reload keeps the selection of the rows still shown
+        setSelected(quiet ? (sel) => new Set(r.items.filter((x) => sel.has(x.id)).map((x) => x.id)) : new Set());
         setLoading(false);
         setLiveFilter(filter);
-        count(`${filter}\n${reload}`);
+        count(`${filter}\n${reload}\n${synced}`);
       })
       .catch((err) => {
         if (isAbort(err)) return;
@@ -95,7 +102,7 @@ export function RecordsPage({ collection }: { collection: Collection }) {
         setLoading(false);
       });
     return () => ctl.abort();
-  }, [path, filter, sort, perPage, page, reload]);
+  }, [path, filter, sort, perPage, page, reload, synced]);
 
   const mark = (id: string, kind: string) => {
     setFlash((m) => new Map(m).set(id, kind));
@@ -127,6 +134,9 @@ export function RecordsPage({ collection }: { collection: Collection }) {
           mark(r.id, 'new');
         } else setUnseen((n) => n + 1);
       }
+    }, () => {
+      quietLoad.current = true;
+      setSynced((n) => n + 1);
     });
     return stop;
   }, [collection.name, liveFilter]);
