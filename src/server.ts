@@ -16,6 +16,7 @@ import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
 import { probeRoutes } from './api/probes.js';
 import { adminRoutes } from './api/admin.js';
+import { INSTALL_TOKEN_TTL_MS, installRoutes, newInstallState, type InstallState } from './api/install.js';
 import { staticRoutes } from './api/static.js';
 import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
@@ -96,9 +97,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   }
   if (app) attachApp(ctx, app, logger);
   warnPublicRules(store, logger);
-  if (store.sql.auth.superuserCount() === 0) {
-    logger.info('no superuser exists yet; create one with: npx svc superuser create --email=<email> --password=<password>');
-  }
+  // no superuser yet: a one-time install link, logged once listening (docs/admin.md, "First start")
+  const install: InstallState = store.sql.auth.superuserCount() === 0 ? newInstallState() : { token: null, expiresAt: 0 };
 
   // resumable uploads (2-uploads-and-mail.md): routes only with the feature; durable with its own
   let uploads: UploadStore | null = null;
@@ -139,6 +139,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...authRoutes(ctx),
     ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
     ...authSessionRoutes(ctx),
+    ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     ...adminRoutes(ctx),
     ...(ctx.app ? ctx.app.routes() : []),
     {
@@ -184,6 +185,13 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c), (fn) => runOnce('ttl-collector', fn));
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(`serving on http://${address} (data directory ${config.dataDir})`);
+  // a wildcard bind is reached on loopback from this machine
+  const host = config.host === '0.0.0.0' || config.host === '' ? '127.0.0.1' : config.host === '::' ? '[::1]' : address.slice(0, address.lastIndexOf(':'));
+  const adminUrl = `http://${host}:${port}/_/`;
+  logger.info(`admin UI: ${adminUrl}`);
+  if (install.token) {
+    logger.info(`no superuser exists yet: open ${adminUrl}install#${install.token} (one use, ${INSTALL_TOKEN_TTL_MS / 60_000} minutes, from this machine) or create one with: npx svc superuser create --email=<email> --password=<password>`);
+  }
 
   let stopping: Promise<void> | null = null;
   return {

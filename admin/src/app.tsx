@@ -5,11 +5,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, errorMessage, setUnauthorizedHandler } from './api';
 import { disconnect } from './realtime';
-import { navigate, useRoute } from './router';
+import { currentPath, navigate, useRoute } from './router';
 import { restoreSession, signOut } from './session';
 import { AppContext, useApp, type AppState } from './state';
 import type { Collection, Meta, SuperuserRecord } from './types';
 import { SignIn } from './components/sign-in';
+import { Install } from './components/install';
 import { Shell } from './components/shell';
 import { Loading } from './components/ui';
 import { RecordsPage } from './components/records-page';
@@ -53,6 +54,19 @@ export function App() {
 
   if (boot.phase === 'loading') return <Loading label="Loading the admin UI…" />;
   if (boot.phase === 'failed') return <main class="signin"><div class="alert" role="alert">Cannot load the admin UI: {boot.message}</div></main>;
+  if (!boot.user && currentPath() === '/install') {
+    const done = (message: string | null) => {
+      history.replaceState(null, '', '/_/');
+      setNotice(message);
+    };
+    return (
+      <Install
+        token={location.hash.slice(1)}
+        onSignedIn={(user) => { done(null); void disconnect(); setBoot({ ...boot, user }); }}
+        onDone={(message) => { done(message); setBoot({ ...boot }); }}
+      />
+    );
+  }
   if (!boot.user) {
     // a stream left from before the sign-in (e.g. one the browser reopened without a cookie after the
     // sign-out) would mix two authorizations on one realtime client (403): start from none

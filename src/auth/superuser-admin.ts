@@ -29,13 +29,13 @@ function validate(email: string, password: string): string {
   return String((res as { value: unknown }).value);
 }
 
-async function write(dataDir: string, email: string, password: string, mode: 'create' | 'upsert'): Promise<SuperuserResult> {
+async function write(dataDir: string, email: string, password: string, mode: 'create' | 'upsert', databaseUrl = process.env.SERVICE_DATABASE_URL?.trim()): Promise<SuperuserResult> {
   const normalized = validate(email, password);
   const hash = await hashPassword(password);
   // An existing superuser gets a new token key: every session of it ends.
   const w = { email: normalized, passwordHash: hash, tokenKey: randomToken(24), newId: newId(), now: nowDate() };
   let result: Awaited<ReturnType<typeof saveSuperuserPg>>;
-  const url = process.env.SERVICE_DATABASE_URL?.trim();
+  const url = databaseUrl;
   if (url) {
     // the server-SQL backend (issue 24): the database the servers of SERVICE_DATABASE_URL use
     const { saveSuperuserPg } = await import('../store/pg/superuser-sql.js');
@@ -49,9 +49,13 @@ async function write(dataDir: string, email: string, password: string, mode: 'cr
   return result;
 }
 
-/** Creates a superuser; 400 validation_failed if the email exists or input is invalid. */
-export function createSuperuser(dataDir: string, email: string, password: string): Promise<SuperuserResult> {
-  return write(dataDir, email, password, 'create');
+/**
+ * Creates a superuser; 400 validation_failed if the email exists or input is invalid.
+ * `databaseUrl`: the PostgreSQL database to write (default SERVICE_DATABASE_URL; unset: the data
+ * directory's database).
+ */
+export function createSuperuser(dataDir: string, email: string, password: string, databaseUrl?: string): Promise<SuperuserResult> {
+  return write(dataDir, email, password, 'create', databaseUrl ?? process.env.SERVICE_DATABASE_URL?.trim());
 }
 
 /** Creates a superuser or sets the password of the existing one with that email. */

@@ -220,3 +220,17 @@ export function Loading({ label = 'Loading…' }: { label?: string }) {
     </div>
   );
 }
+
+/** The centred box of the signed-out pages (sign-in, first superuser) under the app's name. */
+export function SignInFrame({ children }: { children: ComponentChildren }) {
+  return (
+    <main class="signin" id="main">
+      <div class="signin-box">
+        <h1 class="brand-title">
+          <span class="logo" aria-hidden="true">s</span> svc admin
+        </h1>
+        {children}
+      </div>
+    </main>
+  );
+}
