@@ -73,7 +73,7 @@ test('the sign-in page hints at the install link; the link\'s page creates the s
   assert.deepEqual(problems, []);
 });
 
-test('once a superuser exists the route is 404 and the token cannot be used again', async () => {
+test('once a superuser exists the route is 404; the spent token stays refused (401) if none is left', async () => {
   if (NO_BROWSER) {
     const r = await srv.api('POST', '/api/_/install', { body: { token, email: EMAIL, password: PASSWORD } });
     assert.equal(r.status, 201, r.text);
@@ -84,4 +84,12 @@ test('once a superuser exists the route is 404 and the token cannot be used agai
   assert.deepEqual((await srv.api('GET', '/api/_/install')).body, { installed: true });
   const login = await srv.api('POST', '/api/collections/_superusers/auth-with-password', { body: { identity: EMAIL, password: PASSWORD } });
   assert.equal(login.status, 200, login.text);
+
+  // with no superuser again, the spent token is still refused
+  const del = await srv.api('DELETE', `/api/collections/_superusers/records/${login.body.record.id}`, { token: login.body.token });
+  assert.equal(del.status, 204, del.text);
+  assert.deepEqual((await srv.api('GET', '/api/_/install')).body, { installed: false });
+  const spent = await srv.api('POST', '/api/_/install', { body: { token, email: EMAIL, password: PASSWORD } });
+  assert.equal(spent.status, 401, spent.text);
+  assert.equal(spent.body.code, 'unauthorized');
 });
