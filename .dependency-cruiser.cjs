@@ -31,11 +31,11 @@ const MAY_IMPORT = {
   'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
   'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite', 'src/uploads'],
-  'src/auth': ['src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite'],
   // the composition of the services over an opened data directory, for the server and offline commands
   'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/mail', 'src/ops', 'src/records', 'src/settings', 'src/store'],
   'src/cache': ['src/store'],
-  'src/collections': ['src/auth', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/config': ['src/files'],
   'src/errors': [],
   'src/files': ['src/collections', 'src/records', 'src/rules', 'src/store'],
@@ -43,11 +43,11 @@ const MAY_IMPORT = {
   'src/log': [],
   'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
   'src/meta': ['src/http', 'src/store/sqlite'],
-  'src/ops': ['src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/realtime': ['src/auth', 'src/collections', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
-  'src/rules': ['src/collections', 'src/store', 'src/store/pg', 'src/store/sqlite'],
-  'src/settings': ['src/collections', 'src/store'],
+  'src/rules': ['src/cache', 'src/collections', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'src/settings': ['src/cache', 'src/collections', 'src/store'],
   // Storage: the store folders, configuration, and the pg reader's worker. Anything else it imports
   // today is a known crossing (KNOWN_CROSSINGS).
   'src/store': ['src/config', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],

@@ -2,15 +2,17 @@
  * Auth rate limiting (spec 1-core-api.md, "Rate limiting"; 0-conventions.md: every request to a
  * limited endpoint counts, successful or not).
  *
- * Fixed-window counters keyed by `${scope}:${collectionId}:${clientKey}` in one Map whose size is
- * capped: a flood of distinct keys first evicts expired windows, then the oldest windows (a Map
- * iterates in insertion order and a key is re-inserted whenever its window restarts, so the first
- * key is always the oldest window). Memory stays bounded; the price is that a flood larger than
- * the cap can reset a victim's counter early, which is why the cap is large (100k keys, a few MB).
+ * Fixed-window counters keyed by `${scope}:${collectionId}:${clientKey}` in one least-recently-used
+ * cache (src/cache/bounded.ts) whose size is capped: when it is full, a new key evicts the key hit
+ * least recently (every hit refreshes its key, and an expired window is replaced on its key's
+ * next hit). Memory stays bounded; the price is that a flood larger than the cap can reset a
+ * victim's counter early (only one the victim has not hit during the flood), which is why the cap
+ * is large (100k keys, a few MB).
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { ClientInfo } from './client.js';
+import { boundedCache, type LRUCache } from '../cache/bounded.js';
 
 /** One budget: at most `max` requests per `windowS` seconds. */
 export interface Budget {
@@ -28,21 +30,21 @@ export const DEFAULT_MAX_KEYS = 100_000;
 
 /** Bounded fixed-window counters. */
 export class RateLimiter {
-  private windows = new Map<string, Window>();
+  private readonly windows: LRUCache<string, Window>;
 
   /**
    * @param maxKeys cap on tracked keys (≥ 1)
    * @param now     clock in epoch ms (injectable for tests)
    */
-  constructor(private maxKeys = DEFAULT_MAX_KEYS, private now: () => number = Date.now) {}
+  constructor(maxKeys = DEFAULT_MAX_KEYS, private now: () => number = Date.now) {
+    this.windows = boundedCache<string, Window>(maxKeys);
+  }
 
   /** Counts one request under `key`; false when it exceeds `budget` in the current window. */
   hit(key: string, budget: Budget): boolean {
     const t = this.now();
     let w = this.windows.get(key);
     if (!w || w.resetAt <= t) {
-      if (w) this.windows.delete(key); // re-insert: keeps insertion order = window age
-      else if (this.windows.size >= this.maxKeys) this.evict(t);
       w = { count: 0, resetAt: t + budget.windowS * 1000 };
       this.windows.set(key, w);
     }
@@ -53,20 +55,6 @@ export class RateLimiter {
   /** Number of tracked keys. */
   get size(): number {
     return this.windows.size;
-  }
-
-  /** Makes room for one key: drops expired windows from the oldest end, else the oldest one. */
-  private evict(t: number): void {
-    let scanned = 0;
-    for (const [k, w] of this.windows) {
-      if (w.resetAt <= t) this.windows.delete(k);
-      // Bounded scan: windows have different lengths, so an expired one may sit behind live ones.
-      if (++scanned >= 64) break;
-    }
-    if (this.windows.size >= this.maxKeys) {
-      const oldest = this.windows.keys().next();
-      if (!oldest.done) this.windows.delete(oldest.value);
-    }
   }
 }
 

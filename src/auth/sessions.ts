@@ -25,6 +25,7 @@ import { ApiError } from '../errors/api-error.js';
 import { newId } from '../records/ids.js';
 import { nowDate } from '../collections/fields/index.js';
 import { TOKEN_TTL_S } from './tokens.js';
+import { boundedCache } from '../cache/bounded.js';
 
 /** A session row as the API returns it. */
 export interface SessionView {
@@ -48,7 +49,7 @@ const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ');
 
 export class SessionStore {
   /** sessions whose last_seen write is in flight or was just written (bounded) */
-  private touched = new Map<string, number>();
+  private touched = boundedCache<string, number>(10_000);
   /**
    * Called after sessions of a record ended (one revoked, all, or all but one), on every instance,
    * from the change feed: realtime re-checks its clients.
@@ -123,7 +124,6 @@ export class SessionStore {
     const t = Date.now();
     const last = this.touched.get(sid);
     if (last !== undefined && t - last < TOUCH_EVERY_MS) return;
-    if (this.touched.size >= 10_000) this.touched.clear();
     this.touched.set(sid, t);
     this.write([this.store.sql.sessions.touchStep(sid, nowDate())]).catch(this.onError);
   }

@@ -20,6 +20,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { jwtVerify } from 'jose/jwt/verify';
 import { decodeJwt } from 'jose/jwt/decode';
 import { randomToken } from '../records/ids.js';
+import { boundedCache } from '../cache/bounded.js';
 
 export const TOKEN_TTL_S = 7 * 24 * 3600;
 /** base64url of the JOSE header `{"alg":"HS256","typ":"JWT"}`. */
@@ -42,19 +43,18 @@ export interface TokenClaims {
 }
 
 export class TokenService {
-  private verified = new Map<string, { claims: TokenClaims; tokenKey: string }>();
+  private verified = boundedCache<string, { claims: TokenClaims; tokenKey: string }>(CACHE_MAX);
 
   constructor(private secret: Buffer) {}
 
-  /** Signing keys by token key (bounded like the verified-token cache; cleared when full). */
-  private keys = new Map<string, Buffer>();
+  /** Signing keys by token key (bounded like the verified-token cache). */
+  private keys = boundedCache<string, Buffer>(CACHE_MAX);
 
   /** The HS256 key of a record: HMAC-SHA256(server token secret, record token key), 32 bytes. */
   private key(tokenKey: string): Buffer {
     let k = this.keys.get(tokenKey);
     if (k === undefined) {
       k = createHmac('sha256', this.secret).update(tokenKey).digest();
-      if (this.keys.size >= CACHE_MAX) this.keys.clear();
       this.keys.set(tokenKey, k);
     }
     return k;
@@ -117,7 +117,6 @@ export class TokenService {
       const { payload } = await jwtVerify(token, this.key(tokenKey), { algorithms: ['HS256'] });
       const claims = this.peek(token);
       if (!claims || payload.exp === undefined) return null;
-      if (this.verified.size >= CACHE_MAX) this.verified.clear();
       this.verified.set(token, { claims, tokenKey });
       return claims;
     } catch {

@@ -31,6 +31,7 @@ import { join } from 'node:path';
 import Database from 'libsql';
 import { tokenize, type Token } from '../rules/lexer.js';
 import type { SqlValue } from '../store/bind.js';
+import { boundedCache } from '../cache/bounded.js';
 
 /** The log's file name inside the data directory. */
 export const SLOW_QUERY_FILE = 'slow_queries.ndjson';
@@ -42,7 +43,7 @@ export const DEFAULT_SLOW_QUERY_MS = 200;
 export const SHAPE_INTERVAL_MS = 60_000;
 /** Samples waiting to be written; more are dropped (the log is a diagnosis aid, not an audit). */
 export const MAX_PENDING = 256;
-/** Shapes remembered for the once-a-minute rule before the memory is cleared. */
+/** Shapes remembered for the once-a-minute rule (the least recently logged go first). */
 const MAX_SHAPES = 10_000;
 
 /** The path of the slow-query log of `dataDir`. */
@@ -260,7 +261,7 @@ export class SlowQueryLog {
   private readonly maxBytes: number;
   private pending: Pending[] = [];
   private scheduled = false;
-  private lastByShape = new Map<string, number>();
+  private lastByShape = boundedCache<string, number>(MAX_SHAPES);
   /** the append chain: every write waits for the one before */
   private chain: Promise<void> = Promise.resolve();
   private size = -1;
@@ -313,7 +314,6 @@ export class SlowQueryLog {
         const key = `${entry.collection}\u0000${p.sample.generation ?? ''}\u0000${entry.shape}`;
         const last = this.lastByShape.get(key);
         if (last !== undefined && p.at - last < SHAPE_INTERVAL_MS) continue;
-        if (this.lastByShape.size >= MAX_SHAPES) this.lastByShape.clear();
         this.lastByShape.set(key, p.at);
         if (p.sample.sql && (this.opts.explain || this.opts.dbPath)) {
           try {

@@ -33,6 +33,7 @@ import type { OffsetWalk } from '../cache/caches.js';
 import type { ReadShape } from './records-read.js';
 import type { SortKey } from '../store/sql/keyset.js';
 import type { SlowQueryLog } from '../ops/slow-queries.js';
+import { boundedCache } from '../cache/bounded.js';
 
 export const DEFAULT_PER_PAGE = 30;
 export const MAX_PER_PAGE = 500;
@@ -112,14 +113,14 @@ export const VECTOR_INDEX_MAX_K = 5000;
 export const VECTOR_OVERFETCH = 4;
 
 export class RecordLister {
-  private filterCache = new Map<string, CompiledExpr>();
+  private filterCache = boundedCache<string, CompiledExpr>(2000);
   /**
    * The id queries of plain pages by FROM (the table), WHERE and ORDER BY, everything they are
    * built from, so a page reuses the same SQL strings: their hashes are kept, and the statement
    * and plan caches compare them by identity instead of hashing and comparing a new string of a
    * few hundred characters each time.
    */
-  private idQueries = new Map<string, { pageIds: string; aggregate: string }>();
+  private idQueries = boundedCache<string, { pageIds: string; aggregate: string }>(ID_QUERIES_MAX);
   /** the backend's list statements and keyset terms (store.sql.list, store.sql.keyset) */
   private readonly L: ListSql;
   private readonly K: KeysetSql;
@@ -208,7 +209,6 @@ export class RecordLister {
     let hit = this.filterCache.get(key);
     if (!hit) {
       hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind });
-      if (this.filterCache.size > 2000) this.filterCache.clear();
       this.filterCache.set(key, hit);
     }
     if (principal && !superuser && hit.authPaths.length) {
@@ -435,7 +435,6 @@ export class RecordLister {
     let q = this.idQueries.get(key);
     if (q === undefined) {
       q = { pageIds: this.L.pageIdsSql(s.from, whereSql, order), aggregate: this.L.pageAggregateSql(s.c.name, s.from, whereSql, order, this.L.ID_ORDER, this.L.ID_SEPARATOR) };
-      if (this.idQueries.size >= ID_QUERIES_MAX) this.idQueries.clear();
       this.idQueries.set(key, q);
     }
     return q;

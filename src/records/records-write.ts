@@ -22,6 +22,7 @@ import { AUTH_WRITE_STRIPPED } from '../auth/auth-fields.js';
 import type { FilePlan, RecordFiles, Uploads } from '../files/record-files.js';
 import { encryptStored } from './encryption.js';
 import { RecordLifecycle, type RecordEventHandlers, type RequestRef } from './lifecycle.js';
+import { boundedCache } from '../cache/bounded.js';
 
 type Body = Record<string, unknown>;
 type Errors = Record<string, FieldError>;
@@ -131,15 +132,15 @@ export class WriteBatch {
 }
 
 export class RecordWriter {
-  private ruleVerdicts = new Map<string, boolean>();
+  private ruleVerdicts = boundedCache<string, boolean>(10_000);
   /**
    * Set by a writer that holds the data directory alone (`svc import`): answers true for a related
    * record known to exist, whose in-job existence guard can then be left out (nothing else can
    * delete it meanwhile). Null (the server): every relation is guarded inside the write job.
    */
   relationsKnown: ((target: Collection, id: string) => boolean) | null = null;
-  private insertSqls = new Map<string, string>();
-  private guards = new Map<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>();
+  private insertSqls = boundedCache<string, string>(1000);
+  private guards = boundedCache<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>(1000);
 
   /**
    * @param files     file fields (uploads, cleanup after commit); without it they take stored names only
@@ -319,7 +320,6 @@ export class RecordWriter {
     let sql = this.insertSqls.get(key);
     if (sql === undefined) {
       sql = this.store.sql.records.insert(c, cols);
-      if (this.insertSqls.size >= 1000) this.insertSqls.clear();
       this.insertSqls.set(key, sql);
     }
     return sql;
@@ -340,7 +340,6 @@ export class RecordWriter {
     let v = this.ruleVerdicts.get(key);
     if (v === undefined) {
       v = !!this.store.reader.get(this.store.sql.records.requestRuleHolds(sql), params);
-      if (this.ruleVerdicts.size >= 10_000) this.ruleVerdicts.clear();
       this.ruleVerdicts.set(key, v);
     }
     return v;
@@ -529,7 +528,6 @@ export class RecordWriter {
         sql: this.store.sql.records.relationTargetsExist(target, count),
         fail: { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { [f.name]: { code: 'validation_not_found', message: isMulti(f) ? 'One or more related records do not exist.' : 'The related record does not exist.' } } },
       };
-      if (this.guards.size >= 1000) this.guards.clear();
       this.guards.set(key, g);
     }
     return g;

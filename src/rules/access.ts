@@ -6,6 +6,7 @@
 import type { Collection, RuleName } from '../collections/types.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindParams, compileExpression, type AccountContext, type CompiledExpr, type SchemaLookup, type SqlDialectName } from './compiler.js';
+import { boundedCache } from '../cache/bounded.js';
 
 /** The authenticated caller: a record of an auth collection, or a superuser. */
 export interface Principal {
@@ -42,7 +43,8 @@ export function ownerMatches(owner: OwnerColumn, stored: unknown, principal: Pri
 /** Compiled rules per collection version. */
 export class RuleBook {
   private cache = new Map<string, { version: number; rules: Map<RuleName, Compiled> }>();
-  private owners = new Map<string, OwnerColumn | null>();
+  /** ownerColumn's answers; `false` stands for null (a cache holds no null) */
+  private owners = boundedCache<string, OwnerColumn | false>(1000);
 
   /** `dialect`: the SQL the rules compile to (CompileOptions.dialect). */
   constructor(private schema: SchemaLookup & { schemaGeneration(): number }, private dialect: SqlDialectName = 'sqlite') {}
@@ -93,11 +95,10 @@ export class RuleBook {
     const key = `${c.id}:${this.schema.schemaGeneration()}:${rule}`;
     let v = this.owners.get(key);
     if (v === undefined) {
-      v = this.findOwnerColumn(c, rule);
-      if (this.owners.size > 1000) this.owners.clear();
+      v = this.findOwnerColumn(c, rule) ?? false;
       this.owners.set(key, v);
     }
-    return v;
+    return v || null;
   }
 
   private findOwnerColumn(c: Collection, rule: RuleName): OwnerColumn | null {

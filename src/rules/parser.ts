@@ -14,6 +14,7 @@
  * must treat them as read-only.
  */
 import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
+import { boundedCache } from '../cache/bounded.js';
 
 export const MAX_DEPTH = 64;
 export const MAX_TERMS = 1000;
@@ -72,7 +73,7 @@ export interface OrExpr {
 export type LogicalExpr = AndExpr | OrExpr;
 export type Expr = CompareExpr | InExpr | LogicalExpr;
 
-const cache = new Map<string, Expr>();
+const cache = boundedCache<string, Expr>(CACHE_SIZE);
 
 /**
  * Parses a filter or rule expression, memoised in a bounded least-recently-used cache.
@@ -80,14 +81,9 @@ const cache = new Map<string, Expr>();
  */
 export function parseFilter(src: string): Expr {
   const hit = cache.get(src);
-  if (hit !== undefined) {
-    cache.delete(src);
-    cache.set(src, hit);
-    return hit;
-  }
+  if (hit !== undefined) return hit;
   const expr = new Parser(tokenize(src)).parseAll();
   cache.set(src, expr);
-  if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
   return expr;
 }
 

@@ -23,6 +23,7 @@ import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID, type ChangeBatch } fr
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
 import { experimentWeightsKey, flagKey, type Setting } from './setting.js';
+import { boundedCache } from '../cache/bounded.js';
 
 /** A declared flag (app definition `flags`). */
 export interface FlagDefinition {
@@ -51,9 +52,9 @@ const ASSIGNMENT_CACHE = 100_000;
 
 export class FeatureService {
   private settings = new Map<string, Setting>();
-  private assigned = new Map<string, string>();
+  private assigned = boundedCache<string, string>(ASSIGNMENT_CACHE);
   /** `/api/state` bodies by subject, valid until an override changes */
-  private stateCache = new Map<string, string>();
+  private stateCache = boundedCache<string, string>(ASSIGNMENT_CACHE);
   private flagsByName: Map<string, FlagDefinition>;
   private experimentsByName: Map<string, ExperimentDefinition>;
   /**
@@ -244,7 +245,6 @@ export class FeatureService {
       // a concurrent first resolve (another process) may have won: the stored one counts
       v = this.store.sql.settings.assignment(name, subject) ?? v;
     }
-    if (this.assigned.size >= ASSIGNMENT_CACHE) this.assigned.clear();
     this.assigned.set(key, v);
     return v;
   }
@@ -266,7 +266,6 @@ export class FeatureService {
 
   private remember(subject: string, st: { flags: Record<string, boolean>; experiments: Record<string, string> }): string {
     const text = JSON.stringify(st);
-    if (this.stateCache.size >= ASSIGNMENT_CACHE) this.stateCache.clear();
     this.stateCache.set(subject, text);
     return text;
   }
@@ -284,7 +283,6 @@ export class FeatureService {
       const key = `${e.name}\u0000${subject}`;
       const v = this.assigned.get(key) ?? this.store.sql.settings.assignment(e.name, subject);
       if (v === undefined) return null;
-      if (this.assigned.size >= ASSIGNMENT_CACHE) this.assigned.clear();
       this.assigned.set(key, v);
       experiments[e.name] = v;
     }

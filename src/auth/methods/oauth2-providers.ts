@@ -7,6 +7,7 @@
  * and time.
  */
 import { ApiError } from '../../errors/api-error.js';
+import { boundedCache } from '../../cache/bounded.js';
 
 /** The provider kinds `options.auth.methods.oauth2.providers[].kind` accepts. */
 export const PROVIDER_KINDS = ['google', 'github', 'microsoft', 'discord', 'generic'] as const;
@@ -194,7 +195,7 @@ export async function providerRequest(url: string, init: { method?: string; head
 }
 
 /** Discovery documents by URL, kept an hour. */
-const discovered = new Map<string, { at: number; endpoints: Endpoints }>();
+const discovered = boundedCache<string, { at: number; endpoints: Endpoints }>(100);
 const DISCOVERY_TTL_MS = 3600_000;
 
 /**
@@ -213,7 +214,6 @@ export async function providerEndpoints(p: ProviderOptions): Promise<Endpoints> 
     if (!isHttpsUrl(a) || !isHttpsUrl(t) || !isHttpsUrl(u)) throw upstream('The provider\'s discovery document lacks an https authorization, token or userinfo endpoint.');
     const methods = Array.isArray(m) ? m : [];
     const endpoints: Endpoints = { authUrl: p.authUrl || a, tokenUrl: p.tokenUrl || t, userInfoUrl: p.userInfoUrl || u, basicAuth: methods.length > 0 && !methods.includes('client_secret_post') && methods.includes('client_secret_basic') };
-    if (discovered.size > 100) discovered.clear();
     discovered.set(p.discoveryUrl, { at: Date.now(), endpoints });
     return endpoints;
   }

@@ -17,6 +17,7 @@ import { newId } from '../../records/ids.js';
 import { nowDate } from '../../collections/fields/index.js';
 import { isObject, lifetimeOptionErrors, methodOptions, type MethodOptionsCheck, type MethodResult } from './method.js';
 import { EmailedMethod, identityOf, required } from './emailed.js';
+import { boundedCache } from '../../cache/bounded.js';
 
 /** The one-time code's options check: `ttl_s` (lifetimeOptionErrors); `enabled` and `rate_limit` are the caller's. */
 export const otpOptions: MethodOptionsCheck = { slug: 'otp', checkOptions: lifetimeOptionErrors };
@@ -42,8 +43,8 @@ export class OtpMethod extends EmailedMethod {
   readonly slug = otpOptions.slug;
   readonly stores = ['_authTokens'] as const;
   readonly checkOptions = otpOptions.checkOptions;
-  /** wrong tries per code row (bounded: rows expire; the map is cleared when it grows past 10,000) */
-  private tries = new Map<string, number>();
+  /** wrong tries per code row (bounded: rows expire; the least recently tried of 10,000 go first) */
+  private tries = boundedCache<string, number>(10_000);
 
   constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Record<string, unknown> | null, private secret: Buffer) {
     super(store, limits, queue, transport, loadRecord);
@@ -82,7 +83,6 @@ export class OtpMethod extends EmailedMethod {
     if (!rec || !row || row.expires <= Date.now()) throw ApiError.validation(BAD_CODE.data);
     if (!equal) {
       const n = (this.tries.get(row.id) ?? 0) + 1;
-      if (this.tries.size >= 10_000) this.tries.clear();
       this.tries.set(row.id, n);
       if (n >= OTP_MAX_TRIES) {
         this.tries.delete(row.id);

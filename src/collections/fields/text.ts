@@ -16,8 +16,10 @@ import {
   codePointLength, decodeString, emptyValue, fail, fieldError, ok, plural, readCount,
   NULLABLE_STRING_SCHEMA,
 } from './common.js';
+import { boundedCache } from '../../cache/bounded.js';
 
-const patternCache = new Map<string, RegExp | null>();
+/** compiled patterns; `false` stands for an invalid one (a cache holds no null) */
+const patternCache = boundedCache<string, RegExp | false>(1000);
 
 /** Compiles a definition's pattern; null when it is not a valid regular expression. */
 export function compilePattern(source: string): RegExp | null {
@@ -26,12 +28,11 @@ export function compilePattern(source: string): RegExp | null {
     try {
       re = new RegExp(source);
     } catch {
-      re = null;
+      re = false;
     }
-    if (patternCache.size > 1000) patternCache.clear();
     patternCache.set(source, re);
   }
-  return re;
+  return re || null;
 }
 
 /** min/max (and for text, pattern) of text and editor definitions. */

@@ -52,7 +52,7 @@ test('bounded memory: a flood of distinct keys never grows the map past its cap'
   assert.ok(l.size <= 1_000, `size ${l.size}`);
 });
 
-test('eviction prefers expired windows over live ones', () => {
+test('eviction drops the least recently hit key (here the expired one), not a live one hit since', () => {
   const c = clock();
   const l = new RateLimiter(3, c.now);
   l.hit('short', { max: 1, windowS: 1 });
@@ -61,7 +61,7 @@ test('eviction prefers expired windows over live ones', () => {
   c.advance(2_000);
   l.hit('new', { max: 1, windowS: 600 });
   assert.equal(l.size, 3);
-  assert.equal(l.hit('long-a', { max: 1, windowS: 600 }), false, 'live window kept (the expired one was evicted)');
+  assert.equal(l.hit('long-a', { max: 1, windowS: 600 }), false, 'live window kept (the least recent one was evicted)');
 });
 
 test('budgets: global default, max 0 disables only the global limiter, per-method off and custom', () => {
