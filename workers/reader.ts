@@ -7,6 +7,7 @@
  */
 import Database from 'libsql';
 import { threadId, workerData } from 'node:worker_threads';
+import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../src/store/bind.js';
 
 
@@ -14,11 +15,13 @@ type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
 let db: InstanceType<typeof Database> | null = null;
 let dbPath = '';
+/** Prepared statements kept per mode (the least recently used go first past it). */
+const STMT_CACHE_MAX = 300;
 /**
  * Prepared statements per mode: libsql 0.5.29 leaves a statement that ran `all()` unreset, and a
  * later `get()` on it answers with the previous parameters (src/store/sqlite/reader.ts, statement).
  */
-const caches = { get: new Map<string, Stmt>(), all: new Map<string, Stmt>() };
+const caches = { get: new LRUCache<string, Stmt>({ max: STMT_CACHE_MAX }), all: new LRUCache<string, Stmt>({ max: STMT_CACHE_MAX }) };
 
 function open(path: string): InstanceType<typeof Database> {
   if (db && dbPath === path) return db;
@@ -84,7 +87,6 @@ function runTask(task: ReadTask): unknown {
     stmt = conn.prepare(task.sql);
     stmt.raw(true);
     stmt.safeIntegers(true);
-    if (cache.size > 300) cache.clear();
     cache.set(task.sql, stmt);
   }
   try {

@@ -18,6 +18,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'libsql';
+import { LRUCache } from 'lru-cache';
 import {
   CHANGE_DELETE, CHANGE_UPDATE, MAX_CHANGES_LISTED, OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS,
 } from '../src/store/write-job.js';
@@ -35,14 +36,14 @@ const STMT_CACHE_MAX = 500;
 
 const port = parentPort!;
 let db: InstanceType<typeof Database>;
-const stmtCache = new Map<string, Prepared>();
+const stmtCache = new LRUCache<string, Prepared>({ max: STMT_CACHE_MAX });
 /**
  * Statements that run `all()` (steps returning rows), apart: libsql 0.5.29 leaves a statement that
  * ran `all()` unreset, and a later `get()` on it cannot bind its parameters and runs it again with
  * the previous ones (measured: `UPDATE … RETURNING` by `all(['c', 4])` then `get(['d', 5])`
  * updated row 4 again and left row 5 as it was).
  */
-const allStmtCache = new Map<string, Prepared>();
+const allStmtCache = new LRUCache<string, Prepared>({ max: STMT_CACHE_MAX });
 /** The queued jobs, in order: each is its batch and its start offset in it. */
 let queue: Array<{ batch: unknown[]; at: number }> = [];
 let scheduled = false;
@@ -73,7 +74,6 @@ function prepare(sql: string, forAll = false): Prepared {
       stmt.safeIntegers(true);
     }
     p = { stmt, reader };
-    if (cache.size >= STMT_CACHE_MAX) cache.clear();
     cache.set(sql, p);
   }
   return p;

@@ -10,9 +10,10 @@
  * `jsonb_exists_all`).
  *
  * Conversions are cached by statement text (the same few hundred statements run again and again):
- * at most PLACEHOLDER_CACHE_MAX entries, the oldest dropped first.
+ * at most PLACEHOLDER_CACHE_MAX entries, the least recently used dropped first.
  */
 import { ApiError } from '../../errors/api-error.js';
+import { LRUCache } from 'lru-cache';
 
 /** Most statements whose conversion is kept. */
 export const PLACEHOLDER_CACHE_MAX = 1000;
@@ -28,7 +29,7 @@ export function refuseNul(params: readonly unknown[]): void {
   }
 }
 
-const cache = new Map<string, string>();
+const cache = new LRUCache<string, string>({ max: PLACEHOLDER_CACHE_MAX });
 
 const QUESTION = 63; // ?
 const SQUOTE = 39; // '
@@ -58,7 +59,6 @@ export function toPgPlaceholders(sql: string): string {
   const hit = cache.get(sql);
   if (hit !== undefined) return hit;
   const out = convert(sql);
-  if (cache.size >= PLACEHOLDER_CACHE_MAX) cache.delete(cache.keys().next().value as string);
   cache.set(sql, out);
   return out;
 }

@@ -50,6 +50,7 @@
  */
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
+import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
 import { DEEP_OFFSET, ReadBudgetExceeded, expensivePlan } from '../sqlite/reader.js';
 import { workerScript } from '../sqlite/worker-url.js';
@@ -354,8 +355,8 @@ export class PgReader {
   private readonly snapshots: boolean;
   private readonly costThreshold: number;
   private readonly controlConfig: pg.ClientConfig;
-  private planCache = new Map<string, boolean>();
-  private plans = new Map<string, { details: string[]; cost: number }>();
+  private planCache = new LRUCache<string, boolean>({ max: PLAN_CACHE_MAX });
+  private plans = new LRUCache<string, { details: string[]; cost: number }>({ max: PLAN_CACHE_MAX });
   private closed = false;
   /** Cancels (and bridge backends terminations) under way; close() waits for them. */
   private pendingControl = new Set<Promise<void>>();
@@ -526,7 +527,6 @@ export class PgReader {
       const doc = JSON.parse(String(rows[0][0])) as Array<{ Plan: PgPlanNode }>;
       const root = doc[0].Plan;
       p = { details: planDetails(root), cost: Number(root['Total Cost'] ?? 0) };
-      if (this.plans.size >= PLAN_CACHE_MAX) this.plans.clear();
       this.plans.set(sql, p);
     }
     return p;
@@ -544,7 +544,6 @@ export class PgReader {
     if (v === undefined) {
       const p = this.explain(sql, params);
       v = p.cost > this.costThreshold || expensivePlan(sql, p.details);
-      if (this.planCache.size >= PLAN_CACHE_MAX) this.planCache.clear();
       this.planCache.set(sql, v);
     }
     return v;

@@ -8,6 +8,7 @@
  */
 import Database from 'libsql';
 import { Piscina } from 'piscina';
+import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
 import { workerScript } from './worker-url.js';
 
@@ -176,11 +177,11 @@ function openPlanner(path: string): InstanceType<typeof Database> {
 
 export class Reader {
   readonly db: InstanceType<typeof Database>;
-  private cache = new Map<string, Stmt>();
+  private cache = new LRUCache<string, Stmt>({ max: STMT_CACHE_MAX });
   /** statements that run `all()` (see statement) */
-  private allCache = new Map<string, Stmt>();
-  private planCache = new Map<string, boolean>();
-  private plans = new Map<string, string[]>();
+  private allCache = new LRUCache<string, Stmt>({ max: STMT_CACHE_MAX });
+  private planCache = new LRUCache<string, boolean>({ max: STMT_CACHE_MAX });
+  private plans = new LRUCache<string, string[]>({ max: STMT_CACHE_MAX });
   private pool: Piscina | null = null;
   private readonly counts = new WeakMap<Piscina, PoolCounts>();
   /** Reads waiting for a reader thread, oldest first (pump). */
@@ -243,7 +244,6 @@ export class Reader {
       s = this.db.prepare(sql);
       s.raw(true);
       s.safeIntegers(true);
-      if (cache.size >= STMT_CACHE_MAX) cache.clear();
       cache.set(sql, s);
     }
     return s;
@@ -320,7 +320,6 @@ export class Reader {
     let v = this.planCache.get(sql);
     if (v === undefined) {
       v = expensivePlan(sql, this.plan(sql, params));
-      if (this.planCache.size >= STMT_CACHE_MAX) this.planCache.clear();
       this.planCache.set(sql, v);
     }
     return v;
@@ -335,7 +334,6 @@ export class Reader {
     let p = this.plans.get(sql);
     if (p === undefined) {
       p = (this.planner.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][]).map((row) => String(row[row.length - 1]));
-      if (this.plans.size >= STMT_CACHE_MAX) this.plans.clear();
       this.plans.set(sql, p);
     }
     return p;
