@@ -21,15 +21,16 @@ import type { ChangeBatch, ChangeFeed } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { AuthRecordCache, RecordCache } from './record-cache.js';
 import { PageCache } from './page-cache.js';
+import { boundedCache } from './bounded.js';
 
 /**
- * Counts cached at most (all forgotten at once past it). A list over a relation filter keeps two
+ * Counts cached at most (the least recently used forgotten first past it). A list over a relation filter keeps two
  * (its count, and the count deciding its plan: records-list.ts), so a few thousand distinct
  * filters of a read-mostly workload stay counted; an entry is its SQL text and values, well
  * under 1 KB.
  */
 export const COUNT_CACHE_MAX = 4000;
-/** Offset walks kept at most (all forgotten at once past it). */
+/** Offset walks kept at most (the least recently used forgotten first past it). */
 export const WALK_CACHE_MAX = 256;
 
 /**
@@ -45,7 +46,7 @@ export interface OffsetWalk {
 
 /** Offset walks keyed by scope and sort, each valid for one generation string (like counts). */
 export class WalkCache {
-  private entries = new Map<string, { gen: string; walk: OffsetWalk }>();
+  private entries = boundedCache<string, { gen: string; walk: OffsetWalk }>(WALK_CACHE_MAX);
 
   get(key: string, gen: string): OffsetWalk | undefined {
     const hit = this.entries.get(key);
@@ -53,14 +54,13 @@ export class WalkCache {
   }
 
   set(key: string, gen: string, walk: OffsetWalk): void {
-    if (this.entries.size >= WALK_CACHE_MAX) this.entries.clear();
     this.entries.set(key, { gen, walk });
   }
 }
 
 /** COUNT(*) results keyed by scope, each valid for one generation string. */
 export class CountCache {
-  private entries = new Map<string, { gen: string; count: number }>();
+  private entries = boundedCache<string, { gen: string; count: number }>(COUNT_CACHE_MAX);
 
   get(key: string, gen: string): number | undefined {
     const hit = this.entries.get(key);
@@ -68,7 +68,6 @@ export class CountCache {
   }
 
   set(key: string, gen: string, count: number): void {
-    if (this.entries.size >= COUNT_CACHE_MAX) this.entries.clear();
     this.entries.set(key, { gen, count });
   }
 }

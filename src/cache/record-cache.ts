@@ -14,6 +14,8 @@
  * Writes by other processes to record tables are not seen until those entries change here; the
  * `svc` CLI only writes `_superusers` (an auth collection, never cached).
  */
+import { boundedCache } from './bounded.js';
+
 export interface CachedRecord<B extends string | Buffer = string> {
   body: B;
   version: number;
@@ -40,6 +42,10 @@ interface Bucket<B extends string | Buffer> {
  * its own, never a slice of a shared pool). Sizes count the body's `length` (characters of a
  * string, bytes of a Buffer) plus `entryOverhead` per entry (a Buffer's own backing store and
  * objects, about 150 bytes).
+ *
+ * Not an lru-cache (src/cache/bounded.ts): a plain page looks up 20 ids here, and lru-cache's
+ * lookup (its recency bookkeeping) cost about 90 ns more than a Map's, some 2 µs on a page whose
+ * main-thread cost is about 40 µs (bench/README.md, "Bounded caches through lru-cache").
  */
 export class RecordCache<B extends string | Buffer = string> {
   private buckets = new Map<string, Bucket<B>>();
@@ -117,9 +123,9 @@ export class RecordCache<B extends string | Buffer = string> {
  * it from another process (`svc superuser upsert` must end the old tokens at once).
  */
 export class AuthRecordCache {
-  private entries = new Map<string, { rec: Record<string, unknown>; version: number; gen: number }>();
-  private gens = new Map<string, number>();
   private static readonly MAX = 20_000;
+  private entries = boundedCache<string, { rec: Record<string, unknown>; version: number; gen: number }>(AuthRecordCache.MAX);
+  private gens = new Map<string, number>();
 
   private gen(collectionId: string): number {
     return this.gens.get(collectionId) ?? 0;
@@ -137,7 +143,6 @@ export class AuthRecordCache {
   }
 
   set(collectionId: string, id: string, version: number, rec: Record<string, unknown>): void {
-    if (this.entries.size >= AuthRecordCache.MAX) this.entries.clear();
     this.entries.set(`${collectionId}\u0000${id}`, { rec, version, gen: this.gen(collectionId) });
   }
 
