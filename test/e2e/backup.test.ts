@@ -345,7 +345,8 @@ test('usage errors exit 1 with or without --json', async () => {
   for (const r of [noFile, extra, unknown]) assertJsonError(r, 'usage');
   assert.equal(bare.status, 1);
   assert.equal(bare.stdout, '');
-  assert.match(bare.stderr, /Not enough positional arguments/);
+  assert.match(bare.stderr, /svc backup needs FILE/);
+  assert.match(bare.stderr, /\$ svc backup \[--json\] \[--data-dir DIR\] <FILE>/, 'the usage line follows');
 });
 
 if (TEST_BACKEND === 'postgres') {
