@@ -1,5 +1,5 @@
 /**
- * The base of every `svc` command (spec 1-core-api.md, "Command line").
+ * The base of every `svc` command (docs/operations.md, "Command line").
  *
  * Output contract: under `--json`, stdout holds exactly one object (a result, or
  * `{error: {code, message, ...}}`); prose, warnings and logs go to stderr. Without `--json` a

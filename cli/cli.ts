@@ -1,5 +1,5 @@
 /**
- * The `svc` command-line program: command registry and the run loop (spec 1-core-api.md,
+ * The `svc` command-line program: command registry and the run loop (docs/operations.md,
  * "Command line").
  *
  * Parsing is done here rather than by `Cli.run` so every usage error (unknown command, bad or

@@ -1,5 +1,5 @@
 /**
- * Loading the app module of `--app=FILE` / SERVICE_APP (0-conventions.md, "Embedding": every
+ * Loading the app module of `--app=FILE` / SERVICE_APP (docs/framework.md: every
  * command that serves or touches the database takes `--app`).
  */
 import { resolve } from 'node:path';

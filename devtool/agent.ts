@@ -1,5 +1,5 @@
 /**
- * Background or foreground for `devtool dev` (3-devtool.md, "Authentication": agent
+ * Background or foreground for `devtool dev` (docs/devtool.md: agent
  * auto-detection, the two variables and their precedence). Detection reads environment variables
  * only (no process ancestry, no terminal checks); an empty value never counts.
  */

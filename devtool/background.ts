@@ -1,5 +1,5 @@
 /**
- * `devtool dev --background` (3-devtool.md, "Command line" and "Background start rules").
+ * `devtool dev --background` (docs/devtool.md).
  *
  * The parent re-executes the same program as a detached child (its own process group, stdin
  * ignored, stdout and stderr to a freshly truncated `dev.log`, `DEVTOOL_DEV_BACKGROUND_CHILD=1`
@@ -22,7 +22,7 @@ import { dataPaths, type DataPaths } from './site.js';
 import { stopSession } from './stop.js';
 import { urlHost } from './control-server.js';
 
-/** Background readiness timeout (3-devtool.md, "Limits"). */
+/** Background readiness timeout (docs/devtool.md). */
 export const READY_TIMEOUT_MS = 30_000;
 const POLL_MS = 50;
 

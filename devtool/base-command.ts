@@ -1,5 +1,5 @@
 /**
- * The base of every `devtool` command (3-devtool.md, "Command line"; the output contract follows
+ * The base of every `devtool` command (docs/devtool.md; the output contract follows
  * `svc`'s cli/base-command.ts).
  *
  * Under `--json`, stdout holds one JSON object (or, for `logs --json`, the event lines); prose goes

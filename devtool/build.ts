@@ -1,6 +1,6 @@
 /**
- * The site build (`devtool build`, and every build of a dev session; 0-conventions.md, "Static
- * files and the devtool site"; 3-devtool.md, "Editing rules" and the URL prefix paragraph).
+ * The site build (`devtool build`, and every build of a dev session; docs/devtool.md,
+ * URL prefix included).
  *
  * - `content/**\/*.md`: YAML front matter between `---` lines (`title`, `layout`, any other keys
  *   for `{{ page.KEY }}`), Markdown through `marked` (GitHub-flavoured). `content/x.md` becomes

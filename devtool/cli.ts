@@ -1,7 +1,6 @@
 /**
- * The `devtool` command-line program: the command registry and the run loop (3-devtool.md,
- * "Command line"). Usage errors exit 1 with prose on stderr (and `{error: {code: "usage"}}` under
- * `--json`).
+ * The `devtool` command-line program: the command registry and the run loop (docs/devtool.md).
+ * Usage errors exit 1 with prose on stderr (and `{error: {code: "usage"}}` under `--json`).
  */
 import { Builtins, Cli, type Command } from 'clipanion';
 import type { DevtoolContext } from './base-command.js';

@@ -1,5 +1,5 @@
 /**
- * The control server of a dev session (3-devtool.md, "Status endpoint" and "Reload stream"), on the
+ * The control server of a dev session (docs/devtool.md), on the
  * session host and its own port. No authentication; any origin may read it.
  *
  * - `GET /_devtool/status`: 200 with the status object, `access-control-allow-origin: *`, always

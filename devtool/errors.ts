@@ -1,7 +1,7 @@
 /**
- * A build failure that points at its source: `file` (relative to the site directory) and a
- * 1-based `line`. Its message reads `file:line: what went wrong` (3-devtool.md: a failed rebuild's
- * output fills `build.error`; issue 22: "a build error names the file and line").
+ * A build failure that points at its source: `file` (relative to the site directory) and a 1-based
+ * `line`. Its message reads `file:line: what went wrong` (docs/devtool.md: a failed rebuild's
+ * output fills `build.error`, and a build error names the file and line).
  */
 export class BuildError extends Error {
   constructor(readonly file: string, readonly line: number, readonly reason: string) {

@@ -1,6 +1,5 @@
 /**
- * Session liveness and the published lock file (3-devtool.md, "Lock file `.svc/dev.json`", "Other
- * files" and "Session" states).
+ * Session liveness and the published lock file (docs/devtool.md: session states).
  *
  * `dev.lock` is an empty file held under an exclusive advisory lock (flock(2)) for the session's
  * whole life; the kernel drops it on any death, kill -9 included. Node has no flock binding, so the
@@ -18,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-/** The published lock file `dev.json`, version 1 (`svc_pid` per 0-conventions.md). */
+/** The published lock file `dev.json`, version 1 (`svc_pid` per docs/devtool.md). */
 export interface LockInfo {
   version: 1;
   /** the dev process */
@@ -136,7 +135,7 @@ export function removeLockInfo(path: string, pid?: number): void {
   rmSync(path, { force: true });
 }
 
-/** What a verb sees of the session (3-devtool.md, "Session" states). */
+/** What a verb sees of the session (docs/devtool.md: session states). */
 export type SessionState =
   | { kind: 'none'; /** the stale lock file just removed, if there was one */ stale: LockInfo | null }
   | { kind: 'starting' }

@@ -1,13 +1,13 @@
 /**
  * The service binary under a dev session: `svc serve --public=<served root> --data-dir=<data>/data`
- * on the session host and a free port (0-conventions.md, "Static files and the devtool site").
+ * on the session host and a free port (docs/devtool.md).
  *
  * - It runs in its own process group, so a terminal's Ctrl-C reaches only the dev process, which
  *   then stops it with one SIGTERM (a second signal would make `svc` skip its shutdown).
  * - Its stdin is a pipe from the dev process, watched by a tiny preloaded module: when the dev
  *   process dies, even by kill -9, the pipe closes and the service terminates itself. This is not
  *   a supervisor (nothing is restarted); it only keeps a crash from leaving an orphan holding the
- *   service's data directory. `devtool dev stop` still sweeps orphans (3-devtool.md).
+ *   service's data directory. `devtool dev stop` still sweeps orphans (docs/devtool.md).
  * - `svc serve --json` prints one line `{address, pid, data_dir}` on stdout once it listens: that
  *   is how the port is learnt. Its stderr (logs) goes straight to the dev process's stderr.
  *
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { isAlive } from './lock.js';
 import { urlHost } from './control-server.js';
 
-/** Grace between SIGTERM and SIGKILL when stopping a process (3-devtool.md, "Limits"). */
+/** Grace between SIGTERM and SIGKILL when stopping a process (docs/devtool.md). */
 export const STOP_GRACE_MS = 5000;
 
 /** Terminates this process when its stdin (the dev process's pipe) closes. */
@@ -156,7 +156,7 @@ export async function waitGone(pid: number, ms: number): Promise<boolean> {
 }
 
 /**
- * The orphan sweep (3-devtool.md, `dev stop`): if `svcPid` is alive and `origin`'s health route
+ * The orphan sweep (docs/devtool.md, `dev stop`): if `svcPid` is alive and `origin`'s health route
  * confirms the service binary, SIGTERM, up to STOP_GRACE_MS, then SIGKILL. True when it swept one.
  */
 export async function sweepOrphan(svcPid: number, origin: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 /**
  * A dev session in this process: `devtool dev` in the foreground, and the re-executed child of
- * `devtool dev --background` (3-devtool.md, "What the service does", "States and transitions").
+ * `devtool dev --background` (docs/devtool.md).
  *
  * Order: take `dev.lock` (retrying up to a second while another process's liveness probe holds
  * it; `--force` stops a live session first; `--ignore-lock` takes nothing and publishes nothing),

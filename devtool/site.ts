@@ -1,6 +1,5 @@
 /**
- * A devtool site directory and its data directory (0-conventions.md, "Static files and the devtool
- * site"; 3-devtool.md, "Other files in the data directory").
+ * A devtool site directory and its data directory (docs/devtool.md).
  *
  * Site layout: `site.json` (optional `{title, base}`), `content/**\/*.md`, `layouts/*.html`,
  * `components/*.html`, `assets/**`. The data directory (default `<site>/.svc/`) holds the build
@@ -81,7 +80,7 @@ export function loadSiteConfig(dir: string, basePrefix?: string): SiteConfig {
   return { dir: abs, title, base };
 }
 
-/** Every path of a data directory, by role (3-devtool.md, "Lock file" and "Other files"). */
+/** Every path of a data directory, by role (docs/devtool.md). */
 export interface DataPaths {
   /** absolute data directory (`.svc/` under the site unless `--data-dir`) */
   dataDir: string;

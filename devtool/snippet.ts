@@ -1,6 +1,6 @@
 /**
- * The live-reload snippet a dev session injects before `</body>` of every page (3-devtool.md,
- * "Reload stream"; off under `--no-live-reload`).
+ * The live-reload snippet a dev session injects before `</body>` of every page (docs/devtool.md;
+ * off under `--no-live-reload`).
  *
  * The page opens the control server's reload stream. On `reload` it reloads. On `ready` it reloads
  * only when the server says `refresh` (the browser reconnected with a Last-Event-ID of another

@@ -1,5 +1,5 @@
 /**
- * The status object of the control endpoint (3-devtool.md, "Status object") and the client that
+ * The status object of the control endpoint (docs/devtool.md) and the client that
  * reads it under the one-second response-read budget ("Status degradation").
  */
 import { request } from 'node:http';
@@ -27,7 +27,7 @@ export interface StatusObject {
   build: BuildStatus;
 }
 
-/** The response-read budget of a control read (3-devtool.md, "Limits"). */
+/** The response-read budget of a control read (docs/devtool.md). */
 export const CONTROL_READ_BUDGET_MS = 1000;
 /** Connection setup and request write have their own, longer bound. */
 const CONNECT_TIMEOUT_MS = 5000;

@@ -1,5 +1,5 @@
 /**
- * Stopping a session: `devtool dev stop` and `devtool dev --force` (3-devtool.md, "Command line").
+ * Stopping a session: `devtool dev stop` and `devtool dev --force` (docs/devtool.md).
  *
  * SIGTERM to the dev pid (never a process group), up to 5 s for the lock to be released, then
  * SIGKILL to the same pid; then the orphan sweep: a service binary named by the lock file that is

@@ -1,5 +1,5 @@
 /**
- * Layouts and components (0-conventions.md, "Static files and the devtool site"): HTML files with
+ * Layouts and components (docs/devtool.md): HTML files with
  * placeholders.
  *
  * - `{{ content }}`: the page's rendered Markdown (inserted as is).

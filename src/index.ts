@@ -1,6 +1,6 @@
 /**
  * The package root (`import { defineApp, ApiError } from 'svc'`): the embeddable framework
- * (0-conventions.md, "Embedding: the app definition").
+ * (docs/framework.md).
  */
 export { defineApp, isApp, type App, type StartOptions, type RunningApp } from './app/app.js';
 export { AppDefinitionError, type AppDefinition, type AuthEventTag, type AuthHook, type AuthHookEvent, type AuthHooks, type AuthMethodContext, type AuthMethodTag, type AuthRecord, type CollectionDefinition, type CustomAuthMethod, type FeatureOptions, type MailGroup, type JobContext, type JobDefinition, type PaginationOptions, type RecordHook, type RecordHookEvent, type RecordHooks, type RouteContext, type RouteDefinition, type RouteMethod, type TenancyContext } from './app/definition.js';

@@ -100,12 +100,12 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   // no superuser yet: a one-time install link, logged once listening (docs/admin.md, "First start")
   const install: InstallState = store.sql.auth.superuserCount() === 0 ? newInstallState() : { token: null, expiresAt: 0 };
 
-  // resumable uploads (2-uploads-and-mail.md): routes only with the feature; durable with its own
+  // resumable uploads (docs/files.md): routes only with the feature; durable with its own
   let uploads: UploadStore | null = null;
   if (config.features.has('resumable-uploads')) {
     try {
       const budgets = resolveBudgets(process.env, app?.uploads, config.features.has('durable-resumable-uploads'));
-      // the persistence mode needs the built-in local storage (2-uploads-and-mail.md, "Persistence mode")
+      // the persistence mode needs the built-in local storage (docs/files.md, "Resumable uploads")
       if (budgets.durable && files.storage.kind !== 'local') throw new Error(`durable resumable uploads need the built-in local file storage, not ${files.storage.blobs.location}`);
       if (budgets.durable && backend !== 'sqlite') throw new Error('durable resumable uploads need the embedded database (file-backed SQLite), not the server SQL backend');
       const durable = budgets.durable ? await openDurableUploads(store, dbPath, budgets) : null;
@@ -151,7 +151,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         ],
       }),
     },
-    ...(config.publicDir ? staticRoutes(config.publicDir) : []), // --public: files at / (issue 22)
+    ...(config.publicDir ? staticRoutes(config.publicDir) : []), // --public: files at /
     { method: 'any', pattern: '/*', handler: () => errorReply(ApiError.notFound()) },
   ];
 
@@ -232,7 +232,7 @@ function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): Ser
   };
 }
 
-/** Startup warns once per `@public` rule (spec: the only way to open an operation). */
+/** Startup warns once per `@public` rule (docs/rules.md: the only way to open an operation). */
 function warnPublicRules(store: Store, logger: Logger): void {
   for (const c of store.registry.all()) {
     for (const r of RULE_NAMES) if (c[r]?.trim() === '@public') logger.warn(`collection "${c.name}" ${r} is @public: anyone can perform this operation`);

@@ -1,6 +1,6 @@
 /**
- * `svc backup FILE` and `svc restore FILE` (0-conventions.md, "Embedding: the app definition",
- * CLI forms; spec 1-core-api.md, "Command line"). The work is in src/ops/backup.ts.
+ * `svc backup FILE` and `svc restore FILE` (docs/operations.md,
+ * "Command line" and "Backup and restore"). The work is in src/ops/backup.ts.
  *
  * - `backup FILE [--data-dir=DIR] [--json]`: a directory, or a tar archive when FILE ends in
  *   `.tar`; works while a server runs. JSON: `{backup, database_bytes, files, bytes}`.
@@ -21,7 +21,7 @@ abstract class BackupBase extends SvcCommand {
   /** Runs `fn`, reporting a BackupError or LockError as the command's failure (exit 1). */
   protected async guarded(fn: () => Promise<number>): Promise<number> {
     const { BackupError } = await import('../../src/ops/backup.js');
-    // the server-SQL backend keeps no database in the data directory (issue 24)
+    // the server-SQL backend keeps no database in the data directory (docs/deployment.md)
     if (process.env.SERVICE_DATABASE_URL?.trim()) {
       return this.fail('usage', 'svc backup and restore copy the embedded database; with SERVICE_DATABASE_URL (PostgreSQL) back the database up with pg_dump and the files with the bucket\'s own versioning');
     }

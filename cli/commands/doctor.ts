@@ -1,6 +1,6 @@
 /**
- * `svc doctor [--data-dir=DIR] [--app=FILE] [--json]` (spec 1-core-api.md, "Command line";
- * 0-conventions.md: under `--json`, one object per finding `{check_id, severity, message, fix}`
+ * `svc doctor [--data-dir=DIR] [--app=FILE] [--json]` (docs/operations.md, "Command line";
+ * under `--json`, one object per finding `{check_id, severity, message, fix}`
  * then a summary object; docs/operations.md, "Doctor").
  *
  * Reads the data directory without its lock (it runs beside a server) and reports what needs an

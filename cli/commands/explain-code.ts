@@ -1,5 +1,5 @@
 /**
- * `svc explain-code [CODE] [--json]` (spec 1-core-api.md, "Command line" and "Errors").
+ * `svc explain-code [CODE] [--json]` (docs/operations.md, "Command line"; docs/api.md, "Errors").
  *
  * - known code: `{code, known: true, summary, explanation}`, exit 0;
  * - unknown (or retired) code: `{code, known: false}`, exit 1;

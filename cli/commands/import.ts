@@ -1,7 +1,7 @@
 /**
  * `svc import --collection=NAME FILE [--format=csv|json|ndjson] [--on-error=stop|skip]
- * [--upsert [--key=FIELD]] [--strict]` (0-conventions.md, "CLI forms"; spec 1-core-api.md,
- * "Command line"; src/ops/import.ts), and `--oauth2-links` for the offline OAuth2 link import
+ * [--upsert [--key=FIELD]] [--strict]` (docs/operations.md, "Command line" and
+ * "Bulk import"; src/ops/import.ts), and `--oauth2-links` for the offline OAuth2 link import
  * (rows `{record, provider, providerId}`).
  *
  * Runs with the data directory locked (refused while a server holds it: its caches would not see

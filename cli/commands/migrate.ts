@@ -1,6 +1,6 @@
 /**
- * `svc migrate`, `svc migrate status`, `svc migrate preview` (spec 1-core-api.md, "Command line";
- * 0-conventions.md, "Embedding": `migrations`, `--app`).
+ * `svc migrate`, `svc migrate status`, `svc migrate preview` (docs/operations.md, "Command line";
+ * docs/framework.md: `migrations`, `--app`).
  *
  * - `migrate` applies the app's pending migrations in order (each in one transaction with the row
  *   recording it) with the data directory locked: refused (exit 1) while a server holds it, since

@@ -1,6 +1,6 @@
 /**
  * `svc schema dump [--out=FILE]` and `svc schema apply FILE [--dry-run] [--allow-drop]`
- * (0-conventions.md, "CLI forms"; spec 1-core-api.md, "Command line"; src/ops/schema.ts).
+ * (docs/operations.md, "Command line" and "Schema as code"; src/ops/schema.ts).
  *
  * - `dump` writes the collections as JSON (stdout, or FILE); it only reads, so it runs beside a
  *   running server.

@@ -1,6 +1,6 @@
 /**
- * `svc serve` (spec 1-core-api.md, "Command line" and "Process logging"; 0-conventions.md,
- * "Serving defaults").
+ * `svc serve` (docs/operations.md, "Command line"; docs/configuration.md, "Logging" and
+ * "Server").
  *
  * Order matters: config is validated first (an invalid SERVICE_LOG_* or other value is reported
  * by the bootstrap logger and exits 1 before anything is touched), then the data-directory lock is

@@ -1,7 +1,7 @@
 /**
- * `svc version [--json]` (spec 1-core-api.md, "Command line"; 0-conventions.md, "Names and
- * commands"). Prints the product version, commit, build time, target, Node.js version, component
- * versions and the HTTP engine; the JSON object is `versionInfo()` itself (first key `svc`). Always exits 0 and never
+ * `svc version [--json]` (docs/operations.md, "Command line"). Prints the product version, commit,
+ * build time, target, Node.js version, component versions and the HTTP engine; the JSON object is
+ * `versionInfo()` itself (first key `svc`). Always exits 0 and never
  * validates SERVICE_LOG_* (a malformed value must not hide the version).
  */
 import { Command } from 'clipanion';

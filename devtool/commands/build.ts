@@ -1,6 +1,6 @@
 /**
  * `devtool build [DIR]`: builds the site in DIR (default the current directory) once into
- * `<data dir>/site/` (0-conventions.md, "Static files and the devtool site"). A bad source fails
+ * `<data dir>/site/` (docs/devtool.md). A bad source fails
  * with `file:line: reason` (exit 1; under --json `{error: {code: "build", message, file, line}}`).
  */
 import { Command, Option } from 'clipanion';

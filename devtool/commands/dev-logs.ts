@@ -1,5 +1,5 @@
 /**
- * `devtool dev logs [--json] [--follow | -f]` (3-devtool.md, "Command line"): prints `dev.log`
+ * `devtool dev logs [--json] [--follow | -f]` (docs/devtool.md): prints `dev.log`
  * (a background session's output), or with --json the build events of `dev.ndjson` (foreground
  * and background sessions alike). A foreground session has no log file: it says where the output
  * is and exits 1. `--follow` polls for new bytes every 200 ms and ends once the session's lock is
@@ -11,7 +11,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { DevtoolCommand } from '../base-command.js';
 import { lockHeld, sessionState } from '../lock.js';
 
-/** Read cap (3-devtool.md, "Limits"). */
+/** Read cap (docs/devtool.md). */
 export const LOG_READ_CAP = 16 * 1024 * 1024;
 /** Follow poll interval. */
 export const FOLLOW_POLL_MS = 200;

@@ -1,5 +1,5 @@
 /**
- * `devtool dev status [--json]` (3-devtool.md, "Command line" and "Status degradation"): a
+ * `devtool dev status [--json]` (docs/devtool.md): a
  * snapshot that never blocks. Running: the facts and the build line, exit 0; when the control
  * server cannot be read within its one-second response budget, the facts come from the lock file
  * alone and the build line reads unknown (`build: null, control_reachable: false` in JSON). Not

@@ -1,5 +1,5 @@
 /**
- * `devtool dev stop` (3-devtool.md, "Command line"): idempotent; nothing running is exit 0; a
+ * `devtool dev stop` (docs/devtool.md): idempotent; nothing running is exit 0; a
  * session still starting is exit 1; otherwise SIGTERM, 5 s, SIGKILL to the dev pid, then the
  * orphan sweep (stop.ts). Under --json: `{stopped, pid?, killed?, orphan_svc_pid?}` or
  * `{stopped: false, starting: true}`.

@@ -1,5 +1,5 @@
 /**
- * `devtool dev wait [--timeout-ms=N]` (3-devtool.md, "Command line"): waits until the watcher's
+ * `devtool dev wait [--timeout-ms=N]` (docs/devtool.md): waits until the watcher's
  * debounce, queued changes and the current rebuild have settled (`build.status` is not `building`
  * and `build.pending` is false), then prints the final status object as JSON. Exit 0 when the
  * build is ok; 1 for a failed build, a stopped session or the timeout (default 30000 ms). It sees

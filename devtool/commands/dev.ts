@@ -1,6 +1,6 @@
 /**
  * `devtool dev [DIR]`: a dev session for the site in DIR (default the current directory;
- * 3-devtool.md, "Command line"). Foreground unless `--background`, the variables or agent
+ * docs/devtool.md). Foreground unless `--background`, the variables or agent
  * detection decide otherwise (agent.ts has the precedence); the background parent lives in
  * background.ts, the session itself in session.ts.
  */

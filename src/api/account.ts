@@ -1,6 +1,6 @@
 /**
- * The active account (0-conventions.md, "Embedding": tenancy; "the active account … from
- * `X-Account-Id` or the signed account cookie"). Present only when the app has a tenancy
+ * The active account (docs/framework.md, "Tenancy": the active account comes
+ * from `X-Account-Id` or the signed account cookie). Present only when the app has a tenancy
  * resolver; every route needs a signed-in caller (401):
  * - `GET /api/account`: the caller's account context `{id, role, ids}` (id '' when none is active);
  * - `PUT /api/account` `{id}`: makes `id` the active account of this browser (the signed,

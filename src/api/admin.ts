@@ -1,5 +1,5 @@
 /**
- * The admin UI at `/_/` (issue 19; 0-conventions.md "Admin UI"): the single-page app whose source
+ * The admin UI at `/_/` (docs/admin.md): the single-page app whose source
  * is `admin/` and whose build output `admin-dist/` is committed, so `npm ci && npm start` serves
  * it with no build step (`npm run build:admin` rebuilds it).
  *

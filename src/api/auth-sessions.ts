@@ -1,5 +1,5 @@
 /**
- * Session routes (spec 1-core-api.md, "Auth endpoints"):
+ * Session routes (docs/api.md, "Auth"):
  * - GET /api/collections/:col/auth/sessions: the caller's sessions, newest first (table store; 404 in epoch mode);
  * - DELETE /api/collections/:col/auth/sessions/:sid: ends one (unknown or not owned: 404; 404 in epoch mode);
  * - DELETE /api/collections/:col/auth/sessions: logout everywhere in both modes (bumps the token

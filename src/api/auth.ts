@@ -1,6 +1,6 @@
 /**
- * Auth endpoints (spec 1-core-api.md, "Auth endpoints", "Pluggable auth methods", "Magic-link
- * consume", "Rate limiting"): auth-with-password, auth-refresh, auth-logout, the methods'
+ * Auth endpoints (docs/api.md, "Auth" and "Rate limits"; docs/auth.md,
+ * "Magic links and one-time codes"): auth-with-password, auth-refresh, auth-logout, the methods'
  * initiate and complete, the two-factor ceremonies, magic-link consume, request-verification,
  * confirm-verification, request-password-reset, confirm-password-reset, and each sign-in
  * method's own routes (AuthMethod.routes: OAuth2's provider list and unlink, passkey
@@ -97,7 +97,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
         return noContent(clearCookies(insecure));
       },
     },
-    // Pluggable sign-in methods (spec 1-core-api.md, "Pluggable auth methods"): 404 for a missing
+    // Pluggable sign-in methods (docs/auth.md): 404 for a missing
     // or non-auth collection, an unknown method or one that is off.
     {
       method: 'post', pattern: '/api/collections/:col/auth/:method/initiate', handler: async (req) => {
@@ -113,7 +113,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
       },
     },
     {
-      // Second factors (spec "Two-factor ceremonies"): 404 unknown action or policy disabled.
+      // Second factors (docs/auth.md, "Two-factor sign-in"): 404 unknown action or policy disabled.
       method: 'post', pattern: '/api/collections/:col/auth/two-factor/:action', handler: async (req) => {
         const c = authCollection(req);
         const { outcome, session } = await auth.twoFactorAction(req.params[1], c, jsonBody(req), req);
@@ -134,7 +134,8 @@ export function authRoutes(ctx: ApiContext): Route[] {
         const q = query(req);
         const target = auth.magicLink.redirectTarget(c, q.get('redirect') ?? undefined);
         const out = await auth.signIn(auth.magicLink.slug, c, { token: q.get('token') ?? '' }, req);
-        // a second factor is needed: the pending JSON instead of a redirect (spec "Two-factor ceremonies")
+        // a second factor is needed: the pending JSON instead of a redirect (docs/auth.md,
+        // "Two-factor sign-in")
         if (!out.session) return signedIn(c, out);
         const session = out.session;
         return { status: 302, body: '', headers: [...sessionCookies(session, insecure), ['Location', target], ['Cache-Control', 'no-store']] };

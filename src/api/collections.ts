@@ -1,6 +1,7 @@
 /**
  * Collections API (superuser only): 401 without auth, 403 for a non-superuser; with frozen
- * collections (spec 1-core-api.md: `collections_frozen`) create, update and delete answer 403.
+ * collections (docs/configuration.md, "Server": `SERVICE_COLLECTIONS_FROZEN`) create, update and
+ * delete answer 403.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Req, Route } from '../http/types.js';

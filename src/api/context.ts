@@ -36,6 +36,6 @@ export interface ApiContext {
   senders?: SenderIdentities;
   /** the test capture outbox (dev-tools builds only) */
   outbox?: TestOutbox;
-  /** the app's mail group; absent: no mail routes (2-uploads-and-mail.md, "Mail configuration") */
+  /** the app's mail group; absent: no mail routes (docs/framework.md, "Mail") */
   mailGroup?: MailGroup;
 }

@@ -1,8 +1,8 @@
 /**
- * The session cookies (spec 1-core-api.md, "Authentication"; 0-conventions.md: `svc_auth`,
- * `svc_csrf`), set by the route layer from the sessions the auth services issue: `svc_auth` holds
- * the token (HttpOnly), `svc_csrf` the value unsafe cookie requests echo in X-CSRF-Token
- * (readable). Both SameSite=Strict, Secure unless `serve --insecure-cookies`.
+ * The session cookies (docs/api.md, "Authentication"; the names `svc_auth` and `svc_csrf`), set by
+ * the route layer from the sessions the auth services issue: `svc_auth` holds the token (HttpOnly),
+ * `svc_csrf` the value unsafe cookie requests echo in X-CSRF-Token (readable). Both
+ * SameSite=Strict, Secure unless `serve --insecure-cookies`.
  */
 import { TOKEN_TTL_S } from '../auth/tokens.js';
 

@@ -1,5 +1,5 @@
 /**
- * File routes (spec 1-core-api.md, "Records": `GET /api/files/:collection/:recordId/:filename`;
+ * File routes (docs/api.md, "Records": `GET /api/files/:collection/:recordId/:filename`;
  * "Errors": a 416 has an empty body and a Content-Range header).
  *
  * - `POST /api/files/token` (authenticated) → `{token}`: a file token valid 2 minutes

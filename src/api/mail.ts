@@ -1,6 +1,6 @@
 /**
- * The sender routes and the bounce webhook (2-uploads-and-mail.md, "Sender and mail HTTP
- * routes"), present with the app's mail group.
+ * The sender routes and the bounce webhook (docs/framework.md, "Mail": the
+ * routes of the mail group), present with the app's mail group.
  *
  * Senders: `POST /api/senders {email}` (201 pending, 200 already verified, 429 within 60 s),
  * `POST /api/senders/:id/verify {token}` (404 for a wrong or absent token), `GET /api/senders`

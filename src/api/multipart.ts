@@ -1,6 +1,6 @@
 /**
- * Record write bodies: JSON, or multipart/form-data when files are uploaded (spec 1-core-api.md,
- * "Records": "non-file fields as form fields, files under the field's name").
+ * Record write bodies: JSON, or multipart/form-data when files are uploaded (docs/api.md,
+ * "Records": non-file fields as form fields, files under the field's name).
  *
  * The body was collected whole by the HTTP layer (bounded by the request limit); busboy parses it.
  * Form values are strings, so they are converted by the collection's field types: number (float)

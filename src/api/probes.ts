@@ -1,5 +1,5 @@
 /**
- * Probes (spec 1-core-api.md, "Probes and discovery"): GET /api/health (liveness, no database
+ * Probes (docs/api.md, "Probes"): GET /api/health (liveness, no database
  * access) and GET /api/meta (public discovery; never config values, paths, hosts or secrets).
  */
 import type { Route } from '../http/types.js';

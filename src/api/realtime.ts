@@ -1,6 +1,6 @@
 /**
- * Realtime routes (issue 14; 0-conventions.md "Realtime protocol" and "PocketBase client
- * compatibility"), both transports of the hub (src/realtime/hub.ts) on `/api/realtime`:
+ * Realtime routes (docs/realtime.md, "Protocol"; docs/pocketbase.md for the PocketBase
+ * client), both transports of the hub (src/realtime/hub.ts) on `/api/realtime`:
  *
  * - WebSocket (upgrade): `{"type":"connect","clientId"}` on open; client frames `auth`,
  *   `subscribe`, `unsubscribe`; answers `auth`, `ack` and `error` frames (a bad frame never

@@ -1,4 +1,4 @@
-/** Record routes: list, view, abilities, create, update, delete (spec 1-core-api.md, "Records"). */
+/** Record routes: list, view, abilities, create, update, delete (docs/api.md, "Records"). */
 import { ApiError } from '../errors/api-error.js';
 import type { Reply, Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';

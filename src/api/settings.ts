@@ -1,8 +1,9 @@
 /**
- * Settings and feature state (spec 1-core-api.md, "Settings", "Probes and discovery": `/api/state`):
- * `/api/settings` and `/api/features` for superusers (401 anonymous, 403 other callers), and the
- * public state route at `/api/state` or where the app's `stateRoute` puts it (absent when false);
- * with the app's mail group, `GET /api/mail/config` (superusers; 2-uploads-and-mail.md).
+ * Settings and feature state (docs/api.md, "Settings, flags and experiments" and "Probes":
+ * `/api/state`): `/api/settings` and `/api/features` for superusers (401 anonymous, 403 other
+ * callers), and the public state route at `/api/state` or where the app's `stateRoute` puts it
+ * (absent when false); with the app's mail group, `GET /api/mail/config` (superusers;
+ * docs/framework.md, "Mail").
  */
 import type { Req, Route } from '../http/types.js';
 import { json, noContent } from '../http/types.js';

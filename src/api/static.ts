@@ -1,6 +1,6 @@
 /**
- * Static files at `/` beside the API: `svc serve --public=DIR` (issue 22; 0-conventions.md,
- * "Static files and the devtool site"). The devtool's dev session serves its built site this way.
+ * Static files at `/` beside the API: `svc serve --public=DIR` (docs/operations.md,
+ * "Command line"; docs/devtool.md). The devtool's dev session serves its built site this way.
  *
  * - `GET`/`HEAD /<path>` answers the file DIR/<path>; a directory answers its `index.html` (a path
  *   naming a directory without the trailing slash is redirected to the slash form so relative

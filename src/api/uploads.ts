@@ -1,5 +1,5 @@
 /**
- * The resumable upload routes (2-uploads-and-mail.md, "Resumable uploads"; present only with the
+ * The resumable upload routes (docs/files.md, "Resumable uploads"; present only with the
  * `resumable-uploads` feature):
  *
  *   POST   /api/collections/{collection}/records/{record}/uploads   201 {id, offset, length, expiresAt, state, durability}

@@ -1,5 +1,5 @@
 /**
- * The package root's `defineApp` (0-conventions.md, "Embedding: the app definition"): checks a
+ * The package root's `defineApp` (docs/framework.md): checks a
  * definition (AppDefinitionError before any port opens) and answers the app, which `start()`s a
  * server with the same defaults and SERVICE_* environment as `svc serve`, or which
  * `svc serve --app=FILE` serves.

@@ -1,5 +1,5 @@
 /**
- * An app's declared collections (0-conventions.md, "Embedding": `collections`, the same JSON as
+ * An app's declared collections (docs/framework.md: `collections`, the same JSON as
  * the REST API), brought into the database when the server starts, before it listens:
  *
  * - a declared collection that does not exist is created;

@@ -1,6 +1,5 @@
 /**
- * The app definition (0-conventions.md, "Embedding: the app definition"; spec 1-core-api.md,
- * "What the service does": framework): the shapes an embedding program writes, and `defineApp`,
+ * The app definition (docs/framework.md): the shapes an embedding program writes, and `defineApp`,
  * which checks a definition synchronously and completely (every problem in one
  * AppDefinitionError) before any port opens.
  *
@@ -20,7 +19,7 @@ import { budgetProblems, type UploadBudgets } from '../uploads/budgets.js';
 /** An auth record as application code sees it (no password hash or token key). */
 export type AuthRecord = Record<string, unknown> & { id: string; collectionId: string; collectionName: string };
 
-/** What `event.method` of an auth event says (spec "Events": login hook tags). */
+/** What `event.method` of an auth event says (docs/framework.md, "Hooks": login hook tags). */
 export type AuthMethodTag = SignInTag;
 
 /** A record hook's event; a before-hook may change `record` (the data to write) or throw to abort. */
@@ -62,7 +61,7 @@ export interface AuthHookEvent<A = AppHandleLike> {
 
 export type AuthHook<A = AppHandleLike> = (event: AuthHookEvent<A>) => void | Promise<void>;
 
-/** The auth lifecycle hooks (spec "Events"); a before-hook that throws aborts before any session change. */
+/** The auth lifecycle hooks (docs/framework.md, "Hooks"); a before-hook that throws aborts before any session change. */
 export interface AuthHooks<A = AppHandleLike> {
   beforeRefresh?: AuthHook<A>;
   afterRefresh?: AuthHook<A>;
@@ -161,7 +160,7 @@ export interface CollectionDefinition {
   options?: Record<string, unknown>;
 }
 
-/** Pagination of list endpoints (spec "Pagination configuration"). */
+/** Pagination of list endpoints (docs/configuration.md, "Lists"). */
 export interface PaginationOptions {
   offset?: boolean;
   cursor?: boolean;
@@ -175,7 +174,7 @@ export interface AppHandleLike {
 }
 
 /**
- * Build options as an object (0-conventions.md, "Build flags"): `vector: true`, `fts5: false`,
+ * Build options as an object (docs/configuration.md, "Server"): `vector: true`, `fts5: false`,
  * `resumableUploads: true`, `devTools: true`.
  */
 export interface FeatureOptions {
@@ -186,7 +185,7 @@ export interface FeatureOptions {
   devTools?: boolean;
 }
 
-/** The app's mail group (2-uploads-and-mail.md, "Mail configuration"): present turns on queued delivery and `/api/mail/config`. */
+/** The app's mail group (docs/framework.md, "Mail"): present turns on queued delivery and `/api/mail/config`. */
 export interface MailGroup {
   require_verified_sender?: boolean;
   check_suppression?: boolean;
@@ -202,10 +201,11 @@ export interface MailGroup {
 /** An embedding program's definition of its backend. */
 export interface AppDefinition<A = AppHandleLike> {
   /**
-   * The server-SQL backend (issue 24): a `postgres://` or `postgresql://` URL, often
-   * `process.env.DATABASE_URL`. Left out, undefined or '': the embedded database of the data
-   * directory. SERVICE_DATABASE_URL, when set, wins (a deployment overrides the code). Used by
-   * `app.start()`, `svc serve --app` and every command given `--app` (migrate, schema, import, doctor).
+   * The server-SQL backend (PostgreSQL; docs/deployment.md): a `postgres://` or `postgresql://`
+   * URL, often `process.env.DATABASE_URL`. Left out, undefined or '': the embedded database of the
+   * data directory. SERVICE_DATABASE_URL, when set, wins (a deployment overrides the code). Used by
+   * `app.start()`, `svc serve --app` and every command given `--app` (migrate, schema, import,
+   * doctor).
    */
   database?: string;
   /** build options: an object (`{ vector: true, fts5: false }`) or the names `--features` takes */
@@ -242,7 +242,7 @@ export interface AppDefinition<A = AppHandleLike> {
   /** the mail backend for every message, auth mail included (default: SERVICE_SMTP_* / the log) */
   mailer?: Mailer;
   /**
-   * The upload budgets (2-uploads-and-mail.md, "Upload budgets"); needs the `resumableUploads`
+   * The upload budgets (docs/files.md, "Resumable uploads"); needs the `resumableUploads`
    * feature. `durable: true` turns on the persistence mode.
    */
   uploads?: Partial<UploadBudgets>;

@@ -1,6 +1,6 @@
 /**
- * The app definition's `migrations` (0-conventions.md, "Embedding: the app definition"; spec
- * 1-core-api.md, "Command line": `migrate`, `migrate status`, `migrate preview`): either
+ * The app definition's `migrations` (docs/framework.md, "Migrations";
+ * docs/operations.md, "Command line": `migrate`, `migrate status`, `migrate preview`): either
  * `[{id, up(tx)}]` in the order to run, or a directory of `NNNN_name.sql` / `NNNN_name.js`
  * (`.mjs`) files run in file-name order, whose id is the file name without its extension.
  *
@@ -119,7 +119,10 @@ export async function loadMigrations(option: MigrationsOption | undefined): Prom
   return out;
 }
 
-/** `svc migrate status` (spec shape): declared ones with their state, and applied ones no longer declared. */
+/**
+ * `svc migrate status` (docs/operations.md, "Migrations"): declared ones with their state, and
+ * applied ones no longer declared.
+ */
 export interface MigrationStatus {
   migrations: { id: string; applied: boolean; applied_at: string | null }[];
   orphaned: { id: string; applied_at: string }[];
@@ -143,8 +146,8 @@ export function migrationStatus(dbPath: string, declared: string[], recorded?: A
 }
 
 /**
- * `svc migrate preview` (spec shape): the compiled migrations as declared, from the definition
- * alone: no database, no deployment configuration, no callback run.
+ * `svc migrate preview` (docs/operations.md, "Migrations"): the compiled migrations as declared,
+ * from the definition alone: no database, no deployment configuration, no callback run.
  */
 export function migrationPreview(option: MigrationsOption | undefined): {
   protocol_version: 1; scope: 'compiled-consumer-migrations'; items: { id: string; kind: 'sql' | 'js' }[]; unknown: string[]; includes_system_migrations: false;

@@ -1,6 +1,6 @@
 /**
- * An app definition at work inside a running server (0-conventions.md, "Embedding: the app
- * definition"; spec 1-core-api.md "Events"): the `app` handle application code gets, record hooks
+ * An app definition at work inside a running server (docs/framework.md, "The app
+ * handle" and "Hooks"): the `app` handle application code gets, record hooks
  * around the record writes, the auth hooks and the auth-success handler, custom routes, custom
  * sign-in methods and scheduled jobs.
  *
@@ -74,7 +74,7 @@ export interface AppHandle {
     enabled(name: string): boolean;
     variant(experiment: string, subject: string): Promise<string | undefined>;
   };
-  /** mail (2-uploads-and-mail.md, "Mail send API"); failures are MailError with the spec's condition as `code` */
+  /** mail (docs/framework.md, "Mail"); failures are MailError with the documented condition as `code` */
   mail: {
     /**
      * checks and delivers now through the mail backend; `options.account`: the account it is sent
@@ -83,7 +83,7 @@ export interface AppHandle {
     send(message: MailMessage, options?: { account?: string }): Promise<void>;
     /** checks now, stores it durably and delivers from the named queue (default `default`); needs the app's `mail` group or `mailer` */
     enqueue(message: MailMessage, options?: { queue?: string; account?: string }): Promise<void>;
-    /** the template syntax of the spec (see renderTemplate) */
+    /** the template syntax of docs/framework.md, "Mail" (see renderTemplate) */
     render(template: string, vars?: Record<string, unknown>, options?: RenderOptions): string;
     /** the mail group's named template rendered: `{subject, text?, html?}` to spread into a message; TemplateError UnknownTemplate */
     template(name: string, vars?: Record<string, unknown>): { subject: string; text?: string; html?: string };

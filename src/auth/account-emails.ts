@@ -1,6 +1,7 @@
 /**
- * Email verification and password reset (spec 1-core-api.md, "Auth endpoints", "States and
- * transitions"; 0-conventions.md: confirm-password-reset takes `{token, password, passwordConfirm}`).
+ * Email verification and password reset (docs/api.md, "Verification and password reset";
+ * docs/auth.md, "Sessions, verification, password reset, rate limits": confirm-password-reset takes
+ * `{token, password, passwordConfirm}`).
  *
  * request-*: the handler does the same work whatever the address (validate, then push a task onto
  * the background queue) and answers 204; the task looks the address up, creates a single-use token

@@ -1,6 +1,6 @@
 /**
- * The one source of the auth collection defaults (issue 13; spec 1-core-api.md, "Collections":
- * auth options; 0-conventions.md: default session store `epoch`).
+ * The one source of the auth collection defaults (docs/api.md, "Collections":
+ * auth options; default session store `epoch`).
  */
 import type { AuthOptions, Collection } from '../collections/types.js';
 

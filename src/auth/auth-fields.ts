@@ -1,5 +1,5 @@
 /**
- * The built-in fields of auth collections (spec 1-core-api.md, "Record": auth system fields).
+ * The built-in fields of auth collections (docs/api.md, "Records": auth system fields).
  * `email`, `emailVisibility` and `verified` are ordinary visible fields marked `system`;
  * `passwordHash`, `tokenKey` and `token_epoch` are hidden columns that never appear in a schema,
  * a response, or a client filter or sort.

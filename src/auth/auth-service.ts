@@ -1,6 +1,6 @@
 /**
- * Authentication (spec 1-core-api.md, "Authentication", "Auth endpoints", "Rate limiting",
- * "Password change"): resolving the caller from a bearer token or the `svc_auth` cookie (+ CSRF
+ * Authentication (docs/api.md, "Authentication", "Auth" and "Rate limits";
+ * password change): resolving the caller from a bearer token or the `svc_auth` cookie (+ CSRF
  * header on unsafe methods), issuing sessions (every session-issuing path goes through
  * {@link AuthService.issueSession}, which enforces `require_verified` and creates the table-store
  * row), password login, refresh, the session stores, the auth rate limits and the verification
@@ -248,8 +248,8 @@ export class AuthService {
     if (!rec) return invalid(viaCookie);
     const tokenKey = String(rec.tokenKey);
     const principalOf = (cl: TokenClaims): AuthPrincipal | null => {
-      // a collection that requires two factors refuses primary-only sessions (spec: the policy
-      // is re-checked on authenticated requests and refresh)
+      // a collection that requires two factors refuses primary-only sessions (docs/auth.md: the
+      // policy is re-checked on authenticated requests and refresh)
       if (!cl.mf && twoFactorPolicy(c) === 'required') return invalid(viaCookie);
       const p: AuthPrincipal = { superuser: c.name === '_superusers', collection: c, record: rec };
       if (cl.sid) p.sid = cl.sid;
@@ -324,7 +324,7 @@ export class AuthService {
 
   /**
    * Signs in with `method` (the one path every sign-in method takes): 404 when the method is off
-   * for the collection (spec, status table: "disabled method"), then the method's proof, then
+   * for the collection (docs/api.md, "Errors": a disabled method), then the method's proof, then
    * `require_verified`, then the two-factor policy (a pending answer instead of a session when a
    * second factor is needed; a passkey sign-in with user verification counts as both factors,
    * one with presence only as one), then a fresh session.

@@ -1,6 +1,6 @@
 /**
- * Single-use verification and password-reset tokens (spec 1-core-api.md, "States and
- * transitions": a redeemed token gives 400 on a second use, regardless of lifetime).
+ * Single-use verification and password-reset tokens (docs/api.md, "Verification
+ * and password reset": a redeemed token gives 400 on a second use, regardless of lifetime).
  *
  * A token is `<selector>.<verifier>`: the selector (15 characters) is the `_authTokens` row id,
  * the verifier (32 random bytes, base64url) is stored only as its SHA-256. Lookup is by selector;

@@ -1,5 +1,5 @@
 /**
- * The sign-in methods by slug (spec 1-core-api.md, "Pluggable auth methods"), in one home for the
+ * The sign-in methods by slug (docs/auth.md), in one home for the
  * two sides that ask them (ARCHITECTURE.md, "Folders": src/auth):
  * - the collection input (src/collections/collection-input.ts) validates
  *   `options.auth.methods.<slug>` by asking the method registered under the slug
@@ -19,7 +19,7 @@ import { webauthnOptions } from './methods/webauthn.js';
 
 export type { MethodOptionsCheck } from './methods/method.js';
 
-/** The option checks of the methods this server implements, in their spec order. */
+/** The option checks of the methods this server implements, in their documented order. */
 const BUILT_IN: readonly MethodOptionsCheck[] = [passwordOptions, magicLinkOptions, otpOptions, oauth2Options, webauthnOptions];
 
 /** The built-in method slugs (an app's custom method may not take one; its sign-ins are tagged `custom`). */

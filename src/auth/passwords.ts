@@ -8,21 +8,21 @@ import { availableParallelism } from 'node:os';
 import { ApiError } from '../errors/api-error.js';
 
 /**
- * argon2id with 7 MiB, 5 passes, 1 lane: one of the configurations the OWASP Password Storage
- * Cheat Sheet lists as equal in defence to its 19 MiB / 2 passes (they trade memory for passes at
- * about the same CPU cost). Every hash in flight holds its memory. Of the equivalent settings
- * this one verifies fastest here (raw, two cores: about 285 verifies/s against 240 for 12 MiB /
- * 3 passes; a smaller block array stays in cache better), and three in flight hold 21 MiB, less
- * than two of 12 MiB. Stored hashes carry their own parameters, so hashes made with other
- * settings still verify.
+ * argon2id with 7 MiB, 5 passes, 1 lane: one of the configurations the OWASP Password Storage Cheat
+ * Sheet lists as equal in defence to its 19 MiB / 2 passes (they trade memory for passes at about
+ * the same CPU cost). Every hash in flight holds its memory. Of the equivalent settings this one
+ * verifies fastest here (measured against 12 MiB / 3 passes; a smaller block array stays in cache
+ * better; bench/README.md, "Memory" and "Password sign-in"), and three in flight hold 21 MiB, less
+ * than two of 12 MiB. Stored hashes carry their own parameters, so hashes made with other settings
+ * still verify.
  */
 const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 7168, timeCost: 5, parallelism: 1 } as const;
 /**
  * Hashes run at once: one more than the cores, at least 3, at most 4 (libuv's thread pool, which
  * file I/O shares, has 4 threads; the benchmark's raw reference uses the same bound). With one a
  * core, a core sits idle each time a hash finishes until the main thread has answered that login
- * and started the next hash; the extra hash fills that gap (two cores: svc at 0.82 of the raw
- * verify rate with two in flight, 0.91 with three; bench/README.md, "Password sign-in").
+ * and started the next hash; the extra hash fills that gap (measured closer to the raw verify
+ * rate with three in flight than with two; bench/README.md, "Password sign-in").
  */
 export const MAX_IN_FLIGHT = Math.max(3, Math.min(4, availableParallelism() + 1));
 const MAX_WAITING = 1024;

@@ -1,5 +1,5 @@
 /**
- * Auth rate limiting (spec 1-core-api.md, "Rate limiting"; 0-conventions.md: every request to a
+ * Auth rate limiting (docs/api.md, "Rate limits": every request to a
  * limited endpoint counts, successful or not).
  *
  * Fixed-window counters keyed by `${scope}:${collectionId}:${clientKey}` in one least-recently-used
@@ -58,7 +58,10 @@ export class RateLimiter {
   }
 }
 
-/** A per-method override: `default`, `off` or `{max, window_s}` (spec: auth.methods.<slug>.rate_limit). */
+/**
+ * A per-method override: `default`, `off` or `{max, window_s}` (docs/api.md, "Rate limits":
+ * auth.methods.<slug>.rate_limit).
+ */
 export type RateLimitOption = 'default' | 'off' | { max: number; window_s: number };
 
 /**
@@ -81,8 +84,8 @@ export class AuthRateLimits {
   }
 
   /**
-   * The client keys a request counts under (spec 1-core-api.md, "Rate limiting"; docs/api.md,
-   * "Rate limits"): the submitted identity or email (trimmed, lower-cased), else the remote
+   * The client keys a request counts under (docs/api.md, "Rate
+   * limits"): the submitted identity or email (trimmed, lower-cased), else the remote
    * address. With a trusted proxy the first X-Forwarded-For hop (or X-Real-IP) counts too, so a
    * client rotating its forwarded address still meets the identity's budget and one address
    * still meets its own across identities. Each key has its own window; a request over any of

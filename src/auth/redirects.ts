@@ -1,10 +1,10 @@
 /**
- * Where magic-link consume may send the browser (spec 1-core-api.md, "Magic-link consume"): only
- * same-origin relative paths. Refused: anything with a scheme or host, a protocol-relative start
- * (`//`), a backslash, a `.` or `..` segment, an encoded dot, slash or backslash (`%2e`, `%2f`,
- * `%5c`), a control byte (CR and LF included). With a non-empty allow-list the path must match an
- * entry (one ending in `/` is a prefix, any other an exact path); a refused or absent target falls
- * back to `redirect_default`, and an unsafe default to `/`.
+ * Where magic-link consume may send the browser (docs/auth.md, "Magic links and one-time codes"):
+ * only same-origin relative paths. Refused: anything with a scheme or host, a protocol-relative
+ * start (`//`), a backslash, a `.` or `..` segment, an encoded dot, slash or backslash (`%2e`,
+ * `%2f`, `%5c`), a control byte (CR and LF included). With a non-empty allow-list the path must
+ * match an entry (one ending in `/` is a prefix, any other an exact path); a refused or absent
+ * target falls back to `redirect_default`, and an unsafe default to `/`.
  */
 
 /** Whether `target` is a safe same-origin relative path (query and fragment allowed). */

@@ -1,6 +1,6 @@
 /**
- * Session stores (spec 1-core-api.md, "Session (table session store)", "Auth endpoints";
- * 0-conventions.md: default store `epoch`).
+ * Session stores (docs/auth.md, "Sessions, verification, password reset, rate limits"; docs/api.md,
+ * "Auth"; default store `epoch`).
  *
  * - `epoch`: a token carries the record's `token_epoch` (claim `ep`); bumping it ends every session.
  * - `table`: additionally one `_sessions` row per session; a token carries its row id (claim

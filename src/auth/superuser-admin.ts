@@ -37,7 +37,7 @@ async function write(dataDir: string, email: string, password: string, mode: 'cr
   let result: Awaited<ReturnType<typeof saveSuperuserPg>>;
   const url = databaseUrl;
   if (url) {
-    // the server-SQL backend (issue 24): the database the servers of SERVICE_DATABASE_URL use
+    // the server-SQL backend (PostgreSQL): the database the servers of SERVICE_DATABASE_URL use
     const { saveSuperuserPg } = await import('../store/pg/superuser-sql.js');
     result = await saveSuperuserPg(url, w, mode);
   } else {

@@ -13,8 +13,8 @@
  * Verification (jose) is cached per token string (bounded), so a repeat request costs one point
  * read of the auth record and string comparisons instead of an HMAC through WebCrypto. Signing
  * is a synchronous node:crypto HMAC over the standard JWS compact form (RFC 7515/7519), which
- * jose then verifies: jose 6 signs through WebCrypto, measured at about 500 µs a token against
- * 20 µs here, the largest cost of auth-refresh.
+ * jose then verifies: jose 6 signs through WebCrypto, measured far slower than this HMAC and the
+ * largest cost of auth-refresh (bench/README.md, "Signing auth tokens").
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { jwtVerify } from 'jose/jwt/verify';

@@ -1,6 +1,6 @@
 /**
- * Second factors (spec 1-core-api.md, "Two-factor ceremonies", "Two-factor limits", the pending
- * rows of "States and transitions"): TOTP, passkeys as a factor, recovery codes, and the
+ * Second factors (docs/auth.md, "Two-factor sign-in", and the
+ * pending rows of docs/api.md, "Two-factor"): TOTP, passkeys as a factor, recovery codes, and the
  * collection policy `options.auth.two_factor` (`disabled`, `optional`, `required`).
  *
  * - After a primary login (password, OAuth2, magic link, OTP) {@link TwoFactor.gate} decides: a
@@ -40,7 +40,10 @@ import type { SignInTag } from './methods/method.js';
 type Otplib = typeof import('otplib');
 let otpLibrary: Promise<Otplib> | null = null;
 
-/** otplib, imported on the first TOTP ceremony rather than at start (about 8 MB resident). */
+/**
+ * otplib, imported on the first TOTP ceremony rather than at start for its resident size
+ * (bench/README.md, "Libraries loaded on first use").
+ */
 function otplib(): Promise<Otplib> {
   otpLibrary ??= import('otplib');
   return otpLibrary;

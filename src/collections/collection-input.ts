@@ -1,6 +1,6 @@
 /**
  * Turns a client's collection payload into a validated Collection (create or update), or throws
- * 400 `validation_failed` before any schema change (spec 1-core-api.md, "Collection").
+ * 400 `validation_failed` before any schema change (docs/api.md, "Collections").
  *
  * Error keys in `data`: `name`, `type`, `fields.<i>.<option>`, `indexes.<i>`, `options.<key>`,
  * `<ruleName>`, and `collections.<name>.<ruleName>` for a retained collection's rule.
@@ -236,7 +236,10 @@ function buildAuthOptions(src: Record<string, unknown>, prev: AuthOptions | unde
   return out;
 }
 
-/** `_superusers` accepts only its auth options (spec: PATCH with name, type and options.auth.two_factor). */
+/**
+ * `_superusers` accepts only its auth options (docs/auth.md, "Two-factor sign-in": PATCH with
+ * name, type and options.auth.two_factor).
+ */
 function buildSystemUpdate(body: Record<string, unknown>, existing: Collection, now: string): Collection {
   if (body.name !== undefined && body.name !== existing.name) throw ApiError.validation({ name: { code: 'validation_reserved_name', message: 'System collections cannot be renamed.' } });
   const errors: Errors = {};

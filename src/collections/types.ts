@@ -1,9 +1,9 @@
 /**
  * The schema model shared by the collections service, the field codecs, the rule compiler and
- * the record queries (spec 1-core-api.md, "Collection", "Field", "Record").
+ * the record queries (docs/api.md, "Collections" and "Records").
  */
 
-/** Field types of the catalog (0-conventions.md). `file` arrives with the files issue. */
+/** Field types of the catalog (docs/api.md, "Collections"). */
 export type FieldType =
   | 'text'
   | 'number'

@@ -1,6 +1,6 @@
 /**
- * Configuration of the standalone `svc` (spec 1-core-api.md, "Process logging", "Command line",
- * "Rate limiting", "OAuth state"; 0-conventions.md, "Serving defaults" and "Build flags").
+ * Configuration of the standalone `svc` (docs/configuration.md, "Server", "Logging" and
+ * "Sign-in and mail"; docs/operations.md, "Command line"; docs/api.md, "Rate limits").
  *
  * Flags win over environment variables; an empty environment variable counts as unset. Every
  * invalid value throws {@link ConfigError} naming the variable (or flag), the value and what was
@@ -18,7 +18,7 @@ import type { S3Options } from '../files/s3-blob-store.js';
 export { ConfigError } from './parse.js';
 export type { Flags } from './parse.js';
 
-/** Feature names `--features` / `SERVICE_FEATURES` accept (0-conventions.md, "Build flags"). */
+/** Feature names `--features` / `SERVICE_FEATURES` accept (docs/configuration.md, "Server"). */
 export const KNOWN_FEATURES = ['vector', 'resumable-uploads', 'durable-resumable-uploads', 'fts5-off', 'dev-tools'] as const;
 export type FeatureName = (typeof KNOWN_FEATURES)[number];
 
@@ -26,7 +26,7 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8090;
 export const DEFAULT_DATA_DIR = './svc_data';
 
-/** Outbound SMTP, present when SERVICE_SMTP_HOST is set (spec 1-core-api.md, "Auth endpoints"). */
+/** Outbound SMTP, present when SERVICE_SMTP_HOST is set (docs/api.md, "Auth"). */
 export interface SmtpConfig {
   host: string;
   /** SERVICE_SMTP_PORT; default 465 for `implicit`, 25 for `none`, else 587. */
@@ -77,11 +77,11 @@ export interface ServeConfig {
   smtp?: SmtpConfig;
   /** SERVICE_SENDMAIL_COMMAND; takes precedence over SMTP. */
   sendmailCommand?: string;
-  /** List paging (spec 1-core-api.md, "Pagination configuration"); see loadPagination. */
+  /** List paging (docs/configuration.md, "Lists"); see loadPagination. */
   pagination: PaginationConfig;
   /** SERVICE_ENCRYPTION_KEY (32 bytes) for encrypted fields; unset: `<dataDir>/encryption_key`. */
   encryptionKey?: Buffer;
-  /** Request limits (issue 12); see loadLimits. */
+  /** Request limits (docs/configuration.md, "Request limits"); see loadLimits. */
   limits: RequestLimits;
   /**
    * SERVICE_SLOW_QUERY_MS: a record list taking at least this many milliseconds is written to the
@@ -90,8 +90,8 @@ export interface ServeConfig {
    */
   slowQueryMs?: number;
   /**
-   * SERVICE_DATABASE_URL=postgres://…: the server-SQL backend (issue 24, src/store/pg/open.ts);
-   * unset: the embedded libsql database in the data directory
+   * SERVICE_DATABASE_URL=postgres://…: the server-SQL backend (docs/deployment.md,
+   * src/store/pg/open.ts); unset: the embedded libsql database in the data directory
    */
   databaseUrl?: string;
   /** SERVICE_STORAGE=s3://…: stored files in an S3-compatible bucket (storage-config.ts); unset: `<dataDir>/storage` */
@@ -193,7 +193,7 @@ export interface PaginationConfig {
   /**
    * SERVICE_LIST_TIME_BUDGET_MS (default 5000, 0 = none): the longest a list's query may run on
    * the reader pool; past it the worker is stopped and the list answers 503 `overloaded`
-   * (src/records/records-list.ts, issue 23).
+   * (src/records/records-list.ts).
    */
   listTimeBudgetMs: number;
 }
@@ -202,7 +202,7 @@ export interface PaginationConfig {
  * SERVICE_PAGINATION_OFFSET, SERVICE_PAGINATION_CURSOR (booleans, default true),
  * SERVICE_CURSOR_TOKEN (stateless | signed | stateful), SERVICE_CURSOR_TTL (seconds, 1..86400),
  * SERVICE_LIST_TIME_BUDGET_MS (milliseconds, 0..3600000, 0 = no budget).
- * @throws ConfigError on a bad value, or when both paging modes are off (the spec's build error)
+ * @throws ConfigError on a bad value, or when both paging modes are off (a build error)
  */
 export function loadPagination(env: NodeJS.ProcessEnv): PaginationConfig {
   const off = pick({}, null, env, 'SERVICE_PAGINATION_OFFSET');

@@ -1,6 +1,6 @@
 /**
- * The data-directory process lock (spec 1-core-api.md, "Command line": `serve --ignore-lock`;
- * 0-conventions.md: the data directory "holds ... the process lock").
+ * The data-directory process lock (docs/operations.md, "Command line": `serve --ignore-lock`;
+ * the data directory holds the process lock).
  *
  * Two servers writing one libsql file and one files folder would corrupt each other's view, so
  * `serve` takes `<dataDir>/svc.lock`, a file holding the owner's pid. A lock whose pid is not

@@ -1,6 +1,6 @@
 /**
- * Value parsers shared by config loading (spec 1-core-api.md, "Process logging" and
- * "Command line"; 0-conventions.md, "Serving defaults").
+ * Value parsers shared by config loading (docs/configuration.md, "Server" and
+ * "Logging"; docs/operations.md, "Command line").
  *
  * Each parser takes the name of where the value came from (an env var such as `SERVICE_HTTP` or a
  * flag such as `--http`) so the error can name it, and throws {@link ConfigError} on bad input.

@@ -1,10 +1,10 @@
 /**
- * Where stored files live (issue 24): `SERVICE_STORAGE` unset or `local` keeps them in
- * `<dataDir>/storage`; `s3://bucket/prefix` puts them in an S3-compatible bucket, with
- * `SERVICE_S3_ENDPOINT` (e.g. http://127.0.0.1:9000; unset: AWS), `SERVICE_S3_REGION` (default
- * us-east-1), `SERVICE_S3_ACCESS_KEY_ID` and `SERVICE_S3_SECRET_ACCESS_KEY` (unset: the AWS SDK's
- * own chain, e.g. AWS_ACCESS_KEY_ID or an instance role) and `SERVICE_S3_FORCE_PATH_STYLE`
- * (default true with an endpoint, false without).
+ * Where stored files live (docs/files.md, "Files in an S3-compatible bucket"): `SERVICE_STORAGE`
+ * unset or `local` keeps them in `<dataDir>/storage`; `s3://bucket/prefix` puts them in an
+ * S3-compatible bucket, with `SERVICE_S3_ENDPOINT` (e.g. http://127.0.0.1:9000; unset: AWS),
+ * `SERVICE_S3_REGION` (default us-east-1), `SERVICE_S3_ACCESS_KEY_ID` and
+ * `SERVICE_S3_SECRET_ACCESS_KEY` (unset: the AWS SDK's own chain, e.g. AWS_ACCESS_KEY_ID or an
+ * instance role) and `SERVICE_S3_FORCE_PATH_STYLE` (default true with an endpoint, false without).
  */
 import type { S3Options } from '../files/s3-blob-store.js';
 import { ConfigError, parseBool } from './parse.js';

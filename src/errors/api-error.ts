@@ -1,5 +1,5 @@
 /**
- * The one error type of the HTTP API (spec 1-core-api.md, "Errors").
+ * The one error type of the HTTP API (docs/api.md, "Errors").
  *
  * Every JSON error leaves the server as the envelope `{status, code, message, data}` in that key
  * order; `writeErrorBody()` in this folder is the only place that builds it. `data` maps a field

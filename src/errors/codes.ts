@@ -1,5 +1,5 @@
 /**
- * The error-code ledger (spec 1-core-api.md, "Errors"; 0-conventions.md, "Error codes").
+ * The error-code ledger (docs/api.md, "Errors").
  *
  * Codes are frozen machine identifiers: clients match on them, so a shipped code is never renamed
  * or reused. The ledger is append-only: a code leaves ACTIVE_CODES only by moving its name to

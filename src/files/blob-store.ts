@@ -4,7 +4,8 @@
  *
  * - `LocalBlobStore`: a folder (`<dataDir>/storage`), the embedded default;
  * - `S3BlobStore` (s3-blob-store.ts): an S3-compatible bucket under a prefix
- *   (`SERVICE_STORAGE=s3://bucket/prefix`; issue 24, `/api/meta` capability `objectStore`).
+ *   (`SERVICE_STORAGE=s3://bucket/prefix`; docs/files.md, "Files in an S3-compatible bucket":
+ *   `/api/meta` capability `objectStore`).
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';

@@ -1,8 +1,8 @@
 /**
- * Files inside a data directory and their modes (issue 12): the directory is created 0700 and
- * every file in it 0600 (the database and its -wal/-shm, which SQLite creates with the
- * database's mode, the key files, the lock, stored files and their folders), so no other local
- * user can read records, keys or uploads. Start-up reports looser modes it finds.
+ * Files inside a data directory and their modes (docs/operations.md): the directory is created 0700
+ * and every file in it 0600 (the database and its -wal/-shm, which SQLite creates with the
+ * database's mode, the key files, the lock, stored files and their folders), so no other local user
+ * can read records, keys or uploads. Start-up reports looser modes it finds.
  */
 import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 /**
- * Short-lived file tokens (spec 1-core-api.md, "Records": protected files accept "a short-lived
- * file token"; minted like PocketBase's `POST /api/files/token`).
+ * Short-lived file tokens (docs/api.md, "Records": protected files accept a short-lived
+ * file token; minted like PocketBase's `POST /api/files/token`).
  *
  * A file token is an HS256 JWT with claims `id` (auth record id), `collectionId`, `type: "file"`,
  * `ep` (the record's token epoch), `iat`, `exp` (issue + {@link FILE_TOKEN_TTL_S}). Its key is

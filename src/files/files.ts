@@ -1,5 +1,5 @@
 /**
- * File storage for `file` fields (spec 1-core-api.md, "Records": stored, randomized file names).
+ * File storage for `file` fields (docs/api.md, "Records": stored, randomized file names).
  *
  * Layout: `<collectionId>/<recordId>/<storedName>` under `<dataDir>/storage/` or an S3 bucket's
  * prefix (blob-store.ts). Stored names are

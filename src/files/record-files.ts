@@ -1,5 +1,5 @@
 /**
- * The file part of a record create or update (spec 1-core-api.md, "Records": multipart create and
+ * The file part of a record create or update (docs/api.md, "Records": multipart create and
  * update, files under the field's name; stored under randomized names).
  *
  * For each `file` field the write computes the field's final list of stored names:

@@ -1,7 +1,8 @@
 /**
- * Stored files in an S3-compatible bucket (issue 24: `SERVICE_STORAGE=s3://bucket/prefix`, with
- * `SERVICE_S3_ENDPOINT`, `SERVICE_S3_REGION`, `SERVICE_S3_ACCESS_KEY_ID`,
- * `SERVICE_S3_SECRET_ACCESS_KEY`, `SERVICE_S3_FORCE_PATH_STYLE`), through `@aws-sdk/client-s3`.
+ * Stored files in an S3-compatible bucket (docs/files.md, "Files in an S3-compatible bucket":
+ * `SERVICE_STORAGE=s3://bucket/prefix`, with `SERVICE_S3_ENDPOINT`, `SERVICE_S3_REGION`,
+ * `SERVICE_S3_ACCESS_KEY_ID`, `SERVICE_S3_SECRET_ACCESS_KEY`, `SERVICE_S3_FORCE_PATH_STYLE`),
+ * through `@aws-sdk/client-s3`.
  *
  * Objects are `<prefix>/<collectionId>/<recordId>/<storedName>`. Downloads read ranges with
  * GetObject `Range`; the object's own ETag is the download's validator; deletes go in batches of

@@ -1,9 +1,10 @@
 /**
- * What a request may cost the server before it is answered (issue 12), shared by both HTTP
- * engines: at most `maxInFlight` requests at once, request bodies up to their limit (a small one,
- * and `maxBodyBytes` for multipart bodies to routes that take files), at most `maxInflightBodyBytes` of bodies buffered
- * across all requests, and a deadline for a body to arrive. Refusals are the error envelope:
- * 413 `payload_too_large`, 408 `request_timeout`, 503 `overloaded`.
+ * What a request may cost the server before it is answered (docs/api.md, "Request limits"), shared
+ * by both HTTP engines: at most `maxInFlight` requests at once, request bodies up to their limit (a
+ * small one, and `maxBodyBytes` for multipart bodies to routes that take files), at most
+ * `maxInflightBodyBytes` of bodies buffered across all requests, and a deadline for a body to
+ * arrive. Refusals are the error envelope: 413 `payload_too_large`, 408 `request_timeout`, 503
+ * `overloaded`.
  *
  * Deadlines are checked by one sweep a second over the bodies being received (a Set add and
  * delete per request, no timer per request), so a body is cut off between its deadline and one

@@ -152,10 +152,10 @@ export class HttpServer {
 
   /**
    * One request: copied out of uWS, then served by the pipeline. What is read from uWS is what the
-   * route needs: every uWS call costs measurable time on the hot path (2 µs to 10 µs each for the
-   * remote address, parameters, headers), so the remote address and the body-related headers are
-   * copied only for methods with a body, and the conditional and range headers only for routes
-   * that ask (`route.fileHeaders`).
+   * route needs: every uWS call costs measurable time on the hot path (the remote address,
+   * parameters, headers; bench/README.md, "Reads from uWS"), so the remote address and the
+   * body-related headers are copied only for methods with a body, and the conditional and range
+   * headers only for routes that ask (`route.fileHeaders`).
    */
   private handle(res: UWS.HttpResponse, ureq: UWS.HttpRequest, c: CompiledRoute, method: string): void {
     const route = c.route;

@@ -1,6 +1,6 @@
 /**
- * Chooses the HTTP engine (issue 25): the best native uWebSockets.js build for the running Node
- * and platform, or none, in which case the server runs on the `node:http` adapter.
+ * Chooses the HTTP engine (docs/internals.md): the best native uWebSockets.js build for the running
+ * Node and platform, or none, in which case the server runs on the `node:http` adapter.
  *
  * The candidates are tried in a fixed order, and one is accepted only when its native binding
  * really loads: the binary for this platform, architecture and Node ABI must exist and load

@@ -1,5 +1,5 @@
 /**
- * String escaping for log lines (spec 1-core-api.md, "Process logging").
+ * String escaping for log lines (docs/configuration.md, "Logging").
  *
  * A log stream is one record per line, so nothing a client controls (a URL path, a header echoed in
  * a message) may put a line break into it. Each function has a fast path: one regex test, and the
@@ -32,7 +32,7 @@ export function escapeTextMessage(s: string): string {
 /**
  * JSON string escaping without the surrounding quotes: the body of `JSON.stringify(s)`, plus DEL
  * and U+2028/U+2029 as `\\uXXXX` so the result is also safe on a terminal. Used for request paths
- * and methods in the text encoding, where the spec requires the path to be JSON-escaped.
+ * and methods in the text encoding, where the path is written JSON-escaped.
  */
 export function escapeJsonFragment(s: string): string {
   return JSON_UNSAFE.test(s) ? s.replace(JSON_UNSAFE_ALL, escapeChar) : s;

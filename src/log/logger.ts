@@ -1,5 +1,5 @@
 /**
- * Process logging (spec 1-core-api.md, "Process logging").
+ * Process logging (docs/configuration.md, "Logging").
  *
  * Every record goes to stderr; stdout belongs to a command's result. Two encodings:
  * - text: `<ts> <level>: <msg>`, or `<ts> <level>(<scope>): <msg>` for a named scope;

@@ -1,6 +1,6 @@
 /**
- * Bounce and complaint webhooks (2-uploads-and-mail.md, "Sender and mail HTTP routes":
- * `POST /api/mail/webhooks/:provider`; "Suppression"): signature check and the recipients a
+ * Bounce and complaint webhooks (docs/framework.md, "Mail":
+ * `POST /api/mail/webhooks/:provider` and suppression): signature check and the recipients a
  * provider event names as hard-bounced or complaining.
  *
  * Signature: HMAC-SHA256 with the shared secret over `<X-Webhook-Timestamp>.<provider>.<X-Account-Id>.<body>`,

@@ -1,7 +1,7 @@
 /**
- * The durable mail queue (2-uploads-and-mail.md, "Mail send API": enqueue hands the message to a
- * queue for delivery by a worker of job kind `mail`; issue 20: "never losing an accepted
- * message"). Every accepted message is a `_mailQueue` row committed through the writer before
+ * The durable mail queue (docs/framework.md, "Mail": enqueue hands the message to a
+ * queue for delivery by a worker of job kind `mail`, never losing an accepted
+ * message). Every accepted message is a `_mailQueue` row committed through the writer before
  * `enqueue` resolves; the worker delivers due rows through the mail backend, a few at once, and
  * deletes each once the backend took it. A failed attempt is retried after 1 s, 5 s, 30 s, 2 min
  * and 10 min; after the last it stays as `failed` with its error. A process that stops or is

@@ -1,6 +1,6 @@
 /**
- * Mail from application code (2-uploads-and-mail.md, "Mail message", "Mail send API", "Errors";
- * 0-conventions.md, "Mail from application code"): `app.mail.send`, `app.mail.enqueue` and
+ * Mail from application code (docs/framework.md, "Mail"):
+ * `app.mail.send`, `app.mail.enqueue` and
  * `app.mail.render`.
  *
  * Every message is checked before any backend or queue is touched: addresses through an RFC 5322
@@ -18,10 +18,10 @@ import type { Logger } from '../log/logger.js';
 import type { MailMessage as TransportMessage, MailTransport } from './transports.js';
 import type { DurableMailQueue } from './mail-queue.js';
 
-/** The spec's mail error conditions. */
+/** The mail error conditions (docs/framework.md, "Mail"). */
 export type MailErrorCode = 'InvalidAddress' | 'HeaderInjection' | 'EmptyBody' | 'UnknownJobKind' | 'SenderNotVerified' | 'RecipientSuppressed' | 'MessageTooLarge';
 
-/** A refused message; `code` is the spec's condition name, `field` the offending message field. */
+/** A refused message; `code` is the condition name, `field` the offending message field. */
 export class MailError extends Error {
   constructor(readonly code: MailErrorCode, message: string, readonly field?: string) {
     super(message);
@@ -29,7 +29,7 @@ export class MailError extends Error {
   }
 }
 
-/** A message as application code writes it (the spec's fields). */
+/** A message as application code writes it (docs/framework.md, "Mail"). */
 export interface MailMessage {
   /** one address, `a@example.com` or `Name <a@example.com>` */
   to: string;
@@ -221,7 +221,7 @@ export interface OutboxEntry {
 }
 
 /**
- * The test capture outbox of a development build (2-uploads-and-mail.md, "Test capture"; here
+ * The test capture outbox of a development build (docs/framework.md, "Mail"; here
  * the `dev-tools` feature): wraps the backend and, once enabled, records every message sent
  * through it; `enable(true)` records and skips real delivery, `enable(false)` records and still
  * delivers.
@@ -269,7 +269,7 @@ export class TestOutbox implements MailTransport {
 }
 
 /**
- * A mailer that keeps messages in memory instead of delivering them (the spec's capture backend,
+ * A mailer that keeps messages in memory instead of delivering them (`captureMailer()`,
  * usable in any build): for tests and development.
  */
 export function captureMailer(): Mailer & {

@@ -1,8 +1,8 @@
 /**
- * The two HTTP-API mail backends (2-uploads-and-mail.md, "Mail send API": "Provider A:
- * constructed with region, access_key, secret_key, from; uses the v2 send-email API with request
- * signing. Provider B: constructed with server_token, from; uses its /email API";
- * 0-conventions.md: their identifiers are `ses` and `postmark`). Each is a `mailer` for the app
+ * The two HTTP-API mail backends (docs/framework.md, "Mail": one
+ * constructed with region, access_key, secret_key, from, using the v2 send-email API with request
+ * signing; one constructed with server_token, from, using its /email API;
+ * their identifiers are `ses` and `postmark`). Each is a `mailer` for the app
  * definition.
  *
  * - `sesMailer`: `POST /v2/email/outbound-emails` on `email.<region>.amazonaws.com`, signed with

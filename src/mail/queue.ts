@@ -1,8 +1,8 @@
 /**
  * A bounded in-memory background queue: request handlers push work (token creation and mail
- * delivery) and answer at once, so a response never waits on, or reveals, that work (spec
- * 1-core-api.md: request-verification and request-password-reset answer with identical status and
- * timing; "the token email is delivered from a background queue").
+ * delivery) and answer at once, so a response never waits on, or reveals, that work
+ * (docs/api.md: request-verification and request-password-reset answer with identical status and
+ * timing; the token email is delivered from a background queue).
  *
  * One task runs at a time, in arrival order. Past `capacity` waiting tasks new ones are dropped
  * (and logged), so a flood cannot grow memory without bound. `close()` stops intake and waits for

@@ -1,5 +1,5 @@
 /**
- * Sender identities (2-uploads-and-mail.md, "Sender identity", its states, and the sender routes):
+ * Sender identities (docs/framework.md, "Mail", its states, and the sender routes):
  * per-account From addresses that must be proven before an account-scoped send may use them
  * under `require_verified_sender`.
  *

@@ -1,5 +1,5 @@
 /**
- * Mail templates (2-uploads-and-mail.md, "Mail send API": templates; 0-conventions.md: 
+ * Mail templates (docs/framework.md, "Mail": named templates,
  * `app.mail.render` and the package root's `renderTemplate`), on Mustache:
  * `{{ name }}` is interpolated HTML-escaped, `{{{ name }}}` raw, `{{> partial }}` includes a
  * named partial, a layout places the rendered template where it says `{{{ body }}}`. There are no

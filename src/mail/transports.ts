@@ -1,5 +1,5 @@
 /**
- * Outbound mail transports for the auth emails (spec 1-core-api.md, "Auth endpoints"):
+ * Outbound mail transports for the auth emails (docs/api.md, "Auth"):
  * - a local mail command when SERVICE_SENDMAIL_COMMAND is set (it wins over SMTP): run through
  *   `/bin/sh -c`, the RFC 5322 message on its stdin; recipients are only in the `To` header, never
  *   on the command line (use a command that reads them from the headers, e.g. `sendmail -t -i`);

@@ -1,6 +1,6 @@
 /**
- * Version report shared by `svc version`, `/api/health` and `/api/meta` (spec 1-core-api.md,
- * "Command line" and "Versioning"; 0-conventions.md, "Names and commands").
+ * Version report shared by `svc version`, `/api/health` and `/api/meta` (docs/api.md,
+ * "Probes"; docs/operations.md, "Command line" and "Upgrades").
  *
  * The product version comes from package.json; the commit and build time are baked in by
  * scripts/build-info.mjs, which writes dist/build-info.json after `tsc`. When running from source
@@ -26,7 +26,7 @@ export interface VersionInfo {
   node: string;
   /** Database, HTTP library and native dependency versions, in a fixed order. */
   components: Record<string, string>;
-  /** The HTTP engine this process uses (issue 25): native uWS (which build) or the node:http adapter and why. */
+  /** The HTTP engine this process uses (docs/api.md, "Probes"): native uWS (which build) or the node:http adapter and why. */
   http: HttpEngineReport;
 }
 

@@ -1,6 +1,6 @@
 /**
- * Backup and restore of a data directory (0-conventions.md, "Embedding: the app definition",
- * CLI forms `svc backup FILE` and `svc restore FILE`; spec 1-core-api.md, "Command line").
+ * Backup and restore of a data directory (docs/operations.md, "Command
+ * line" and "Backup and restore": `svc backup FILE` and `svc restore FILE`).
  *
  * A backup is a directory, or a tar archive of the same entries when FILE ends in `.tar`:
  *

@@ -1,6 +1,6 @@
 /**
- * `svc doctor` on the server-SQL backend (issue 24: "`schema`/`import`/`doctor` on both
- * backends"; spec 1-core-api.md, "Command line"). The same check ids, severities, findings and
+ * `svc doctor` on the server-SQL backend (PostgreSQL: `schema`, `import` and `doctor` work on both
+ * backends; docs/operations.md, "Command line"). The same check ids, severities, findings and
  * exit codes as on the embedded database (src/ops/doctor.ts); what differs is where each check
  * looks:
  *

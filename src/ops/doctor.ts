@@ -1,7 +1,7 @@
 /**
- * `svc doctor`'s checks (spec 1-core-api.md, "Command line": exit codes, findings streams, check
- * ids in dash-case; "Access rules": open signup on a non-system auth collection is a warning,
- * other public writes are errors; 0-conventions.md: `svc doctor [--json]`; docs/operations.md,
+ * `svc doctor`'s checks (docs/operations.md, "Command line": exit codes, findings streams, check
+ * ids in dash-case; access rules: open signup on a non-system auth collection is a warning,
+ * other public writes are errors; `svc doctor [--json]`; docs/operations.md,
  * "Doctor").
  *
  * The doctor reads a data directory without changing it and without its lock, so it runs beside

@@ -1,7 +1,7 @@
 /**
- * Bulk import (0-conventions.md, "CLI forms": `svc import --collection=NAME FILE
- * [--format=csv|json|ndjson]`; spec 1-core-api.md, "Command line": exit 3 when rows were
- * skipped; the offline OAuth2 link import of "OAuth2").
+ * Bulk import (docs/operations.md, "Command line" and "Bulk import": `svc import
+ * --collection=NAME FILE [--format=csv|json|ndjson]`; exit 3 when rows were skipped; the offline
+ * OAuth2 link import of docs/auth.md, "OAuth2 and passkeys").
  *
  * Rows are streamed from the file (CSV through csv-records.ts, which refuses a malformed row and
  * reads on; JSON arrays through stream-json; NDJSON line by line) and each is created exactly as
@@ -352,9 +352,9 @@ export interface LinkRow {
 }
 
 /**
- * The offline OAuth2 link import (spec 1-core-api.md, "OAuth2": "an offline import command can
- * write them for migrations"): rows `{record, provider, providerId}` link existing records of the
- * auth collection `c` to provider accounts, as a first OAuth2 sign-in would have.
+ * The offline OAuth2 link import (docs/auth.md, "OAuth2 and passkeys": an offline import command
+ * can write the links for migrations): rows `{record, provider, providerId}` link existing records
+ * of the auth collection `c` to provider accounts, as a first OAuth2 sign-in would have.
  */
 export async function importLinks(store: Store, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
   const result: ImportResult = { imported: 0, updated: 0, skipped: 0, stopped: false, errors: [] };

@@ -1,6 +1,6 @@
 /**
- * Schema as code (0-conventions.md, "CLI forms": `svc schema dump [--out=FILE]`, `svc schema
- * apply FILE [--dry-run] [--allow-drop]`; spec 1-core-api.md, "Command line").
+ * Schema as code (docs/operations.md, "Command line" and "Schema as code": `svc schema
+ * dump [--out=FILE]`, `svc schema apply FILE [--dry-run] [--allow-drop]`).
  *
  * A dump is `{collections: [...]}`: every non-system collection as the REST API writes it (ids
  * included, timestamps left out), sorted by name, fields in their order, so two dumps of the same

@@ -1,6 +1,6 @@
 /**
- * The realtime hub (issue 14; protocol in 0-conventions.md, "Realtime protocol" and "PocketBase
- * client compatibility"): the connected clients, their subscriptions, and the fan-out of every
+ * The realtime hub (protocol in docs/realtime.md, "Protocol"; the PocketBase client
+ * in docs/pocketbase.md): the connected clients, their subscriptions, and the fan-out of every
  * committed change from the change feed (src/store/change-feed.ts) to the clients allowed to see
  * it. Transports (WebSocket frames, PocketBase-shaped Server-Sent Events) live in ./routes.ts;
  * here a client is anything that can take a text frame.
@@ -327,8 +327,8 @@ export class RealtimeHub {
 
   /**
    * Sends every client `{"type":"signal","topic":<topic>}` (SSE: an event named `topic` with that
-   * JSON): `__features` after a flag or experiment override changes (0-conventions.md, "Realtime
-   * protocol"). Counts as delivered.
+   * JSON): `__features` after a flag or experiment override changes (docs/realtime.md,
+   * "Protocol"). Counts as delivered.
    */
   signal(topic: string): void {
     const frame = JSON.stringify({ type: 'signal', topic });
@@ -793,8 +793,8 @@ export class RealtimeHub {
       }
       // The rule's SQL and the filter's are functions of this collection and schema generation,
       // the rule name, the filter's source and whether it was compiled for a superuser: the key
-      // names those rather than the SQL, which a relation filter makes tens of KB long (hashing
-      // such keys cost about 2 ms a subscription).
+      // names those rather than the SQL, which a relation filter makes long enough that hashing it
+      // was measured slow (bench/README.md, "Realtime audience keys").
       const key = `${rule}\u0000${check.kind}\u0000${check.kind === 'where' ? paramsKey(check.params) : ''}\u0000${sub.filterFor?.superuser ? 's' : ''}\u0000${sub.filterSrc ?? ''}\u0000${paramsKey(filterParams)}`;
       let a = audiences.get(key);
       if (!a) {

@@ -1,8 +1,8 @@
 /**
- * Realtime (issue 14 builds it; this folder is its seam). Deliveries will come from the change
+ * Realtime (docs/realtime.md; this folder is its seam). Deliveries will come from the change
  * feed (src/store/change-feed.ts): one batch per committed transaction, each change checked
  * against the subscriber's rules before it is sent. The frames below are the WebSocket protocol
- * settled in 0-conventions.md ("Realtime protocol"), JSON text frames on `GET /api/realtime`.
+ * settled in docs/realtime.md ("Protocol"), JSON text frames on `GET /api/realtime`.
  */
 
 /** Client → server frames. */

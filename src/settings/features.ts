@@ -1,7 +1,7 @@
 /**
- * Settings, the declared registry of flags and experiments, and their resolution (spec
- * 1-core-api.md, "Setting", "Feature flag and experiment", `/api/settings`, `/api/features`,
- * `/api/state`; 0-conventions.md "Embedding": `flags`, `experiments`, `stateRoute`).
+ * Settings, the declared registry of flags and experiments, and their resolution
+ * (docs/api.md, "Settings, flags and experiments", `/api/settings`, `/api/features`,
+ * `/api/state`; docs/framework.md: `flags`, `experiments`, `stateRoute`).
  *
  * Settings are opaque strings under keys, kept in `_settings` and mirrored in memory, so
  * `/api/state` reads no table for flags. The mirror, the per-subject state cache and the sticky
@@ -40,7 +40,7 @@ export interface ExperimentDefinition {
   description?: string;
 }
 
-/** `/api/features` entries (spec "Feature flag and experiment"). */
+/** `/api/features` entries (docs/api.md, "Settings, flags and experiments"). */
 export interface FlagView { name: string; default: boolean; description: string; override: string | null }
 export interface ExperimentView { name: string; variants: string[]; weights: number[]; sticky: boolean; description: string; weight_override: string | null }
 

@@ -1,7 +1,7 @@
 /**
- * Settings, feature flags and experiments (issue 17 builds them; this folder is their home).
- * The spec's Setting (1-core-api.md, "Setting"): an opaque string value under a key; declared
- * flag overrides live under `flag:<name>` (`true`/`false`), experiment weight overrides under
+ * Settings, feature flags and experiments (this folder is their home). A Setting (docs/api.md,
+ * "Settings, flags and experiments"): an opaque string value under a key; declared flag overrides
+ * live under `flag:<name>` (`true`/`false`), experiment weight overrides under
  * `exp:<name>:weights`.
  */
 export interface Setting {

@@ -1,11 +1,14 @@
 /**
- * Upload budgets (2-uploads-and-mail.md, "Upload budgets"): the bounds of the resumable upload
+ * Upload budgets (docs/files.md, "Resumable uploads"): the bounds of the resumable upload
  * store. An embedding program declares them in its app definition's `uploads` group (checked by
  * defineApp, before any port opens); the standalone `svc` takes the defaults, or the
  * `SERVICE_UPLOAD_*` environment variables.
  */
 
-/** The budget group's keys, as the spec names them. Sizes in bytes, `ttl_seconds` in seconds. */
+/**
+ * The budget group's keys, as docs/files.md, "Resumable uploads" names them. Sizes in bytes,
+ * `ttl_seconds` in seconds.
+ */
 export interface UploadBudgets {
   /** live sessions (any state) at once; positive, at most 1,024 */
   max_sessions: number;
@@ -13,8 +16,8 @@ export interface UploadBudgets {
   max_sessions_per_principal: number;
   /**
    * live sessions created from one client address (the trusted client IP, see addressShare);
-   * positive, at most max_sessions; absent: half of max_sessions, rounded up. Not a key of the
-   * spec's budget table: it bounds what a few sign-ups from one address can take.
+   * positive, at most max_sessions; absent: half of max_sessions, rounded up. Not one of the
+   * budgets the other keys bound: it bounds what a few sign-ups from one address can take.
    */
   max_sessions_per_address?: number;
   /** bytes one upload may declare; max_chunk_bytes ≤ it ≤ max_total_bytes, at most 1 GiB */
@@ -32,7 +35,7 @@ export interface UploadBudgets {
 export const MIB = 1024 * 1024;
 export const GIB = 1024 * MIB;
 
-/** The spec's defaults. */
+/** The defaults (docs/configuration.md, "Resumable uploads"). */
 export const DEFAULT_UPLOAD_BUDGETS: Readonly<UploadBudgets> = Object.freeze({
   max_sessions: 8,
   max_sessions_per_principal: 2,
@@ -63,7 +66,7 @@ export const BUDGET_KEYS: readonly string[] = [...NUMERIC_KEYS, 'durable'];
 
 /**
  * The problems of a budget group (empty when valid): unknown keys, values that are not positive
- * integers, and the spec's constraints between them.
+ * integers, and the constraints between them.
  */
 export function budgetProblems(group: Record<string, unknown>, prefix = 'uploads'): string[] {
   const out: string[] = [];

@@ -1,6 +1,6 @@
 /**
- * The persistence mode of the upload store (2-uploads-and-mail.md, "Persistence mode",
- * "Versioning"): sessions that survive a process restart.
+ * The persistence mode of the upload store (docs/files.md, "Resumable uploads"): sessions that
+ * survive a process restart.
  *
  * - Store format version 2 (`_uploadStore`, `_uploadSessions`, `_uploadPayloads`). A database with
  *   none of the tables starts a fresh store; a partial schema, a missing version marker or budgets,

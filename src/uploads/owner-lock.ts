@@ -1,5 +1,5 @@
 /**
- * The owner file of the persistence mode (2-uploads-and-mail.md, "Persistence mode"):
+ * The owner file of the persistence mode (docs/files.md, "Resumable uploads"):
  * `<canonical-database-path>.svc-uploads.lock`. One process owns it from right after the
  * database opens until the upload store closes; a second durable owner fails at startup, even
  * with `--ignore-lock` (which only concerns the data-directory lock). The file is permanent: it is

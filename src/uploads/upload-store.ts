@@ -1,12 +1,12 @@
 /**
- * The resumable upload store (2-uploads-and-mail.md, "Upload session", "Upload budgets", the
- * Upload session state machine, the endpoints' six rules, "Errors", "Limits"): sessions in RAM,
- * bound to a principal and a target (collection by stable id, record, file field by id), each
- * holding its whole declared payload in one buffer reserved at creation.
+ * The resumable upload store (docs/files.md, "Resumable uploads": the upload session state machine,
+ * the endpoints' six rules, their errors and limits): sessions in RAM, bound to a principal and a
+ * target (collection by stable id, record, file field by id), each holding its whole declared
+ * payload in one buffer reserved at creation.
  *
  * - Quotas: `max_sessions` live sessions, `max_sessions_per_principal` per principal, the
  *   address share (budgets.ts addressShare) per client address (terminal sessions keep their slot
- *   until their original expiry, as the spec says; an aborted one gives it back at once),
+ *   until their original expiry, as docs/files.md says; an aborted one gives it back at once),
  *   `max_total_bytes` of retained payloads (a payload is released when its session completes,
  *   fails, is aborted or expires).
  * - Chunks arrive through a body sink: appended bytes are copied once, from the HTTP engine's

@@ -1,6 +1,6 @@
 /**
- * Shared flow of `svc superuser create` and `svc superuser upsert` (0-conventions.md, "Serving
- * defaults"; spec 1-core-api.md, "Command line").
+ * Shared flow of `svc superuser create` and `svc superuser upsert` (docs/configuration.md,
+ * "Server"; docs/operations.md, "Command line").
  *
  * Validates the shared log settings (an invalid SERVICE_LOG_* value is reported and exits 1, as
  * for every command that loads config), resolves the data directory, then hands off to the domain

@@ -1,6 +1,6 @@
 /**
- * What the two sign-in methods that mail a secret share (spec 1-core-api.md, "Pluggable auth
- * methods"; 0-conventions.md "Sign-in method options"): magic link (`magic_link`, ./magic-link.ts:
+ * What the two sign-in methods that mail a secret share (docs/auth.md, "Magic links and
+ * one-time codes"): magic link (`magic_link`, ./magic-link.ts:
  * a single-use link token) and one-time code (`otp`, ./otp.ts: six digits). Both are off unless
  * `options.auth.methods.<slug>.enabled` is true.
  *

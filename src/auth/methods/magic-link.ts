@@ -1,6 +1,6 @@
 /**
- * Magic-link sign-in (spec 1-core-api.md, "Pluggable auth methods", "Magic-link consume";
- * 0-conventions.md, "Sign-in method options": `options.auth.methods.magic_link = {enabled, ttl_s,
+ * Magic-link sign-in (docs/auth.md, "Magic links and one-time codes":
+ * `options.auth.methods.magic_link = {enabled, ttl_s,
  * redirect_default, redirect_allow, rate_limit}`): initiate mails a single-use link (./emailed.ts
  * says what the two mailed methods share), complete or the consume link signs in with its token.
  */

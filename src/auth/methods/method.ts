@@ -1,5 +1,5 @@
 /**
- * The shape every sign-in method plugs into (spec 1-core-api.md, "Pluggable auth methods"):
+ * The shape every sign-in method plugs into (docs/auth.md):
  * password, magic link, one-time code, OAuth2 and passkeys.
  * A method proves who the caller is and returns the auth record; it never issues a session
  * itself: AuthService.signIn is the one path that does (cookies, tokens, session store,
@@ -9,7 +9,7 @@ import type { Collection } from '../../collections/types.js';
 import type { FieldError } from '../../errors/api-error.js';
 import type { ClientInfo } from '../client.js';
 
-/** What an auth event says of a sign-in (spec "Events": the login hook's `method`). */
+/** What an auth event says of a sign-in (docs/framework.md, "Hooks": the login hook's `method`). */
 export type SignInTag = 'password' | 'oauth2' | 'magic_link' | 'otp' | 'webauthn' | 'custom' | 'refresh';
 
 /** What a completed ceremony proves: the whole auth record to sign in, and what the method tells about it (OAuth2's `meta`). */
@@ -35,7 +35,7 @@ export interface MethodOptionsCheck {
    * The errors of `options.auth.methods.<slug>` (`options`, an object whose `enabled`, if
    * present, is a boolean; `enabled` and `rate_limit` are checked by the caller), keyed by full
    * path under `path` (e.g. `options.auth.methods.oauth2.providers.0.clientId`); empty when valid.
-   * The answer of POST/PATCH /api/collections (spec 1-core-api.md, "Collection").
+   * The answer of POST/PATCH /api/collections (docs/api.md, "Collections").
    */
   checkOptions(options: Record<string, unknown>, path: string): Record<string, FieldError>;
 }
@@ -47,7 +47,7 @@ export interface AuthMethod extends MethodOptionsCheck {
   readonly events: readonly string[];
   /**
    * Whether the method is on for a collection. Password is on unless `enabled: false`; the
-   * pluggable methods are on only with `enabled: true` (0-conventions.md).
+   * pluggable methods are on only with `enabled: true` (docs/auth.md).
    */
   enabled(c: Collection): boolean;
   /**

@@ -1,6 +1,6 @@
 /**
- * OAuth2 provider kinds and the talk with a provider (spec 1-core-api.md, "OAuth2";
- * 0-conventions.md, "Sign-in method options"): the four named kinds (`google`, `github`,
+ * OAuth2 provider kinds and the talk with a provider (docs/auth.md, "OAuth2 and
+ * passkeys"): the four named kinds (`google`, `github`,
  * `microsoft`, `discord`) with their endpoints, default scopes and profile shapes, plus `generic`
  * (OpenID Connect: three URLs given, or a `discoveryUrl`). Every provider URL must be https, both
  * when the options are saved and when a discovered endpoint is used; responses are bounded in size

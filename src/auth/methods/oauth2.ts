@@ -1,8 +1,7 @@
 /**
- * OAuth2 sign-in with PKCE (spec 1-core-api.md, "OAuth2", "States and transitions": OAuth state;
- * 0-conventions.md, "Sign-in method options"). The client holds the PKCE verifier and runs the
- * authorization redirect; the server hands out the provider's authorization URL and a single-use
- * state, then exchanges the code.
+ * OAuth2 sign-in with PKCE (docs/auth.md, "OAuth2 and passkeys", OAuth state included). The client
+ * holds the PKCE verifier and runs the authorization redirect; the server hands out the provider's
+ * authorization URL and a single-use state, then exchanges the code.
  *
  * initiate `{provider}` → `{authURL, clientId, scopes, state}`. `authURL` carries `client_id`,
  * `response_type=code`, `scope` and `state`; the client appends `redirect_uri`, `code_challenge`
@@ -230,10 +229,10 @@ export class OAuth2Method implements AuthMethod {
   }
 
   /**
-   * OAuth2's own routes: the sign-in page's provider list (GET …/auth/oauth2/providers, 404
-   * unless OAuth2 is on; spec "OAuth2") and unlinking a provider from a record (DELETE
-   * …/records/:id/external-auths/:provider, spec "Records": 401 anonymous, 404 unless the
-   * caller is the record itself or a superuser, or when the provider is not linked).
+   * OAuth2's own routes: the sign-in page's provider list (GET …/auth/oauth2/providers, 404 unless
+   * OAuth2 is on; docs/auth.md, "OAuth2 and passkeys") and unlinking a provider from a record
+   * (DELETE …/records/:id/external-auths/:provider, docs/api.md, "OAuth2": 401 anonymous, 404
+   * unless the caller is the record itself or a superuser, or when the provider is not linked).
    */
   routes(): readonly MethodRoute[] {
     return [

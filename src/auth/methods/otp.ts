@@ -1,6 +1,6 @@
 /**
- * One-time code sign-in (spec 1-core-api.md, "Pluggable auth methods"; 0-conventions.md,
- * "Sign-in method options": `options.auth.methods.otp = {enabled, ttl_s, rate_limit}`): the
+ * One-time code sign-in (docs/auth.md, "Magic links and
+ * one-time codes": `options.auth.methods.otp = {enabled, ttl_s, rate_limit}`): the
  * method, its options check and its mail. initiate mails six digits (./emailed.ts says what the
  * two mailed methods share); complete takes `{identity, code}`. Its rows are `_authTokens` of
  * kind `otp`, written and read through the store's auth-token statements (src/store/shared).

@@ -1,5 +1,5 @@
 /**
- * Password sign-in (spec 1-core-api.md, "Auth endpoints": auth-with-password) as an AuthMethod:
+ * Password sign-in (docs/api.md, "Auth": auth-with-password) as an AuthMethod:
  * `{identity, password}` against the collection's identity fields. A wrong password and an
  * unknown identity give the same 400 at the same cost (a dummy hash is verified); rate limited
  * per identity (method `password`).

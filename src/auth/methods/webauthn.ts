@@ -1,6 +1,6 @@
 /**
- * Passkeys (WebAuthn) as a sign-in method (spec 1-core-api.md, "Pluggable auth methods",
- * "Passkey registration"; 0-conventions.md, "Sign-in method options": `options.auth.methods.webauthn
+ * Passkeys (WebAuthn) as a sign-in method (docs/auth.md,
+ * "OAuth2 and passkeys": `options.auth.methods.webauthn
  * = {enabled, rpId, rpName, origins}`). Ceremonies are checked by @simplewebauthn/server.
  *
  * A ceremony is a single-use `_authTokens` row (kind `webauthn_register` or `webauthn_login`,
@@ -35,8 +35,9 @@ let webauthnLibrary: Promise<[WebAuthnServer, WebAuthnHelpers]> | null = null;
 
 /**
  * @simplewebauthn/server and its helpers, imported on the first passkey ceremony rather than at
- * start: with their ASN.1 and X.509 stack they are over 200 modules and about 20 MB resident,
- * which a server whose users never use passkeys should not carry.
+ * start: with their ASN.1 and X.509 stack they are many modules and megabytes resident
+ * (bench/README.md, "Libraries loaded on first use"), which a server whose users never use passkeys
+ * should not carry.
  */
 function webauthnLib(): Promise<[WebAuthnServer, WebAuthnHelpers]> {
   webauthnLibrary ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]);
@@ -311,7 +312,7 @@ export class WebAuthnMethod implements AuthMethod {
   }
 
   /**
-   * The passkey method's own routes (spec "Passkey registration"; docs/api.md, "Passkeys
+   * The passkey method's own routes (docs/api.md, "Passkeys
    * (WebAuthn)"):
    * - POST …/auth/webauthn/register/begin and /finish: 404 unless the method is on; the signed-in
    *   record of this collection (else 401), its session made by a primary sign-in within

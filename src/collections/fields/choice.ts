@@ -1,6 +1,6 @@
 /**
- * `select` and `relation` fields (spec 1-core-api.md, "Field"; 0-conventions.md, "Points the spec
- * leaves open": a relation's value is a string id when `maxSelect` is 1, an array otherwise).
+ * `select` and `relation` fields (docs/api.md, "Collections": a
+ * relation's value is a string id when `maxSelect` is 1, an array otherwise).
  *
  * Single (`maxSelect` 1, the default): TEXT holding the value, NULL when empty; the response value
  * is a string or null. Multiple (`maxSelect` > 1): TEXT holding a JSON array, `[]` when empty.

@@ -1,6 +1,6 @@
 /**
- * Shared pieces of the field codecs (spec 1-core-api.md, "Field"; codes from 0-conventions.md,
- * "Error codes"). Every field type implements `FieldCodec`; `index.ts` dispatches on `field.type`.
+ * Shared pieces of the field codecs (docs/api.md, "Collections"; codes from docs/api.md,
+ * "Errors"). Every field type implements `FieldCodec`; `index.ts` dispatches on `field.type`.
  */
 import type { Field, FieldOptions } from '../types.js';
 import type { FieldError } from '../../errors/api-error.js';

@@ -1,5 +1,5 @@
 /**
- * `date` and `autodate` fields (spec 1-core-api.md, "Field"; collection `ttl_field` compares them).
+ * `date` and `autodate` fields (docs/api.md, "Collections"; collection `ttl_field` compares them).
  *
  * Stored format (TEXT, sorts lexically, like PocketBase): `YYYY-MM-DD HH:MM:SS.sssZ`, UTC.
  * Accepted input: ISO 8601 / RFC 3339 with `T`, `t` or a space between date and time, optional

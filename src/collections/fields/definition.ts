@@ -1,6 +1,6 @@
 /**
  * Validation and normalisation of client-defined field definitions (collection create/update;
- * spec 1-core-api.md, "Collection" and "Field"; codes from 0-conventions.md, "Error codes").
+ * docs/api.md, "Collections"; codes from docs/api.md, "Errors").
  */
 import { randomInt } from 'node:crypto';
 import type { Field, FieldOptions, FieldType } from '../types.js';

@@ -1,5 +1,5 @@
 /**
- * `file` fields (spec 1-core-api.md, "Field": file has `maxSelect`, `maxSize`, `mimeTypes`).
+ * `file` fields (docs/api.md, "Collections": file has `maxSelect`, `maxSize`, `mimeTypes`).
  *
  * Options: `maxSelect` (default 1; 0/absent = 1), `maxSize` (bytes per file, default 5 MiB),
  * `mimeTypes` (allowed content types, sniffed from the bytes; empty = any; an entry may be

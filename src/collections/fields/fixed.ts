@@ -1,7 +1,7 @@
 /**
- * Exact fixed-point decimals for `number` fields with `mode: 'fixed'` (spec 1-core-api.md,
- * "Field": "fixed-point values are exact decimal strings on input and output, stored as scaled
- * integers"; 0-conventions.md: exact over the whole signed 64-bit range of the scaled integer).
+ * Exact fixed-point decimals for `number` fields with `mode: 'fixed'` (docs/api.md,
+ * "Collections": fixed-point values are exact decimal strings on input and output, stored as
+ * scaled integers, exact over the whole signed 64-bit range of the scaled integer).
  *
  * `"-12.34"` with scale 2 is stored as the INTEGER -1234 and read back as `"-12.34"`.
  */

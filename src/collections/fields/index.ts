@@ -1,6 +1,6 @@
 /**
- * Field definitions and value codecs (spec 1-core-api.md, "Field", "Record"; error codes from
- * 0-conventions.md). One file per family: text.ts (text, editor, email, url), number.ts +
+ * Field definitions and value codecs (docs/api.md, "Collections" and "Records"; error codes from
+ * docs/api.md, "Errors"). One file per family: text.ts (text, editor, email, url), number.ts +
  * fixed.ts, date.ts (date, autodate), choice.ts (select, relation), json.ts (json, bool), file.ts;
  * definition.ts validates client field definitions.
  *

@@ -1,12 +1,12 @@
 /**
- * `json` and `bool` fields (spec 1-core-api.md, "Field").
+ * `json` and `bool` fields (docs/api.md, "Collections").
  *
  * json: any JSON value, stored as TEXT with JSON.stringify (NULL for null/absent); more than
  * 1 MiB serialised → `validation_max`; a value JSON cannot represent → `validation_type`.
  * Required rejects null, `""`, `[]` and `{}`. Encryption (allowed on json) happens after encoding,
  * in the record service; decodeValue expects the decrypted text.
  *
- * Vector options (spec 1-core-api.md, "Search", vector): `dimensions` (1-65536, default null)
+ * Vector options (docs/lists.md, "Vectors"): `dimensions` (1-65536, default null)
  * declares the json field an embedding of that many numbers; the record table then keeps a
  * float32 copy of each well-formed value in an `F32_BLOB(dimensions)` shadow column (see
  * vector-sql.ts) so nearest-neighbour queries read blobs instead of parsing JSON. `vectorIndex`

@@ -1,5 +1,5 @@
 /**
- * `number` fields (spec 1-core-api.md, "Field"): float mode (default) and exact fixed-point mode.
+ * `number` fields (docs/api.md, "Collections"): float mode (default) and exact fixed-point mode.
  *
  * Float: a JSON number (any other JSON type, strings included → `validation_type`),
  * stored as REAL. Fixed (`mode: 'fixed'`, `scale` 1..8): a decimal string or JSON number, stored

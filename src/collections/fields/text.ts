@@ -1,5 +1,5 @@
 /**
- * String-valued field types: `text`, `editor`, `email`, `url` (spec 1-core-api.md, "Field").
+ * String-valued field types: `text`, `editor`, `email`, `url` (docs/api.md, "Collections").
  *
  * Stored as TEXT. Absent or null input stores NULL. A non-string input is `validation_type`.
  * - text / editor: an empty string is kept as `""` (and skips min/max/pattern unless required,
