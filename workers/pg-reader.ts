@@ -1,6 +1,6 @@
 /**
- * The worker of PgReader's sync bridge (src/store/pg/reader.ts, issue 24). It owns one pg.Client
- * and answers the main thread, which blocks until the answer is there:
+ * The worker of PgReader's sync bridge (src/store/pg/reader.ts). It owns one pg.Client and answers
+ * the main thread, which blocks until the answer is there:
  *
  * - the main thread posts a request on the MessagePort it shares with this worker, then waits with
  *   `Atomics.wait` on `flag[0]` (0: no answer yet);

@@ -261,16 +261,16 @@ function applyGroup(group: Array<{ batch: unknown[]; at: number }>): unknown[] {
 }
 
 /**
- * Planner statistics (issue 23). SQLite plans from `sqlite_stat1` (rows per index key); without
- * it every index looks alike, and a relation filter or a sort may be planned over the wrong
- * index. `ANALYZE` under `analysis_limit` reads at most that many entries of each index (about
- * 2 ms for the 135k cities and their three indexes), and runs: when the writer starts (before any
- * reader connection opens, so all of them plan with it); inside every transaction that changed
- * the schema (new tables and indexes; readers reload the schema, and the statistics with it,
- * when they see it changed); after ANALYZE_AFTER_CHANGES rows changed since the last run; and
+ * Planner statistics (ARCHITECTURE.md, "A read"). SQLite plans from `sqlite_stat1` (rows per index
+ * key); without it every index looks alike, and a relation filter or a sort may be planned over the
+ * wrong index. `ANALYZE` under `analysis_limit` reads at most that many entries of each index
+ * (about 2 ms for the 135k cities and their three indexes), and runs: when the writer starts
+ * (before any reader connection opens, so all of them plan with it); inside every transaction that
+ * changed the schema (new tables and indexes; readers reload the schema, and the statistics with
+ * it, when they see it changed); after ANALYZE_AFTER_CHANGES rows changed since the last run; and
  * once an hour while the server runs. Statistics written by the last two reach connections that
- * open afterwards (reader-pool threads, the planner connection); the main thread's read
- * connection loads them with its next schema change.
+ * open afterwards (reader-pool threads, the planner connection); the main thread's read connection
+ * loads them with its next schema change.
  */
 const ANALYSIS_LIMIT = 1000;
 const ANALYZE_AFTER_CHANGES = 10_000;
@@ -313,11 +313,11 @@ function commit(out: unknown[]): unknown[] {
 
 /**
  * Rolls back the transaction of a failed group. Returns null when no transaction is left open
- * (rolled back now, or already by SQLite, which then answers "no transaction is active"), else
- * why the ROLLBACK failed: the transaction is still live, every later BEGIN would fail, and what
- * it holds (a durable upload's acknowledged offset among them) is neither committed nor undone,
- * so the process must end (2-uploads-and-mail.md: "A failed rollback of a live durable
- * transaction terminates the process").
+ * (rolled back now, or already by SQLite, which then answers "no transaction is active"), else why
+ * the ROLLBACK failed: the transaction is still live, every later BEGIN would fail, and what it
+ * holds (a durable upload's acknowledged offset among them) is neither committed nor undone, so the
+ * process must end (docs/operations.md, "Fatal storage failures": a failed rollback of a live
+ * durable transaction terminates the process).
  */
 function rollBackGroup(): string | null {
   try {

@@ -1,5 +1,5 @@
 /**
- * Rendered list pages (spec 1-core-api.md, "List query parameters"), kept until the next commit.
+ * Rendered list pages (docs/api.md, "List records"), kept until the next commit.
  *
  * An offset-mode list body depends only on the database (every table a rule, filter or expand
  * may read), the collection's schema and rules, the request's query string and, through rules,

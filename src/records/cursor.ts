@@ -1,6 +1,6 @@
 /**
- * Cursor tokens for keyset paging (spec 1-core-api.md, "List query parameters", "Pagination
- * configuration"; 0-conventions.md: tokens over 2,048 characters answer 400).
+ * Cursor tokens for keyset paging (docs/lists.md, "Cursor paging"; docs/configuration.md, "Lists";
+ * tokens over 2,048 characters answer 400).
  *
  * A cursor names a listing (a binding hash over collection, sort, filter and search), a direction
  * (`n`: rows after the boundary, `p`: rows before it) and the boundary row's sort-key values.
@@ -46,7 +46,7 @@ export interface CursorStateStore {
   write(steps: WriteStep[]): Promise<unknown>;
 }
 
-/** Longest token accepted (0-conventions.md). */
+/** Longest token accepted (docs/lists.md, "Cursor paging"). */
 export const MAX_CURSOR_LENGTH = 2048;
 const MAX_KEYS = 32;
 const STATE_ID = /^[A-Za-z0-9_-]{22}[np]$/;

@@ -1,10 +1,10 @@
 /**
- * Existing values when a field's `encrypted` option changes (spec 1-core-api.md, "Field"): after
- * the collection update commits, the values already stored are re-written in the new form
- * (encrypted, or back to plaintext) in batches of write jobs. Until a row is migrated it stays
- * readable (the codec passes plaintext through), and each row's update is guarded by its old
- * value, so a record written meanwhile (already in the new form) is left alone. A value that
- * cannot be decrypted is left as it is rather than lost.
+ * Existing values when a field's `encrypted` option changes (docs/api.md, "Collections"): after the
+ * collection update commits, the values already stored are re-written in the new form (encrypted,
+ * or back to plaintext) in batches of write jobs. Until a row is migrated it stays readable (the
+ * codec passes plaintext through), and each row's update is guarded by its old value, so a record
+ * written meanwhile (already in the new form) is left alone. A value that cannot be decrypted is
+ * left as it is rather than lost.
  */
 import type { Collection, Field } from '../collections/types.js';
 import type { Store } from '../store/store.js';

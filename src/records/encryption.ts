@@ -1,5 +1,5 @@
 /**
- * Encrypted fields (spec 1-core-api.md, "Field": `encrypted` on text, editor and json).
+ * Encrypted fields (docs/api.md, "Collections": `encrypted` on text, editor and json).
  *
  * Values are AES-256-GCM ciphertext at rest and plaintext over the API. The stored form is
  * `enc:v1:<base64(iv[12] | tag[16] | ciphertext)>`; the additional authenticated data binds a

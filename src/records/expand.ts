@@ -1,4 +1,4 @@
-/** The `expand` parameter (spec 1-core-api.md, "List query parameters"; 0-conventions.md, "Expand"). */
+/** The `expand` parameter (docs/api.md, "List records"; docs/rules.md on hidden relations). */
 
 /** Relations at most one expand path follows. */
 export const MAX_EXPAND_DEPTH = 6;

@@ -1,6 +1,6 @@
 /**
- * A list request's query string, parsed once by the route layer (spec 1-core-api.md, "List query
- * parameters"; issue 13: the domain never re-reads URLSearchParams). `expand` and `fields` are
+ * A list request's query string, parsed once by the route layer (docs/api.md, "List records";
+ * ARCHITECTURE.md, "A read": the domain never re-reads URLSearchParams). `expand` and `fields` are
  * parsed here; the paging values stay as written because which of them count, and how they are
  * checked, depends on the paging mode the lister picks (a cursor page ignores `page`).
  */

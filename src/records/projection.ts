@@ -1,8 +1,8 @@
 /**
- * The `fields` projection (spec 1-core-api.md, "fields projection"): comma-separated dot paths,
- * `*` for every key at a level, a leading `-` removes a path after the includes (`-x` alone means
- * everything except x). Paths descend into `expand` blocks and into each element of arrays.
- * Unknown include paths are ignored. Applied last, after expand, rule checks and stripping.
+ * The `fields` projection (docs/api.md, "List records": `fields`): comma-separated dot paths, `*`
+ * for every key at a level, a leading `-` removes a path after the includes (`-x` alone means
+ * everything except x). Paths descend into `expand` blocks and into each element of arrays. Unknown
+ * include paths are ignored. Applied last, after expand, rule checks and stripping.
  */
 export interface Projection {
   includes: string[][];

@@ -1,6 +1,6 @@
 /**
- * Record lists (spec 1-core-api.md, "List query parameters", "Search", "Pagination
- * configuration"): offset pages and cursor (keyset) pages over one scope.
+ * Record lists (docs/api.md, "List records"; docs/lists.md; docs/configuration.md, "Lists"): offset
+ * pages and cursor (keyset) pages over one scope.
  *
  * The scope is the AND of the list rule, the filter, the expiry clause and the full-text match,
  * so search never widens what a caller may list. Mode: `cursor` or `limit` present (even empty)
@@ -10,10 +10,10 @@
  * run on the reader pool; other pages where the query plan says they are cheapest, within the
  * list time budget (SERVICE_LIST_TIME_BUDGET_MS: 503 `overloaded` past it).
  *
- * Issue 23 (ARCHITECTURE.md, "A read"): a filter's relation semi-joins are counted to choose
- * which side drives a sorted page (driverRows, driveOrder); counts are cached per
- * compiled scope until the next write; deep offset pages of a one-column sort seek from
- * checkpoints of an offset walk (walkFrom) instead of skipping every row before them.
+ * Relation filters and deep pages (ARCHITECTURE.md, "A read"): a filter's relation semi-joins are
+ * counted to choose which side drives a sorted page (driverRows, driveOrder); counts are cached per
+ * compiled scope until the next write; deep offset pages of a one-column sort seek from checkpoints
+ * of an offset walk (walkFrom) instead of skipping every row before them.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { SqlValue } from '../store/bind.js';
@@ -132,9 +132,9 @@ export class RecordLister {
 
   /**
    * One page as the serialized list body: a string, or its UTF-8 bytes (plain offset pages and
-   * pages from the page cache, which HTTP sends without transcoding). With the slow-query log on, the request costs two
-   * clock reads more; one at or over the threshold is handed to the log (which does the rest off
-   * this path). @throws ApiError 400/403/410 (see the spec's status table)
+   * pages from the page cache, which HTTP sends without transcoding). With the slow-query log on,
+   * the request costs two clock reads more; one at or over the threshold is handed to the log
+   * (which does the rest off this path). @throws ApiError 400/403/410 (docs/api.md, "Errors")
    */
   async list(c: Collection, principal: Principal | null, qs: ListQuery): Promise<string | Buffer> {
     const slow = this.cfg.slowQueries;
@@ -670,16 +670,16 @@ export class RecordLister {
   }
 
   /**
-   * An offset walk (issue 23): deep offset pages of a one-column sort without reading every
-   * skipped row. Checkpoints — the sort key and rowid of every WALK_STEP-th row of the scope in
-   * page order — are found once, each by a query that skips WALK_STEP rows from the one before
-   * (an index range when the sort column is indexed), and kept with the scope's count until
-   * the next write to the collection (Caches.walks); a page at `offset` then starts after the
-   * nearest checkpoint before it and skips fewer than WALK_STEP rows. Returns the page's WHERE
-   * (the scope's plus "after the checkpoint") and offset, or null when the sort is not one
-   * column, the page lies before the first checkpoint, or the rows there have no sort value.
-   * `bounded`: the scope has no other condition, so the page reads at most WALK_STEP + perPage
-   * index entries and may run on the main thread whatever its plan says.
+   * An offset walk (ARCHITECTURE.md, "A read"): deep offset pages of a one-column sort without
+   * reading every skipped row. Checkpoints — the sort key and rowid of every WALK_STEP-th row of
+   * the scope in page order — are found once, each by a query that skips WALK_STEP rows from the
+   * one before (an index range when the sort column is indexed), and kept with the scope's count
+   * until the next write to the collection (Caches.walks); a page at `offset` then starts after the
+   * nearest checkpoint before it and skips fewer than WALK_STEP rows. Returns the page's WHERE (the
+   * scope's plus "after the checkpoint") and offset, or null when the sort is not one column, the
+   * page lies before the first checkpoint, or the rows there have no sort value. `bounded`: the
+   * scope has no other condition, so the page reads at most WALK_STEP + perPage index entries and
+   * may run on the main thread whatever its plan says.
    */
   private async walkFrom(s: Scope, order: string[], offset: number): Promise<{ where: Where; offset: number; bounded: boolean } | null> {
     const by = this.L.walkOrder(order);

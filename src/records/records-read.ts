@@ -1,6 +1,6 @@
 /**
- * Record reads: view, list, abilities and expand (spec 1-core-api.md, "Records", "List query
- * parameters"). Lists (offset and cursor paging, search, vector) live in records-list.ts.
+ * Record reads: view, list, abilities and expand (docs/api.md, "Records", "List records"). Lists
+ * (offset and cursor paging, search, vector) live in records-list.ts.
  *
  * Cheap reads run on the main thread; a list page whose plan scans or sorts without an index,
  * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
@@ -61,7 +61,7 @@ export function listConfigFrom(
 
 /**
  * Adds `externalAuths: [{provider, providerId}]` to an auth record viewed by its owner or a
- * superuser (0-conventions.md, "Sign-in method options"); one indexed read.
+ * superuser (docs/auth.md, "OAuth2 and passkeys"); one indexed read.
  */
 export function withLinks(store: Store, c: Collection, rec: Record<string, unknown>, principal: Principal | null): void {
   if (c.type !== 'auth') return;

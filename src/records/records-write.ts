@@ -1,6 +1,6 @@
 /**
- * Record writes: create, update (including the self-service password change) and delete, each
- * as one write job on the writer thread (spec 1-core-api.md, "Records", "Password change").
+ * Record writes: create, update (including the self-service password change) and delete, each as
+ * one write job on the writer thread (docs/api.md, "Records", "Update a record").
  *
  * Rules are enforced inside the job: a create inserts then requires the new row to satisfy the
  * create rule (403 otherwise, rolled back); update and delete carry the rule in their WHERE and
@@ -199,8 +199,8 @@ export class RecordWriter {
   }
 
   /**
-   * Creates the auth record of a first OAuth2 sign-in (spec 1-core-api.md, "OAuth2": the first
-   * sign-in creates the record): `body` is judged by the create rule as an anonymous caller's
+   * Creates the auth record of a first OAuth2 sign-in (docs/auth.md, "OAuth2 and passkeys": the
+   * first sign-in creates the record): `body` is judged by the create rule as an anonymous caller's
    * would be, `verified` is what the provider vouches for, there is no password (password sign-in
    * fails until one is set through a reset), and `extra(id)` (the provider link) runs in the same
    * write job, so the record and its link exist together or not at all. Fires beforeCreate and
@@ -483,11 +483,11 @@ export class RecordWriter {
   }
 
   /**
-   * The self-service password change (spec "Password change"): non-superusers must send the right
-   * `oldPassword`; a wrong or missing one, an unknown record and a passwordless record all answer
-   * the same 400 `Invalid credentials.`. A record the caller may not update answers 404 (the update
-   * rule's denial) without its password being compared, so this is no oracle for another account's
-   * password; a dummy hash is verified instead, keeping the cost the same.
+   * The self-service password change (docs/api.md, "Update a record"): non-superusers must send the
+   * right `oldPassword`; a wrong or missing one, an unknown record and a passwordless record all
+   * answer the same 400 `Invalid credentials.`. A record the caller may not update answers 404 (the
+   * update rule's denial) without its password being compared, so this is no oracle for another
+   * account's password; a dummy hash is verified instead, keeping the cost the same.
    */
   private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, check: { kind: string; sql?: string; params?: SqlValue[] }): Promise<void> {
     if (principal?.superuser) return;

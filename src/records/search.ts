@@ -1,6 +1,6 @@
 /**
- * Full-text search (spec 1-core-api.md, "Search"; 0-conventions.md: `options.searchable`;
- * docs/lists.md, "Full-text search").
+ * Full-text search (docs/lists.md, "Full-text search": `searchable` fields; docs/api.md, "Full-text
+ * search").
  *
  * `search` / `q` text is parsed once ({@link parseSearch}) and lowered to the backend's query
  * language: an FTS5 query on SQLite ({@link lowerSearch}), a `tsquery` on PostgreSQL

@@ -1,8 +1,8 @@
 /**
  * Expiring rows (`options.ttl_field`): reads hide rows whose expiry is set and at or before now
- * (see records-read.ts); this collector deletes them through the writer at startup and about
- * every five minutes (spec 1-core-api.md, "Limits": expiry garbage collection). Deletes fire the
- * relation triggers like any other delete.
+ * (see records-read.ts); this collector deletes them through the writer at startup and about every
+ * five minutes (docs/api.md, "Collections": `ttl_field`). Deletes fire the relation triggers like
+ * any other delete.
  */
 import type { Store } from '../store/store.js';
 import type { Logger } from '../log/logger.js';

@@ -1,7 +1,7 @@
 /**
- * Vector nearest-neighbour ordering (spec 1-core-api.md, "List query parameters" `vector`,
- * "Search"; 0-conventions.md: embeddings live in `json` fields holding arrays of numbers, are not
- * validated on write, and a query validates them).
+ * Vector nearest-neighbour ordering (docs/lists.md, "Vectors"; docs/api.md, "List records"
+ * `vector`: embeddings live in `json` fields holding arrays of numbers, are not validated on write,
+ * and a query validates them).
  *
  * `vector=<field>[:cosine|:l2]:<json array>` orders rows nearest first by libsql's native
  * `vector_distance_cos` / `vector_distance_l2`; the query vector is bound as a float32 blob. Rows
@@ -15,7 +15,7 @@
  *   the DiskANN index (`vector_top_k`), an approximate search; records-list.ts decides.
  * - a json field without `dimensions` is scanned exactly through `vector32(<stored json>)`;
  *   a stored value libsql cannot read makes SQLite fail the query and `vectorFailure` maps that
- *   to the spec's 400.
+ *   to a 400 (docs/lists.md, "Vectors").
  * Both run on the reader pool; rules and filters apply before the distance.
  */
 import { ApiError } from '../errors/api-error.js';

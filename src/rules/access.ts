@@ -1,7 +1,7 @@
 /**
- * Access rules (spec 1-core-api.md, "Access rules"): null and "" are locked, `@public` opens an
- * operation, anything else is a filter expression compiled once per collection version and bound
- * per request from the request context. Superusers bypass every rule.
+ * Access rules (docs/rules.md, "Rules"): null and "" are locked, `@public` opens an operation,
+ * anything else is a filter expression compiled once per collection version and bound per request
+ * from the request context. Superusers bypass every rule.
  */
 import type { Collection, RuleName } from '../collections/types.js';
 import type { SqlValue } from '../store/bind.js';

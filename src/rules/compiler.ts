@@ -1,7 +1,7 @@
 /**
- * Compiles filter expressions and access rules (spec 1-core-api.md, "Filter grammar", "Access
- * rules") and `sort` parameters ("List query parameters") to SQL: the dialect-neutral side of
- * the compiler (its types, the facts it returns, binding values for a request). The emitter is
+ * Compiles filter expressions and access rules (docs/rules.md, "Filters", "Rules") and `sort`
+ * parameters (docs/api.md, "List records") to SQL: the dialect-neutral side of the compiler (its
+ * types, the facts it returns, binding values for a request). The emitter is
  * src/store/sql/rule-sql.ts, with a dialect per backend (src/store/sqlite/rule-sql.ts,
  * src/store/pg/rule-sql.ts).
  *
@@ -80,7 +80,7 @@ export interface CompileOptions {
   superuser?: boolean;
   /**
    * The SQL emitted: SQLite's (the default) or PostgreSQL's (src/store/pg/rule-sql.ts, same
-   * semantics and the same CompiledExpr shape; issue 24).
+   * semantics and the same CompiledExpr shape).
    */
   dialect?: SqlDialectName;
 }
@@ -97,7 +97,10 @@ export interface RequestContext {
   account?: AccountContext;
 }
 
-/** The principal's active account and role, and every account it belongs to (spec "@request.account.*"). */
+/**
+ * The principal's active account and role, and every account it belongs to (docs/framework.md,
+ * "Tenancy").
+ */
 export interface AccountContext {
   id: string;
   role: string;

@@ -1,5 +1,5 @@
 /**
- * Tokenizer for the filter grammar (spec 1-core-api.md, "Filter grammar").
+ * Tokenizer for the filter grammar (docs/rules.md, "Filters").
  *
  * One left-to-right pass over the source with a single index, no regular expressions over the
  * input, so lexing is linear in the input length whatever the input. Positions in tokens and

@@ -1,6 +1,6 @@
 /**
- * Recursive-descent parser for the filter grammar (spec 1-core-api.md, "Filter grammar"),
- * shared by the list `filter` parameter, access rules and realtime subscription filters.
+ * Recursive-descent parser for the filter grammar (docs/rules.md, "Filters"), shared by the list
+ * `filter` parameter, access rules and realtime subscription filters.
  *
  *   expr    := and ( "||" and )*
  *   and     := primary ( "&&" primary )*

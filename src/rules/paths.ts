@@ -1,6 +1,6 @@
 /**
- * Resolution of field names against the schema for filters, sorts and rules (spec 1-core-api.md,
- * "Filter grammar", "Record"), independent of the SQL dialect: which names exist, which are
+ * Resolution of field names against the schema for filters, sorts and rules (docs/rules.md,
+ * "Filters"; docs/api.md, "Records"), independent of the SQL dialect: which names exist, which are
  * hidden or encrypted, which fields hold several values. Paths become SQL (both backends) in
  * src/store/sql/rule-paths.ts.
  */

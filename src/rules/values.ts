@@ -5,9 +5,9 @@
 import type { SqlValue } from '../store/bind.js';
 
 /**
- * The `~` / `!~` operand rule (0-conventions.md, "Filter"): a value that already contains `%` is
- * used as written (a pattern, with `\` as the LIKE escape character); any other value becomes a
- * literal "contains" match, `%value%`, with `\` and `_` escaped so they match themselves.
+ * The `~` / `!~` operand rule (docs/rules.md, "Filters"): a value that already contains `%` is used
+ * as written (a pattern, with `\` as the LIKE escape character); any other value becomes a literal
+ * "contains" match, `%value%`, with `\` and `_` escaped so they match themselves.
  */
 export function wrapLike(value: string): string {
   if (value.includes('%')) return value;

@@ -1,8 +1,8 @@
 /**
- * The storage boundary of authentication (issue 13): what the auth domain (src/auth/) reads from
- * and writes to the database, as named operations. The implementations, shared by both backends
- * (a dialect table each for what they spell differently), live in src/store/shared/auth-sql.ts,
- * session-sql.ts and token-sql.ts; a Store hands them out as
+ * The storage boundary of authentication (ARCHITECTURE.md, "Folders"): what the auth domain
+ * (src/auth/) reads from and writes to the database, as named operations. The implementations,
+ * shared by both backends (a dialect table each for what they spell differently), live in
+ * src/store/shared/auth-sql.ts, session-sql.ts and token-sql.ts; a Store hands them out as
  * `store.sql.auth`, `store.sql.sessions` and `store.sql.authTokens`.
  *
  * Reads run at once on the store's main-thread reader and return raw values (never throwing for a
@@ -70,7 +70,10 @@ export interface SessionRow {
   ip: string;
 }
 
-/** Session rows of the table session store (spec 1-core-api.md, "Session (table session store)"). */
+/**
+ * Session rows of the table session store (docs/auth.md, "Sessions, verification, password reset,
+ * rate limits").
+ */
 export interface SessionRowStore {
   /**
    * Steps for a new login: delete the owner's rows last seen before `cutoff` (their tokens all
@@ -105,7 +108,7 @@ export interface AuthTokenRow {
   expires: number;
 }
 
-/** Verification and password-reset tokens (spec 1-core-api.md, "States and transitions"). */
+/** Verification and password-reset tokens (docs/api.md, "Verification and password reset"). */
 export interface AuthTokenRowStore {
   /** Steps deleting every token expired at `nowMs` (epoch ms), then inserting `row`. */
   issueSteps(row: AuthTokenRow, nowMs: number): WriteStep[];
@@ -119,7 +122,7 @@ export interface AuthTokenRowStore {
   latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined;
 }
 
-/** OAuth2 provider links (`_externalAuths`; spec 1-core-api.md, "OAuth2"). */
+/** OAuth2 provider links (`_externalAuths`; docs/auth.md, "OAuth2 and passkeys"). */
 export interface ExternalAuthRowStore {
   /** The record of `collectionId` linked to the provider account, or undefined. */
   recordFor(collectionId: string, provider: string, providerId: string): string | undefined;
@@ -167,7 +170,7 @@ export interface PasskeyView {
   lastUsed: string;
 }
 
-/** WebAuthn credentials (`_passkeys`; spec 1-core-api.md, "Passkey registration"). */
+/** WebAuthn credentials (`_passkeys`; docs/auth.md, "OAuth2 and passkeys"). */
 export interface PasskeyRowStore {
   /** The record's sign-in passkeys (not second factors), oldest first. */
   signInKeys(collectionId: string, recordId: string): PasskeyView[];
@@ -211,7 +214,7 @@ export interface MfaAttemptRow {
   expires: number;
 }
 
-/** Second factors (spec 1-core-api.md, "Two-factor ceremonies", "Two-factor limits"). */
+/** Second factors (docs/auth.md, "Two-factor sign-in"; docs/api.md, "Two-factor"). */
 export interface MfaRowStore {
   /** The record's TOTP factors (secrets as stored: encrypted). */
   totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[];

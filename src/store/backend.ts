@@ -1,9 +1,10 @@
 /**
- * The two halves of a database backend as the domain sees them (issue 24): a reader and a
- * writer. The embedded default implements them with libsql (src/store/sqlite/reader.ts, Reader;
- * src/store/sqlite/writer-client.ts, WriterClient), the server-SQL backend with PostgreSQL
- * (src/store/pg/reader.ts, PgReader; src/store/pg/writer.ts, PgWriter). A Store holds one of
- * each; which one is chosen by src/store/open.ts (`SERVICE_DATABASE_URL`).
+ * The two halves of a database backend as the domain sees them (ARCHITECTURE.md, "Folders"): a
+ * reader and a writer. The embedded default implements them with libsql
+ * (src/store/sqlite/reader.ts, Reader; src/store/sqlite/writer-client.ts, WriterClient), the
+ * server-SQL backend with PostgreSQL (src/store/pg/reader.ts, PgReader; src/store/pg/writer.ts,
+ * PgWriter). A Store holds one of each; which one is chosen by src/store/open.ts
+ * (`SERVICE_DATABASE_URL`).
  *
  * Rows are arrays of column values in select order (never objects); a value is what the backend's
  * driver gives for the column's type, bound values are SqlValue (src/store/bind.ts). Statement

@@ -1,8 +1,9 @@
 /**
- * The change feed (issue 13): once per committed transaction of the writer thread, the records it
- * created, updated and deleted, trigger side effects and relation cascades included
- * (workers/writer.ts notes them with TEMP triggers). One in-process stream on the main thread:
- * every cache invalidates from it, and realtime, hooks and cross-instance fan-out subscribe to it.
+ * The change feed (ARCHITECTURE.md, "The change feed"): once per committed transaction of the
+ * writer thread, the records it created, updated and deleted, trigger side effects and relation
+ * cascades included (workers/writer.ts notes them with TEMP triggers). One in-process stream on the
+ * main thread: every cache invalidates from it, and realtime, hooks and cross-instance fan-out
+ * subscribe to it.
  *
  * Delivery is synchronous, in commit order, after the commit is durable and before any write
  * job of that commit is answered: a request that wrote sees its own write in every cache.

@@ -1,7 +1,8 @@
 /**
- * What differs between SQL databases that the domain still needs to know (issue 13). Identifier
- * quoting is not here: no domain module builds statements any more (every statement is spelled in
- * src/store/sqlite/). What remains is telling a database's write failures apart.
+ * What differs between SQL databases that the domain still needs to know (ARCHITECTURE.md,
+ * "Folders"). Identifier quoting is not here: no domain module builds statements any more (every
+ * statement is spelled in src/store/sqlite/). What remains is telling a database's write failures
+ * apart.
  */
 
 /** A failed write job as the domain sees it. */

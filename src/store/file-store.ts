@@ -1,8 +1,8 @@
 /**
- * The storage boundary of record files (issue 13): the reads and guards src/files/ needs over
- * the stored file names of `file` fields (each column holds the field's stored value: a name, a
- * JSON list of names, or null). The SQLite implementation is `SqliteFileSql`
- * (src/store/sqlite/file-sql.ts); a Store hands it out as `store.sql.files`.
+ * The storage boundary of record files (ARCHITECTURE.md, "Folders"): the reads and guards
+ * src/files/ needs over the stored file names of `file` fields (each column holds the field's
+ * stored value: a name, a JSON list of names, or null). The SQLite implementation is
+ * `SqliteFileSql` (src/store/sqlite/file-sql.ts); a Store hands it out as `store.sql.files`.
  */
 import type { Collection } from '../collections/types.js';
 import type { SqlValue } from './bind.js';

@@ -1,6 +1,6 @@
 /**
- * The storage boundary of outbound mail (2-uploads-and-mail.md, "Mail send API": the durable
- * queue of job kind `mail`; "Sender identity"; "Suppression"); implemented for both backends by
+ * The storage boundary of outbound mail (docs/mail.md, "Delivery": the durable queue of job kind
+ * `mail`; docs/framework.md, "Mail": senders and bounces); implemented for both backends by
  * src/store/shared/mail-sql.ts.
  */
 import type { WriteStep } from './write-job.js';

@@ -1,8 +1,8 @@
 /**
- * Running an app's migrations, on either backend (0-conventions.md, "Embedding": `migrations`;
- * docs/framework.md, "Migrations"): the types a migration sees and the one loop that applies
- * them. Each backend gives a `MigrationConnection` of its own (src/store/sqlite/migrations-sql.ts
- * on the data directory's file, src/store/pg/migrations-sql.ts under a cluster-wide lock).
+ * Running an app's migrations, on either backend (docs/framework.md, "Migrations";
+ * docs/operations.md, "Migrations"): the types a migration sees and the one loop that applies them.
+ * Each backend gives a `MigrationConnection` of its own (src/store/sqlite/migrations-sql.ts on the
+ * data directory's file, src/store/pg/migrations-sql.ts under a cluster-wide lock).
  *
  * Migrations run before the server serves (or under `svc migrate`), when nothing else writes:
  * each one runs in one transaction together with the `_migrations` row that records it, so a

@@ -1,8 +1,8 @@
 /**
- * The storage boundary of the schema (issue 13): how collection definitions are read from and
- * written to the database. A collection change is one write job that migrates the record table
- * (columns, indexes, full-text and vector indexes, relation triggers) and stores the definition,
- * so it applies whole or not at all. The SQLite implementation is `sqliteSchema`
+ * The storage boundary of the schema (ARCHITECTURE.md, "Folders"): how collection definitions are
+ * read from and written to the database. A collection change is one write job that migrates the
+ * record table (columns, indexes, full-text and vector indexes, relation triggers) and stores the
+ * definition, so it applies whole or not at all. The SQLite implementation is `sqliteSchema`
  * (src/store/sqlite/schema-sql.ts); a Store hands it out as `store.sql.schema`.
  */
 import type { Collection } from '../collections/types.js';

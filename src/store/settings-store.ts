@@ -1,6 +1,7 @@
 /**
- * The storage boundary of settings and experiment assignments (spec 1-core-api.md, "Setting",
- * "Feature flag and experiment"); implemented for both backends by src/store/shared/settings-sql.ts.
+ * The storage boundary of settings and experiment assignments (docs/api.md, "Settings, flags and
+ * experiments"; docs/framework.md, "Flags and experiments"); implemented for both backends by
+ * src/store/shared/settings-sql.ts.
  */
 import type { WriteStep } from './write-job.js';
 import type { Setting } from '../settings/setting.js';

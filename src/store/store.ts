@@ -32,8 +32,8 @@ export interface RecordJsonSql {
 }
 
 /**
- * The named storage operations the domain uses instead of SQL (issue 13), by area. The SQLite
- * implementations come from `sqliteStores` (src/store/sqlite/sql-stores.ts).
+ * The named storage operations the domain uses instead of SQL (ARCHITECTURE.md, "Folders"), by
+ * area. The SQLite implementations come from `sqliteStores` (src/store/sqlite/sql-stores.ts).
  */
 export interface StoreSql {
   /** which backend these statements are for (the rule compiler's dialect) */

@@ -1,7 +1,6 @@
 /**
- * The storage boundary of the resumable upload store's persistence mode (2-uploads-and-mail.md,
- * "Persistence mode", "Versioning"); implemented for both backends by
- * src/store/shared/upload-sql.ts.
+ * The storage boundary of the resumable upload store's persistence mode (docs/files.md, "Resumable
+ * uploads"); implemented for both backends by src/store/shared/upload-sql.ts.
  *
  * Three tables: the store's settings (`version` = 2 and the budgets it was last opened with), one
  * metadata row per session, and the payload as fixed-size pages (`UPLOAD_PAGE_BYTES`), each a

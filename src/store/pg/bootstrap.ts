@@ -1,11 +1,11 @@
 /**
- * The system tables on PostgreSQL (issue 24), created idempotently at startup: the counterpart
- * of src/store/sqlite/bootstrap.ts and of the DDL the SQLite stores keep beside their statements
- * (session-sql.ts, token-sql.ts, link-sql.ts, mfa-sql.ts, settings-sql.ts, mail-sql.ts) and
- * migrations-sql.ts. Same tables, columns and indexes, with PostgreSQL types: text for text,
- * bigint for SQLite INTEGER counters and epoch-millisecond times, smallint for 0/1 flags; the
- * JSON columns of `_collections` stay text (the registry is read whole and parsed, and text keeps
- * the stored definition byte for byte). SQLite's `COLLATE NOCASE` keys become unique indexes on
+ * The system tables on PostgreSQL (docs/deployment.md), created idempotently at startup: the
+ * counterpart of src/store/sqlite/bootstrap.ts and of the DDL the SQLite stores keep beside their
+ * statements (session-sql.ts, token-sql.ts, link-sql.ts, mfa-sql.ts, settings-sql.ts, mail-sql.ts)
+ * and migrations-sql.ts. Same tables, columns and indexes, with PostgreSQL types: text for text,
+ * bigint for SQLite INTEGER counters and epoch-millisecond times, smallint for 0/1 flags; the JSON
+ * columns of `_collections` stay text (the registry is read whole and parsed, and text keeps the
+ * stored definition byte for byte). SQLite's `COLLATE NOCASE` keys become unique indexes on
  * `lower(…)` (`_collections.name`, `_superusers.email`, `_suppressions`, `_senders`): statements
  * that look those up compare `lower(col) = lower(?)` and upsert `ON CONFLICT (lower(…), …)`.
  *
@@ -13,10 +13,10 @@
  * with SQLite's NOT NULL constraints on its auth columns.
  *
  * The `vector` extension cannot be part of these steps: CREATE EXTENSION may be refused (no
- * privilege, or pgvector is not installed: Debian 12 has no package for it), and a failed
- * statement aborts the transaction it runs in. {@link ensureVectorExtension} tries it on its own
- * and answers whether vectors are available, with the warning to log when they are not (spec
- * 1-core-api.md, "Search": lacking privilege only logs a warning).
+ * privilege, or pgvector is not installed: Debian 12 has no package for it), and a failed statement
+ * aborts the transaction it runs in. {@link ensureVectorExtension} tries it on its own and answers
+ * whether vectors are available, with the warning to log when they are not (docs/deployment.md:
+ * without pgvector a warning is logged and vector search is off).
  */
 import type { WriteStep } from '../write-job.js';
 import { superusersCollection } from '../sqlite/bootstrap.js';

@@ -1,9 +1,9 @@
 /**
- * The cluster-wide change feed (issue 24, "Several instances, one service"): every instance's
- * PgWriter publishes what each of its commits changed to every other instance on the same
- * PostgreSQL database, and each instance delivers the others' batches into its own local
- * ChangeFeed (src/store/change-feed.ts), so its caches invalidate and its realtime hub delivers
- * (reading the records itself) as if the write had been made locally.
+ * The cluster-wide change feed (docs/deployment.md, "Several instances"): every instance's PgWriter
+ * publishes what each of its commits changed to every other instance on the same PostgreSQL
+ * database, and each instance delivers the others' batches into its own local ChangeFeed
+ * (src/store/change-feed.ts), so its caches invalidate and its realtime hub delivers (reading the
+ * records itself) as if the write had been made locally.
  *
  * Transport: LISTEN/NOTIFY on one channel (default `svc_changes`) of the database. A notification
  * carries ids: collection id, record id and op; creates and updates never carry record data (the

@@ -1,6 +1,7 @@
 /**
- * Cluster-wide single runs (issue 24): the TTL collector (src/records/ttl-gc.ts) and each cron job
- * must run on one instance at a time when several `svc serve` processes share one PostgreSQL.
+ * Cluster-wide single runs (docs/deployment.md): the TTL collector (src/records/ttl-gc.ts) and each
+ * cron job must run on one instance at a time when several `svc serve` processes share one
+ * PostgreSQL.
  *
  * Mechanism: PostgreSQL session-level advisory locks (`pg_try_advisory_lock(bigint)`) taken on ONE
  * dedicated connection per ClusterLock (not the pool: a pooled connection would carry the lock

@@ -1,6 +1,6 @@
 /**
- * PostgreSQL DDL for collections (issue 24): record tables, their indexes, relation integrity,
- * the full-text column and the pgvector shadow columns. The PostgreSQL counterpart of
+ * PostgreSQL DDL for collections (docs/deployment.md): record tables, their indexes, relation
+ * integrity, the full-text column and the pgvector shadow columns. The PostgreSQL counterpart of
  * src/store/sqlite/collection-sql.ts; every schema change is one write job (one transaction:
  * PostgreSQL DDL is transactional), as `{sql, params}` steps with `?` slots.
  *

@@ -1,7 +1,7 @@
 /**
- * The PostgreSQL column type of each field (issue 24; spec 1-core-api.md, "Field types"). The
- * codecs (src/collections/fields/) produce the same stored values on both backends; this maps
- * them to PostgreSQL types:
+ * The PostgreSQL column type of each field (docs/api.md, "Collections": the field types). The
+ * codecs (src/collections/fields/) produce the same stored values on both backends; this maps them
+ * to PostgreSQL types:
  *
  * - text, editor, email, url, date, autodate, and single-valued select / relation / file → `text`
  *   (dates keep SQLite's ISO-like text, `2024-01-02 03:04:05.678Z`, which sorts as it compares);

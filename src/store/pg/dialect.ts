@@ -1,14 +1,13 @@
 /**
- * The PostgreSQL dialect (implements Dialect, src/store/dialect.ts; issue 24).
+ * The PostgreSQL dialect (implements Dialect, src/store/dialect.ts; docs/deployment.md).
  *
  * A write failure is a PgWriteError of the writer (src/store/pg/writer.ts) or a raw `pg`
  * DatabaseError of any other statement. Constraint failures are SQLSTATE class 23
  * (integrity_constraint_violation): 23505 unique, 23502 not null, 23514 check, 23503 foreign key,
- * and the rarer 23001 restrict and 23P01 exclusion. Every other SQLSTATE is a database failure
- * that is no conflict of data (syntax, undefined column, statement timeout). A lost connection
- * (PgConnectionError), a guard's ApiError and any other error are no write failure: null.
- * A constraint failure is what the spec answers 409 (1-core-api.md, "Errors": integrity-constraint
- * conflict).
+ * and the rarer 23001 restrict and 23P01 exclusion. Every other SQLSTATE is a database failure that
+ * is no conflict of data (syntax, undefined column, statement timeout). A lost connection
+ * (PgConnectionError), a guard's ApiError and any other error are no write failure: null. A
+ * constraint failure is what the API answers 409 `conflict` (docs/api.md, "Errors").
  */
 import pg from 'pg';
 import type { Dialect, WriteFailure } from '../dialect.js';

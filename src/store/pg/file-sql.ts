@@ -1,6 +1,6 @@
 /**
  * PostgreSQL statements over the stored names of file fields (implements FileStore,
- * src/store/file-store.ts; issue 24): the counterpart of src/store/sqlite/file-sql.ts.
+ * src/store/file-store.ts): the counterpart of src/store/sqlite/file-sql.ts.
  *
  * A single-file field is a `text` column, a multi-file field a `jsonb` array (column-types.ts).
  * PostgreSQL prints jsonb with a space after each comma (`["a.png", "b.png"]`), where SQLite

@@ -1,10 +1,10 @@
 /**
- * Opening the server-SQL backend (issue 24): a Store over PostgreSQL, selected by
+ * Opening the server-SQL backend (docs/deployment.md): a Store over PostgreSQL, selected by
  * `SERVICE_DATABASE_URL=postgres://…` (src/store/open.ts). What it sets up, in order:
  *
  * 1. the writer (PgWriter: one connection, group commit, change capture's functions);
  * 2. the system tables (bootstrap.ts, idempotent) and, when the server has pgvector, the vector
- *    extension (a warning when it has not: spec 1-core-api.md, "Search");
+ *    extension (a warning when it has not: docs/deployment.md);
  * 3. the cluster's shared secrets (`_secrets`): the token-signing secret, and the field-encryption
  *    key unless SERVICE_ENCRYPTION_KEY gives one; the first instance to start makes them, every
  *    other instance reads the same, so a token signed by one instance verifies on any other and

@@ -1,9 +1,9 @@
 /**
- * Parameter slots for PostgreSQL (issue 24): statements in this project are spelled with SQLite's
- * positional `?` slots, PostgreSQL numbers them (`$1`, `$2`, …). `toPgPlaceholders` renumbers the
- * slots of one statement and leaves alone every `?` that is not a slot: inside a single-quoted
- * string ('', E'' with backslash escapes), a double-quoted identifier, a dollar-quoted string
- * ($$…$$, $tag$…$tag$), a `--` line comment or a (nested) block comment.
+ * Parameter slots for PostgreSQL (docs/deployment.md): statements in this project are spelled with
+ * SQLite's positional `?` slots, PostgreSQL numbers them (`$1`, `$2`, …). `toPgPlaceholders`
+ * renumbers the slots of one statement and leaves alone every `?` that is not a slot: inside a
+ * single-quoted string ('', E'' with backslash escapes), a double-quoted identifier, a
+ * dollar-quoted string ($$…$$, $tag$…$tag$), a `--` line comment or a (nested) block comment.
  *
  * A `?` outside those is always a slot: PostgreSQL's jsonb operators `?`, `?|` and `?&` cannot be
  * written in a statement that goes through here (spell them `jsonb_exists`, `jsonb_exists_any`,

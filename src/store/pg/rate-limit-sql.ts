@@ -1,8 +1,8 @@
 /**
- * Rate limits shared by every instance of a cluster (issue 24: "rate limits … are shared"): the
- * fixed-window counters of src/auth/rate-limit.ts (RateLimiter) kept in the PostgreSQL table
- * `_rateLimits` instead of one process's memory, so a client spreading its attempts over several
- * instances behind a load balancer meets one budget.
+ * Rate limits shared by every instance of a cluster (docs/deployment.md: rate limits count in the
+ * database): the fixed-window counters of src/auth/rate-limit.ts (RateLimiter) kept in the
+ * PostgreSQL table `_rateLimits` instead of one process's memory, so a client spreading its
+ * attempts over several instances behind a load balancer meets one budget.
  *
  * One statement per counted request, atomic in PostgreSQL (an upsert that restarts the window
  * when it has ended), run through the reader's synchronous connection (PgReader.runSync): the

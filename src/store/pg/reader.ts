@@ -1,10 +1,10 @@
 /**
- * Reads on PostgreSQL (issue 24): the counterpart of the SQLite Reader (src/store/sqlite/reader.ts)
- * with the same methods and the same answers, so the domain runs unchanged on either backend.
- * Statements arrive spelled for SQLite's slots (`?`, renumbered by toPgPlaceholders); rows come
- * back as arrays in the SQLite reader's shapes (workers/pg-reader.ts `readTypes`: integers as
- * BigInt, booleans as 1n/0n, float and numeric as numbers, bytea as Buffer, jsonb and everything
- * else as text).
+ * Reads on PostgreSQL (docs/deployment.md): the counterpart of the SQLite Reader
+ * (src/store/sqlite/reader.ts) with the same methods and the same answers, so the domain runs
+ * unchanged on either backend. Statements arrive spelled for SQLite's slots (`?`, renumbered by
+ * toPgPlaceholders); rows come back as arrays in the SQLite reader's shapes (workers/pg-reader.ts
+ * `readTypes`: integers as BigInt, booleans as 1n/0n, float and numeric as numbers, bytea as
+ * Buffer, jsonb and everything else as text).
  *
  * Two paths, as on SQLite:
  *

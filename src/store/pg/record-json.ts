@@ -1,7 +1,7 @@
 /**
- * A record as PostgreSQL selects and renders it (issue 24): the codec's column list (table aliased
- * `r`) and the SQL expression rendering a record's response JSON inside PostgreSQL for list pages
- * (RecordCodec.jsonSql, src/records/record-codec.ts), the counterpart of
+ * A record as PostgreSQL selects and renders it (docs/deployment.md): the codec's column list
+ * (table aliased `r`) and the SQL expression rendering a record's response JSON inside PostgreSQL
+ * for list pages (RecordCodec.jsonSql, src/records/record-codec.ts), the counterpart of
  * src/store/sqlite/record-json.ts over the storage model of collection-sql.ts.
  *
  * The rendering is the exact text the JavaScript codec produces (`stringify(fromRow(row))`), byte

@@ -1,6 +1,6 @@
 /**
- * The record statements (RecordSql, src/store/record-sql.ts) in PostgreSQL (issue 24), over the
- * storage model of collection-sql.ts, with SQLite's `?` orders. Differences from
+ * The record statements (RecordSql, src/store/record-sql.ts) in PostgreSQL (docs/deployment.md),
+ * over the storage model of collection-sql.ts, with SQLite's `?` orders. Differences from
  * src/store/sqlite/record-sql.ts:
  * - parameters PostgreSQL cannot type from their context are cast (`?::text`, `?::bigint`);
  * - `IS ?` (SQLite's null-safe equality) is `IS NOT DISTINCT FROM`;

@@ -1,12 +1,12 @@
 /**
- * The PostgreSQL schema store (implements SchemaStore, src/store/schema-store.ts; issue 24): the
- * counterpart of src/store/sqlite/schema-sql.ts. Collection definitions are rows of
- * `_collections` (bootstrap.ts: fields, indexes and options as JSON text, `system` as smallint
- * 0/1), read into Collections by the SQLite store's rowToCollection so both backends hand the
- * domain the same objects; changes are the DDL jobs of src/store/pg/collection-sql.ts, given
- * the server's options (whether pgvector is installed) at construction. Each job ends with the
- * step that makes change capture cover exactly the record tables of the new schema
- * (PgWriter.changeTriggersStep), so a new table's writes reach the change feed from its first commit.
+ * The PostgreSQL schema store (implements SchemaStore, src/store/schema-store.ts): the counterpart
+ * of src/store/sqlite/schema-sql.ts. Collection definitions are rows of `_collections`
+ * (bootstrap.ts: fields, indexes and options as JSON text, `system` as smallint 0/1), read into
+ * Collections by the SQLite store's rowToCollection so both backends hand the domain the same
+ * objects; changes are the DDL jobs of src/store/pg/collection-sql.ts, given the server's options
+ * (whether pgvector is installed) at construction. Each job ends with the step that makes change
+ * capture cover exactly the record tables of the new schema (PgWriter.changeTriggersStep), so a new
+ * table's writes reach the change feed from its first commit.
  *
  * Order of loadAll: SQLite answers in rowid order, and its registry upsert (INSERT OR REPLACE)
  * gives a changed collection a new rowid, so a collection moves to the end when it is updated.

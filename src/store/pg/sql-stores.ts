@@ -1,10 +1,11 @@
 /**
- * The PostgreSQL implementations of the store interfaces (issue 24), bound to one PgReader: the
- * counterpart of src/store/sqlite/sql-stores.ts, so a Store over PostgreSQL hands out the same
- * `store.sql.*` operations (src/store/store.ts, StoreSql). Reads run on `reader`; writes come back
- * as write-job steps for a PgWriter. The auth, session, token, link, second-factor, settings,
- * mail and upload stores are shared with SQLite (src/store/shared/), each given PostgreSQL's
- * spelling (the `postgres` entry of its dialect table; the upload store also this backend's DDL).
+ * The PostgreSQL implementations of the store interfaces (docs/deployment.md), bound to one
+ * PgReader: the counterpart of src/store/sqlite/sql-stores.ts, so a Store over PostgreSQL hands out
+ * the same `store.sql.*` operations (src/store/store.ts, StoreSql). Reads run on `reader`; writes
+ * come back as write-job steps for a PgWriter. The auth, session, token, link, second-factor,
+ * settings, mail and upload stores are shared with SQLite (src/store/shared/), each given
+ * PostgreSQL's spelling (the `postgres` entry of its dialect table; the upload store also this
+ * backend's DDL).
  */
 import type { StoreSql } from '../store.js';
 import type { PgReader } from './reader.js';

@@ -1,10 +1,10 @@
 /**
- * `svc superuser create|upsert` on the server-SQL backend (issue 24): the counterpart of
+ * `svc superuser create|upsert` on the server-SQL backend (docs/deployment.md): the counterpart of
  * src/store/sqlite/superuser-sql.ts, on a connection of its own to the database of
  * SERVICE_DATABASE_URL. Creates the system tables when missing (bootstrap.ts, idempotent), then
- * writes the superuser in one transaction; the email is compared case-insensitively as the
- * unique index on lower("email") does. Safe while servers run on the database: the row lock of
- * the update, or the unique index of the insert, serializes it with their writers.
+ * writes the superuser in one transaction; the email is compared case-insensitively as the unique
+ * index on lower("email") does. Safe while servers run on the database: the row lock of the update,
+ * or the unique index of the insert, serializes it with their writers.
  */
 import pg from 'pg';
 import type { SuperuserWrite } from '../auth-store.js';

@@ -1,12 +1,12 @@
 /**
- * PostgreSQL DDL of the upload store's persistence mode (issue 24): the counterpart of
- * src/store/sqlite/upload-sql.ts. `_uploadStore` (version marker and budgets), `_uploadSessions`
- * (metadata) and `_uploadPayloads` (payload pages), created only when the persistence mode opens
- * a database that has none of them (they are not part of bootstrap.ts). Same columns, PostgreSQL
- * types: text, bigint for SQLite's INTEGER (lengths, offsets, epoch-ms times; read back as BigInt
- * like SQLite's), bytea for the BLOB pages. Their statements are shared with SQLite:
- * src/store/shared/upload-sql.ts (UploadSql, with UPLOAD_DIALECTS.postgres and this DDL). The
- * server refuses the persistence mode on this backend (src/server.ts).
+ * PostgreSQL DDL of the upload store's persistence mode (docs/files.md, "Resumable uploads"): the
+ * counterpart of src/store/sqlite/upload-sql.ts. `_uploadStore` (version marker and budgets),
+ * `_uploadSessions` (metadata) and `_uploadPayloads` (payload pages), created only when the
+ * persistence mode opens a database that has none of them (they are not part of bootstrap.ts). Same
+ * columns, PostgreSQL types: text, bigint for SQLite's INTEGER (lengths, offsets, epoch-ms times;
+ * read back as BigInt like SQLite's), bytea for the BLOB pages. Their statements are shared with
+ * SQLite: src/store/shared/upload-sql.ts (UploadSql, with UPLOAD_DIALECTS.postgres and this DDL).
+ * The server refuses the persistence mode on this backend (src/server.ts).
  */
 
 /** The store's three tables (run by UploadSql.createSteps). */

@@ -1,10 +1,11 @@
 /**
- * The PostgreSQL writer (issue 24): applies write jobs (src/store/write-job.ts) with group commit
- * on ONE dedicated connection and publishes the change feed (src/store/change-feed.ts), with the
- * semantics of the SQLite writer (workers/writer.ts and src/store/sqlite/writer-client.ts). It
- * is the write half of the spec's "server SQL backend" (1-core-api.md: /api/meta capability,
- * "Search"); its change feed serves realtime ("Events") and cache invalidation, and its constraint
- * failures become the 409 "integrity-constraint conflict" of "Errors" through src/store/pg/dialect.ts.
+ * The PostgreSQL writer (docs/deployment.md): applies write jobs (src/store/write-job.ts) with
+ * group commit on ONE dedicated connection and publishes the change feed
+ * (src/store/change-feed.ts), with the semantics of the SQLite writer (workers/writer.ts and
+ * src/store/sqlite/writer-client.ts). It is the write half of the PostgreSQL backend
+ * (docs/deployment.md); its change feed serves realtime (docs/realtime.md) and cache invalidation
+ * (ARCHITECTURE.md, "The change feed"), and its constraint failures become the 409 `conflict` of
+ * docs/api.md, "Errors", through src/store/pg/dialect.ts.
  *
  * Group commit. Jobs queue on the main thread; the jobs of one event-loop turn, and every job that
  * arrives while a transaction is in flight, form the next group: one BEGIN … COMMIT (one WAL

@@ -1,9 +1,9 @@
 /**
  * Statements of auth records on both backends (implements AuthRecordStore,
- * src/store/auth-store.ts; issue 24), over the backend-neutral SqlReader (src/store/backend.ts):
- * the whole-record select used on every authenticated request, identity and email look-ups, the
- * verification / reset updates, the token-epoch bump, the side-table deletes of a deleted record
- * or collection, and the superuser count.
+ * src/store/auth-store.ts), over the backend-neutral SqlReader (src/store/backend.ts): the
+ * whole-record select used on every authenticated request, identity and email look-ups, the
+ * verification / reset updates, the token-epoch bump, the side-table deletes of a deleted record or
+ * collection, and the superuser count.
  *
  * The hidden auth columns (`passwordHash`, `tokenKey`, `token_epoch`) are part of the record
  * table: AUTH_HIDDEN_COLUMNS_SQL of src/store/sqlite/auth-sql.ts and of

@@ -1,10 +1,10 @@
 /**
  * Statements of the two sign-in link tables on both backends (implement ExternalAuthRowStore and
- * PasskeyRowStore, src/store/auth-store.ts; issue 24), over the backend-neutral SqlReader
- * (src/store/backend.ts): `_externalAuths` (OAuth2 provider links, spec 1-core-api.md "OAuth2")
- * and `_passkeys` (WebAuthn credentials, "Passkey registration"; second factors have factor = 1,
- * src/store/shared/mfa-sql.ts). The tables themselves are created by each backend's bootstrap:
- * LINK_DDL of src/store/sqlite/link-sql.ts, SYSTEM_DDL of src/store/pg/bootstrap.ts.
+ * PasskeyRowStore, src/store/auth-store.ts), over the backend-neutral SqlReader
+ * (src/store/backend.ts): `_externalAuths` (OAuth2 provider links, docs/auth.md, "OAuth2 and
+ * passkeys") and `_passkeys` (WebAuthn credentials, the same section; second factors have
+ * factor = 1, src/store/shared/mfa-sql.ts). The tables themselves are created by each backend's
+ * bootstrap: LINK_DDL of src/store/sqlite/link-sql.ts, SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
  * A provider account linked twice (UNIQUE ("collectionId","provider","providerId")) or a
  * credential id registered twice (the primary key) fails the job with a constraint failure on

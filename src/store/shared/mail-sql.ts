@@ -1,9 +1,9 @@
 /**
  * Statements of outbound mail on both backends (implements MailRowStore, src/store/mail-store.ts;
- * issue 24), over the backend-neutral SqlReader (src/store/backend.ts): `_mailQueue` (the durable
- * queue: a row from enqueue until delivery; failed ones stay with their last error),
- * `_suppressions` (hard bounces and complaints) and `_senders` (per-account sender identities).
- * The tables themselves are created by each backend's bootstrap: MAIL_DDL of
+ * docs/mail.md, "Delivery"), over the backend-neutral SqlReader (src/store/backend.ts):
+ * `_mailQueue` (the durable queue: a row from enqueue until delivery; failed ones stay with their
+ * last error), `_suppressions` (hard bounces and complaints) and `_senders` (per-account sender
+ * identities). The tables themselves are created by each backend's bootstrap: MAIL_DDL of
  * src/store/sqlite/mail-sql.ts, SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
  * What the backends do differently is in {@link MailSqlDialect}:

@@ -1,12 +1,12 @@
 /**
  * Statements of second factors on both backends (implements MfaRowStore, src/store/auth-store.ts;
- * spec 1-core-api.md, "Two-factor ceremonies", "Two-factor limits"; issue 24), over the
- * backend-neutral SqlReader (src/store/backend.ts): `_totpFactors` (TOTP seeds, encrypted, with
- * the last accepted time step), `_recoveryCodes` (hashed, single use), `_mfaAttempts` (pending
- * logins, enrollments and management capabilities with their tries) and `_mfaTries` (the durable
- * per-account limit). WebAuthn factors live in `_passkeys` (factor = 1,
- * src/store/shared/link-sql.ts). The tables themselves are created by each backend's bootstrap:
- * MFA_DDL of src/store/sqlite/mfa-sql.ts, SYSTEM_DDL of src/store/pg/bootstrap.ts.
+ * docs/auth.md, "Two-factor sign-in"; docs/api.md, "Two-factor"), over the backend-neutral
+ * SqlReader (src/store/backend.ts): `_totpFactors` (TOTP seeds, encrypted, with the last accepted
+ * time step), `_recoveryCodes` (hashed, single use), `_mfaAttempts` (pending logins, enrollments
+ * and management capabilities with their tries) and `_mfaTries` (the durable per-account limit).
+ * WebAuthn factors live in `_passkeys` (factor = 1, src/store/shared/link-sql.ts). The tables
+ * themselves are created by each backend's bootstrap: MFA_DDL of src/store/sqlite/mfa-sql.ts,
+ * SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
  * Integers (`lastStep`, `tries`, `expires`, counts) are read as BigInt on PostgreSQL and answered
  * as numbers on both backends. SQLite accepts an empty `IN ()`; PostgreSQL does not, so dropping

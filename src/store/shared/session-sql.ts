@@ -1,6 +1,6 @@
 /**
  * Statements of the table session store on both backends (implements SessionRowStore,
- * src/store/auth-store.ts; issue 24): the `_sessions` table and its reads and writes, over the
+ * src/store/auth-store.ts): the `_sessions` table and its reads and writes, over the
  * backend-neutral SqlReader (src/store/backend.ts). The table itself is created by each backend's
  * bootstrap: SESSIONS_DDL of src/store/sqlite/session-sql.ts, SYSTEM_DDL of
  * src/store/pg/bootstrap.ts.

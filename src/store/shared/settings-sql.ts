@@ -1,10 +1,10 @@
 /**
  * Statements of settings and sticky experiment assignments on both backends (implements
- * SettingsRowStore, src/store/settings-store.ts; issue 24), over the backend-neutral SqlReader
+ * SettingsRowStore, src/store/settings-store.ts), over the backend-neutral SqlReader
  * (src/store/backend.ts): `_settings` (key → opaque string) and `_assignments` (the variant a
  * subject got in a sticky experiment, kept from its first resolve). The tables themselves are
- * created by each backend's bootstrap: SETTINGS_DDL of src/store/sqlite/settings-sql.ts,
- * SYSTEM_DDL of src/store/pg/bootstrap.ts.
+ * created by each backend's bootstrap: SETTINGS_DDL of src/store/sqlite/settings-sql.ts, SYSTEM_DDL
+ * of src/store/pg/bootstrap.ts.
  *
  * Every write step names its row on the change feed (`creates` under SETTINGS_FEED_ID or
  * ASSIGNMENTS_FEED_ID, src/store/change-feed.ts): the entry reaches this process's feed when the

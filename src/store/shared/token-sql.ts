@@ -1,8 +1,8 @@
 /**
  * Statements of single-use verification and reset tokens on both backends (implements
- * AuthTokenRowStore, src/store/auth-store.ts; issue 24): the `_authTokens` table and its reads and
- * writes, over the backend-neutral SqlReader (src/store/backend.ts). The table itself is created
- * by each backend's bootstrap: AUTH_TOKENS_DDL of src/store/sqlite/token-sql.ts, SYSTEM_DDL of
+ * AuthTokenRowStore, src/store/auth-store.ts): the `_authTokens` table and its reads and writes,
+ * over the backend-neutral SqlReader (src/store/backend.ts). The table itself is created by each
+ * backend's bootstrap: AUTH_TOKENS_DDL of src/store/sqlite/token-sql.ts, SYSTEM_DDL of
  * src/store/pg/bootstrap.ts.
  *
  * `expires` is epoch ms (SQLite INTEGER; PostgreSQL bigint, read as BigInt), answered as a

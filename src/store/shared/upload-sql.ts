@@ -1,11 +1,11 @@
 /**
  * Statements of the upload store's persistence mode on both backends (implements UploadRowStore,
- * src/store/upload-store.ts; 2-uploads-and-mail.md, "Persistence mode"), over the
- * backend-neutral SqlReader (src/store/backend.ts): `_uploadStore` (version marker and budgets),
- * `_uploadSessions` (metadata) and `_uploadPayloads` (payload pages). The tables are not part of
- * either bootstrap: `createSteps` creates them when the persistence mode opens a database that
- * has none of them, from the backend's DDL handed to {@link UploadSql} (UPLOAD_DDL of
- * src/store/sqlite/upload-sql.ts and of src/store/pg/upload-sql.ts).
+ * src/store/upload-store.ts; docs/files.md, "Resumable uploads"), over the backend-neutral
+ * SqlReader (src/store/backend.ts): `_uploadStore` (version marker and budgets), `_uploadSessions`
+ * (metadata) and `_uploadPayloads` (payload pages). The tables are not part of either bootstrap:
+ * `createSteps` creates them when the persistence mode opens a database that has none of them, from
+ * the backend's DDL handed to {@link UploadSql} (UPLOAD_DDL of src/store/sqlite/upload-sql.ts and
+ * of src/store/pg/upload-sql.ts).
  *
  * The server refuses the persistence mode on PostgreSQL (src/server.ts; ARCHITECTURE.md,
  * `src/store/pg/`): its entry here serves `StoreSql.uploads` and the differential tests

@@ -1,7 +1,7 @@
 /**
- * Keyset predicates for cursor paging on both backends (spec 1-core-api.md, "List query
- * parameters": in cursor mode `id` is appended to the sort as the tiebreaker), in the spelling
- * of a {@link ListDialect} (ARCHITECTURE.md, src/store/sql/).
+ * Keyset predicates for cursor paging on both backends (docs/lists.md, "Cursor paging": in cursor
+ * mode `id` is appended to the sort as the tiebreaker), in the spelling of a {@link ListDialect}
+ * (ARCHITECTURE.md, src/store/sql/).
  *
  * Both backends order NULL below every other value: NULLs come first ascending and last
  * descending (PostgreSQL's sort terms and every ORDER BY written here name that placement; text

@@ -83,7 +83,7 @@ function dropTriggers(all: Collection[]): WriteStep[] {
   return triggerNames(all).map((n) => ({ sql: `DROP TRIGGER IF EXISTS ${q(n)}`, params: [] }));
 }
 
-/** The full-text table of a collection (spec 1-core-api.md, "Search": `<col>_fts`). */
+/** The full-text table of a collection (docs/lists.md, "Full-text search": `<col>_fts`). */
 export function ftsTableName(c: Collection): string {
   return `${c.name}_fts`;
 }

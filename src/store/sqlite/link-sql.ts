@@ -1,8 +1,8 @@
 /**
- * SQLite DDL of the two sign-in link tables: `_externalAuths` (OAuth2 provider links, spec
- * 1-core-api.md "OAuth2") and `_passkeys` (WebAuthn credentials, "Passkey registration"). Their
- * statements are shared with PostgreSQL: src/store/shared/link-sql.ts (ExternalAuthSql and
- * PasskeySql, with LINK_DIALECTS.sqlite).
+ * SQLite DDL of the two sign-in link tables: `_externalAuths` (OAuth2 provider links) and
+ * `_passkeys` (WebAuthn credentials): docs/auth.md, "OAuth2 and passkeys". Their statements are
+ * shared with PostgreSQL: src/store/shared/link-sql.ts (ExternalAuthSql and PasskeySql, with
+ * LINK_DIALECTS.sqlite).
  */
 
 /**

@@ -1,10 +1,9 @@
 /**
- * SQLite DDL of second factors (spec 1-core-api.md, "Two-factor ceremonies", "Two-factor
- * limits"): `_totpFactors` (TOTP seeds, encrypted, with the last accepted time step),
- * `_recoveryCodes` (hashed, single use), `_mfaAttempts` (pending logins, enrollments and
- * management capabilities with their tries) and `_mfaTries` (the durable per-account limit). Their
- * statements are shared with PostgreSQL: src/store/shared/mfa-sql.ts (MfaSql, with
- * TOTP_ORDER.sqlite).
+ * SQLite DDL of second factors (docs/auth.md, "Two-factor sign-in"; docs/api.md, "Two-factor"):
+ * `_totpFactors` (TOTP seeds, encrypted, with the last accepted time step), `_recoveryCodes`
+ * (hashed, single use), `_mfaAttempts` (pending logins, enrollments and management capabilities
+ * with their tries) and `_mfaTries` (the durable per-account limit). Their statements are shared
+ * with PostgreSQL: src/store/shared/mfa-sql.ts (MfaSql, with TOTP_ORDER.sqlite).
  */
 
 /** DDL (part of the bootstrap steps, src/store/sqlite/bootstrap.ts). */

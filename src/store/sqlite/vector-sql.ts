@@ -1,6 +1,6 @@
 /**
- * Storage of vector fields (spec 1-core-api.md, "Search", vector; 0-conventions.md: embeddings
- * live in `json` fields and are not validated on write).
+ * Storage of vector fields (docs/lists.md, "Vectors": embeddings live in `json` fields and are not
+ * validated on write).
  *
  * A json field with `options.dimensions` N gets a shadow column `_vec_<fieldId> F32_BLOB(N)` in
  * its record table. Insert and update triggers copy each stored value into it as libsql's float32
