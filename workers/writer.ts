@@ -4,12 +4,13 @@
  * next group: one BEGIN IMMEDIATE … COMMIT (one fsync) serves many requests, and each job runs in
  * its own SAVEPOINT so a failing job rolls back alone.
  *
- * The change feed starts here: TEMP triggers on every record table (this connection only) note
- * each updated and deleted row in `temp._changes`, so cascades and other trigger side effects
- * are seen too; a job rolled back to its savepoint takes its notes with it. Before each COMMIT
- * the group's notes are read, merged per record and sent with the group's outcomes. Inserts are
- * not noted here (a trigger costs the writer about 4 µs a row, and an insert never cascades):
- * the creating step names its record (WriteStep.creates) and the main thread adds it.
+ * The change feed starts here: TEMP triggers on every record table (this connection only) note each
+ * updated and deleted row in `temp._changes`, so cascades and other trigger side effects are seen
+ * too; a job rolled back to its savepoint takes its notes with it. Before each COMMIT the group's
+ * notes are read, merged per record and sent with the group's outcomes. Inserts are not noted here
+ * (a trigger costs the writer time on every row, bench/README.md, "Session 6: the architecture
+ * step, paired"; and an insert never cascades): the creating step names its record
+ * (WriteStep.creates) and the main thread adds it.
  *
  * workerData: { path: string, busyTimeoutMs: number }
  * Messages in: a flat batch of jobs (the jobs of one main-thread event-loop turn; wire format in
@@ -228,11 +229,11 @@ function fail(out: unknown[], mark: number, id: number, kind: number, step: numb
 }
 
 /**
- * Applies one group in one transaction. Optimistic first: the jobs run without per-job
- * savepoints (two statements a job, about 10 µs of the writer's time saved per job). If any job
- * fails, the whole transaction is rolled back and the group runs again with a savepoint per job,
- * so only the failing jobs roll back; the order is the same, so every job sees what it would have
- * seen. Returns the flat outcomes of the group.
+ * Applies one group in one transaction. Optimistic first: the jobs run without per-job savepoints
+ * (two statements a job saved: bench/README.md, "The writer and its messages"). If any job fails,
+ * the whole transaction is rolled back and the group runs again with a savepoint per job, so only
+ * the failing jobs roll back; the order is the same, so every job sees what it would have seen.
+ * Returns the flat outcomes of the group.
  */
 function applyGroup(group: Array<{ batch: unknown[]; at: number }>): unknown[] {
   let out: unknown[] = [];
@@ -264,13 +265,13 @@ function applyGroup(group: Array<{ batch: unknown[]; at: number }>): unknown[] {
  * Planner statistics (ARCHITECTURE.md, "A read"). SQLite plans from `sqlite_stat1` (rows per index
  * key); without it every index looks alike, and a relation filter or a sort may be planned over the
  * wrong index. `ANALYZE` under `analysis_limit` reads at most that many entries of each index
- * (about 2 ms for the 135k cities and their three indexes), and runs: when the writer starts
- * (before any reader connection opens, so all of them plan with it); inside every transaction that
- * changed the schema (new tables and indexes; readers reload the schema, and the statistics with
- * it, when they see it changed); after ANALYZE_AFTER_CHANGES rows changed since the last run; and
- * once an hour while the server runs. Statistics written by the last two reach connections that
- * open afterwards (reader-pool threads, the planner connection); the main thread's read connection
- * loads them with its next schema change.
+ * (cheap: bench/README.md, "The writer and its messages"), and runs: when the writer starts (before
+ * any reader connection opens, so all of them plan with it); inside every transaction that changed
+ * the schema (new tables and indexes; readers reload the schema, and the statistics with it, when
+ * they see it changed); after ANALYZE_AFTER_CHANGES rows changed since the last run; and once an
+ * hour while the server runs. Statistics written by the last two reach connections that open
+ * afterwards (reader-pool threads, the planner connection); the main thread's read connection loads
+ * them with its next schema change.
  */
 const ANALYSIS_LIMIT = 1000;
 const ANALYZE_AFTER_CHANGES = 10_000;

@@ -10,15 +10,15 @@
  * with `ttl_field`, random sorts) and cursor pages (their tokens) are never cached. Like the
  * record cache, this assumes this process makes every write to record tables (docs/internals.md).
  *
- * Bodies are kept as UTF-8 bytes, so a hit is sent without transcoding the string again (a page
- * of 20 cities, mostly non-ASCII names: about 15 µs a send).
+ * Bodies are kept as UTF-8 bytes, so a hit is sent without transcoding the string again (measured
+ * on pages of mostly non-ASCII names: bench/README.md, "Lists over the cities").
  *
- * Bounded by entries and by bytes of body text (an lru-cache size budget); the least recently
- * used entries go first. A page is kept only when the same key was asked for before at the same
- * commit count (a doorkeeper of recent keys): a stream of one-off queries (distinct filters,
- * vector points) would otherwise fill the cache with pages nobody asks for again, and every such
- * page survives long enough to be promoted into V8's old generation, which then grows (measured:
- * peak RSS 197 MB against 139 MB without the cache, under 5,000 distinct list queries a second).
+ * Bounded by entries and by bytes of body text (an lru-cache size budget); the least recently used
+ * entries go first. A page is kept only when the same key was asked for before at the same commit
+ * count (a doorkeeper of recent keys): a stream of one-off queries (distinct filters, vector
+ * points) would otherwise fill the cache with pages nobody asks for again, and every such page
+ * survives long enough to be promoted into V8's old generation, which then grows (measured:
+ * bench/README.md, "The page cache's doorkeeper").
  */
 import { LRUCache } from 'lru-cache';
 import { boundedCache } from './bounded.js';

@@ -3,8 +3,8 @@
  * collections (auth records hide `email` per caller), a `@public` view rule or a superuser, no
  * expand or fields projection, no ttl_field (expiry is time-dependent).
  *
- * Why: a libsql point read costs about 12 µs under load (measured; the native call dominates a
- * read-by-id request), so a hot record is served from memory.
+ * Why: a read-by-id answered from memory measured well under half the cost of one that runs the
+ * libsql point read (bench/README.md, "Record read by id"), so a hot record is served from memory.
  *
  * Coherence: every write goes through this process's writer, whose change feed reaches Caches
  * (caches.ts) after each commit: a changed or deleted record drops its entry (`drop`), cascades
@@ -35,7 +35,7 @@ interface Bucket<B extends string | Buffer> {
 /**
  * Entries live in one map per collection, keyed by the record id alone: a list page looks up 20
  * ids, and a lookup by a fresh `collection + id` string paid for building and hashing that string
- * each time (about 4 µs a page of 20 in list profiles).
+ * each time (bench/README.md, "List pages").
  *
  * `B`: the body's form, a string (records as get-by-id answers them) or UTF-8 bytes (list rows,
  * which are copied into the page's bytes: see RecordLister.pageFromRowCache; each in memory of
@@ -44,8 +44,8 @@ interface Bucket<B extends string | Buffer> {
  * objects, about 150 bytes).
  *
  * Not an lru-cache (src/cache/bounded.ts): a plain page looks up 20 ids here, and lru-cache's
- * lookup (its recency bookkeeping) cost about 90 ns more than a Map's, some 2 µs on a page whose
- * main-thread cost is about 40 µs (bench/README.md, "Bounded caches through lru-cache").
+ * lookup (its recency bookkeeping) measured dearer than a Map's, a share of a plain page's
+ * main-thread cost worth keeping (bench/README.md, "Bounded caches through lru-cache").
  */
 export class RecordCache<B extends string | Buffer = string> {
   private buckets = new Map<string, Bucket<B>>();

@@ -48,10 +48,10 @@ const suffixesThisMs = new Set<string>();
  *
  * Time order is what keeps creates cheap: a new row's id lands on the last page of the id index
  * instead of a random one, so a group commit writes one or two index pages instead of one per row
- * (measured on a 20k-row posts table, 28 rows a commit: writer CPU 34 µs a row against 49–60 µs
- * with random ids, and 1.5 ms a commit against 2.0–2.8 ms). Ids issued by this process never
- * repeat: a suffix drawn twice in the same millisecond is drawn again. Ids reveal their creation
- * time to the millisecond; they are names, not secrets (access is decided by rules).
+ * (measured: less writer CPU a row and a commit than with random ids; bench/README.md, "Create").
+ * Ids issued by this process never repeat: a suffix drawn twice in the same millisecond is drawn
+ * again. Ids reveal their creation time to the millisecond; they are names, not secrets (access is
+ * decided by rules).
  */
 export function newRecordId(): string {
   const ms = Date.now();
@@ -68,9 +68,9 @@ export function newRecordId(): string {
 
 /**
  * A random secret of `bytes` bytes as base64url, drawn from the same CSPRNG pool as ids (a
- * randomBytes call costs a native job object each time: about 40 µs of each password sign-in's
- * main-thread time went to it). Bytes handed out are zeroed in the pool, so a secret's bytes do
- * not stay behind in memory until the next refill.
+ * randomBytes call costs a native job object each time, a measured share of each password sign-in's
+ * main-thread time: bench/README.md, "Password sign-in"). Bytes handed out are zeroed in the pool,
+ * so a secret's bytes do not stay behind in memory until the next refill.
  */
 export function randomToken(bytes = 32): string {
   if (bytes > pool.length) return randomBytes(bytes).toString('base64url');

@@ -86,7 +86,7 @@ interface Scope {
 
 /**
  * Rows between two checkpoints of an offset walk (walkFrom): a page skips fewer than this many
- * index entries (about 10 µs for 250); the walk keeps rows ÷ WALK_STEP checkpoints.
+ * index entries (bench/README.md, "List pages"); the walk keeps rows ÷ WALK_STEP checkpoints.
  */
 export const WALK_STEP = 250;
 /** Checkpoints found in one event-loop turn before the walk yields to other requests. */
@@ -100,8 +100,9 @@ const DRIVER_MIN_BOUND = 4096;
  */
 const SMALL_SCOPE_ROWS = 2000;
 /**
- * Small scopes from this many rows have their sorted ids found on a reader thread when one is
- * free (about 30 µs of reading and sorting at 0.3 µs a row, the cost of a round trip to the pool).
+ * Small scopes from this many rows have their sorted ids found on a reader thread when one is free
+ * (from this size, reading and sorting them costs about a round trip to the pool: bench/README.md,
+ * "List pages").
  */
 const BALANCED_SCOPE_ROWS = 100;
 
@@ -293,13 +294,13 @@ export class RecordLister {
    * statistics give the average number of rows per related id, not per value, so alone it plans
    * every such page the same way: with `sqlite_stat1`, by walking the sort index and testing each
    * row against the semi-join, which finds a page of a country with many large cities at once and
-   * walks the whole index (135k rows, 150-200 ms) for a country with few. When a semi-join
-   * matches under the bound of driverRows, the sort terms are made unindexable (`+term`), so the
-   * plan reads those rows through the column's index and sorts them: its cost is bounded by their
-   * number, where the walk's depends on where they lie in the sort order (measured over all 246
-   * countries × 8 population thresholds of the cities: 0.15 ms a page on average driven this way,
-   * 0.13 ms choosing the cheaper plan of each pair in hindsight, 0.33 ms walking whenever the
-   * semi-join matched more than √(20 × rows) cities, 49 ms always walking).
+   * walks the whole index for a country with few. When a semi-join matches under the bound of
+   * driverRows, the sort terms are made unindexable (`+term`), so the plan reads those rows through
+   * the column's index and sorts them: its cost is bounded by their number, where the walk's
+   * depends on where they lie in the sort order (measured over every country and population
+   * threshold of the cities: close to choosing the cheaper plan of each pair in hindsight, cheaper
+   * than walking past a fixed match count, far cheaper than always walking; bench/README.md, "Lists
+   * over the cities", "List pages").
    */
   private driveOrder(s: Scope, order: string[]): string[] {
     return order.length && s.driverRows !== null ? order.map(this.L.unindexedOrder) : order;
@@ -346,8 +347,8 @@ export class RecordLister {
     if (s.search) order.push(this.L.SEARCH_RANK);
     if (s.vector) order.push(this.L.ID_ORDER);
     // Plain pages (no expand, projection or vector) are rendered to JSON inside SQLite, the whole
-    // page as one string: one row crossing into JavaScript instead of one per record (measured:
-    // about 60 against 120 µs for 20 posts of ~480 characters).
+    // page as one string: one row crossing into JavaScript instead of one per record (measured
+    // about twice as fast: bench/README.md, "List pages").
     const plain = !s.vector && !s.search && !qs.shaped && !this.L.hasRandomOrder(order);
     const rendered = plain ? s.codec.jsonSql : null;
     params.push(...s.where.params, perPage, (page - 1) * perPage);
@@ -365,8 +366,9 @@ export class RecordLister {
       // a page rendered in SQLite arrives as UTF-8 bytes (a BLOB), never decoded into a string
       const renderSql = (): string => this.L.pageAggregateSql(s.c.name, s.from, where.sql(), order, rendered, this.L.ITEM_SEPARATOR, true);
       if (walk?.bounded) {
-        // A deep page's rows are seldom cached: rendered by one query over the page's rowids
-        // (about 200 µs for 20 random cities), on a reader thread while one is free, else here.
+        // A deep page's rows are seldom cached: rendered by one query over the page's rowids (its
+        // cost: bench/README.md, "Lists over the cities"), on a reader thread while one is free,
+        // else here.
         items = chunks((await this.runOne(s, renderSql(), pageParams, visits, 'balanced'))?.[0]);
       } else if (small && s.c.type !== 'base') {
         items = chunks(this.store.reader.get(renderSql(), pageParams)?.[0]);
@@ -424,9 +426,9 @@ export class RecordLister {
   }
 
   /**
-   * The page's id query (pageIdsSql, for its plan) and the same ids as one string (one row
-   * crossing into JavaScript instead of one array per id; measured with libsql 0.5.29, 20 ids:
-   * 4.7 µs against 16 µs; 10 µs with a sort), built once per collection, WHERE and ORDER BY.
+   * The page's id query (pageIdsSql, for its plan) and the same ids as one string (one row crossing
+   * into JavaScript instead of one array per id, measured faster: bench/README.md, "The suite"),
+   * built once per collection, WHERE and ORDER BY.
    */
   private idQueriesOf(s: Scope, where: Where, order: string[]): { pageIds: string; aggregate: string } {
     const whereSql = where.sql();
@@ -442,10 +444,10 @@ export class RecordLister {
 
   /**
    * A plain page of a base collection whose id query is expensive: the ids found on the reader
-   * pool, the bodies assembled here from the row cache (bodiesOf), unless a commit landed
-   * meanwhile (the ids and the bodies would come from different snapshots): null then, and the
-   * page is rendered on the pool. Against rendering every such page on the pool: 1.07× the
-   * relation-filter pages a second on the cities (paired runs), whose hot rows are cached.
+   * pool, the bodies assembled here from the row cache (bodiesOf), unless a commit landed meanwhile
+   * (the ids and the bodies would come from different snapshots): null then, and the page is
+   * rendered on the pool. Measured faster than rendering every such page on the pool on the cities'
+   * relation-filter pages, whose hot rows are cached (bench/README.md, "List pages").
    */
   private async pageFromPoolIds(s: Scope, where: Where, order: string[], rendered: string, params: SqlValue[]): Promise<Buffer[] | null> {
     const commits = this.store.writer.commits;
@@ -788,10 +790,10 @@ function chunks(blob: unknown): Uint8Array[] {
 
 /**
  * A plain page's body as UTF-8 bytes: `head` (ASCII, ending in `"items":[`), the items joined by
- * commas, `]}`. The HTTP engines send a Buffer as it is, where a string body is transcoded to
- * UTF-8 on every send (measured on the cities, whose names are mostly non-ASCII: about 15 µs for
- * a page of 20 against 4 µs for copying the cached bytes), and SQLite's rendering read as a BLOB
- * skips decoding it into a string (5-15 µs a page).
+ * commas, `]}`. The HTTP engines send a Buffer as it is, where a string body is transcoded to UTF-8
+ * on every send (measured dearer than copying the cached bytes on the cities, whose names are
+ * mostly non-ASCII), and SQLite's rendering read as a BLOB skips decoding it into a string
+ * (bench/README.md, "Lists over the cities", "List pages").
  */
 function pageBytes(head: string, items: Uint8Array[]): Buffer {
   let size = head.length + PAGE_TAIL.length + Math.max(0, items.length - 1);

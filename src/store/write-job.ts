@@ -36,9 +36,9 @@ export interface StepResult {
 
 /*
  * On the wire a batch is one flat array, not an array of job objects: the structured clone of a
- * postMessage costs per object and per property, and a create's two steps as objects cost about
- * 10 µs per job to clone and restore against under 4 µs flat (measured with v8.serialize on 28
- * jobs). A step's `fail` never travels: the main thread keeps it with the pending job.
+ * postMessage costs per object and per property, and a create's two steps as objects measured
+ * several times dearer to clone and restore than flat (bench/README.md, "Create"). A step's `fail`
+ * never travels: the main thread keeps it with the pending job.
  *
  * Jobs (main → writer), repeated:  jobId, stepCount, then per step: flags, sql, paramCount, ...params
  * Outcomes (writer → main), one array per group, repeated:

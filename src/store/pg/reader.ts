@@ -30,17 +30,15 @@
  * Read snapshots (option `snapshots`, off by default): the bridge reads of one event-loop turn
  * share one `REPEATABLE READ READ ONLY` transaction, begun with the turn's first read (pipelined
  * with it: no extra network round trip) and committed at the end of the turn (setImmediate) or by
- * `endSnapshot()` (called by the domain once a write commits), whichever comes first. The
- * COMMIT is posted without waiting for it: the worker runs it before the next read. A statement
- * that fails inside a snapshot ends it (PostgreSQL refuses the rest of a failed transaction):
- * the turn's later reads see a new one. Unlike on SQLite they do not pay: a read inside a
- * transaction costs PostgreSQL no less, and BEGIN and COMMIT are two more statements for the
- * server and the worker. Measured (test/unit/pg/reader.test.ts, point reads, median of 5
- * interleaved rounds on 2 busy shared cores): one read per turn 390-545 µs without against
- * 605-682 µs with; ten reads per turn 314-368 µs against 352-360 µs. Without snapshots every read
- * sees every commit made before it (READ COMMITTED), which is what the domain relies on (a
- * request sees the writes acknowledged before it); only several reads of one turn may see
- * different commits.
+ * `endSnapshot()` (called by the domain once a write commits), whichever comes first. The COMMIT is
+ * posted without waiting for it: the worker runs it before the next read. A statement that fails
+ * inside a snapshot ends it (PostgreSQL refuses the rest of a failed transaction): the turn's later
+ * reads see a new one. Unlike on SQLite they do not pay: a read inside a transaction costs
+ * PostgreSQL no less, and BEGIN and COMMIT are two more statements for the server and the worker:
+ * point reads measured slower with snapshots than without, at one and at ten reads a turn
+ * (bench/README.md, "Read snapshots on PostgreSQL"). Without snapshots every read sees every commit
+ * made before it (READ COMMITTED), which is what the domain relies on (a request sees the writes
+ * acknowledged before it); only several reads of one turn may see different commits.
  *
  * `plan(sql, params)` runs EXPLAIN (FORMAT JSON) and maps the plan tree to short strings in the
  * spirit of SQLite's EXPLAIN QUERY PLAN (see planDetails), so the domain's plan tests

@@ -17,12 +17,12 @@ type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 const STMT_CACHE_MAX = 1000;
 /**
  * Multi-row tasks a reader pool serves before it is replaced by a fresh one (the old one finishes
- * what it has, then its threads exit). libsql 0.5.29 keeps about 1 KB of native memory per
- * `all()` (its rows object) until the thread's event loop turns; a piscina worker kept busy never
- * turns it: measured, a pool serving one list query 60,000 times grew the process by 50 MB, and
- * by under 1 MB when replaced every 10,000 tasks. `get()` keeps nothing (60,000 on a worker:
- * no growth), so one-row reads do not count. On the main thread the memory comes back every
- * turn (measured: 500,000 `all()` in turns of 10,000, 21 MB at most).
+ * what it has, then its threads exit). libsql 0.5.29 keeps about 1 KB of native memory per `all()`
+ * (its rows object) until the thread's event loop turns; a piscina worker kept busy never turns it:
+ * measured, a pool serving one list query grew the process steadily, and hardly at all when
+ * replaced every 10,000 tasks (bench/README.md, "Reader pool"; bench/SOAK.md). `get()` keeps
+ * nothing (measured on a worker: no growth), so one-row reads do not count. On the main thread the
+ * memory comes back every turn (bench/README.md, "Lists over the cities").
  */
 const POOL_RECYCLE_TASKS = 10_000;
 /** Reader pools left finishing over-budget reads at once (Reader.retirePool). */
@@ -31,8 +31,8 @@ const MAX_RETIRED_POOLS = 2;
 const RETIRED_CLOSE_WAIT_MS = 10_000;
 /**
  * Reads a balanced read may find waiting per reader thread before it runs on the main thread
- * instead (Reader.getBalanced): one, measured against none on the cities' relation-filter pages
- * (about 1.08× the pages a second) and against three (no difference).
+ * instead (Reader.getBalanced): one, measured faster than none on the cities' relation-filter pages
+ * and no different from three (bench/README.md, "Reader pool").
  */
 const BALANCED_QUEUE = 1;
 /** Rows a page may visit (offset + limit) before it is read off the main thread (both readers). */
@@ -67,12 +67,12 @@ export class ReadBudgetExceeded extends Error {
 
 /**
  * Tasks piscina may hand one reader thread before it queues them itself. The Reader queues reads
- * itself (Reader.pump) and hands a thread a read only when the workers report it idle, so this
- * only has to exceed what a busy main thread has not yet taken answers of (piscina learns that a
- * task is done only when this thread's event loop turns). It also cut piscina's own cost on the
- * main thread: 54-60 µs a task with one task a thread, 23-26 µs with 64 (measured, `SELECT 1`,
- * four in flight). Which thread takes a read is the Reader's choice (threadBalancer), not
- * piscina's: piscina counts a task until this thread takes its answer in.
+ * itself (Reader.pump) and hands a thread a read only when the workers report it idle, so this only
+ * has to exceed what a busy main thread has not yet taken answers of (piscina learns that a task is
+ * done only when this thread's event loop turns). It also cut piscina's own cost on the main thread
+ * to under half of what one task a thread cost (bench/README.md, "Session 14: the reader thread
+ * kept busy"). Which thread takes a read is the Reader's choice (threadBalancer), not piscina's:
+ * piscina counts a task until this thread takes its answer in.
  */
 const PISCINA_TASKS_PER_THREAD = 64;
 /**
@@ -209,12 +209,12 @@ export class Reader {
       const { file, execArgv } = workerScript('reader');
       // Worker isolates get a small young generation: their tasks allocate row arrays that die at
       // once, and the default (16 MiB semi-spaces) mostly adds resident memory. No thread is kept
-      // while no expensive read comes (minThreads 0): an idle worker holds about 12 MB (isolate,
-      // connection, page cache), and most workloads never send one; the first pays the start
-      // of the worker (tens of ms), later ones find it warm until it idles for 20 seconds (a
-      // burst of heavy reads keeps it; a quiet spell gives its memory back).
-      // closeTimeout: a retired pool (retirePool) waits for its running statements however long
-      // they take; terminating a thread inside a libsql call aborts the process
+      // while no expensive read comes (minThreads 0): an idle worker holds memory of its own
+      // (isolate, connection, page cache; bench/README.md, "Memory"), and most workloads never send
+      // one; the first pays the start of the worker (tens of ms), later ones find it warm until it
+      // idles for 20 seconds (a burst of heavy reads keeps it; a quiet spell gives its memory
+      // back). closeTimeout: a retired pool (retirePool) waits for its running statements however
+      // long they take; terminating a thread inside a libsql call aborts the process
       this.makePool = () => {
         const finished = new Int32Array(new SharedArrayBuffer(4 * (1 + 2 * READER_THREAD_SLOTS)));
         const counts: PoolCounts = { handed: 0, finished, byThread: new Map(), unanswered: 0 };
@@ -251,11 +251,11 @@ export class Reader {
 
   /**
    * Read snapshots. Main-thread reads of one event-loop turn share one read transaction (a point
-   * read costs about half inside an open transaction: 5 µs against 11 µs measured with libsql
-   * 0.5.29). The snapshot ends at the end of the turn (setImmediate) and whenever the writer
-   * reports a commit (`endSnapshot`, called before any write promise resolves), so a request
-   * always sees every write acknowledged before it, and other processes' commits (the CLI) from
-   * the next turn on.
+   * read costs about half inside an open transaction, measured with libsql 0.5.29: bench/README.md,
+   * "Record read by id"). The snapshot ends at the end of the turn (setImmediate) and whenever the
+   * writer reports a commit (`endSnapshot`, called before any write promise resolves), so a request
+   * always sees every write acknowledged before it, and other processes' commits (the CLI) from the
+   * next turn on.
    */
   private inSnapshot = false;
   private readonly endSnapshotSoon = () => this.endSnapshot();
@@ -311,9 +311,9 @@ export class Reader {
   }
 
   /**
-   * True when the query is expensive enough for a reader worker (a round trip costs about 34 µs):
-   * judged by its plan ({@link expensivePlan}), cached per SQL text. `visits` is the offset +
-   * limit of the page: a deep offset is expensive whatever the plan.
+   * True when the query is expensive enough for a reader worker (dearer than a round trip to it:
+   * bench/README.md, "Reader pool"): judged by its plan ({@link expensivePlan}), cached per SQL
+   * text. `visits` is the offset + limit of the page: a deep offset is expensive whatever the plan.
    */
   isExpensive(sql: string, params: SqlValue[], visits = 0): boolean {
     if (visits > DEEP_OFFSET) return true;
@@ -371,10 +371,11 @@ export class Reader {
 
   /**
    * The first row of a bounded read (one whose cost is known to be small, e.g. a deep page's 20
-   * rows rendered after an offset-walk checkpoint): on a reader worker while one is free (workerFree), else here
-   * on the main thread, so both cores work when such reads arrive faster than the pool's threads
-   * finish them (measured on the cities' random deep pages: the one reader thread of a two-core
-   * machine ran at 70 % and the main thread at 65 %, each waiting on the other).
+   * rows rendered after an offset-walk checkpoint): on a reader worker while one is free
+   * (workerFree), else here on the main thread, so both cores work when such reads arrive faster
+   * than the pool's threads finish them (measured on the cities' random deep pages: with every such
+   * read on the pool, the one reader thread of a two-core machine and the main thread each waited
+   * on the other; bench/README.md, "Reader pool").
    * @throws ReadBudgetExceeded past the budget (on a worker); the SQLite error otherwise
    */
   getBalanced(sql: string, params: SqlValue[], budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
@@ -385,10 +386,10 @@ export class Reader {
   /**
    * Whether a reader worker would start a read soon: no read queued, and at most BALANCED_QUEUE
    * held per thread. Judged by what the threads report finished (PoolCounts), not by the answers
-   * this thread has taken in: a busy main thread takes them in only when its event loop turns,
-   * and counting by answers kept the reader thread idle meanwhile (measured on the cities' random
-   * deep pages: 1.7 % of balanced reads went to the worker, which ran at 2 % of a core while the
-   * main thread ran at 99 %).
+   * this thread has taken in: a busy main thread takes them in only when its event loop turns, and
+   * counting by answers kept the reader thread idle meanwhile (measured on the cities' random deep
+   * pages: almost no balanced read went to the worker while the main thread was saturated;
+   * bench/README.md, "Session 14: the reader thread kept busy").
    */
   workerFree(): boolean {
     const pool = this.pool;
@@ -481,9 +482,9 @@ export class Reader {
 
   /**
    * Counts a multi-row task towards POOL_RECYCLE_TASKS. The replacement pool is made and its
-   * threads started a tenth of the way before the switch, so reads never wait for a thread to
-   * start (measured before: with every deep page on the pool, a switch every few seconds put
-   * 0.5-1 s into the 99th percentile).
+   * threads started a tenth of the way before the switch, so reads never wait for a thread to start
+   * (measured before: with every deep page on the pool, a switch every few seconds showed in the
+   * 99th percentile; bench/README.md, "Reader pool").
    */
   private countTask(): void {
     if (!this.makePool) return;

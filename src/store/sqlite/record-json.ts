@@ -26,13 +26,14 @@ function fieldJsonSql(f: Field): string | null {
       return `json(CASE WHEN ${col} IS NOT NULL AND ${col} <> 0 THEN 'true' ELSE 'false' END)`;
     case 'number':
       if (isFixed(f)) return null;
-      // SQLite's JSON prints REALs with 15 significant digits, which loses doubles that need 16
-      // or 17: print the shortest of 15/16/17 digits that reads back as the same double (integral
+      // SQLite's JSON prints REALs with 15 significant digits, which loses doubles that need 16 or
+      // 17: print the shortest of 15/16/17 digits that reads back as the same double (integral
       // values without ".0", as JSON.stringify prints them). The common cases come first and
       // without function calls (integral values, then doubles whose 15-digit text, the REAL-to-
       // TEXT cast, reads back exactly, which json_object prints itself): measured on the cities'
-      // three number columns, a third less time per row than testing typeof() and printf first.
-      // Integers of any size and non-numbers (NULL, text) pass through unchanged.
+      // three number columns, less time per row than testing typeof() and printf first
+      // (bench/README.md, "Lists over the cities"). Integers of any size and non-numbers (NULL,
+      // text) pass through unchanged.
       return `CASE WHEN ${col} = CAST(${col} AS INTEGER) AND ${col} < 9007199254740992 AND ${col} > -9007199254740992 THEN CAST(${col} AS INTEGER)`
         + ` WHEN CAST(CAST(${col} AS TEXT) AS REAL) = ${col} OR typeof(${col}) <> 'real' THEN ${col}`
         + ` WHEN CAST(printf('%!.16g', ${col}) AS REAL) = ${col} THEN json(printf('%!.16g', ${col})) ELSE json(printf('%!.17g', ${col})) END`;

@@ -91,7 +91,7 @@ export function vectorCreateSteps(c: Collection, backfill: boolean): WriteStep[]
   return steps;
 }
 
-/** CREATE INDEX for `f`'s DiskANN index (cosine; parameters measured in bench/RESULTS.md). */
+/** CREATE INDEX for `f`'s DiskANN index (cosine; parameters: bench/README.md, "Vector search"). */
 export function vectorIndexStep(c: Collection, f: Field): WriteStep {
   return {
     sql: `CREATE INDEX ${q(vectorIndexName(c, f))} ON ${q(c.name)} (libsql_vector_idx(${q(vectorColumn(f))}, ${VECTOR_INDEX_PARAMS}))`,
@@ -100,10 +100,11 @@ export function vectorIndexStep(c: Collection, f: Field): WriteStep {
 }
 
 /**
- * DiskANN settings: cosine metric, libsql's defaults otherwise. Measured on 20,000 real city
- * positions (3-d unit vectors, clustered): the defaults gave recall@10 0.998-1.0 at about 500 µs
- * an insert; cheaper settings (16 neighbours, insert_l 20, search_l 60-200, float8 neighbours)
- * halved the insert cost but their recall varied from one build to the next (0.83-0.98).
+ * DiskANN settings: cosine metric, libsql's defaults otherwise. Measured on real city positions
+ * (3-d unit vectors, clustered): the defaults kept recall@10 near 1; cheaper settings (16
+ * neighbours, insert_l 20, search_l 60-200, float8 neighbours) halved the insert cost but their
+ * recall varied from one build to the next (bench/README.md, "Vector search", "Vector index
+ * settings").
  */
 export const VECTOR_INDEX_PARAMS = `'metric=cosine'`;
 

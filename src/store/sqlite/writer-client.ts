@@ -24,10 +24,10 @@ export class WriterClient {
   private closed = false;
   /**
    * Jobs waiting to be sent, as one flat batch (wire format in write-protocol.ts). A postMessage
-   * has a fixed cost (about 5 µs to send, as much to receive, measured) that a create would
-   * otherwise pay alone, so the jobs of one event-loop turn travel together. (Holding jobs back
-   * until the writer answered the previous batch, one message a group, measured no faster: the
-   * writer then waits on the main thread between groups. bench/README.md, "Create".)
+   * has a fixed cost to send and to receive (bench/README.md, "The writer and its messages") that a
+   * create would otherwise pay alone, so the jobs of one event-loop turn travel together. (Holding
+   * jobs back until the writer answered the previous batch, one message a group, measured no
+   * faster: the writer then waits on the main thread between groups. bench/README.md, "Create".)
    */
   private outbox: unknown[] = [];
   private readonly flushOutbox = () => {
@@ -118,9 +118,9 @@ export class WriterClient {
   /** Waits for every queued job to commit, then closes the write connection. */
   /**
    * Which collections' deletes carry the deleted row (`Change.old`): realtime asks for the
-   * collections it has subscribers of, and only those pay for capturing rows (it cost deletes
-   * about 15% on the delete benchmark when every collection did). Takes effect in the writer
-   * before its next group.
+   * collections it has subscribers of, and only those pay for capturing rows (measured as a clear
+   * cost to deletes when every collection did: bench/README.md, "The writer and its messages").
+   * Takes effect in the writer before its next group.
    */
   captureDeletedRows(collectionIds: string[]): void {
     this.worker.postMessage({ wantOld: collectionIds });
