@@ -2,8 +2,11 @@
  * Every data cache of the server in one place, with its bounds, and the one way they are kept
  * coherent: the change feed (src/store/change-feed.ts). Each committed transaction's changes
  * reach `apply` before any write of that commit is answered, so a reader never meets a stale
- * entry for a write it saw acknowledged. Records written to the database by another process are
- * not seen (the CLI writes only `_superusers`, which is never cached).
+ * entry for a write it saw acknowledged. Another instance's commits arrive by notification
+ * (src/store/pg/cluster-feed.ts), a moment after that instance answered: in that window this
+ * instance can still serve the entry from before (docs/deployment.md, "Several instances").
+ * Records written to the database by another process are not seen (the CLI writes only
+ * `_superusers`, which is never cached).
  *
  * | cache        | holds                                                        | bound                   | ends on                         |
  * |--------------|--------------------------------------------------------------|-------------------------|---------------------------------|
