@@ -51,7 +51,7 @@ import pg from 'pg';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
 import { DEEP_OFFSET, ReadBudgetExceeded, expensivePlan } from '../sqlite/reader.js';
-import { workerScript } from '../sqlite/worker-url.js';
+import { workerScript } from '../worker-url.js';
 import { readTypes, isConnectionFailure, type BridgeError, type BridgeInit, type BridgeReply, type BridgeRequest } from '../../../workers/pg-reader.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
 

@@ -10,7 +10,7 @@ import Database from 'libsql';
 import { Piscina } from 'piscina';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
-import { workerScript } from './worker-url.js';
+import { workerScript } from '../worker-url.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 

@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../../errors/api-error.js';
 import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from '../write-job.js';
-import { workerScript } from './worker-url.js';
+import { workerScript } from '../worker-url.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };

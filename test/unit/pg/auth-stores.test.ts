@@ -9,7 +9,7 @@
  * two records must be equal (differential), besides the expectations asserted on each backend.
  *
  * Runs from the TypeScript sources, but the readers' and writers' workers are the compiled ones
- * (see src/store/sqlite/worker-url.ts): `npm run build` first.
+ * (see src/store/worker-url.ts): `npm run build` first.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

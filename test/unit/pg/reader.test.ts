@@ -6,7 +6,7 @@
  * close(), and (printed, not asserted) what a point read costs on the bridge and on the pool.
  *
  * Runs from the TypeScript sources, but the bridge's worker is the compiled one
- * (dist/workers/pg-reader.js, see src/store/sqlite/worker-url.ts): `npm run build` first.
+ * (dist/workers/pg-reader.js, see src/store/worker-url.ts): `npm run build` first.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -7,6 +7,6 @@ import { fileURLToPath } from 'node:url';
 
 export function workerScript(name: string): { file: string; execArgv: string[] } {
   const fromSource = import.meta.url.endsWith('.ts');
-  const url = new URL(fromSource ? `../../../dist/workers/${name}.js` : `../../../workers/${name}.js`, import.meta.url);
+  const url = new URL(fromSource ? `../../dist/workers/${name}.js` : `../../workers/${name}.js`, import.meta.url);
   return { file: fileURLToPath(url), execArgv: [] };
 }
