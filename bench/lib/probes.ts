@@ -3,7 +3,7 @@
  * auth-with-password), delete runs that walk a list of ids, and the check that every answered
  * create is already committed (visible to another connection on the database file).
  */
-import { MAX_IN_FLIGHT } from '../../src/auth/passwords.js';
+import { DEFAULT_HASH_THREADS } from '../../src/auth/passwords.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verify } from '@node-rs/argon2';
@@ -29,11 +29,10 @@ function percentile(sorted: number[], p: number): number {
 
 /**
  * Raw `@node-rs/argon2` verify rate of `phc` (a hash the server stored, so the same parameters)
- * with `concurrency` verifications in flight; by default as many as svc runs at once
- * (src/auth/passwords.ts: one more than the cores, 3 to 4), so both sides use the cores alike.
+ * with `concurrency` verifications in flight on libuv's threads; by default as many as svc's
+ * hashing threads (src/auth/passwords.ts), so both sides hash on as many cores.
  */
-/** Verifications in flight at once: svc's own bound. */
-export const ARGON2_IN_FLIGHT = MAX_IN_FLIGHT;
+export const ARGON2_IN_FLIGHT = DEFAULT_HASH_THREADS;
 
 export function argon2Probe(phc: string, password: string, concurrency = ARGON2_IN_FLIGHT): Probe {
   return async (durationS) => {

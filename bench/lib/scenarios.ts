@@ -10,10 +10,10 @@ import { REPO_ROOT } from './svc.js';
 import type { Load } from './measure.js';
 import type { RulePreset } from './seed.js';
 import { postId, userEmail, USER_PASSWORD } from './seed.js';
-import { MAX_IN_FLIGHT } from '../../src/auth/passwords.js';
+import { DEFAULT_HASH_THREADS } from '../../src/auth/passwords.js';
 
-/** Connections of auth-with-password (7): two for every hash svc runs at once (see below). */
-const PASSWORD_CONNECTIONS = 2 * MAX_IN_FLIGHT;
+/** Connections of auth-with-password (7): two for every hashing thread (see below). */
+const PASSWORD_CONNECTIONS = 2 * DEFAULT_HASH_THREADS;
 
 const WRK_DIR = join(REPO_ROOT, 'bench', 'wrk');
 /** Path of a Lua script in bench/wrk. */

@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
+import { closeHashPool, sizeHashPool } from './passwords.js';
 import type { Collection } from '../collections/types.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
@@ -86,6 +87,8 @@ export interface AuthServiceOptions {
   smtpTls?: ConnectionOptions;
   /** server-side OAuth2 state (SERVICE_OAUTH_STATE_SERVER, SERVICE_OAUTH_STATE_TTL); default on, 600 s */
   oauthState?: OAuth2StateOptions;
+  /** password-hashing threads (SERVICE_HASH_THREADS); absent: DEFAULT_HASH_THREADS */
+  hashThreads?: number;
   /**
    * How recent (seconds) a primary sign-in must be for actions that need one, such as registering
    * a passkey (SERVICE_REAUTH_MAX_AGE; default {@link REAUTH_MAX_AGE_S}).
@@ -173,6 +176,7 @@ export class AuthService {
   private accountKey: Buffer;
 
   constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger, transport?: MailTransport) {
+    if (opts.hashThreads) sizeHashPool(opts.hashThreads);
     this.accountKey = createHmac('sha256', secret).update('svc account cookie v1').digest();
     this.tokens = new TokenService(secret);
     this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
@@ -202,6 +206,7 @@ export class AuthService {
   async close(): Promise<void> {
     await this.mailQueue.close();
     this.mailTransport.close();
+    await closeHashPool();
   }
 
   /**

@@ -1,52 +1,73 @@
 /**
- * Password hashing with argon2id (@node-rs/argon2, whose async API runs on libuv's thread pool),
- * behind a bound on hashes in flight so a flood of logins cannot queue unbounded work: at most
- * `MAX_IN_FLIGHT` run at once, at most `MAX_WAITING` wait, and beyond that callers get 503.
+ * Password hashing with argon2id (@node-rs/argon2) on a piscina pool of its own (workers/hash.ts,
+ * ARCHITECTURE.md, "Threads"): libuv's four shared threads, which file reads need, take no
+ * hashing, so a burst of sign-ins does not stall file downloads. The pool's threads
+ * (DEFAULT_HASH_THREADS) start on the first hash and end after HASH_THREAD_IDLE_MS without one; at most
+ * `MAX_WAITING` hashes wait for a thread, and beyond that callers get 503.
  */
-import { hash, verify, Algorithm } from '@node-rs/argon2';
+import { Piscina } from 'piscina';
+import { Algorithm } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
 import { ApiError } from '../errors/api-error.js';
+import { workerScript } from '../store/worker-url.js';
+import type { HashTask } from '../../workers/hash.js';
 
 /**
  * argon2id with 7 MiB, 5 passes, 1 lane: one of the configurations the OWASP Password Storage Cheat
  * Sheet lists as equal in defence to its 19 MiB / 2 passes (they trade memory for passes at about
  * the same CPU cost). Every hash in flight holds its memory. Of the equivalent settings this one
  * verifies fastest here (measured against 12 MiB / 3 passes; a smaller block array stays in cache
- * better; bench/README.md, "Memory" and "Password sign-in"), and three in flight hold 21 MiB, less
- * than two of 12 MiB. Stored hashes carry their own parameters, so hashes made with other settings
- * still verify.
+ * better; bench/README.md, "Memory" and "Password sign-in"). Stored hashes carry their own
+ * parameters, so hashes made with other settings still verify.
  */
 const PARAMS = { algorithm: Algorithm.Argon2id, memoryCost: 7168, timeCost: 5, parallelism: 1 } as const;
 /**
- * Hashes run at once: one more than the cores, at least 3, at most 4 (libuv's thread pool, which
- * file I/O shares, has 4 threads; the benchmark's raw reference uses the same bound). With one a
- * core, a core sits idle each time a hash finishes until the main thread has answered that login
- * and started the next hash; the extra hash fills that gap (measured closer to the raw verify
- * rate with three in flight than with two; bench/README.md, "Password sign-in").
+ * Hashing threads unless SERVICE_HASH_THREADS says otherwise (sizeHashPool): one a core but one,
+ * at least one. A hash is pure CPU work, so more threads than cores only queue; the core left
+ * over keeps the main thread serving every other request during a burst of sign-ins (on 2 cores,
+ * file downloads kept 0.87 of their rate with one hashing thread, 0.40 with two: bench/README.md,
+ * "Password hashing").
  */
-export const MAX_IN_FLIGHT = Math.max(3, Math.min(4, availableParallelism() + 1));
+export const DEFAULT_HASH_THREADS = Math.max(1, availableParallelism() - 1);
+/** Hashes that may wait for a thread; past it a sign-in is answered 503 at once. */
 const MAX_WAITING = 1024;
+/** An idle hashing thread ends after this long (ms), giving its memory back. */
+const HASH_THREAD_IDLE_MS = 30_000;
 
-let running = 0;
-const waiting: Array<() => void> = [];
+let threads = DEFAULT_HASH_THREADS;
+let pool: Piscina | null = null;
 
-async function bounded<T>(fn: () => Promise<T>): Promise<T> {
-  if (running >= MAX_IN_FLIGHT) {
-    if (waiting.length >= MAX_WAITING) throw new ApiError(503, 'overloaded', 'The server is busy hashing passwords. Try again shortly.');
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  }
-  running++;
-  try {
-    return await fn();
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
+/**
+ * Sets the hashing threads (SERVICE_HASH_THREADS, docs/configuration.md); called once when the
+ * server's auth service is built, before any hash. A pool already started is replaced.
+ * @param n threads, at least 1
+ */
+export function sizeHashPool(n: number): void {
+  if (n === threads) return;
+  threads = Math.max(1, Math.floor(n));
+  const old = pool;
+  pool = null;
+  void old?.destroy();
 }
 
-/** argon2id PHC string of `password`. */
+function hashPool(): Piscina {
+  if (pool) return pool;
+  const { file, execArgv } = workerScript('hash');
+  // small young generation: a task allocates a few strings (as the reader pool's workers)
+  pool = new Piscina({ filename: file, execArgv, minThreads: 0, maxThreads: threads, idleTimeout: HASH_THREAD_IDLE_MS, maxQueue: MAX_WAITING, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+async function onPool<T extends string | boolean>(task: HashTask): Promise<T> {
+  const p = hashPool();
+  if (p.queueSize >= MAX_WAITING) throw new ApiError(503, 'overloaded', 'The server is busy hashing passwords. Try again shortly.');
+  return (await p.run(task)) as T;
+}
+
+/** argon2id PHC string of `password`. Throws ApiError 503 `overloaded` when MAX_WAITING hashes wait. */
 export function hashPassword(password: string): Promise<string> {
-  return bounded(() => hash(password, PARAMS));
+  return onPool<string>({ op: 'hash', password, options: PARAMS });
 }
 
 /** A fixed hash verified against when no account matches, so both paths cost the same. */
@@ -54,16 +75,23 @@ let dummyHash: Promise<string> | null = null;
 
 /**
  * True when `password` matches `phc`. With `phc` null (no such account or no password) a dummy
- * hash is verified anyway and the answer is false, keeping timing equal.
+ * hash is verified anyway and the answer is false, keeping timing equal. Throws ApiError 503
+ * `overloaded` when MAX_WAITING hashes wait.
  */
 export async function verifyPassword(phc: string | null, password: string): Promise<boolean> {
   if (!phc) {
-    dummyHash ??= hash('svc-dummy-password-for-equal-timing', PARAMS);
-    const d = await dummyHash;
-    await bounded(() => verify(d, password).catch(() => false));
+    dummyHash ??= hashPassword('svc-dummy-password-for-equal-timing');
+    await onPool<boolean>({ op: 'verify', phc: await dummyHash, password });
     return false;
   }
-  return bounded(() => verify(phc, password).catch(() => false));
+  return onPool<boolean>({ op: 'verify', phc, password });
+}
+
+/** Ends the hashing threads (server stop); a later hash starts the pool again. */
+export async function closeHashPool(): Promise<void> {
+  const p = pool;
+  pool = null;
+  await p?.destroy();
 }
 
 /** Longest accepted password (characters); bounds the hashing input. */

@@ -90,6 +90,11 @@ export interface ServeConfig {
    */
   slowQueryMs?: number;
   /**
+   * SERVICE_HASH_THREADS: password-hashing threads (src/auth/passwords.ts, at least 1); absent:
+   * one a core but one (DEFAULT_HASH_THREADS).
+   */
+  hashThreads?: number;
+  /**
    * SERVICE_DATABASE_URL=postgres://…: the server-SQL backend (docs/deployment.md,
    * src/store/pg/open.ts); unset: the embedded libsql database in the data directory
    */
@@ -315,6 +320,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   const ttlSrc = pick(flags, null, env, 'SERVICE_OAUTH_STATE_TTL');
   const reauthSrc = pick(flags, null, env, 'SERVICE_REAUTH_MAX_AGE');
   const slowSrc = pick(flags, null, env, 'SERVICE_SLOW_QUERY_MS');
+  const hashSrc = pick(flags, null, env, 'SERVICE_HASH_THREADS');
   const sendmail = env.SERVICE_SENDMAIL_COMMAND?.trim();
   const config: ServeConfig = {
     host,
@@ -341,6 +347,7 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
     limits: loadLimits(flags, env),
     slowQueryMs: slowSrc ? parseInteger(slowSrc, 0) : 200,
   };
+  if (hashSrc) config.hashThreads = parseInteger(hashSrc, 1);
   const smtp = loadSmtp(env);
   if (smtp) config.smtp = smtp;
   if (sendmail) config.sendmailCommand = sendmail;

@@ -29,6 +29,8 @@ test('defaults', () => {
   assert.deepEqual(c.oauthState, { server: true, ttlS: 600 });
   assert.equal(c.reauthMaxAgeS, 300);
   assert.equal(loadServeConfig({}, { SERVICE_REAUTH_MAX_AGE: '60' }).reauthMaxAgeS, 60);
+  assert.equal(c.hashThreads, undefined, 'absent: the hashing pool takes its default');
+  assert.equal(loadServeConfig({}, { SERVICE_HASH_THREADS: '3' }).hashThreads, 3);
   assert.equal(c.smtp, undefined);
   assert.equal(c.sendmailCommand, undefined);
 });
@@ -80,6 +82,8 @@ test('errors name the variable, the value and what was expected', () => {
     [{ SERVICE_RATE_LIMIT_WINDOW: '0' }, 'SERVICE_RATE_LIMIT_WINDOW'],
     [{ SERVICE_TRUST_PROXY: 'sure' }, 'SERVICE_TRUST_PROXY'],
     [{ SERVICE_REAUTH_MAX_AGE: '0' }, 'SERVICE_REAUTH_MAX_AGE'],
+    [{ SERVICE_HASH_THREADS: '0' }, 'SERVICE_HASH_THREADS'],
+    [{ SERVICE_HASH_THREADS: 'many' }, 'SERVICE_HASH_THREADS'],
     [{ SERVICE_SMTP_HOST: 'mx', SERVICE_SMTP_PORT: '0' }, 'SERVICE_SMTP_PORT'],
     [{ SERVICE_SMTP_HOST: 'mx', SERVICE_SMTP_TRANSPORT: 'carrier-pigeon' }, 'SERVICE_SMTP_TRANSPORT'],
   ];
