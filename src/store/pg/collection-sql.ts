@@ -6,7 +6,8 @@
  *
  * Storage model (the rule/filter compiler and the record statements rely on it):
  * - one table per collection, named as the collection; columns `"id" text PRIMARY KEY`,
- *   `"created"` and `"updated"` text NOT NULL (SQLite's ISO-like text), `"_rowid" bigint
+ *   `"created"` and `"updated"` text NOT NULL (SQLite's ISO-like text; every text column is
+ *   declared `COLLATE "C"`, bytewise, so sorts can walk its indexes: column-types.ts), `"_rowid" bigint
  *   GENERATED ALWAYS AS IDENTITY` with a unique index (the lists' tiebreak and late
  *   materialisation, where SQLite uses rowid), then one column per field named as the field,
  *   typed by column-types.ts (text; double precision; bigint for fixed-point; smallint 0/1 for
@@ -43,7 +44,7 @@ import type { Collection, Field, IndexDef } from '../../collections/types.js';
 import type { WriteStep } from '../write-job.js';
 import { AUTH_SIDE_TABLES } from '../auth-store.js';
 import { ApiError } from '../../errors/api-error.js';
-import { convertUsingSql, isMultiValued, pgColumnType } from './column-types.js';
+import { TEXT_C, convertUsingSql, isMultiValued, pgColumnDefinitionType } from './column-types.js';
 
 /** What the server offers the DDL. */
 export interface PgDdlOptions {
@@ -166,6 +167,36 @@ function ftsColumnSql(c: Collection): string | null {
   return expr ? `${q(FTS_COLUMN)} tsvector GENERATED ALWAYS AS (${expr}) STORED` : null;
 }
 
+/**
+ * The text columns of record tables not yet under `COLLATE "C"` (tables made before their columns
+ * were declared so); params: the table names joined by commas (collection names hold none).
+ * Rows: table, column.
+ */
+export const UNCOLLATED_TEXT_COLUMNS_SQL =
+  `SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid ` +
+  `WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(string_to_array(?::text, ',')) AND a.attnum > 0 AND NOT a.attisdropped ` +
+  `AND a.atttypid = 'text'::regtype AND a.attcollation <> (SELECT oid FROM pg_collation WHERE collname = 'C' AND collnamespace = 'pg_catalog'::regnamespace) ` +
+  `AND a.attname NOT IN ('passwordHash', 'tokenKey') ORDER BY c.relname, a.attnum`;
+
+/**
+ * Steps bringing `columns` of `c`'s table under `COLLATE "C"` (docs/operations.md, "Upgrades"):
+ * one ALTER TABLE for them all (its indexes are rebuilt; the rows are not rewritten). A column
+ * feeding the generated tsvector column cannot change while it does, so when one of them is
+ * among `columns` the tsvector column is dropped first and generated again after (its GIN index
+ * with it): a rewrite of the table's search data, once.
+ */
+export function collationUpgradeSteps(c: Collection, columns: string[]): WriteStep[] {
+  if (columns.length === 0) return [];
+  const tbl = q(c.name);
+  const fts = ftsColumnSql(c);
+  const feedsFts = fts !== null && searchableFields(c).some((f) => columns.includes(f.name));
+  const steps: WriteStep[] = [];
+  if (feedsFts) steps.push(step(`ALTER TABLE ${tbl} DROP COLUMN IF EXISTS ${q(FTS_COLUMN)}`));
+  steps.push(step(`ALTER TABLE ${tbl} ${columns.map((col) => `ALTER COLUMN ${q(col)} TYPE ${TEXT_C}`).join(', ')}`));
+  if (feedsFts) steps.push(step(`ALTER TABLE ${tbl} ADD COLUMN ${fts}`), step(`CREATE INDEX ${q(ftsIndexName(c))} ON ${tbl} USING gin (${q(FTS_COLUMN)})`));
+  return steps;
+}
+
 /** True for a json field that declares `dimensions` (stored in plain jsonb, not encrypted). */
 export function isVectorField(f: Field): boolean {
   return f.type === 'json' && !f.options.encrypted && typeof f.options.dimensions === 'number' && f.options.dimensions > 0;
@@ -190,13 +221,13 @@ export function vectorWarning(c: Collection, opts: PgDdlOptions = NO_VECTOR): st
 }
 
 function baseColumns(c: Collection): string[] {
-  return ['"id" text PRIMARY KEY', '"created" text NOT NULL', '"updated" text NOT NULL', `${q(ROWID_COLUMN)} bigint GENERATED ALWAYS AS IDENTITY`];
+  return [`"id" ${TEXT_C} PRIMARY KEY`, `"created" ${TEXT_C} NOT NULL`, `"updated" ${TEXT_C} NOT NULL`, `${q(ROWID_COLUMN)} bigint GENERATED ALWAYS AS IDENTITY`];
 }
 
 /** Every column definition of `c`'s table. */
 export function columnDefinitions(c: Collection, opts: PgDdlOptions = NO_VECTOR): string[] {
   const cols = baseColumns(c);
-  for (const f of c.fields) cols.push(`${q(f.name)} ${pgColumnType(f)}`);
+  for (const f of c.fields) cols.push(`${q(f.name)} ${pgColumnDefinitionType(f)}`);
   if (c.type === 'auth') cols.push(AUTH_HIDDEN_COLUMNS_SQL);
   const fts = ftsColumnSql(c);
   if (fts) cols.push(fts);
@@ -223,8 +254,29 @@ function indexKey(c: Collection, ix: IndexDef): string {
   return `${ix.unique ? 'u' : 'n'}:${ix.fields.map((col) => columnKey(c, col)).join(',')}`;
 }
 
+/**
+ * A collection index, every column `NULLS FIRST`: read forward it is the order of an ascending
+ * sort term (`ASC NULLS FIRST`, SQLite's NULLs lowest), read backward that of a descending one
+ * (`DESC NULLS LAST`), so sorts on its columns walk it (rule-sql.ts, sortDir).
+ */
 export function createIndexSql(c: Collection, ix: IndexDef): string {
-  return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(indexSqlName(c, ix.name))} ON ${q(c.name)} (${ix.fields.map(q).join(', ')})`;
+  return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(indexSqlName(c, ix.name))} ON ${q(c.name)} (${ix.fields.map((col) => `${q(col)} NULLS FIRST`).join(', ')})`;
+}
+
+/** The definitions of the indexes of the named tables; params: the names joined by commas. Rows: index name, definition. */
+export const INDEX_DEFINITIONS_SQL =
+  `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ANY(string_to_array(?::text, ','))`;
+
+/**
+ * Steps re-creating `c`'s collection indexes made before they were declared `NULLS FIRST`
+ * (docs/operations.md, "Upgrades"), given every index definition of its table by name.
+ */
+export function indexUpgradeSteps(c: Collection, definitions: ReadonlyMap<string, string>): WriteStep[] {
+  return c.indexes.flatMap((ix) => {
+    const name = indexSqlName(c, ix.name);
+    const def = definitions.get(name);
+    return def === undefined || def.includes('NULLS FIRST') ? [] : [dropIndex(name), step(createIndexSql(c, ix))];
+  });
 }
 
 function uniqueIndexSql(c: Collection, f: Field): string {
@@ -431,9 +483,9 @@ export function updateSteps(prev: Collection, next: Collection, before: Collecti
   for (const f of next.fields) {
     const p = prevById.get(f.id);
     const using = p ? convertUsingSql(p, f, q(f.name)) : null;
-    if (using) steps.push(step(`ALTER TABLE ${tbl} ALTER COLUMN ${q(f.name)} TYPE ${pgColumnType(f)} USING ${using}`));
+    if (using) steps.push(step(`ALTER TABLE ${tbl} ALTER COLUMN ${q(f.name)} TYPE ${pgColumnDefinitionType(f)} USING ${using}`));
   }
-  for (const f of next.fields) if (!prevById.has(f.id)) steps.push(step(`ALTER TABLE ${tbl} ADD COLUMN ${q(f.name)} ${pgColumnType(f)}`));
+  for (const f of next.fields) if (!prevById.has(f.id)) steps.push(step(`ALTER TABLE ${tbl} ADD COLUMN ${q(f.name)} ${pgColumnDefinitionType(f)}`));
 
   // 3. what is new or changed shape, on the new names
   const fts = ftsColumnSql(next);

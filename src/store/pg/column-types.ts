@@ -42,6 +42,19 @@ export function pgColumnType(field: Field): PgColumnType {
 }
 
 /**
+ * A column's type as its definition spells it: text under `COLLATE "C"`, so the column and its
+ * indexes order bytewise as SQLite does, and the `COLLATE "C"` every sort and comparison names
+ * (rule-sql.ts) is the indexes' own collation (an index under another one cannot serve them).
+ */
+export function pgColumnDefinitionType(field: Field): string {
+  const t = pgColumnType(field);
+  return t === 'text' ? TEXT_C : t;
+}
+
+/** The text type under bytewise collation, as every text column of a record table is declared. */
+export const TEXT_C = 'text COLLATE "C"';
+
+/**
  * SQL turning column expression `expr` of `field` into the value the codecs decode: jsonb as its
  * JSON text (a jsonb string holding an `enc:v1:` ciphertext, left by switching encryption off a
  * json field, as the bare ciphertext so the encryption migration recognises it); others as they are.

@@ -57,9 +57,10 @@ export const pgListDialect: ListDialect = {
   // compared without their collation (bareKey)
   notNullColumns: new Set(['r."id"', 'r."created"', 'r."updated"', 'r."_rowid"']),
   bareKey: (sql) => sql.replace(/ COLLATE "C"$/, ''),
-  sortTerm: /^(.*) (ASC NULLS FIRST|DESC NULLS LAST)$/s,
-  // `r."<column>"` (numbers, bools) or `r."<column>" COLLATE "C"` (text), then the direction with SQLite's NULL placement
-  walkTerm: /^(r\."(?:[A-Za-z_][A-Za-z0-9_]*)"(?: COLLATE "C")?) (ASC NULLS FIRST|DESC NULLS LAST)$/,
+  // the direction with SQLite's NULL placement, bare for a column never NULL (rule-sql.ts, sortDir)
+  sortTerm: /^(.*) (ASC(?: NULLS FIRST)?|DESC(?: NULLS LAST)?)$/s,
+  // `r."<column>"` (numbers, bools) or `r."<column>" COLLATE "C"` (text), then the direction
+  walkTerm: /^(r\."(?:[A-Za-z_][A-Za-z0-9_]*)"(?: COLLATE "C")?) (ASC(?: NULLS FIRST)?|DESC(?: NULLS LAST)?)$/,
   asc: 'ASC NULLS FIRST',
   desc: 'DESC NULLS LAST',
   // a key reads as on SQLite: without the collation and NULL placement

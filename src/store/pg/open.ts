@@ -34,6 +34,8 @@ import { CollectionRegistry } from '../../collections/collection-registry.js';
 import { Store } from '../store.js';
 import { ENCRYPTION_KEY_BYTES } from '../../records/encryption.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
+import { INDEX_DEFINITIONS_SQL, UNCOLLATED_TEXT_COLUMNS_SQL, collationUpgradeSteps, indexUpgradeSteps } from './collection-sql.js';
+import type { WriteStep } from '../write-job.js';
 import { STATE_FEED_IDS } from '../change-feed.js';
 import { RATE_LIMITS_DDL } from './rate-limit-sql.js';
 import pg from 'pg';
@@ -78,6 +80,35 @@ async function sharedSecret(writer: PgWriter, name: string, bytes: number): Prom
 }
 
 /**
+ * Brings record tables made by an earlier version to the shape whose indexes sorts can walk
+ * (docs/operations.md, "Upgrades"): text columns under `COLLATE "C"` and collection indexes
+ * `NULLS FIRST` (collection-sql.ts). One write job under the bootstrap lock, logged per
+ * collection; nothing to do on a database made by this version.
+ */
+async function upgradeCollations(reader: PgReader, writer: PgWriter, collections: ReturnType<CollectionRegistry['all']>, logger: Logger): Promise<void> {
+  // the system collections' tables are bootstrap.ts's own (not sorted by clients at scale)
+  const records = collections.filter((c) => !c.system);
+  if (records.length === 0) return;
+  const byTable = new Map<string, string[]>();
+  const tables = records.map((c) => c.name).join(',');
+  for (const [table, column] of reader.all(UNCOLLATED_TEXT_COLUMNS_SQL, [tables])) {
+    byTable.set(String(table), [...(byTable.get(String(table)) ?? []), String(column)]);
+  }
+  const definitions = new Map<string, string>();
+  for (const [name, def] of reader.all(INDEX_DEFINITIONS_SQL, [tables])) definitions.set(String(name), String(def));
+  const steps: WriteStep[] = [];
+  for (const c of records) {
+    const columns = byTable.get(c.name) ?? [];
+    const indexes = indexUpgradeSteps(c, definitions);
+    if (columns.length === 0 && indexes.length === 0) continue;
+    logger.info(`upgrading collection "${c.name}" so its sorts walk its indexes: ${columns.length ? `text columns ${columns.join(', ')} under COLLATE "C"` : ''}${columns.length && indexes.length ? '; ' : ''}${indexes.length ? `${indexes.length / 2} index(es) re-created NULLS FIRST` : ''}`);
+    steps.push(...collationUpgradeSteps(c, columns), ...indexes);
+  }
+  if (steps.length === 0) return;
+  await writer.write([{ sql: BOOTSTRAP_LOCK, params: [] }, ...steps]);
+}
+
+/**
  * Opens the PostgreSQL database at `url` as a Store. `envKey`: SERVICE_ENCRYPTION_KEY when set.
  * @throws Error when the server cannot be reached or the bootstrap fails (the message says which)
  */
@@ -112,6 +143,7 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     const sql = pgStores(reader, { vector });
     const registry = new CollectionRegistry();
     registry.load(sql.schema.loadAll());
+    await upgradeCollations(reader, writer, registry.all(), logger);
     await writer.syncChangeTriggers(changeTables(registry.all()));
     const cluster = await ClusterFeed.start({
       connection: url,

@@ -85,8 +85,17 @@ export const pgPathDialect: PathDialect = {
   falseSql: 'false',
 };
 
-/** `ASC NULLS FIRST` / `DESC NULLS LAST`: SQLite's placement of NULLs. */
-const sortDir = (desc: boolean): string => (desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST');
+/**
+ * `ASC NULLS FIRST` / `DESC NULLS LAST`: SQLite's placement of NULLs. A column that is never NULL
+ * (`notNull`: id, created, updated, the identity column) gets a bare `ASC` / `DESC`, which orders
+ * it alike and is the order of a plain b-tree index (read forward or backward), so the planner
+ * can walk the primary key or an index on the column instead of sorting the scan
+ * (docs/internals.md, "PostgreSQL").
+ */
+const sortDir = (desc: boolean, notNull = false): string => (notNull ? (desc ? 'DESC' : 'ASC') : desc ? 'DESC NULLS LAST' : 'ASC NULLS FIRST');
+
+/** The base columns, NOT NULL in every collection's table (collection-sql.ts, baseColumns). */
+const NOT_NULL_COLUMNS = new Set(['id', 'created', 'updated']);
 
 /** The PostgreSQL rule dialect (RuleDialect): operands are `Val`s compared as SQLite would. */
 export const pgRuleDialect: RuleDialect<Val, Sql> = {
@@ -119,7 +128,7 @@ export const pgRuleDialect: RuleDialect<Val, Sql> = {
   finish: (term) => term,
   sortRandom: (desc) => `random() ${desc ? 'DESC' : 'ASC'}`,
   // the identity column (collection-sql.ts): insertion order, as SQLite's rowid, never null
-  sortRowid: (alias, desc) => `${alias}."_rowid" ${sortDir(desc)}`,
+  sortRowid: (alias, desc) => `${alias}."_rowid" ${sortDir(desc, true)}`,
   sortColumn(alias, name, field, privateEmail, desc) {
     const col = `${alias}.${quoteIdent(name)}`;
     const multi = field !== null && (field.type === 'select' || field.type === 'relation' || field.type === 'file') && (field.options.maxSelect ?? 1) > 1;
@@ -128,7 +137,7 @@ export const pgRuleDialect: RuleDialect<Val, Sql> = {
     else if (field?.type === 'json' || multi) expr = `(${col})::text COLLATE "C"`;
     else if (privateEmail) expr = `(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${col} END) COLLATE "C"`;
     else expr = `${col} COLLATE "C"`;
-    return `${expr} ${sortDir(desc)}`;
+    return `${expr} ${sortDir(desc, field === null && !privateEmail && NOT_NULL_COLUMNS.has(name))}`;
   },
 };
 

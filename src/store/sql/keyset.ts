@@ -136,7 +136,8 @@ export function keysetSql(d: ListDialect): KeysetSql {
     },
 
     orderBy(keys: SortKey[], backward: boolean): string {
-      return keys.map((k) => `${k.sql} ${k.desc !== backward ? d.desc : d.asc}`).join(', ');
+      // a key never NULL takes the bare direction, as the sort emitters write it (an index's order)
+      return keys.map((k) => `${k.sql} ${k.desc !== backward ? (k.notNull ? 'DESC' : d.desc) : k.notNull ? 'ASC' : d.asc}`).join(', ');
     },
 
     beyondBoundary,

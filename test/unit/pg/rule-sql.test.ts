@@ -397,9 +397,12 @@ test('compile errors are the same ApiErrors', () => {
     assert.notEqual(liteErr, 'no error', src);
     assert.deepEqual(apiError(() => emitSort(src, posts, schema, 'r')), liteErr, src);
   }
-  // @rowid is the identity column, in both directions
-  assert.equal(emitSort('-@rowid', posts, schema, 'r'), 'r."_rowid" DESC NULLS LAST');
-  assert.equal(emitSort('@rowid', posts, schema, 'r'), 'r."_rowid" ASC NULLS FIRST');
+  // @rowid is the identity column, in both directions; it and the base columns are never NULL, so
+  // their terms are bare (an index's own order, which the planner can walk), the others place NULLs as SQLite
+  assert.equal(emitSort('-@rowid', posts, schema, 'r'), 'r."_rowid" DESC');
+  assert.equal(emitSort('@rowid', posts, schema, 'r'), 'r."_rowid" ASC');
+  assert.equal(emitSort('-id,created,-updated', posts, schema, 'r'), 'r."id" COLLATE "C" DESC, r."created" COLLATE "C" ASC, r."updated" COLLATE "C" DESC');
+  assert.equal(emitSort('-title,title', posts, schema, 'r'), 'r."title" COLLATE "C" DESC NULLS LAST, r."title" COLLATE "C" ASC NULLS FIRST');
 });
 
 test('drivers and owner facts match the SQLite emitter', () => {
