@@ -28,7 +28,7 @@ import { boundedCache } from './bounded.js';
 
 /**
  * Counts cached at most (the least recently used forgotten first past it). A list over a relation filter keeps two
- * (its count, and the count deciding its plan: records-list.ts), so a few thousand distinct
+ * (its count, and the count deciding its plan: records/list/plan.ts), so a few thousand distinct
  * filters of a read-mostly workload stay counted; an entry is its SQL text and values, well
  * under 1 KB.
  */
@@ -37,7 +37,7 @@ export const COUNT_CACHE_MAX = 4000;
 export const WALK_CACHE_MAX = 256;
 
 /**
- * The checkpoints of an offset walk (records-list.ts, walkFrom): the sort value and rowid of
+ * The checkpoints of an offset walk (records/list/offset.ts, walkFrom): the sort value and rowid of
  * every WALK_STEP-th row of one scope in page order, found so far; `end` when no more exist;
  * `pending` while a request is finding more.
  */
@@ -78,12 +78,12 @@ export class CountCache {
 export class Caches {
   /** rendered records of views (base collections whose view answer does not depend on the caller) */
   readonly records = new RecordCache();
-  /** records as list pages render them, as UTF-8 bytes, so plain pages assemble hot rows from memory (records-list.ts) */
+  /** records as list pages render them, as UTF-8 bytes, so plain pages assemble hot rows from memory (records/list/render.ts) */
   readonly listRows = new RecordCache<Buffer>(8 * 1024 * 1024, 150);
   readonly authRecords = new AuthRecordCache();
   readonly pages = new PageCache();
   readonly counts = new CountCache();
-  /** checkpoints of deep offset pages, valid like counts (records-list.ts, walkFrom) */
+  /** checkpoints of deep offset pages, valid like counts (records/list/offset.ts, walkFrom) */
   readonly walks = new WalkCache();
   /*
    * Two write generations per collection key the counts: `rows` moves when rows may have been

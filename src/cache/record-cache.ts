@@ -38,7 +38,7 @@ interface Bucket<B extends string | Buffer> {
  * each time (bench/README.md, "List pages").
  *
  * `B`: the body's form, a string (records as get-by-id answers them) or UTF-8 bytes (list rows,
- * which are copied into the page's bytes: see RecordLister.pageFromRowCache; each in memory of
+ * which are copied into the page's bytes: see PageRenderer.pageFromRowCache (src/records/list/render.ts); each in memory of
  * its own, never a slice of a shared pool). Sizes count the body's `length` (characters of a
  * string, bytes of a Buffer) plus `entryOverhead` per entry (a Buffer's own backing store and
  * objects, about 150 bytes).

@@ -58,7 +58,7 @@ export interface CompiledExpr {
    * The relation semi-joins every matching row satisfies (top-level AND terms such as
    * `country.code = 'TV'`, compiled as `r."country" IN (SELECT …)`), each a self-contained term
    * over `column` with its own slots: a list may count one alone to choose which side drives
-   * its plan (records-list.ts).
+   * its plan (src/records/list/plan.ts).
    */
   drivers: Array<{ column: string; sql: string; params: ParamSlot[] }>;
   /**

@@ -165,7 +165,7 @@ export function listSql(d: ListDialect) {
      * value comparison the database answers as a range of a (column, rowid) index. It never holds
      * for a row whose value is NULL: NULLs sort first ascending (before any checkpoint, which is
      * never NULL), and a descending walk is only used over scopes without NULLs
-     * (records-list.ts, walkFrom). Params: the value, the rowid.
+     * (src/records/list/offset.ts, walkFrom). Params: the value, the rowid.
      */
     walkAfter(column: string, desc: boolean): string {
       return `(${column}, ${rowid}) ${desc ? '<' : '>'} (?, ${d.rowidParam})`;
