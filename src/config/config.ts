@@ -136,7 +136,7 @@ export interface RequestLimits {
   /**
    * SERVICE_REALTIME_FILTER_BUDGET_MS: the longest a batch's costly filter verdicts may take on
    * the reader pool, ms (default 2,000; 0 = none); past it those subscribers get nothing of the
-   * batch (src/realtime/hub.ts)
+   * batch (src/realtime/visibility.ts)
    */
   realtimeFilterBudgetMs: number;
 }

@@ -76,7 +76,7 @@
  * Deletes. The row is gone when another instance hears of its delete, so the delete's entry
  * carries the row as it was (`Change.old`, as the local writer reports it: `to_jsonb` of the row,
  * bytea columns null, without `passwordHash` and `tokenKey`), and realtime on every instance
- * decides the subscribers' rules and filters on it (hub.ts) as it does for a local delete. The
+ * decides the subscribers' rules and filters on it (src/realtime/visibility.ts) as it does for a local delete. The
  * writer notes every deleted row for this (PgWriter.captureAllDeletedRows), since the instances
  * that need a collection's rows are not known to the one deleting. An entry whose row would not
  * fit one notification is sent with its id alone: realtime then fails closed for subscribers whose
