@@ -30,9 +30,10 @@ const BASE = ['src/errors', 'src/log'];
 const MAY_IMPORT = {
   'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
   'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
-  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite', 'src/uploads'],
+  // settings: the FeatureService type of the services an app runs over (AppServices)
+  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/sqlite', 'src/uploads'],
   'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite', 'workers'],
-  // the composition of the services over an opened data directory, for the server and offline commands
+  // the composition root: the services over an opened data directory, for the server and offline commands
   'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/mail', 'src/ops', 'src/records', 'src/settings', 'src/store'],
   'src/cache': ['src/store'],
   'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],

@@ -27,7 +27,7 @@ import { authSessionRoutes } from './api/auth-sessions.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
 import { customMethodOptions, type AppHandle } from './app/runtime.js';
-import { MAX_BODY_BYTES, attachApp, buildServices } from './boot/services.js';
+import { MAX_BODY_BYTES, buildServices } from './boot/services.js';
 import type { AppDefinition } from './app/definition.js';
 import { signInMethods } from './auth/method-registry.js';
 import { settingsRoutes } from './api/settings.js';
@@ -64,7 +64,9 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const data = await openDataDir(config, logger);
   const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = data;
   const { reader, registry, sql } = store;
-  const { ctx, mailQueue, mailBackend, slowQueries, features } = buildServices(config, logger, data, app);
+  // stages: the data (above), the services with the app attached, the schema the app declares,
+  // then HTTP
+  const { ctx, mailQueue, mailBackend, slowQueries } = buildServices(config, logger, data, app ?? null, null);
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   // custom sign-in slugs first: a declared collection may turn them on
   for (const m of app?.authMethods ?? []) signInMethods.add(customMethodOptions(m));
@@ -95,7 +97,6 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
       throw err;
     }
   }
-  if (app) attachApp(ctx, app, logger);
   warnPublicRules(store, logger);
   // no superuser yet: a one-time install link, logged once listening (docs/admin.md, "First start")
   const install: InstallState = store.sql.auth.superuserCount() === 0 ? newInstallState() : { token: null, expiresAt: 0 };
@@ -125,8 +126,9 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     maxAddressFilterBytes: config.limits.realtimeMaxAddressFilterBytes,
     filterBudgetMs: config.limits.realtimeFilterBudgetMs,
   });
-  ctx.auth.sessions.onEnded = (collectionId, recordId) => hub.sessionEnded(collectionId, recordId);
-  features.onOverrideChange = () => hub.signal('__features');
+  // clients signed in as a record whose sessions ended are re-checked, on every instance
+  ctx.auth.sessions.subscribeEnded((collectionId, recordId) => hub.sessionEnded(collectionId, recordId));
+  ctx.features.subscribeOverrideChanges(() => hub.signal('__features'));
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
     ...settingsRoutes(ctx, statePath, app?.featureRoutes),
@@ -141,7 +143,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...authSessionRoutes(ctx),
     ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     ...adminRoutes(ctx),
-    ...(ctx.app ? ctx.app.routes() : []),
+    ...ctx.app.routes(ctx.auth),
     {
       method: 'options', pattern: '/*', handler: () => ({
         status: 204, body: '', headers: [
@@ -179,7 +181,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     throw err;
   }
   // on PostgreSQL each job's tick runs on the one instance that claims it first
-  const stopJobs = ctx.app ? ctx.app.startJobs(backend === 'sqlite' ? undefined : claimTick) : async () => {};
+  const stopJobs = ctx.app.startJobs(backend === 'sqlite' ? undefined : claimTick);
   mailQueue.start();
   // one collector runs at a time cluster-wide (PostgreSQL: an advisory lock; others skip the round)
   const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c), (fn) => runOnce('ttl-collector', fn));

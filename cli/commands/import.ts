@@ -39,7 +39,7 @@ export class ImportCommand extends SvcCommand {
   app = Option.String('--app', { description: 'An app module whose features apply (or SERVICE_APP)' });
 
   protected async run(): Promise<number> {
-    const { formatOf, readRows, importRecords, importLinks, fileSize, knownColumns, watchColumns, upsertKeyProblem } = await import('../../src/ops/import.js');
+    const { formatOf, readRows, importRecords, importLinks, importRelationsKnown, fileSize, knownColumns, watchColumns, upsertKeyProblem } = await import('../../src/ops/import.js');
     if (this.onError !== 'stop' && this.onError !== 'skip') return this.fail('usage', '--on-error must be stop or skip');
     if (this.key !== undefined && !this.upsert) return this.fail('usage', '--key goes with --upsert');
     if (this.upsert && this.oauth2Links) return this.fail('usage', '--upsert does not apply to --oauth2-links');
@@ -59,7 +59,7 @@ export class ImportCommand extends SvcCommand {
     }
     const logger = bootstrapLogger(this.context.env, (line) => this.context.stderr.write(`${line}\n`));
     const { openDataDir } = await import('../../src/store/open.js');
-    const { buildServices, attachApp } = await import('../../src/boot/services.js');
+    const { buildServices } = await import('../../src/boot/services.js');
     let data;
     try {
       data = await openDataDir(config, logger, 0);
@@ -69,8 +69,7 @@ export class ImportCommand extends SvcCommand {
     }
     // the server's services, so an --app's record hooks fire for every imported row (docs/framework.md, "Hooks")
     const app = await (await import('../load-app.js')).loadApp(this.app ?? this.context.env.SERVICE_APP);
-    const services = buildServices(config, logger, data, app);
-    if (app) attachApp(services.ctx, app, logger);
+    const services = buildServices(config, logger, data, app ?? null, importRelationsKnown(data.store));
     try {
       const c = data.store.registry.find(this.collection);
       if (!c) return this.fail('not_found', `no collection "${this.collection}"`);

@@ -71,10 +71,10 @@ export function authRoutes(ctx: ApiContext): Route[] {
       method: 'post', pattern: '/api/collections/:col/auth-refresh', handler: async (req) => {
         const c = authCollection(req);
         const app = ctx.app;
-        const around = app ? {
-          before: (rec: Record<string, unknown>) => app.authHook('beforeRefresh', 'refresh', c, rec, req),
-          after: (rec: Record<string, unknown>) => app.authHook('afterRefresh', 'refresh', c, rec, req),
-        } : undefined;
+        const around = {
+          before: app.hasAuthHook('beforeRefresh') ? (rec: Record<string, unknown>) => app.authHook('beforeRefresh', 'refresh', c, rec, req) : undefined,
+          after: app.hasAuthHook('afterRefresh') ? (rec: Record<string, unknown>) => app.authHook('afterRefresh', 'refresh', c, rec, req) : undefined,
+        };
         const { record, session } = await auth.refresh(c, await auth.resolve(req), req, around);
         return json(200, body(c, session.token, record), sessionCookies(session, insecure));
       },
@@ -91,9 +91,9 @@ export function authRoutes(ctx: ApiContext): Route[] {
           p = null;
         }
         const own = p && p.collection.id === c.id ? p : null;
-        if (own && ctx.app) await ctx.app.authHook('beforeLogout', 'logout', c, own.record, req); // may abort: nothing ends
+        if (own) await ctx.app.authHook('beforeLogout', 'logout', c, own.record, req); // may abort: nothing ends
         if (own?.sid) await auth.sessions.revoke(c, String(own.record.id), own.sid).catch(() => {});
-        if (own && ctx.app) await ctx.app.authHook('afterLogout', 'logout', c, own.record, req);
+        if (own) await ctx.app.authHook('afterLogout', 'logout', c, own.record, req);
         return noContent(clearCookies(insecure));
       },
     },

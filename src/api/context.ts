@@ -1,4 +1,8 @@
-/** What route bindings need: the domain services, the logger and the serve configuration. */
+/**
+ * What route bindings need: the domain services, the logger and the serve configuration. Built
+ * whole by src/boot/services.ts (`buildServices`); every member is present, an absent capability
+ * being an explicit value (an empty AppRuntime, a null mail group or outbox).
+ */
 import type { Store } from '../store/store.js';
 import type { RecordReader } from '../records/records-read.js';
 import type { RecordWriter } from '../records/records-write.js';
@@ -24,18 +28,18 @@ export interface ApiContext {
   config: ServeConfig;
   /** bytes; published as limits.maxUploadSize and enforced on request bodies */
   maxBodyBytes: number;
-  /** an embedding app's hooks, routes and jobs (absent for the standalone server) */
-  app?: AppRuntime;
+  /** an embedding app's hooks, routes and jobs (`AppRuntime.empty` for the standalone server) */
+  app: AppRuntime;
   /** settings, the declared flags and experiments (none declared by the standalone server) */
-  features?: FeatureService;
+  features: FeatureService;
   /** mail from application code (`app.mail`) */
-  mail?: MailService;
+  mail: MailService;
   /** the durable mail queue every queued message (auth mail included) goes through */
-  mailQueue?: DurableMailQueue;
+  mailQueue: DurableMailQueue;
   /** per-account sender identities (the sender routes, require_verified_sender) */
-  senders?: SenderIdentities;
-  /** the test capture outbox (dev-tools builds only) */
-  outbox?: TestOutbox;
-  /** the app's mail group; absent: no mail routes (docs/framework.md, "Mail") */
-  mailGroup?: MailGroup;
+  senders: SenderIdentities;
+  /** the test capture outbox (dev-tools builds only); null otherwise */
+  outbox: TestOutbox | null;
+  /** the app's mail group; null: no mail routes (docs/framework.md, "Mail") */
+  mailGroup: MailGroup | null;
 }

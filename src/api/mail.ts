@@ -29,7 +29,7 @@ export function mailRoutes(ctx: ApiContext): Route[] {
   const group = ctx.mailGroup;
   if (!group) return [];
   const secret = group.webhook_secret;
-  const senders = ctx.senders!;
+  const senders = ctx.senders;
   /** The account the caller acts for (see the module comment). */
   const accountOf = async (req: Req): Promise<string> => {
     const p = await ctx.auth.resolve(req);

@@ -32,7 +32,7 @@ export function probeRoutes(ctx: ApiContext, statePath: string | null = '/api/st
       serverSql,
       objectStore: ctx.config.storage !== undefined,
       devMode: ctx.config.features.has('dev-tools'),
-      mail: ctx.mailGroup !== undefined,
+      mail: ctx.mailGroup !== null,
       collectionsFrozen: ctx.config.collectionsFrozen,
     },
     endpoints: { state: statePath },

@@ -151,14 +151,14 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         auth.limitPasswordChange(c, req.params[1], principal, body, req); // scope pwchange; superusers exempt
         const changesPassword = c.type === 'auth' && typeof body === 'object' && body !== null && 'password' in body;
         const app = ctx.app;
-        if (app && changesPassword) {
+        if (changesPassword && app.hasAuthHook('beforePasswordChange')) {
           const target = auth.loadAuthRecord(c, req.params[1]);
           if (target) await app.authHook('beforePasswordChange', 'password_change', c, target, req);
         }
         const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body, input.uploads, undefined, req);
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
         const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
-        if (app && passwordChanged) {
+        if (passwordChanged && app.hasAuthHook('afterPasswordChange')) {
           const changed = auth.loadAuthRecord(c, req.params[1]);
           if (changed) await app.authHook('afterPasswordChange', 'password_change', c, changed, req);
         }

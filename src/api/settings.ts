@@ -17,7 +17,7 @@ import { jsonBody } from './request.js';
  */
 export function settingsRoutes(ctx: ApiContext, statePath: string | null, featurePrefix = '/api'): Route[] {
   const { auth } = ctx;
-  const features = ctx.features!;
+  const features = ctx.features;
   const superuser = async (req: Req): Promise<void> => {
     const p = await auth.resolve(req);
     if (!p) throw ApiError.unauthorized();

@@ -12,7 +12,10 @@
 import { Cron } from 'croner';
 import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
-import type { ApiContext } from '../api/context.js';
+import type { Store } from '../store/store.js';
+import type { RecordReader } from '../records/records-read.js';
+import type { RecordWriter } from '../records/records-write.js';
+import type { FeatureService } from '../settings/features.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Logger } from '../log/logger.js';
@@ -23,10 +26,10 @@ import { WriteBatch } from '../records/records-write.js';
 import type { RecordEventHandlers, RecordEventName, RequestRef } from '../records/lifecycle.js';
 import { lifetimeOptionErrors, methodEnabled, type AuthMethod, type MethodOptionsCheck, type MethodResult } from '../auth/methods/method.js';
 import type { ClientInfo } from '../auth/client.js';
-import type { AuthPrincipal } from '../auth/auth-service.js';
-import { RateLimiter } from '../auth/rate-limit.js';
+import { loadAuthRecord, type AuthCollaborators, type AuthPrincipal } from '../auth/auth-service.js';
+import { RateLimiter, type AuthRateLimits } from '../auth/rate-limit.js';
 import { jsonBody, requestId } from '../api/request.js';
-import type { MailMessage, TestOutbox } from '../mail/mail-service.js';
+import type { MailMessage, MailService, TestOutbox } from '../mail/mail-service.js';
 import { renderNamed, renderTemplate, type RenderOptions } from '../mail/templates.js';
 import {
   isRegisteredCode,
@@ -103,15 +106,44 @@ export function publicAuthRecord(rec: Record<string, unknown> | null | undefined
   return out as AuthRecord;
 }
 
+/**
+ * The services an app runs over, built before it (src/boot/services.ts); the auth service comes
+ * after the app, which hands it its hooks, tenancy and sign-in methods (`authExtensions`).
+ */
+export interface AppServices {
+  store: Store;
+  reads: RecordReader;
+  writes: RecordWriter;
+  features: FeatureService;
+  mail: MailService;
+  /** the test capture outbox (dev-tools builds only); null otherwise */
+  outbox: TestOutbox | null;
+}
+
+/** What resolves a request's caller for the app's routes (AuthService.resolve). */
+export interface CallerResolver {
+  resolve(req: Req): AuthPrincipal | null | Promise<AuthPrincipal | null>;
+}
+
+/**
+ * An app definition over the services (`AppRuntime.empty` for the standalone server: no hooks,
+ * routes, jobs or methods). Constructing it registers the record hooks with the writer's
+ * lifecycle; its auth parts go to the auth service's constructor (`authExtensions`).
+ */
 export class AppRuntime {
   readonly handle: AppHandle;
   private authHooks: AuthHooks<AppHandle>;
 
-  constructor(private def: AppDefinition<AppHandle>, private ctx: ApiContext, private logger: Logger) {
+  /** The runtime of no app definition (the standalone server, an import without --app). */
+  static empty(services: AppServices, logger: Logger): AppRuntime {
+    return new AppRuntime({}, services, logger);
+  }
+
+  constructor(private def: AppDefinition<AppHandle>, private ctx: AppServices, private logger: Logger) {
     for (const [name, hooks] of Object.entries(def.hooks?.records ?? {})) ctx.writes.lifecycle.register(name, this.recordHandlers(name, hooks));
     this.authHooks = def.hooks?.auth ?? {};
     const log = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string) => logger[level](String(msg), 'app');
-    const features = () => ctx.features!;
+    const features = () => ctx.features;
     this.handle = {
       records: (name) => this.recordsHandle(name, 'superuser'),
       batch: (ops, options) => this.batch(ops, options?.asUser === undefined ? 'superuser' : options.asUser),
@@ -125,20 +157,35 @@ export class AppRuntime {
         variant: (experiment, subject) => features().variant(experiment, subject),
       },
       mail: {
-        send: (message, options) => ctx.mail!.send(message, options),
-        enqueue: (message, options) => ctx.mail!.enqueue(message, options),
+        send: (message, options) => ctx.mail.send(message, options),
+        enqueue: (message, options) => ctx.mail.enqueue(message, options),
         render: renderTemplate,
         template: (name, vars) => renderNamed(def.mail ?? {}, name, vars),
         ...(ctx.outbox ? { outbox: ctx.outbox } : {}),
       },
       log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
     };
-    ctx.auth.hooks = {
-      beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true, client) : undefined,
-      authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client) : undefined,
+  }
+
+  /**
+   * The app's parts of the auth service, for its constructor: the hooks around session issue, the
+   * tenancy resolver, the custom sign-in methods (rate-limited by the service's limits).
+   */
+  authExtensions(): Omit<AuthCollaborators, 'signup'> {
+    const def = this.def;
+    return {
+      hooks: {
+        beforeAuthSuccess: this.authHooks.beforeAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('beforeAuthSuccess', this.authHooks.beforeAuthSuccess!, tag, c, rec, true, client) : undefined,
+        authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client) : undefined,
+      },
+      tenancy: def.tenancy ? (p, accountId) => this.resolveAccount(p, accountId) : null,
+      customMethods: (limits) => (def.authMethods ?? []).map((m) => new CustomMethod(m, this, this.ctx.store, limits)),
     };
-    for (const m of def.authMethods ?? []) ctx.auth.methods.add(new CustomMethod(m, this, ctx));
-    if (def.tenancy) ctx.auth.tenancy = (p, accountId) => this.resolveAccount(p, accountId);
+  }
+
+  /** Whether the app has the auth lifecycle hook `name` (the routes skip reading the record for it otherwise). */
+  hasAuthHook(name: keyof AuthHooks): boolean {
+    return this.authHooks[name] !== undefined;
   }
 
   /**
@@ -266,7 +313,7 @@ export class AppRuntime {
   private principalOf(auth: AuthRecord): Principal {
     const c = this.ctx.store.registry.byId(String(auth.collectionId)) ?? this.ctx.store.registry.find(String(auth.collectionName));
     if (!c || c.type !== 'auth') throw new Error('asUser: not an auth record');
-    const record = this.ctx.auth.loadAuthRecord(c, String(auth.id));
+    const record = loadAuthRecord(this.ctx.store, c, String(auth.id));
     if (!record) throw ApiError.notFound();
     return { superuser: c.name === '_superusers', collection: c, record };
   }
@@ -309,7 +356,7 @@ export class AppRuntime {
    * a cached one) and whose handler answers without a promise is answered synchronously: no
    * async frame, which the HTTP layer serves on its fast path.
    */
-  routes(): Route[] {
+  routes(auth: CallerResolver): Route[] {
     // shared by the instances of a cluster on PostgreSQL (keys `route:<i>:…`), else this process's
     const limiter = this.ctx.store.sql.sharedLimiter ?? new RateLimiter();
     return (this.def.routes ?? []).map((r, i) => {
@@ -351,7 +398,7 @@ export class AppRuntime {
         pattern: r.path,
         handler: (req: Req): Reply | Promise<Reply> => {
           if (r.rateLimit && !limiter.hit(`route:${i}:${req.remoteAddress}`, { max: r.rateLimit.max, windowS: r.rateLimit.windowS })) throw ApiError.tooManyRequests();
-          const caller = this.ctx.auth.resolve(req);
+          const caller = auth.resolve(req);
           return caller instanceof Promise ? caller.then((c) => run(req, c)) : run(req, caller);
         },
       };
@@ -440,7 +487,7 @@ class CustomMethod implements AuthMethod {
   readonly events = ['auth-success'] as const;
   readonly initiate?: (c: Collection, body: unknown, client: ClientInfo) => Promise<unknown>;
 
-  constructor(private def: CustomAuthMethod<AppHandle>, private rt: AppRuntime, private ctx: ApiContext) {
+  constructor(private def: CustomAuthMethod<AppHandle>, private rt: AppRuntime, private store: Store, private limits: AuthRateLimits) {
     this.slug = def.slug;
     this.checkOptions = customMethodOptions(def).checkOptions;
     if (def.initiate) {
@@ -457,8 +504,7 @@ class CustomMethod implements AuthMethod {
   }
 
   private limit(c: Collection, scope: string, client: ClientInfo): void {
-    const limits = this.ctx.auth.limits;
-    limits.enforce(scope, c, limits.clientKeys(client, ''), this.slug);
+    this.limits.enforce(scope, c, this.limits.clientKeys(client, ''), this.slug);
   }
 
   enabled(c: Collection): boolean {
@@ -474,7 +520,7 @@ class CustomMethod implements AuthMethod {
       throw this.rt.appError(err, `auth method ${this.slug}.complete`);
     }
     const id = typeof out === 'string' ? out : out?.id;
-    const record = typeof id === 'string' ? this.ctx.auth.loadAuthRecord(c, id) : null;
+    const record = typeof id === 'string' ? loadAuthRecord(this.store, c, id) : null;
     if (!record) throw this.rt.appError(new Error(`complete answered ${JSON.stringify(id)}, which names no record of "${c.name}"`), `auth method ${this.slug}.complete`);
     return { record };
   }

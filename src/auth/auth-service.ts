@@ -22,7 +22,7 @@ import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod } from './methods/magic-link.js';
 import { OtpMethod } from './methods/otp.js';
 import { BUILT_IN_METHOD_SLUGS, MethodRegistry } from './method-registry.js';
-import { OAuth2Method, type OAuth2StateOptions } from './methods/oauth2.js';
+import { OAuth2Method, type ExternalSignup, type OAuth2StateOptions } from './methods/oauth2.js';
 import { WebAuthnMethod } from './methods/webauthn.js';
 import { TwoFactor, twoFactorPolicy, type PendingLogin } from './two-factor.js';
 import type { Logger } from '../log/logger.js';
@@ -122,6 +122,26 @@ export interface AuthServiceHooks {
   authSuccess?: (tag: SignInTag, c: Collection, record: Record<string, unknown>, client?: ClientInfo) => Promise<void>;
 }
 
+/** An app's tenancy resolver (src/app/runtime.ts): the caller's active account (named by X-Account-Id) with its role, and every account it belongs to; null when it does not belong. */
+export type TenancyResolver = (p: AuthPrincipal, accountId: string) => Promise<AccountContext | null>;
+
+/**
+ * What the auth service is given besides the store and its configuration, at construction
+ * (src/boot/services.ts builds it): how an OAuth2 first sign-in creates its record, and an
+ * embedding app's parts (src/app/runtime.ts `AppRuntime.authExtensions`; none for the
+ * standalone server, whose runtime is empty).
+ */
+export interface AuthCollaborators {
+  /** an OAuth2 first sign-in's record creation (the record writer, so record events fire); null: 404 */
+  signup: ExternalSignup | null;
+  /** the app's hooks around session issue ({} without an app) */
+  hooks: AuthServiceHooks;
+  /** the app's tenancy resolver; null: callers carry no account */
+  tenancy: TenancyResolver | null;
+  /** the app's own sign-in methods, registered after the built-in ones; given the service's rate limits */
+  customMethods(limits: AuthRateLimits): AuthMethod[];
+}
+
 const BUILT_IN_TAGS = new Set(BUILT_IN_METHOD_SLUGS);
 /** A method slug as an auth-event tag: built-ins by name, anything else `custom`. */
 export const tagOf = (slug: string): SignInTag => (BUILT_IN_TAGS.has(slug) ? (slug as SignInTag) : 'custom');
@@ -150,6 +170,21 @@ export interface IssuedSession {
   sid?: string;
 }
 
+/**
+ * The whole auth record `id` of `c` (with `passwordHash`, `tokenKey` and `token_epoch`) or null;
+ * one point read, no cache. Also what an app's code reads before the auth service exists.
+ */
+export function loadAuthRecord(store: Store, c: Collection, id: string): Record<string, unknown> | null {
+  const codec = store.codec(c);
+  const row = store.sql.auth.recordRow(c, store.registry.version(c.id), codec.columns, id);
+  if (!row) return null;
+  const rec = codec.fromRow(row);
+  rec.passwordHash = row[codec.width];
+  rec.tokenKey = row[codec.width + 1];
+  rec.token_epoch = Number(row[codec.width + 2]);
+  return rec;
+}
+
 export class AuthService {
   readonly tokens: TokenService;
   readonly sessions: SessionStore;
@@ -164,19 +199,18 @@ export class AuthService {
   readonly webauthn: WebAuthnMethod;
   readonly twoFactor: TwoFactor;
   /** an embedding app's hooks (none for the standalone server) */
-  hooks: AuthServiceHooks = {};
-  /**
-   * An app's tenancy resolver (src/app/runtime.ts): the caller's active account (named by
-   * X-Account-Id) with its role, and every account it belongs to; null when it does not belong.
-   */
-  tenancy: ((p: AuthPrincipal, accountId: string) => Promise<AccountContext | null>) | null = null;
+  private readonly hooks: AuthServiceHooks;
+  /** an app's tenancy resolver (TenancyResolver); null without one */
+  readonly tenancy: TenancyResolver | null;
 
   /** `transport`: the mail backend (default: the one SERVICE_SMTP_* / SERVICE_SENDMAIL_COMMAND configure, else the log) */
   /** signs the active-account cookie (`svc_account`) */
   private accountKey: Buffer;
 
-  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger, transport?: MailTransport) {
+  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger, transport: MailTransport | undefined, parts: AuthCollaborators) {
     if (opts.hashThreads) sizeHashPool(opts.hashThreads);
+    this.hooks = parts.hooks;
+    this.tenancy = parts.tenancy;
     this.accountKey = createHmac('sha256', secret).update('svc account cookie v1').digest();
     this.tokens = new TokenService(secret);
     this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
@@ -196,9 +230,9 @@ export class AuthService {
       ownCaller: async (c, client) => requireOwnCollection(c, await this.resolve(client)),
       requireRecent: (p) => this.requireRecentSignIn(p),
     };
-    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, access);
+    this.oauth2 = new OAuth2Method(store, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, access, parts.signup);
     this.webauthn = new WebAuthnMethod(store, this.limits, this.emails.tokens, secret, load, access, (c, id, except) => this.twoFactor.factorsOf(c, id, except));
-    for (const m of [password, this.magicLink, otp, this.oauth2, this.webauthn]) this.methods.add(m);
+    for (const m of [password, this.magicLink, otp, this.oauth2, this.webauthn, ...parts.customMethods(this.limits)]) this.methods.add(m);
     this.twoFactor = new TwoFactor(store, secret, this.webauthn, load);
   }
 
@@ -224,16 +258,9 @@ export class AuthService {
     return rec;
   }
 
-  /** The whole auth record (with `passwordHash`, `tokenKey` and `token_epoch`) or null; one point read. */
+  /** The whole auth record (with `passwordHash`, `tokenKey` and `token_epoch`) or null; one point read (loadAuthRecord). */
   loadAuthRecord(c: Collection, id: string): Record<string, unknown> | null {
-    const codec = this.store.codec(c);
-    const row = this.store.sql.auth.recordRow(c, this.store.registry.version(c.id), codec.columns, id);
-    if (!row) return null;
-    const rec = codec.fromRow(row);
-    rec.passwordHash = row[codec.width];
-    rec.tokenKey = row[codec.width + 1];
-    rec.token_epoch = Number(row[codec.width + 2]);
-    return rec;
+    return loadAuthRecord(this.store, c, id);
   }
 
   /**

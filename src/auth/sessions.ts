@@ -11,8 +11,9 @@
  * A session that ends (revoke, logout everywhere, a password change's "every other session") is
  * announced on the change feed (SESSIONS_FEED_ID, src/store/change-feed.ts) in the job that ends
  * it, so the announcement reaches this process when the job commits and, on PostgreSQL, every
- * other instance in the same transaction (the cluster feed). `onEnded` (realtime's re-check of
- * the clients signed in as the record) runs from that feed, on every instance; nothing about a
+ * other instance in the same transaction (the cluster feed). The ended listeners
+ * (`subscribeEnded`: realtime's re-check of the clients signed in as the record) run from that
+ * feed, on every instance; nothing about a
  * session is cached here: `check` reads the row on every request, and the token epoch comes with
  * the auth record, whose cached copies the feed drops like any record's.
  */
@@ -51,10 +52,10 @@ export class SessionStore {
   /** sessions whose last_seen write is in flight or was just written (bounded) */
   private touched = boundedCache<string, number>(10_000);
   /**
-   * Called after sessions of a record ended (one revoked, all, or all but one), on every instance,
-   * from the change feed: realtime re-checks its clients.
+   * Told after sessions of a record ended (one revoked, all, or all but one), on every instance,
+   * from the change feed: realtime re-checks its clients (subscribeEnded).
    */
-  onEnded: ((collectionId: string, recordId: string) => void) | null = null;
+  private readonly endedListeners = new Set<(collectionId: string, recordId: string) => void>();
   private readonly unsubscribe: () => void;
 
   constructor(private store: Store, private onError: (err: unknown) => void = () => {}) {
@@ -66,9 +67,18 @@ export class SessionStore {
     this.unsubscribe();
   }
 
-  /** The sessions a committed batch ended (this process's jobs and other instances'): `onEnded` for each record. */
+  /**
+   * Calls `listener(collectionId, recordId)` each time sessions of a record end, on every
+   * instance (from the change feed); answers the function that stops it.
+   */
+  subscribeEnded(listener: (collectionId: string, recordId: string) => void): () => void {
+    this.endedListeners.add(listener);
+    return () => void this.endedListeners.delete(listener);
+  }
+
+  /** The sessions a committed batch ended (this process's jobs and other instances'): the ended listeners for each record. */
   private onBatch(batch: ChangeBatch): void {
-    if (!this.onEnded) return;
+    if (this.endedListeners.size === 0) return;
     for (const ch of batch.changes) {
       if (ch.collection !== SESSIONS_FEED_ID) continue;
       let at: unknown;
@@ -77,7 +87,9 @@ export class SessionStore {
       } catch {
         continue;
       }
-      if (Array.isArray(at) && typeof at[0] === 'string' && typeof at[1] === 'string') this.onEnded(at[0], at[1]);
+      if (Array.isArray(at) && typeof at[0] === 'string' && typeof at[1] === 'string') {
+        for (const listener of this.endedListeners) listener(at[0], at[1]);
+      }
     }
   }
 

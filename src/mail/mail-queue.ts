@@ -29,10 +29,12 @@ export class DurableMailQueue {
   private closed = false;
   private pumping = false;
   private again = false;
-  /** called for a message that is not delivered because its recipient is suppressed */
-  isSuppressed: ((msg: MailMessage, account: string) => boolean) | null = null;
-
-  constructor(private store: Store, private backend: MailTransport, private logger: Logger, private delays: readonly number[] = RETRY_DELAYS_MS) {}
+  /**
+   * `isSuppressed`: whether a queued message's recipient is suppressed meanwhile (the app's
+   * `check_suppression`; then it is not sent); null: none is. `delays`: RETRY_DELAYS_MS unless a
+   * test shortens them.
+   */
+  constructor(private store: Store, private backend: MailTransport, private logger: Logger, private isSuppressed: ((msg: MailMessage, account: string) => boolean) | null = null, private delays: readonly number[] = RETRY_DELAYS_MS) {}
 
   /**
    * Stores `msg` for delivery from `queue`; resolves once the row is committed (from then on it

@@ -21,7 +21,7 @@ import { createInterface } from 'node:readline';
 import streamArray from 'stream-json/streamers/stream-array.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { Store } from '../store/store.js';
-import { WriteBatch, type RecordWriter } from '../records/records-write.js';
+import { WriteBatch, type RecordWriter, type RelationsKnown } from '../records/records-write.js';
 import { ApiError } from '../errors/api-error.js';
 import type { Principal } from '../rules/access.js';
 import { nowDate } from '../collections/fields/index.js';
@@ -204,14 +204,13 @@ function describe(err: unknown): { message: string; data?: Record<string, unknow
 }
 
 /**
- * Creates every row of `rows` in collection `c` as a superuser would through the API.
- * @throws Error only for failures that are not a row's (the database closing, I/O)
+ * The import's RelationsKnown, given to its record writer (src/boot/services.ts): the import holds
+ * the data directory alone, so a related record seen once stays (ids cached per target, up to a
+ * million each).
  */
-export async function importRecords(store: Store, writes: RecordWriter, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
-  const su: Principal = { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
-  // the import holds the data directory alone: a related record seen once stays (ids cached per target)
+export function importRelationsKnown(store: Store): RelationsKnown {
   const seen = new Map<string, Set<string>>();
-  writes.relationsKnown = (target, id) => {
+  return (target, id) => {
     let ids = seen.get(target.id);
     if (!ids) seen.set(target.id, (ids = new Set()));
     if (ids.has(id)) return true;
@@ -219,6 +218,15 @@ export async function importRecords(store: Store, writes: RecordWriter, c: Colle
     ids.add(id);
     return true;
   };
+}
+
+/**
+ * Creates every row of `rows` in collection `c` as a superuser would through the API, through
+ * `writes` (built with importRelationsKnown).
+ * @throws Error only for failures that are not a row's (the database closing, I/O)
+ */
+export async function importRecords(store: Store, writes: RecordWriter, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
+  const su: Principal = { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
   const size = options.chunk ?? 1000;
   const result: ImportResult = { imported: 0, updated: 0, skipped: 0, stopped: false, errors: [] };
   const refuse = (row: number, err: unknown) => {

@@ -131,14 +131,15 @@ export class WriteBatch {
   }
 }
 
+/**
+ * For a writer that holds the data directory alone (`svc import`): true for a related record
+ * known to exist, whose in-job existence guard can then be left out (nothing else can delete it
+ * meanwhile).
+ */
+export type RelationsKnown = (target: Collection, id: string) => boolean;
+
 export class RecordWriter {
   private ruleVerdicts = boundedCache<string, boolean>(10_000);
-  /**
-   * Set by a writer that holds the data directory alone (`svc import`): answers true for a related
-   * record known to exist, whose in-job existence guard can then be left out (nothing else can
-   * delete it meanwhile). Null (the server): every relation is guarded inside the write job.
-   */
-  relationsKnown: ((target: Collection, id: string) => boolean) | null = null;
   private insertSqls = boundedCache<string, string>(1000);
   private guards = boundedCache<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>(1000);
 
@@ -147,7 +148,8 @@ export class RecordWriter {
    * @param lifecycle where the record event handlers are registered (./lifecycle.ts): every
    *   create, update and delete of this writer fires them
    */
-  constructor(private store: Store, private files?: RecordFiles, readonly lifecycle: RecordLifecycle = new RecordLifecycle()) {}
+  /** `relationsKnown`: see RelationsKnown; null (the server): every relation is guarded inside the write job. */
+  constructor(private store: Store, private files?: RecordFiles, readonly lifecycle: RecordLifecycle = new RecordLifecycle(), private relationsKnown: RelationsKnown | null = null) {}
 
   /**
    * Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts.
@@ -512,7 +514,8 @@ export class RecordWriter {
       if (!ids.length) continue;
       const target = this.store.registry.byId(String(f.options.collectionId));
       if (!target) continue;
-      if (this.relationsKnown && ids.every((id) => this.relationsKnown!(target, id))) continue;
+      const known = this.relationsKnown;
+      if (known && ids.every((id) => known(target, id))) continue;
       const guard = this.relationGuard(target.name, f, ids.length);
       steps.push({ sql: guard.sql, params: [...ids, ids.length], expect: 'row', fail: guard.fail });
     }

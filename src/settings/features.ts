@@ -57,11 +57,8 @@ export class FeatureService {
   private stateCache = boundedCache<string, string>(ASSIGNMENT_CACHE);
   private flagsByName: Map<string, FlagDefinition>;
   private experimentsByName: Map<string, ExperimentDefinition>;
-  /**
-   * called after a flag or experiment override changes, on every instance (the realtime
-   * `__features` signal)
-   */
-  onOverrideChange: (() => void) | null = null;
+  /** told after a flag or experiment override changes (subscribeOverrideChanges) */
+  private readonly overrideListeners = new Set<() => void>();
   /** override changes so far (a state computed across one is not cached) */
   private overridesGen = 0;
   /** a refresh from the feed failed to read: the mirror is read whole again at its next use */
@@ -78,6 +75,15 @@ export class FeatureService {
   /** Stops following the change feed (the store's writer outlives this service). */
   close(): void {
     this.unsubscribe();
+  }
+
+  /**
+   * Calls `listener` after a flag or experiment override changes, on every instance (the
+   * realtime `__features` signal); answers the function that stops it.
+   */
+  subscribeOverrideChanges(listener: () => void): () => void {
+    this.overrideListeners.add(listener);
+    return () => void this.overrideListeners.delete(listener);
   }
 
   /**
@@ -198,7 +204,7 @@ export class FeatureService {
     // values and weights may have moved: cached states go; sticky variants stay (they are persisted)
     this.overridesGen++;
     this.stateCache.clear();
-    this.onOverrideChange?.();
+    for (const listener of this.overrideListeners) listener();
   }
 
   private overrideProblem(key: string, value: string): string | null {

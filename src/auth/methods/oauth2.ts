@@ -75,9 +75,11 @@ export class OAuth2Method implements AuthMethod {
   readonly checkOptions = oauth2Options.checkOptions;
   readonly stores = ['_externalAuths', '_authTokens'] as const;
   readonly events = ['auth-success'] as const;
-  /** set by the server once the record writer exists */
-  signup: ExternalSignup | null = null;
 
+  /**
+   * `signup`: how a first sign-in creates its record (the record writer's `createExternal`, so
+   * its record events fire); null: a first sign-in answers 404.
+   */
   constructor(
     private store: Store,
     private limits: AuthRateLimits,
@@ -85,6 +87,7 @@ export class OAuth2Method implements AuthMethod {
     private state: OAuth2StateOptions,
     private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
     private access: CallerAccess,
+    private signup: ExternalSignup | null,
   ) {}
 
   enabled(c: Collection): boolean {
