@@ -30,7 +30,7 @@ import { customMethodOptions, type AppHandle } from './app/runtime.js';
 import { MAX_BODY_BYTES, buildServices } from './boot/services.js';
 import type { AppDefinition } from './app/definition.js';
 import { signInMethods } from './auth/method-registry.js';
-import { settingsRoutes } from './api/settings.js';
+import { settingsRoutes } from './settings/routes.js';
 import { accountRoutes } from './api/account.js';
 import { mailRoutes } from './api/mail.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
@@ -131,7 +131,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   ctx.features.subscribeOverrideChanges(() => hub.signal('__features'));
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
-    ...settingsRoutes(ctx, statePath, app?.featureRoutes),
+    ...settingsRoutes(ctx.features, ctx.auth, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
     ...(uploads ? uploadRoutes(ctx, uploads, MAX_BODY_BYTES) : []),

@@ -1,6 +1,10 @@
 /**
- * The sender routes and the bounce webhook (docs/framework.md, "Mail": the
- * routes of the mail group), present with the app's mail group.
+ * The sender routes, the bounce webhook and the group's configuration (docs/framework.md, "Mail":
+ * the routes of the mail group), present with the app's mail group.
+ *
+ * Configuration: `GET /api/mail/config` (superusers; 401 anonymous, 403 other callers): the
+ * group's policies, `{require_verified_sender, check_suppression, webhook_configured,
+ * unsubscribe_configured}`.
  *
  * Senders: `POST /api/senders {email}` (201 pending, 200 already verified, 429 within 60 s),
  * `POST /api/senders/:id/verify {token}` (404 for a wrong or absent token), `GET /api/senders`
@@ -43,7 +47,18 @@ export function mailRoutes(ctx: ApiContext): Route[] {
     if (!id) throw ApiError.forbidden('You can only manage the senders of an account you belong to.');
     return id;
   };
+  const config = JSON.stringify({
+    require_verified_sender: group.require_verified_sender === true,
+    check_suppression: group.check_suppression === true,
+    webhook_configured: typeof secret === 'string',
+    unsubscribe_configured: false,
+  });
   return [{
+    method: 'get', pattern: '/api/mail/config', handler: async (req) => {
+      await ctx.auth.requireSuperuser(req);
+      return json(200, config);
+    },
+  }, {
     method: 'post', pattern: '/api/senders', handler: async (req) => {
       const account = await accountOf(req);
       const b = jsonBody(req);

@@ -264,6 +264,17 @@ export class AuthService {
   }
 
   /**
+   * The caller of a request when it is a superuser (the superuser-only routes).
+   * @throws ApiError 401 when anonymous (or the credential is bad), 403 for any other caller
+   */
+  async requireSuperuser(req: ClientInfo): Promise<AuthPrincipal> {
+    const p = await this.resolve(req);
+    if (!p) throw ApiError.unauthorized();
+    if (!p.superuser) throw ApiError.forbidden('Only superusers can perform this request.');
+    return p;
+  }
+
+  /**
    * The caller of a request: null when anonymous. A bearer (or raw) token that is invalid,
    * expired or revoked (token key rotated, epoch bumped, session row gone) answers 401. Cookie
    * credentials without a matching X-CSRF-Token on an unsafe method make the request anonymous.
