@@ -29,12 +29,13 @@ const BASE = ['src/errors', 'src/log'];
 /** Per folder, the other folders it may import besides BASE: the import graph as it is. */
 const MAY_IMPORT = {
   'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
-  'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
+  'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   // settings: the FeatureService type of the services an app runs over (AppServices)
   'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/sqlite', 'src/uploads'],
   'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite', 'workers'],
-  // the composition root: the services over an opened data directory, for the server and offline commands
-  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/mail', 'src/ops', 'src/records', 'src/settings', 'src/store'],
+  // the composition root: the services over an opened data directory, for the server and offline
+  // commands, and the server's realtime stage (the hub and its transports' route types)
+  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store'],
   'src/cache': ['src/store'],
   'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/config': ['src/files'],
@@ -45,7 +46,8 @@ const MAY_IMPORT = {
   'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
   'src/meta': ['src/http', 'src/store/sqlite'],
   'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
-  'src/realtime': ['src/auth', 'src/collections', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
+  'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
   'src/rules': ['src/cache', 'src/collections', 'src/store', 'src/store/pg', 'src/store/sqlite'],
   // auth and http: the capability's route module (routes.ts: who is a superuser, the route types)
@@ -136,7 +138,7 @@ const folderDir = (f) => (f === 'src' || f === 'src/store' ? `^${esc(f)}$` : `^$
 const OWN = '^(src|workers|cli|devtool)/';
 /** The route modules of capability folders: the one file of a feature folder that speaks HTTP
  *  (bound from the route table of src/server.ts, as the auth methods' routes() are served). */
-const CAPABILITY_ROUTES = ['src/settings/routes.ts'];
+const CAPABILITY_ROUTES = ['src/settings/routes.ts', 'src/realtime/routes.ts'];
 const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/sqlite', 'src/store/shared', 'src/store/sql', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
 
 for (const f of Object.keys(MAY_IMPORT)) if (!FOLDERS.includes(f)) throw new Error(`.dependency-cruiser.cjs: unknown folder ${f}`);
@@ -194,7 +196,7 @@ module.exports = {
     ...withCrossings({
       name: 'no-http-in-features',
       severity: 'error',
-      comment: 'Feature folders do not import src/http/, but for their capability route modules (src/settings/routes.ts): the auth services read a ClientInfo, which the route layer\'s Req satisfies (ARCHITECTURE.md, "Folders").',
+      comment: 'Feature folders do not import src/http/, but for their capability route modules (src/settings/routes.ts, src/realtime/routes.ts): the auth services read a ClientInfo, which the route layer\'s Req satisfies (ARCHITECTURE.md, "Folders").',
       from: { path: `^(${FEATURES.map(esc).join('|')})/`, pathNot: CAPABILITY_ROUTES.map(file) },
       to: { path: '^src/http/' },
     }),

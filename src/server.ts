@@ -24,8 +24,7 @@ import { authRoutes } from './api/auth.js';
 import { fileRoutes } from './api/files.js';
 import { FileTokens } from './files/file-tokens.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
-import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from './realtime/hub.js';
-import { realtimeRoutes, realtimeSocket } from './api/realtime.js';
+import { buildRealtime } from './boot/realtime.js';
 import { customMethodOptions, type AppHandle } from './app/runtime.js';
 import { MAX_BODY_BYTES, buildServices } from './boot/services.js';
 import type { AppDefinition } from './app/definition.js';
@@ -65,7 +64,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = data;
   const { reader, registry, sql } = store;
   // stages: the data (above), the services with the app attached, the schema the app declares,
-  // then HTTP
+  // realtime, then HTTP
   const { ctx, mailQueue, mailBackend, slowQueries } = buildServices(config, logger, data, app ?? null, null);
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   // custom sign-in slugs first: a declared collection may turn them on
@@ -118,24 +117,14 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     }
   }
 
-  const hub = new RealtimeHub(store, ctx.auth, logger, {
-    ...DEFAULT_REALTIME_LIMITS,
-    maxConnections: config.limits.realtimeMaxConnections,
-    maxFilters: config.limits.realtimeMaxFilters,
-    maxFilterBytes: config.limits.realtimeMaxFilterBytes,
-    maxAddressFilterBytes: config.limits.realtimeMaxAddressFilterBytes,
-    filterBudgetMs: config.limits.realtimeFilterBudgetMs,
-  });
-  // clients signed in as a record whose sessions ended are re-checked, on every instance
-  ctx.auth.sessions.subscribeEnded((collectionId, recordId) => hub.sessionEnded(collectionId, recordId));
-  ctx.features.subscribeOverrideChanges(() => hub.signal('__features'));
+  const realtime = buildRealtime(ctx, relay);
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
     ...settingsRoutes(ctx.features, ctx.auth, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
     ...(uploads ? uploadRoutes(ctx, uploads, MAX_BODY_BYTES) : []),
-    ...realtimeRoutes(ctx, hub, relay),
+    ...realtime.routes,
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
     ...authRoutes(ctx),
@@ -167,7 +156,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     maxInflightBodyBytes: config.limits.maxInflightBodyBytes,
     logger,
     routes,
-    websockets: [realtimeSocket(ctx, hub)],
+    websockets: [realtime.socket],
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
   };
   if (engine.engine === 'node:http') logger.warn(`HTTP engine: node:http (slower than uWebSockets.js): ${engine.reason}`);
@@ -203,7 +192,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
       stopping ??= (async () => {
         logger.info('shutting down: finishing in-flight requests');
         stopTtl();
-        hub.closeAll();
+        realtime.close();
         await http.drain();
         await stopJobs(); // running jobs finish (they may still write)
         await ctx.auth.close(); // auth mail tasks still enqueue through the writer

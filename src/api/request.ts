@@ -4,7 +4,7 @@ import { ApiError } from '../errors/api-error.js';
 import type { Req } from '../http/types.js';
 
 // the JSON body parser lives in src/http/, where the capability folders' route modules
-// (src/settings/routes.ts) read it too
+// (src/settings/routes.ts, src/realtime/routes.ts) read it too
 export { jsonBody } from '../http/json-body.js';
 
 /** A well-formed X-Request-Id a caller or proxy may send (then it is kept). */

@@ -1,6 +1,7 @@
 /**
- * Realtime routes (docs/realtime.md, "Protocol"; docs/pocketbase.md for the PocketBase
- * client), both transports of the hub (src/realtime/hub.ts) on `/api/realtime`:
+ * The realtime transports (docs/realtime.md, "Protocol"; docs/pocketbase.md for the PocketBase
+ * client): both of the hub's (hub.ts) on `/api/realtime`, bound from the route table of
+ * src/server.ts (the WebSocket endpoint through src/http/websocket.ts):
  *
  * - WebSocket (upgrade): `{"type":"connect","clientId"}` on open; client frames `auth`,
  *   `subscribe`, `unsubscribe`; answers `auth`, `ack` and `error` frames (a bad frame never
@@ -16,16 +17,16 @@
  *
  * Past the connection cap an upgrade or stream answers 503 `overloaded`.
  */
-import type { ApiContext } from './context.js';
 import type { EventSink, Reply, Req, Route, WsConnection, WsRoute } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import { errorReply } from '../http/common.js';
+import { jsonBody } from '../http/json-body.js';
 import { ApiError, toApiError } from '../errors/api-error.js';
-import { jsonBody } from './request.js';
-import type { RealtimeClient, RealtimeHub, RealtimeTransport } from '../realtime/hub.js';
-import { authFrame, errorFrame } from '../realtime/protocol.js';
+import type { Logger } from '../log/logger.js';
+import type { RealtimeClient, RealtimeHub, RealtimeTransport } from './hub.js';
+import { authFrame, errorFrame } from './protocol.js';
 import type { ClientInfo } from '../auth/client.js';
-import { credential } from '../auth/auth-service.js';
+import { credential, type AuthService } from '../auth/auth-service.js';
 import type { ClusterRelay } from '../store/backend.js';
 
 /** Bytes queued for one client before it is dropped as a slow consumer. */
@@ -41,8 +42,8 @@ function clientInfo(req: Req): ClientInfo {
 }
 
 
-/** The WebSocket endpoint. */
-export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
+/** The WebSocket endpoint; `logger` logs each upgrade as a request (101). */
+export function realtimeSocket(hub: RealtimeHub, logger: Logger): WsRoute {
   return {
     pattern: '/api/realtime',
     maxBackpressure: REALTIME_MAX_QUEUE,
@@ -63,7 +64,7 @@ export function realtimeSocket(ctx: ApiContext, hub: RealtimeHub): WsRoute {
       };
       const client = hub.connect(transport, clientInfo(req));
       ws.data.client = client;
-      ctx.logger.request('GET', req.path, 101, Number(process.hrtime.bigint() - start) / 1e6);
+      logger.request('GET', req.path, 101, Number(process.hrtime.bigint() - start) / 1e6);
       ws.send(`{"type":"connect","clientId":"${client.id}"}`);
     },
     message(ws: WsConnection, data: string) {
@@ -151,7 +152,7 @@ export const RELAY_SSE_SUBSCRIPTIONS = 'sse-subscriptions';
  * The SSE routes and the metrics route. `relay` (several instances on PostgreSQL): a POST naming
  * a stream held by another instance is applied there (ClusterRelay).
  */
-export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: ClusterRelay | null = null): Route[] {
+export function realtimeRoutes(auth: AuthService, hub: RealtimeHub, relay: ClusterRelay | null): Route[] {
   const open = (req: Req): Reply => {
     if (!/text\/event-stream/i.test(req.headers.accept)) {
       throw new ApiError(400, 'bad_request', 'GET /api/realtime is a WebSocket upgrade, or an event stream with "Accept: text/event-stream".');
@@ -194,7 +195,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
   const applySubscriptions = async (clientId: string, subs: string[], info: ClientInfo): Promise<void> => {
     const client = hub.find(clientId);
     if (!client || client.transport.kind !== 'sse') throw ApiError.notFound('Missing or invalid client id.');
-    const principal = await ctx.auth.resolve(info);
+    const principal = await auth.resolve(info);
     // A stream keeps the identity its first POST gave it: once signed in, a POST from another
     // caller, or one without credentials, is refused and changes nothing (an anonymous stream
     // may be signed in later, as the PocketBase SDK does after a sign-in).
@@ -281,7 +282,7 @@ export function realtimeRoutes(ctx: ApiContext, hub: RealtimeHub, relay: Cluster
       method: 'get',
       pattern: '/api/realtime/metrics',
       handler: async (req) => {
-        const p = await ctx.auth.resolve(req);
+        const p = await auth.resolve(req);
         if (!p) throw ApiError.unauthorized();
         if (!p.superuser) throw ApiError.forbidden('Only superusers can read realtime metrics.');
         return json(200, JSON.stringify(hub.metrics()));
