@@ -65,7 +65,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { reader, registry, sql } = store;
   // stages: the data (above), the services with the app attached, the schema the app declares,
   // realtime, then HTTP
-  const { ctx, mailQueue, mailBackend, slowQueries } = buildServices(config, logger, data, app ?? null, null);
+  const services = buildServices(config, logger, data, app ?? null, null);
+  const { ctx, mailQueue } = services;
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   // custom sign-in slugs first: a declared collection may turn them on
   for (const m of app?.authMethods ?? []) signInMethods.add(customMethodOptions(m));
@@ -195,10 +196,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         realtime.close();
         await http.drain();
         await stopJobs(); // running jobs finish (they may still write)
-        await ctx.auth.close(); // auth mail tasks still enqueue through the writer
-        await mailQueue.close(); // deliveries under way finish; queued messages wait for the next start
-        mailBackend.close();
-        await slowQueries?.close();
+        await services.close(); // auth mail, the mail queue and its backend, the slow-query log
         await closeData();
         uploads?.close(); // after the last write: the owner file is held until the store closes
         logger.info('stopped; all acknowledged writes are committed');

@@ -129,10 +129,7 @@ export class ImportCommand extends SvcCommand {
       this.emit(summary, text);
       return result.skipped ? 3 : 0;
     } finally {
-      await services.ctx.auth.close();
-      await services.mailQueue.close();
-      services.mailBackend.close();
-      await services.slowQueries?.close();
+      await services.close();
       await data.close();
       lock.release();
     }

@@ -39,10 +39,12 @@ export interface Services {
   ctx: ApiContext;
   /** the durable mail queue (its delivery starts with `start()`, a server's job; also `ctx.mailQueue`) */
   mailQueue: DurableMailQueue;
-  /** the backend the queue delivers to (closed last) */
-  mailBackend: MailTransport;
-  /** the slow-query log, when SERVICE_SLOW_QUERY_MS is not 0 */
-  slowQueries: SlowQueryLog | null;
+  /**
+   * Closes what the services hold, in order: the auth service's mail tasks (they still enqueue
+   * through the writer), the mail queue (deliveries under way finish; queued messages wait for
+   * the next start), its backend, the slow-query log. Call before closing the data.
+   */
+  close(): Promise<void>;
 }
 
 /** The mail stage's result: the backend and what is built on it. */
@@ -90,7 +92,13 @@ export function buildServices(config: ServeConfig, logger: Logger, data: OpenedD
     senders: mail.senders,
     mailGroup: mail.group,
   };
-  return { ctx, mailQueue: mail.queue, mailBackend: mail.backend, slowQueries };
+  const close = async () => {
+    await auth.close();
+    await mail.queue.close();
+    mail.backend.close();
+    await slowQueries?.close();
+  };
+  return { ctx, mailQueue: mail.queue, close };
 }
 
 /**
