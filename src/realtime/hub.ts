@@ -3,7 +3,7 @@
  * in docs/pocketbase.md): the connected clients, their subscriptions, and the fan-out of every
  * committed change from the change feed (src/store/change-feed.ts) to the clients allowed to see
  * it. Transports (WebSocket frames, PocketBase-shaped Server-Sent Events) live in
- * src/api/realtime.ts; here a client is anything that can take a text frame.
+ * src/realtime/routes.ts; here a client is anything that can take a text frame.
  *
  * `RealtimeHub` composes its parts: clients.ts (connections, auth frames, revocation), topics.ts
  * (subscriptions, filters and their caps, native topics), fanout.ts (change feed → groups →
