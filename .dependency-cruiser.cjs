@@ -19,9 +19,13 @@
 const FOLDERS = [
   'src', 'src/api', 'src/app', 'src/auth', 'src/boot', 'src/cache', 'src/collections', 'src/config', 'src/errors',
   'src/files', 'src/http', 'src/log', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records',
-  'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite',
+  'src/rules', 'src/settings', 'src/store', 'src/store/errors', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite',
   'src/uploads', 'workers', 'cli', 'devtool',
 ];
+
+/** Folders that import no folder at all, not even BASE: devtool (it spawns the CLI), and the typed
+ *  storage errors, which src/errors/ imports (anything they imported would close a cycle). */
+const IMPORTS_NOTHING = ['devtool', 'src/store/errors'];
 
 /** Every folder but devtool may import these two: they import nothing of the project's own. */
 const BASE = ['src/errors', 'src/log'];
@@ -39,7 +43,8 @@ const MAY_IMPORT = {
   'src/cache': ['src/store'],
   'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   'src/config': ['src/files'],
-  'src/errors': [],
+  // the typed storage errors, answered in one place (knownApiError, src/errors/api-error.ts)
+  'src/errors': ['src/store/errors'],
   'src/files': ['src/collections', 'src/records', 'src/rules', 'src/store'],
   'src/http': [],
   'src/log': [],
@@ -54,13 +59,15 @@ const MAY_IMPORT = {
   'src/settings': ['src/auth', 'src/cache', 'src/collections', 'src/http', 'src/store'],
   // Storage: the store folders, configuration, and the pg reader's worker. Anything else it imports
   // today is a known crossing (KNOWN_CROSSINGS).
-  'src/store': ['src/config', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
-  'src/store/pg': ['src/store', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
+  'src/store': ['src/config', 'src/store/errors', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
+  // storage's typed errors (GuardFailed, NotFound, InvalidQuery, UniqueViolation, …): no HTTP status or code
+  'src/store/errors': [],
+  'src/store/pg': ['src/store', 'src/store/errors', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
   'src/store/shared': ['src/store', 'src/store/sqlite'],
   // the dialect-neutral SQL builders: the store's interfaces; what they read of the rule compiler's
   // and the schema's types are known crossings
-  'src/store/sql': ['src/store'],
-  'src/store/sqlite': ['src/store', 'src/store/shared', 'src/store/sql'],
+  'src/store/sql': ['src/store', 'src/store/errors'],
+  'src/store/sqlite': ['src/store', 'src/store/errors', 'src/store/shared', 'src/store/sql'],
   'src/uploads': ['src/store'],
   'workers': ['src/store'],
   // cli/app-modules.ts also loads src/server.ts and src/auth/superuser-admin.ts through import()
@@ -139,7 +146,7 @@ const OWN = '^(src|workers|cli|devtool)/';
 /** The route modules of capability folders: the one file of a feature folder that speaks HTTP
  *  (bound from the route table of src/server.ts, as the auth methods' routes() are served). */
 const CAPABILITY_ROUTES = ['src/settings/routes.ts', 'src/realtime/routes.ts'];
-const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/sqlite', 'src/store/shared', 'src/store/sql', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
+const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/errors', 'src/store/sqlite', 'src/store/shared', 'src/store/sql', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
 
 for (const f of Object.keys(MAY_IMPORT)) if (!FOLDERS.includes(f)) throw new Error(`.dependency-cruiser.cjs: unknown folder ${f}`);
 for (const f of FOLDERS) if (!MAY_IMPORT[f]) throw new Error(`.dependency-cruiser.cjs: no MAY_IMPORT entry for ${f}`);
@@ -165,7 +172,7 @@ function withCrossings(rule) {
   }))];
 }
 
-const mayImport = (f) => (f === 'devtool' ? [] : [...new Set([...BASE, ...MAY_IMPORT[f]])].filter((g) => g !== f).sort());
+const mayImport = (f) => (IMPORTS_NOTHING.includes(f) ? [] : [...new Set([...BASE, ...MAY_IMPORT[f]])].filter((g) => g !== f).sort());
 
 const boundaries = FOLDERS.flatMap((f) => withCrossings({
   name: `may-import:${f}`,
@@ -200,6 +207,13 @@ module.exports = {
       from: { path: `^(${FEATURES.map(esc).join('|')})/`, pathNot: CAPABILITY_ROUTES.map(file) },
       to: { path: '^src/http/' },
     }),
+    {
+      name: 'storage-not-api-error',
+      severity: 'error',
+      comment: 'Storage (src/store/ and its sub-folders, workers/) throws the typed errors of src/store/errors/ and never ApiError: the status, code and envelope are chosen in one place, knownApiError in src/errors/api-error.ts (ARCHITECTURE.md, "Folders").',
+      from: { path: '^(src/store|workers)/' },
+      to: { path: file('src/errors/api-error.ts') },
+    },
     {
       name: 'collections-not-auth-methods',
       severity: 'error',

@@ -17,7 +17,7 @@ import type { ServeConfig } from '../../src/config/config.js';
 import { acquireDataDirLock, LockError } from '../../src/config/data-dir-lock.js';
 import { databasePath } from '../../src/files/data-paths.js';
 import { bootstrapLogger } from '../../src/log/logger.js';
-import { ApiError } from '../../src/errors/api-error.js';
+import { knownApiError } from '../../src/errors/api-error.js';
 import type { PlanItem, SchemaDocument } from '../../src/ops/schema.js';
 
 /** Shared: --data-dir, --app, the config and a read-only view of the schema. */
@@ -169,10 +169,11 @@ export class SchemaApplyCommand extends SchemaBase {
     }
   }
 
-  private failApply(err: unknown): number {
-    if (err instanceof ApiError) {
+  private failApply(thrown: unknown): number {
+    const err = knownApiError(thrown);
+    if (err) {
       return this.fail(err.code === 'validation_failed' || err.code === 'bad_request' ? 'invalid_schema' : err.code, err.message, Object.keys(err.data).length ? { data: err.data } : {});
     }
-    throw err;
+    throw thrown;
   }
 }

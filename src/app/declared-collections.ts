@@ -17,7 +17,7 @@ import type { CollectionsService } from '../collections/collections-service.js';
 import type { Store } from '../store/store.js';
 import type { Logger } from '../log/logger.js';
 import { buildCollection } from '../collections/collection-input.js';
-import { ApiError } from '../errors/api-error.js';
+import { knownApiError } from '../errors/api-error.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const AUTH_FIELDS = new Set(['email', 'emailVisibility', 'verified']);
@@ -43,7 +43,8 @@ export async function applyDeclaredCollections(declared: readonly Record<string,
       await collections.update(prev.id, merged);
       logger.info(`updated the declared collection "${name}" to match the app`, 'app');
     } catch (err) {
-      const detail = err instanceof ApiError ? `${err.message}${Object.keys(err.data).length ? ` ${JSON.stringify(err.data)}` : ''}` : (err as Error).message;
+      const api = knownApiError(err);
+      const detail = api ? `${api.message}${Object.keys(api.data).length ? ` ${JSON.stringify(api.data)}` : ''}` : (err as Error).message;
       throw new Error(`the app's declared collection "${name}": ${detail}`);
     }
   }

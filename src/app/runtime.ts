@@ -10,7 +10,7 @@
  * their failures are logged and the answer stands.
  */
 import { Cron } from 'croner';
-import { ApiError } from '../errors/api-error.js';
+import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { Store } from '../store/store.js';
 import type { RecordReader } from '../records/records-read.js';
@@ -107,6 +107,17 @@ export function publicAuthRecord(rec: Record<string, unknown> | null | undefined
 }
 
 /**
+ * `p`, with a typed storage error (src/store/errors/store-errors.ts) it rejects with turned into
+ * the ApiError the API answers (knownApiError): application code catching the failures of
+ * `app.records(…)` and `app.batch` sees ApiError, as docs/framework.md ("The app handle") says.
+ */
+function asApiError<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: unknown) => {
+    throw knownApiError(err) ?? err;
+  });
+}
+
+/**
  * The services an app runs over, built before it (src/boot/services.ts); the auth service comes
  * after the app, which hands it its hooks, tenancy and sign-in methods (`authExtensions`).
  */
@@ -146,7 +157,7 @@ export class AppRuntime {
     const features = () => ctx.features;
     this.handle = {
       records: (name) => this.recordsHandle(name, 'superuser'),
-      batch: (ops, options) => this.batch(ops, options?.asUser === undefined ? 'superuser' : options.asUser),
+      batch: (ops, options) => asApiError(this.batch(ops, options?.asUser === undefined ? 'superuser' : options.asUser)),
       settings: {
         get: (key) => features().get(key)?.value,
         set: async (key, value) => void (await features().put(key, value)),
@@ -235,10 +246,11 @@ export class AppRuntime {
    * An error thrown by application code as the API answers it: a registered ApiError as is,
    * anything else 500 `internal` (logged, with the id of the request `rid` when there is one).
    */
-  appError(err: unknown, where: string, rid?: RequestRef): ApiError {
-    if (err instanceof ApiError && isRegisteredCode(err.code)) return err;
-    if (err instanceof ApiError) this.logger.error(`${where}${inRequest(rid)} threw an ApiError with the unregistered code "${err.code}"; answering 500 (register codes in src/errors/codes.ts)`, 'app');
-    else this.logger.error(`${where} failed${inRequest(rid)}: ${describe(err)}`, 'app');
+  appError(thrown: unknown, where: string, rid?: RequestRef): ApiError {
+    const err = knownApiError(thrown); // a typed storage error as the API answers it
+    if (err && isRegisteredCode(err.code)) return err;
+    if (err) this.logger.error(`${where}${inRequest(rid)} threw an ApiError with the unregistered code "${err.code}"; answering 500 (register codes in src/errors/codes.ts)`, 'app');
+    else this.logger.error(`${where} failed${inRequest(rid)}: ${describe(thrown)}`, 'app');
     return new ApiError(500, 'internal', 'Something went wrong while processing your request.');
   }
 
@@ -328,23 +340,23 @@ export class AppRuntime {
     };
     const col = () => store.collection(name);
     return {
-      get: async (id) => reads.view(col(), id, principal(), { expand: null, projection: null }),
-      list: async (query = {}) => {
+      get: (id) => asApiError((async () => reads.view(col(), id, principal(), { expand: null, projection: null }))()),
+      list: (query = {}) => asApiError((async () => {
         const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
         const body = await reads.list(col(), principal(), parseListQuery(qs));
         return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
-      },
-      create: async (data) => {
+      })()),
+      create: (data) => asApiError((async () => {
         const c = col();
         const out = await this.ctx.writes.create(c, principal(), { ...data }, null);
         return store.codec(c).visibleFromRow(out.row);
-      },
-      update: async (id, data) => {
+      })()),
+      update: (id, data) => asApiError((async () => {
         const c = col();
         const out = await this.ctx.writes.update(c, id, principal(), { ...data }, null);
         return store.codec(c).visibleFromRow(out.row);
-      },
-      delete: async (id) => this.ctx.writes.delete(col(), id, principal()),
+      })()),
+      delete: (id) => asApiError((async () => this.ctx.writes.delete(col(), id, principal()))()),
       asUser: (auth) => this.recordsHandle(name, auth),
     };
   }

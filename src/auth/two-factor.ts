@@ -25,7 +25,7 @@
  *   key (AES-256-GCM, bound to the factor row).
  */
 import { createHash, createHmac, randomInt, timingSafeEqual } from 'node:crypto';
-import { ApiError } from '../errors/api-error.js';
+import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../collections/types.js';
 import type { Store } from '../store/store.js';
 import type { MfaAttemptRow, PasskeyRow } from '../store/auth-store.js';
@@ -272,7 +272,9 @@ export class TwoFactor {
           clientDataJSON: b.clientDataJSON as string, attestationObject: b.attestationObject as string, transports: b.transports,
         });
       } catch (err) {
-        if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(a);
+        // a failed guard of the passkey's write is a GuardFailed: judged as the API answers it
+        const api = knownApiError(err);
+        if (api && api.status === 400 && !('ceremonyId' in (api.data ?? {}))) return this.refuse(a);
         throw err;
       }
       steps.push(this.webauthn.storeStep(c, cred, true));
@@ -330,7 +332,9 @@ export class TwoFactor {
         const used = parseJson(a.data)?.usedPasskey;
         await this.webauthn.verifyAssertion(c, 'mfa_webauthn_login', b, (key: PasskeyRow) => key.recordId === a.recordId && key.id !== used);
       } catch (err) {
-        if (err instanceof ApiError && err.status === 400 && !('ceremonyId' in (err.data ?? {}))) return this.refuse(a);
+        // a failed guard of the passkey's write is a GuardFailed: judged as the API answers it
+        const api = knownApiError(err);
+        if (api && api.status === 400 && !('ceremonyId' in (api.data ?? {}))) return this.refuse(a);
         throw err;
       }
     }

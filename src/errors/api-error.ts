@@ -5,6 +5,8 @@
  * order; `writeErrorBody()` in this folder is the only place that builds it. `data` maps a field
  * name to `{code, message}` for `validation_failed`, and is `{}` otherwise.
  */
+import { ConstraintViolation, GuardFailed, InvalidQuery, InvalidValue, NotFound, QueryTooComplex, StoreError, UnsupportedSchema, WriterClosed } from '../store/errors/store-errors.js';
+
 export type FieldError = { code: string; message: string };
 
 export class ApiError extends Error {
@@ -57,8 +59,40 @@ export function writeErrorBody(err: ApiError): string {
   return JSON.stringify({ status: err.status, code: err.code, message: err.message, data: err.data });
 }
 
-/** Any thrown value → ApiError; unknown errors become a generic 500 (the caller logs the original). */
-export function toApiError(err: unknown): ApiError {
+/**
+ * The API's answer to a thrown value it expects: an ApiError as it is, a typed storage error of
+ * src/store/errors/store-errors.ts as the API answers it (the one place that maps them); null for
+ * anything else (a bug or a failure nobody anticipated: the caller answers 500 and logs it).
+ *
+ * The storage errors, each answered as it was before storage stopped throwing ApiError:
+ * - GuardFailed: the failing step's `fail` (status, code, message, data), or 404 `not_found`
+ *   when the step set none;
+ * - NotFound: 404 `not_found` with its message;
+ * - InvalidQuery, QueryTooComplex, InvalidValue, UnsupportedSchema: 400 `bad_request` with its message;
+ * - WriterClosed: 503 `overloaded`;
+ * - ConstraintViolation (UniqueViolation among them): 409 `conflict` naming the first field the
+ *   database named (docs/api.md, "Errors").
+ */
+export function knownApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
-  return new ApiError(500, 'internal', 'Something went wrong while processing your request.');
+  if (!(err instanceof StoreError)) return null;
+  if (err instanceof GuardFailed) {
+    const f = err.fail;
+    return f ? new ApiError(f.status, f.code, f.message, f.data ?? {}) : ApiError.notFound();
+  }
+  if (err instanceof NotFound) return ApiError.notFound(err.message);
+  if (err instanceof InvalidQuery || err instanceof QueryTooComplex || err instanceof InvalidValue || err instanceof UnsupportedSchema) {
+    return ApiError.badRequest(err.message);
+  }
+  if (err instanceof WriterClosed) return new ApiError(503, 'overloaded', err.message);
+  if (err instanceof ConstraintViolation) {
+    const field = err.fields[0];
+    return ApiError.conflict(field ? `The value of "${field}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
+  }
+  return null;
+}
+
+/** Any thrown value → ApiError (see knownApiError); unknown errors become a generic 500 (the caller logs the original). */
+export function toApiError(err: unknown): ApiError {
+  return knownApiError(err) ?? new ApiError(500, 'internal', 'Something went wrong while processing your request.');
 }

@@ -9,7 +9,7 @@
  * first asking the exchange to watch for an abort (`Exchange.watchAbort`), and it writes every
  * reply through `Exchange.write` (uWS corks it), so the uWS rules of server.ts hold on both sides.
  */
-import { ApiError, toApiError } from '../errors/api-error.js';
+import { ApiError, knownApiError, toApiError } from '../errors/api-error.js';
 import type { Logger } from '../log/logger.js';
 import { Admission, OVERLOADED, TIMED_OUT, type AdmissionLimits, type BodyTicket } from './admission.js';
 import { BODY_METHODS, SinkIntake, decodeParams, elapsedMs, errorReply, openEventStream, tooLarge, untilIdle, type EventTransport } from './common.js';
@@ -339,11 +339,14 @@ export class Pipeline {
     } else this.finish(x, out);
   }
 
-  /** The reply of a thrown error; exceptions other than ApiError are reported (they answer 500). */
+  /**
+   * The reply of a thrown error; exceptions other than an ApiError or a typed storage error
+   * (knownApiError) are reported (they answer 500).
+   */
   private fail(err: unknown, req: Req): Reply {
-    const api = toApiError(err);
-    if (!(err instanceof ApiError)) this.opts.onUnexpected(err, req);
-    return errorReply(api);
+    const known = knownApiError(err);
+    if (known === null) this.opts.onUnexpected(err, req);
+    return errorReply(known ?? toApiError(err));
   }
 
   /** Answers `reply` and closes the connection (a body that is cut off is never read to its end). */

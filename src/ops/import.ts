@@ -22,7 +22,7 @@ import streamArray from 'stream-json/streamers/stream-array.js';
 import type { Collection, Field } from '../collections/types.js';
 import type { Store } from '../store/store.js';
 import { WriteBatch, type RecordWriter, type RelationsKnown } from '../records/records-write.js';
-import { ApiError } from '../errors/api-error.js';
+import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Principal } from '../rules/access.js';
 import { nowDate } from '../collections/fields/index.js';
 import { newId } from '../records/ids.js';
@@ -199,7 +199,8 @@ function fromCsv(f: Field, raw: string): unknown {
 }
 
 function describe(err: unknown): { message: string; data?: Record<string, unknown> } {
-  if (err instanceof ApiError) return Object.keys(err.data).length ? { message: err.message, data: err.data } : { message: err.message };
+  const api = knownApiError(err);
+  if (api) return Object.keys(api.data).length ? { message: api.message, data: api.data } : { message: api.message };
   return { message: err instanceof Error ? err.message : String(err) };
 }
 

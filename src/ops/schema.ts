@@ -19,7 +19,7 @@ import type { CollectionsService } from '../collections/collections-service.js';
 import { collectionToJson } from '../collections/collection-registry.js';
 import { buildCollection } from '../collections/collection-input.js';
 import type { Store } from '../store/store.js';
-import { ApiError } from '../errors/api-error.js';
+import { ApiError, knownApiError } from '../errors/api-error.js';
 
 /** A schema file. */
 export interface SchemaDocument {
@@ -184,12 +184,13 @@ export function planSchema(store: Pick<Store, 'registry'>, doc: SchemaDocument):
   return plan;
 }
 
-function inCollection(err: unknown, name: string): Error {
-  if (err instanceof ApiError) {
+function inCollection(thrown: unknown, name: string): Error {
+  const err = knownApiError(thrown);
+  if (err) {
     const detail = Object.keys(err.data).length ? ` ${JSON.stringify(err.data)}` : '';
     return new ApiError(err.status, err.code, `collection "${name}": ${err.message}${detail}`, err.data);
   }
-  return err as Error;
+  return thrown as Error;
 }
 
 /** Relation targets named by a collection body's fields. */

@@ -12,7 +12,6 @@ import type { Collection, Field } from '../collections/types.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
-import type { Dialect } from '../store/dialect.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
 import { ID_PATTERN, newRecordId, randomToken } from './ids.js';
@@ -292,7 +291,9 @@ export class RecordWriter {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     const row = vals.slice(0, 3 + c.fields.length);
-    return this.withFiles(c, id, filePlan, () => this.queue(steps, batch)).then(() => ({ row, passwordChanged: false }), (e) => conflictError(this.store.sql.dialect, e));
+    return this.withFiles(c, id, filePlan, () => this.queue(steps, batch)).then(() => ({ row, passwordChanged: false }), (e) => {
+      throw this.typedFailure(e);
+    });
   }
 
   /**
@@ -536,9 +537,20 @@ export class RecordWriter {
     return g;
   }
 
-  /** Queues `steps`; constraint failures answer 409 (see conflictError). */
+  /**
+   * Queues `steps`. A constraint failure rejects as the typed ConstraintViolation or
+   * UniqueViolation (src/store/errors/store-errors.ts), which the API answers 409 naming the
+   * field (knownApiError, src/errors/api-error.ts); other errors as they are.
+   */
   private run(steps: WriteStep[], batch?: StepSink) {
-    return this.queue(steps, batch).catch((e) => conflictError(this.store.sql.dialect, e));
+    return this.queue(steps, batch).catch((e) => {
+      throw this.typedFailure(e);
+    });
+  }
+
+  /** `e` as a ConstraintViolation when it is a constraint failure (see run), else itself. */
+  private typedFailure(e: unknown): unknown {
+    return this.store.sql.dialect.constraintError(e) ?? e;
   }
 
   /** Queues `steps` (their parameter arrays are built for this job, so they are bound in place). */
@@ -549,15 +561,6 @@ export class RecordWriter {
     }
     return (batch ?? this.store.writer).write(steps);
   }
-}
-
-/** A constraint failure of a write job as 409 (which field, when the database names it); other errors as they are. */
-function conflictError(dialect: Dialect, err: unknown): never {
-  const f = dialect.writeFailure(err);
-  if (f?.constraint) {
-    throw ApiError.conflict(f.column ? `The value of "${f.column}" conflicts with an existing record.` : 'The record conflicts with an existing record.');
-  }
-  throw err;
 }
 
 /** Keys of a write body a client may never set directly on auth records (stripped, not rejected). */

@@ -29,6 +29,7 @@ import { parseFilter, type Expr, type Operand } from './parser.js';
 import type { SchemaLookup } from './paths.js';
 import { likeValue, readPath, scaleValue } from './values.js';
 import { nowDate } from '../collections/fields/index.js';
+import { knownApiError } from '../errors/api-error.js';
 import { emitExpression, emitSort } from '../store/sqlite/rule-sql.js';
 import { emitExpression as emitExpressionPg, emitSort as emitSortPg } from '../store/pg/rule-sql.js';
 
@@ -120,7 +121,21 @@ export function compileExpression(src: string, collection: Collection, schema: S
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
   const ast = guardAccount(parseFilter(src));
   const emit = opts.dialect === 'postgres' ? emitExpressionPg : emitExpression;
-  return { ...emit(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
+  try {
+    return { ...emit(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
+  } catch (err) {
+    throw asApiError(err);
+  }
+}
+
+/**
+ * The emitters' typed errors (InvalidQuery, QueryTooComplex of src/store/errors/store-errors.ts)
+ * as the API answers them, through the one mapping (knownApiError), so this module's callers (rule
+ * checks, lists, realtime) keep getting the ApiError 400 its functions document; anything else as
+ * it is.
+ */
+function asApiError(err: unknown): unknown {
+  return knownApiError(err) ?? err;
 }
 
 const isAccountMacro = (o: Operand): boolean => o.type === 'macro' && (o.macro === 'account.id' || o.macro === 'account.role');
@@ -212,7 +227,11 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
  * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields or more than 16 fields.
  */
 export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false, dialect: SqlDialectName = 'sqlite'): string {
-  return (dialect === 'postgres' ? emitSortPg : emitSort)(src, collection, schema, alias, superuser);
+  try {
+    return (dialect === 'postgres' ? emitSortPg : emitSort)(src, collection, schema, alias, superuser);
+  } catch (err) {
+    throw asApiError(err);
+  }
 }
 
 

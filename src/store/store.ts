@@ -10,7 +10,7 @@ import type { KeysetSql } from './sql/keyset.js';
 import type { Collection } from '../collections/types.js';
 import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
-import { ApiError } from '../errors/api-error.js';
+import { NotFound } from './errors/store-errors.js';
 import { Caches } from '../cache/caches.js';
 import type { SettingsRowStore } from './settings-store.js';
 import type { MailRowStore } from './mail-store.js';
@@ -89,10 +89,10 @@ export class Store {
     this.caches = new Caches(writer.changes);
   }
 
-  /** The collection by id or name, or 404. */
+  /** The collection by id or name. @throws NotFound (the API answers 404) when there is none */
   collection(idOrName: string): Collection {
     const c = this.registry.find(idOrName);
-    if (!c) throw ApiError.notFound('Missing collection context.');
+    if (!c) throw new NotFound('collection', 'Missing collection context.');
     return c;
   }
 

@@ -6,6 +6,7 @@
  * it returned (WAL with synchronous=FULL, so the commit is durable).
  */
 import type { SqlValue } from './bind.js';
+import type { StepFail } from './errors/store-errors.js';
 
 /** One statement of a job. */
 export interface WriteStep {
@@ -13,10 +14,11 @@ export interface WriteStep {
   params: SqlValue[];
   /**
    * A guard: `row` fails the job when the statement returns no row, `change` when it changed no
-   * row. The job is rolled back to its savepoint and answered with `fail` (status, code, message).
+   * row. The job is rolled back to its savepoint and rejected with GuardFailed carrying `fail`
+   * (src/store/errors/store-errors.ts), the answer the API gives (status, code, message, data).
    */
   expect?: 'row' | 'change';
-  fail?: { status: number; code: string; message: string; data?: Record<string, { code: string; message: string }> };
+  fail?: StepFail;
   /** Return the statement's rows (raw arrays) and column names. */
   returnRows?: boolean;
   /**

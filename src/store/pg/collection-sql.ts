@@ -43,7 +43,7 @@ import { createHash } from 'node:crypto';
 import type { Collection, Field, IndexDef } from '../../collections/types.js';
 import type { WriteStep } from '../write-job.js';
 import { AUTH_SIDE_TABLES } from '../auth-store.js';
-import { ApiError } from '../../errors/api-error.js';
+import { UnsupportedSchema } from '../errors/store-errors.js';
 import { TEXT_C, convertUsingSql, isMultiValued, pgColumnDefinitionType } from './column-types.js';
 
 /** What the server offers the DDL. */
@@ -89,7 +89,7 @@ const PG_RESERVED = [ROWID_COLUMN, FTS_COLUMN];
 function checkNames(c: Collection): void {
   for (const f of c.fields) {
     if (PG_RESERVED.includes(f.name.toLowerCase())) {
-      throw ApiError.badRequest(`The field name "${f.name}" is reserved on the PostgreSQL backend.`);
+      throw new UnsupportedSchema(c.name, `The field name "${f.name}" is reserved on the PostgreSQL backend.`);
     }
   }
 }

@@ -11,6 +11,7 @@
  */
 import pg from 'pg';
 import type { Dialect, WriteFailure } from '../dialect.js';
+import { ConstraintViolation, UniqueViolation } from '../errors/store-errors.js';
 import { PgWriteError } from './writer.js';
 
 /** SQLSTATE class 23: the write broke a constraint. */
@@ -33,5 +34,19 @@ export const pgDialect: Dialect = {
     if (err instanceof PgWriteError) return { constraint: isConstraintState(err.sqlState), message: err.message, column: constraintColumn(err.column, err.detail) };
     if (err instanceof pg.DatabaseError && typeof err.code === 'string') return { constraint: isConstraintState(err.code), message: err.message, column: constraintColumn(err.column, err.detail) };
     return null;
+  },
+  /**
+   * SQLSTATE 23505 is a unique violation, its constraint the index. The fields are the failure's
+   * column first, then the others of the detail's key, `Key (a, lower(b))=(…) already exists.`
+   */
+  constraintError(err: unknown): ConstraintViolation | null {
+    const f = pgDialect.writeFailure(err);
+    if (!f?.constraint) return null;
+    const e = err as { code?: string; sqlState?: string; detail?: string; table?: string; constraint?: string };
+    const key = e.detail ? /^Key \((.*?)\)=/.exec(e.detail)?.[1] : undefined;
+    const named = key ? [...key.matchAll(/(?:^|,\s*)(?:lower\()?"?(\w+)/g)].map((n) => n[1]) : [];
+    const fields = f.column ? [f.column, ...named.filter((n) => n !== f.column)] : named;
+    if ((e.sqlState ?? e.code) !== '23505') return new ConstraintViolation(e.table, fields, f.message, err);
+    return new UniqueViolation(e.table, fields, e.constraint, f.message, err);
   },
 };

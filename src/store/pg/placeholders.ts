@@ -12,7 +12,7 @@
  * Conversions are cached by statement text (the same few hundred statements run again and again):
  * at most PLACEHOLDER_CACHE_MAX entries, the least recently used dropped first.
  */
-import { ApiError } from '../../errors/api-error.js';
+import { InvalidValue } from '../errors/store-errors.js';
 import { LRUCache } from 'lru-cache';
 
 /** Most statements whose conversion is kept. */
@@ -21,11 +21,11 @@ export const PLACEHOLDER_CACHE_MAX = 1000;
 /**
  * PostgreSQL text cannot hold U+0000 (SQLite's can): a bound string with one would fail the
  * statement with a server error (22021), so reads and writes refuse it first, as bad input.
- * @throws ApiError 400 when a string parameter contains U+0000
+ * @throws InvalidValue when a string parameter contains U+0000
  */
 export function refuseNul(params: readonly unknown[]): void {
   for (const p of params) {
-    if (typeof p === 'string' && p.includes('\u0000')) throw ApiError.badRequest('Text may not contain the NUL character (U+0000) on this server.');
+    if (typeof p === 'string' && p.includes('\u0000')) throw new InvalidValue('Text may not contain the NUL character (U+0000) on this server.');
   }
 }
 

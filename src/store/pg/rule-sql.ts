@@ -151,7 +151,7 @@ export function emitExpression(ast: Expr, collection: Collection, schema: Schema
  * (SQLite's NULL placement), text columns under `COLLATE "C"` (SQLite's byte order), jsonb columns
  * by their text. `@rowid` is the identity column `_rowid` (collection-sql.ts), in insertion order
  * as SQLite's rowid (one writer assigns it).
- * @throws ApiError 400 `Invalid sort: …` as the SQLite emitter
+ * @throws InvalidQuery `Invalid sort: …` as the SQLite emitter
  */
 export function emitSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false): string {
   void schema;

@@ -46,18 +46,18 @@
  *   role needs CREATE on that schema. A `Change.old` holds the row as JSON: int8 and numeric
  *   values past 2^53 lose precision there.
  *
- * Errors. A guard failure rejects with the step's `fail` as an ApiError (404 not_found when it has
- * none); a statement PostgreSQL refused rejects with PgWriteError (SQLSTATE, step index; -1 when
- * the group as a whole failed, e.g. at COMMIT). A lost connection (server restart,
+ * Errors (src/store/errors/store-errors.ts). A guard failure rejects with GuardFailed, carrying
+ * the step's `fail` (none: the API answers 404); a statement PostgreSQL refused rejects with
+ * PgWriteError (SQLSTATE, step index; -1 when the group as a whole failed, e.g. at COMMIT). A lost connection (server restart,
  * pg_terminate_backend, network) rejects the in-flight group and every queued job with
  * PgConnectionError, at once (lost during COMMIT: the message says the write may or may not have
  * applied); the next write connects again. A connection found dead at BEGIN (lost while idle and
  * not yet noticed) sent nothing: that group is tried once on a new connection. A silent partition is
- * detected by TCP keepalive. After close() writes reject with ApiError 503 `overloaded`, as on
- * the SQLite writer.
+ * detected by TCP keepalive. After close() writes reject with WriterClosed (503 `overloaded`), as
+ * on the SQLite writer.
  */
 import pg from 'pg';
-import { ApiError } from '../../errors/api-error.js';
+import { GuardFailed, WriterClosed } from '../errors/store-errors.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 import { CHANGE_DELETE, MAX_CHANGES_LISTED, type StepResult, type WriteStep } from '../write-job.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
@@ -230,9 +230,8 @@ function stepError(err: unknown, step: number): PgWriteError {
   return new PgWriteError(e.code ?? 'XX000', e.message, step, e);
 }
 
-function guardError(step: WriteStep): ApiError {
-  const f = step.fail ?? { status: 404, code: 'not_found', message: 'The requested resource was not found.' };
-  return new ApiError(f.status, f.code, f.message, f.data ?? {});
+function guardError(steps: WriteStep[], i: number): GuardFailed {
+  return new GuardFailed(i, steps[i].fail);
 }
 
 /** Rows changed by a command (PostgreSQL reports a row count for SELECT too: that is no change). */
@@ -324,13 +323,13 @@ export class PgWriter {
 
   /**
    * Queues one job. Resolves with one result per step after the COMMIT that holds it; rejects
-   * with ApiError for a failed guard (the step's `fail`), PgWriteError for a statement PostgreSQL
-   * refused, PgConnectionError when the connection was lost, ApiError 503 after close().
+   * with GuardFailed for a failed guard (carrying the step's `fail`), PgWriteError for a statement
+   * PostgreSQL refused, PgConnectionError when the connection was lost, WriterClosed after close().
    * `changes` counts the rows an INSERT, UPDATE, DELETE or MERGE changed (0 for anything else);
    * with `returnRows` the result has the rows as arrays and the column names.
    */
   write(steps: WriteStep[]): Promise<StepResult[]> {
-    if (this.closed) return Promise.reject(new ApiError(503, 'overloaded', 'The server is shutting down.'));
+    if (this.closed) return Promise.reject(new WriterClosed());
     try {
       for (const s of steps) refuseNul(s.params);
     } catch (err) {
@@ -548,8 +547,8 @@ export class PgWriter {
   }
 
   /**
-   * Runs one job's steps in order. Returns their results, or the job's failure (ApiError for a
-   * guard, PgWriteError for a statement); throws only when the connection failed.
+   * Runs one job's steps in order. Returns their results, or the job's failure (GuardFailed for
+   * a guard, PgWriteError for a statement); throws only when the connection failed.
    */
   private async runJob(client: pg.Client, steps: WriteStep[]): Promise<StepResult[] | Error> {
     const results: StepResult[] = [];
@@ -562,9 +561,9 @@ export class PgWriter {
         if (isConnectionFailure(err)) throw err;
         return stepError(err, i);
       }
-      if (step.expect === 'row' && r.rows.length === 0) return guardError(step);
+      if (step.expect === 'row' && r.rows.length === 0) return guardError(steps, i);
       const changes = changesOf(r);
-      if (step.expect === 'change' && changes === 0) return guardError(step);
+      if (step.expect === 'change' && changes === 0) return guardError(steps, i);
       results.push(step.returnRows ? { changes, rows: r.rows, columns: r.fields.map((f) => f.name) } : { changes });
     }
     return results;

@@ -18,7 +18,7 @@
  * That OR does not bound an index range, so pages are read as disjoint segments on the leading
  * key, in walk order (`segments`); the caller stops as soon as it has enough rows.
  */
-import { ApiError } from '../../errors/api-error.js';
+import { InvalidQuery } from '../errors/store-errors.js';
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../collections/types.js';
 import { compileSort, isPrivateEmail, type SchemaLookup } from '../../rules/compiler.js';
@@ -52,7 +52,7 @@ export interface KeysetSql {
   /**
    * The cursor-mode sort keys of `src` (validated like `sort` in offset mode), with `id` appended
    * unless the sort already names it.
-   * @throws ApiError 400 for an invalid sort, and for `@random` (no stable order to resume)
+   * @throws InvalidQuery for an invalid sort, and for `@random` (no stable order to resume)
    */
   cursorSortKeys(src: string | null, c: Collection, schema: SchemaLookup, superuser?: boolean): SortKey[];
   /** `ORDER BY` body for walking forward, or backward (every direction flipped); NULLs always lowest. */
@@ -119,18 +119,18 @@ export function keysetSql(d: ListDialect): KeysetSql {
 
     cursorSortKeys(src: string | null, c: Collection, schema: SchemaLookup, superuser = false): SortKey[] {
       const keys: SortKey[] = [];
-      if (src && src.length > 8192) throw ApiError.badRequest('Invalid sort: the sort parameter is too long.');
+      if (src && src.length > 8192) throw new InvalidQuery('sort', 'Invalid sort: the sort parameter is too long.');
       for (const raw of (src ?? '').split(',')) {
         const seg = raw.trim();
         if (seg === '') continue;
-        if (keys.length === 16) throw ApiError.badRequest('Invalid sort: at most 16 sort fields are allowed.');
+        if (keys.length === 16) throw new InvalidQuery('sort', 'Invalid sort: at most 16 sort fields are allowed.');
         const name = seg.replace(/^[-+]\s*/, '');
-        if (name === '@random') throw ApiError.badRequest('Invalid sort: @random cannot be used with cursor paging.');
+        if (name === '@random') throw new InvalidQuery('sort', 'Invalid sort: @random cannot be used with cursor paging.');
         const key = sortKeyOf(compileSort(seg, c, schema, 'r', superuser, d.name));
         if (isPrivateEmail(c, name)) key.private = true;
         keys.push(key);
       }
-      if (keys.length === 0 && src && src.trim() !== '') throw ApiError.badRequest('Invalid sort: no field given.');
+      if (keys.length === 0 && src && src.trim() !== '') throw new InvalidQuery('sort', 'Invalid sort: no field given.');
       if (!keys.some((k) => k.sql === d.idOrder)) keys.push({ sql: d.idOrder, desc: false, notNull: true, term: d.idOrder });
       return keys;
     },

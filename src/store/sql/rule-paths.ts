@@ -22,7 +22,7 @@
  * - in the same case an auth collection's `email` reads as NULL unless the row's
  *   `emailVisibility` is on or the row is the caller's own, so a private address is no oracle.
  */
-import { ApiError } from '../../errors/api-error.js';
+import { InvalidQuery } from '../errors/store-errors.js';
 import type { Collection, Field } from '../../collections/types.js';
 import type { ParamSlot } from '../../rules/compiler.js';
 import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn, type PathMode, type SchemaLookup } from '../../rules/paths.js';
@@ -166,13 +166,13 @@ export class PathResolver {
   private target(field: Field, shown: string): Collection {
     const id = field.options.collectionId;
     const coll = !id ? undefined : id === this.root.id ? this.root : this.schema.byId(id);
-    if (!coll) throw ApiError.badRequest(`Invalid filter: cannot resolve the relation ${JSON.stringify(shown)}.`);
+    if (!coll) throw new InvalidQuery('filter', `Invalid filter: cannot resolve the relation ${JSON.stringify(shown)}.`);
     return coll;
   }
 
   /**
    * Resolves `author.name`, `tags.title`, `meta.a.b`, … to SQL.
-   * @throws ApiError 400 for unknown/hidden/encrypted fields, unresolvable relations, sub-paths of
+   * @throws InvalidQuery for unknown/hidden/encrypted fields, unresolvable relations, sub-paths of
    *   fields that have none, and chains longer than MAX_RELATION_DEPTH relations.
    */
   resolve(path: readonly string[]): ResolvedPath {
@@ -224,10 +224,10 @@ export class PathResolver {
         return out;
       }
       if (field?.type !== 'relation') {
-        throw ApiError.badRequest(`Invalid filter: field ${JSON.stringify(shown)} has no sub-fields.`);
+        throw new InvalidQuery('filter', `Invalid filter: field ${JSON.stringify(shown)} has no sub-fields.`);
       }
       if (++hops > MAX_RELATION_DEPTH) {
-        throw ApiError.badRequest(`Invalid filter: the path ${JSON.stringify(path.join('.'))} crosses more than ${MAX_RELATION_DEPTH} relations.`);
+        throw new InvalidQuery('filter', `Invalid filter: the path ${JSON.stringify(path.join('.'))} crosses more than ${MAX_RELATION_DEPTH} relations.`);
       }
       const next = this.target(field, shown);
       const nextAlias = this.fresh();

@@ -12,7 +12,7 @@
  * explicitly, src/store/pg/rule-sql.ts), how AND/OR terms are arranged (SQLite keeps them within
  * its parser limits, src/store/sqlite/sql-shape.ts), and how a sort term is spelled.
  */
-import { ApiError } from '../../errors/api-error.js';
+import { InvalidQuery } from '../errors/store-errors.js';
 import { bindValue, type SqlValue } from '../bind.js';
 import type { Collection, Field } from '../../collections/types.js';
 import { HIDDEN_AUTH_COLUMNS } from '../../collections/types.js';
@@ -82,7 +82,7 @@ export interface RuleDialect<V, T extends Sql> {
   join(op: 'AND' | 'OR', terms: T[]): T;
   /**
    * The whole expression's term as SQL.
-   * @throws ApiError 400 when the backend cannot take it (SQLite's parser limits)
+   * @throws QueryTooComplex when the backend cannot take it (SQLite's parser limits)
    */
   finish(term: T): Sql;
 
@@ -99,7 +99,7 @@ export interface RuleDialect<V, T extends Sql> {
 
 /**
  * The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`).
- * @throws ApiError 400 for invalid filters (see compileExpression)
+ * @throws InvalidQuery for invalid filters (see compileExpression)
  */
 export function emitRule<V, T extends Sql>(d: RuleDialect<V, T>, ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
   const guarded = opts.mode === 'filter' && !opts.superuser;
@@ -122,13 +122,13 @@ function hopViewRule<V, T extends Sql>(d: RuleDialect<V, T>, schema: SchemaLooku
 /**
  * compileSort's emitter (see src/rules/compiler.ts): validates the parameter and joins the
  * backend's terms with `, `.
- * @throws ApiError 400 `Invalid sort: …` for unknown/hidden/encrypted fields, more than 16 fields,
+ * @throws InvalidQuery `Invalid sort: …` for unknown/hidden/encrypted fields, more than 16 fields,
  *   a parameter over 8192 characters or one of separators only; Error for an invalid alias
  */
 export function emitSortWith<V, T extends Sql>(d: RuleDialect<V, T>, src: string, collection: Collection, alias: string, superuser: boolean): string {
   if (!IDENT.test(alias)) throw new Error(`compileSort: invalid alias ${JSON.stringify(alias)}`);
   const fail = (why: string): never => {
-    throw ApiError.badRequest(`Invalid sort: ${why}.`);
+    throw new InvalidQuery('sort', `Invalid sort: ${why}.`);
   };
   if (src.length > 8192) fail('the sort parameter is too long');
   const terms: string[] = [];
@@ -243,7 +243,7 @@ class RuleEmitter<V, T extends Sql> {
   /**
    * One operand; `scale` comes from a fixed-point field on the other side, `other` is the other
    * side's path (an `@request.auth.id` compared with record ids is qualified by their collection).
-   * @throws ApiError 400 for a hidden `@request.auth.*` column in a client filter
+   * @throws InvalidQuery for a hidden `@request.auth.*` column in a client filter
    */
   private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side<V> {
     if (path) return { val: this.d.pathOperand(path, like), sources: path.sources, conds: path.conds, condParams: path.condParams };
@@ -255,7 +255,7 @@ class RuleEmitter<V, T extends Sql> {
     if (o.macro === 'auth') {
       const head = o.path.split('.')[0];
       if (this.mode === 'filter' && (HIDDEN_AUTH_COLUMNS as readonly string[]).includes(head)) {
-        throw ApiError.badRequest(`Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);
+        throw new InvalidQuery('filter', `Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);
       }
       this.authPaths.add(o.path);
       const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
@@ -293,7 +293,7 @@ class RuleEmitter<V, T extends Sql> {
 
 /**
  * The bound value of a literal: LIKE-wrapped, fixed-point scaled, or as written.
- * @throws ApiError 400 for a number too precise for the fixed-point field it is compared with
+ * @throws InvalidQuery for a number too precise for the fixed-point field it is compared with
  */
 export function literalValue(lit: Literal, scale: number | undefined, like: boolean): SqlValue {
   const v = lit.value;
@@ -302,7 +302,8 @@ export function literalValue(lit: Literal, scale: number | undefined, like: bool
     const scaled = scaleDecimal(typeof v === 'number' ? lit.raw : v, scale);
     if (scaled === undefined) {
       const shown = typeof v === 'number' ? lit.raw : JSON.stringify(v.slice(0, 64));
-      throw ApiError.badRequest(
+      throw new InvalidQuery(
+        'filter',
         `Invalid filter: ${shown} at position ${lit.pos} is not a decimal with at most ${scale} decimal places, as the fixed-point field it is compared with requires.`,
       );
     }

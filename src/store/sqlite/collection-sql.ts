@@ -8,7 +8,7 @@ import type { Collection, Field, IndexDef } from '../../collections/types.js';
 import type { WriteStep } from '../write-job.js';
 import { columnType } from './column-types.js';
 import { AUTH_HIDDEN_COLUMNS_SQL, collectionSideRowsDeleteSteps } from './auth-sql.js';
-import { ApiError } from '../../errors/api-error.js';
+import { UnsupportedSchema } from '../errors/store-errors.js';
 import { q } from './sql-ident.js';
 import { vectorColumnsSql, vectorCreateSteps, vectorFields, vectorIndexDropStep, vectorIndexStep, vectorSignature } from './vector-sql.js';
 
@@ -130,12 +130,12 @@ export function ftsTriggerNames(c: Collection): string[] {
 }
 
 /**
- * @throws ApiError 400 when `c` has searchable fields and full-text search is off (feature
+ * @throws UnsupportedSchema when `c` has searchable fields and full-text search is off (feature
  * `fts5-off`; both backends' schema stores ask)
  */
 export function refuseSearchableWhenOff(c: Collection): void {
   if (!fullTextEnabled && searchableFields(c).length > 0) {
-    throw ApiError.badRequest('Full-text search is disabled on this server (feature fts5-off): fields cannot be searchable.');
+    throw new UnsupportedSchema(c.name, 'Full-text search is disabled on this server (feature fts5-off): fields cannot be searchable.');
   }
 }
 

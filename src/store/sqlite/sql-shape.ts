@@ -16,7 +16,7 @@
  * of subqueries) are rejected as 400. AND and OR are commutative here (no side effects, no
  * runtime errors), so reordering never changes which rows match.
  */
-import { ApiError } from '../../errors/api-error.js';
+import { QueryTooComplex } from '../errors/store-errors.js';
 
 /** Parser-stack entries the compiled expression may use (SQLite has ~92 at the WHERE level). */
 export const MAX_SQL_STACK = 64;
@@ -77,10 +77,10 @@ function chain<P>(op: 'AND' | 'OR', terms: Shaped<P>[]): Shaped<P> {
   return { sql: `(${terms.map((t) => t.sql).join(` ${op} `)})`, params: terms.flatMap((t) => t.params), stack, height };
 }
 
-/** @throws ApiError 400 when `shaped` exceeds the budgets. */
+/** @throws QueryTooComplex when `shaped` exceeds the budgets. */
 export function checkShape<P>(shaped: Shaped<P>): Shaped<P> {
   if (shaped.stack > MAX_SQL_STACK || shaped.height > MAX_SQL_HEIGHT) {
-    throw ApiError.badRequest('Invalid filter: the expression is too complex (too deeply nested or too many relation lookups).');
+    throw new QueryTooComplex('Invalid filter: the expression is too complex (too deeply nested or too many relation lookups).');
   }
   return shaped;
 }

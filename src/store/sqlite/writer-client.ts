@@ -3,7 +3,7 @@
  * resolves each one when the group commit that holds it is durable.
  */
 import { Worker } from 'node:worker_threads';
-import { ApiError } from '../../errors/api-error.js';
+import { GuardFailed, WriterClosed } from '../errors/store-errors.js';
 import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from '../write-job.js';
 import { workerScript } from '../worker-url.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
@@ -102,11 +102,12 @@ export class WriterClient {
   }
 
   /**
-   * Queues one job. Resolves with one result per step after the commit; rejects with ApiError
-   * for a failed guard (the step's `fail`), WriteError for an SQLite error.
+   * Queues one job. Resolves with one result per step after the commit; rejects with GuardFailed
+   * for a failed guard (carrying the step's `fail`), WriteError for an SQLite error, WriterClosed
+   * after close() (src/store/errors/store-errors.ts).
    */
   write(steps: WriteStep[]): Promise<StepResult[]> {
-    if (this.closed) return Promise.reject(new ApiError(503, 'overloaded', 'The server is shutting down.'));
+    if (this.closed) return Promise.reject(new WriterClosed());
     const id = this.nextId++;
     return new Promise<StepResult[]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject, steps });
@@ -176,8 +177,7 @@ export class WriterClient {
         const step = out[k] as number;
         k += 1;
         this.pending.delete(id);
-        const f = p.steps[step]?.fail ?? { status: 404, code: 'not_found', message: 'The requested resource was not found.' };
-        p.reject(new ApiError(f.status, f.code, f.message, f.data ?? {}));
+        p.reject(new GuardFailed(step, p.steps[step]?.fail));
       } else {
         const [step, code, message] = [out[k] as number, out[k + 1] as string, out[k + 2] as string];
         k += 3;

@@ -23,7 +23,7 @@ import type { Collection, Field } from '../../../src/collections/types.js';
 import type { WriteStep } from '../../../src/store/write-job.js';
 import type { Dialect } from '../../../src/store/dialect.js';
 import { AUTH_SIDE_TABLES, type AuthRecordStore, type AuthTokenRowStore, type ExternalAuthRowStore, type MfaRowStore, type PasskeyRowStore, type SessionRowStore, type StepFail } from '../../../src/store/auth-store.js';
-import { ApiError } from '../../../src/errors/api-error.js';
+import { knownApiError } from '../../../src/errors/api-error.js';
 import { authSystemFields } from '../../../src/auth/auth-fields.js';
 import { defaultAuthOptions } from '../../../src/auth/auth-defaults.js';
 // the stores, shared by both backends and spelled for each by its dialect
@@ -89,7 +89,8 @@ async function outcome(b: Backend, steps: WriteStep[]): Promise<string> {
     await b.write(steps);
     return 'ok';
   } catch (err) {
-    if (err instanceof ApiError) return `guard:${err.code}`;
+    const guard = knownApiError(err); // a failed guard's GuardFailed, as the API answers it
+    if (guard) return `guard:${guard.code}`;
     const f = b.dialect.writeFailure(err);
     if (f) return f.constraint ? 'constraint' : `error:${f.message}`;
     throw err;

@@ -38,6 +38,7 @@ import { bootstrapSteps as sqliteBootstrap } from '../../../src/store/sqlite/boo
 import { UPLOAD_DDL as SQLITE_UPLOAD_DDL } from '../../../src/store/sqlite/upload-sql.js';
 import { SqliteFileSql } from '../../../src/store/sqlite/file-sql.js';
 import { SqliteSchemaSql } from '../../../src/store/sqlite/schema-sql.js';
+import { knownApiError } from '../../../src/errors/api-error.js';
 
 const skip = postgresSkipReason() ?? false;
 
@@ -60,7 +61,8 @@ async function outcome(p: Promise<unknown>): Promise<string> {
     await p;
     return 'ok';
   } catch (err) {
-    const e = err as { status?: number; code?: string; name?: string };
+    // a failed guard rejects with GuardFailed (src/store/errors.ts): compare it as the API answers it
+    const e = (knownApiError(err) ?? err) as { status?: number; code?: string; name?: string };
     return e.status !== undefined ? `${e.status} ${e.code}` : `error ${e.name}`;
   }
 }

@@ -14,6 +14,7 @@ import { bindAll, type SqlValue } from '../../../src/store/bind.js';
 import { HIDDEN_AUTH_COLUMNS, type Collection, type Field, type FieldOptions, type FieldType } from '../../../src/collections/types.js';
 import { bindParams, compileExpression, compileSort, type CompileOptions, type CompiledExpr, type RequestContext, type SchemaLookup } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
+import { knownApiError } from '../../../src/errors/api-error.js';
 import { columnType } from '../../../src/store/sqlite/column-types.js';
 import { AUTH_HIDDEN_COLUMNS_SQL } from '../../../src/store/sqlite/auth-sql.js';
 import { emitExpression, emitSort, sqliteRealText } from '../../../src/store/pg/rule-sql.js';
@@ -308,7 +309,8 @@ function apiError(fn: () => unknown): unknown {
   try {
     fn();
   } catch (err) {
-    const e = err as { status?: number; code?: string; message: string };
+    // the emitters throw typed storage errors; compare them as the API answers them
+    const e = (knownApiError(err) ?? err) as { status?: number; code?: string; message: string };
     return { status: e.status, code: e.code, message: e.message };
   }
   return 'no error';

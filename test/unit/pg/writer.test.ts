@@ -10,7 +10,8 @@ import pg from 'pg';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
 import { PgWriter, PgWriteError, PgConnectionError, MAX_GROUP } from '../../../src/store/pg/writer.js';
 import { pgDialect } from '../../../src/store/pg/dialect.js';
-import { ApiError } from '../../../src/errors/api-error.js';
+import { ApiError, knownApiError } from '../../../src/errors/api-error.js';
+import { GuardFailed, WriterClosed } from '../../../src/store/errors/store-errors.js';
 import type { ChangeBatch } from '../../../src/store/change-feed.js';
 
 const skip = postgresSkipReason() ?? false;
@@ -107,10 +108,12 @@ test('failed guards and statements roll back only their job; the rest of the gro
     const i = k + 1;
     if (i % 10 === 3) {
       assert.equal(r.status, 'rejected');
-      const e = (r as PromiseRejectedResult).reason;
+      // a failed guard rejects with GuardFailed, which the API answers with the step's fail
+      assert.ok((r as PromiseRejectedResult).reason instanceof GuardFailed, String((r as PromiseRejectedResult).reason));
+      const e = knownApiError((r as PromiseRejectedResult).reason);
       assert.ok(e instanceof ApiError && e.status === 403 && e.code === 'forbidden', String(e));
     } else if (i % 10 === 5) {
-      const e = (r as PromiseRejectedResult).reason;
+      const e = knownApiError((r as PromiseRejectedResult).reason);
       assert.ok(e instanceof ApiError && e.status === 404 && e.code === 'not_found', String(e));
     } else if (i % 10 === 7) {
       const e = (r as PromiseRejectedResult).reason;
@@ -397,7 +400,7 @@ test('close() commits the queued jobs; later writes answer 503', { skip }, async
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY)', params: [] }]);
   const jobs = Array.from({ length: 100 }, (_, i) => writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: [`r${String(i).padStart(3, '0')}`] }]));
   const closing = writer.close();
-  await assert.rejects(writer.write([{ sql: 'SELECT 1', params: [] }]), (e: unknown) => e instanceof ApiError && e.status === 503);
+  await assert.rejects(writer.write([{ sql: 'SELECT 1', params: [] }]), (e: unknown) => e instanceof WriterClosed && knownApiError(e)?.status === 503);
   await closing;
   const results = await Promise.allSettled(jobs);
   assert.ok(results.every((r) => r.status === 'fulfilled'));

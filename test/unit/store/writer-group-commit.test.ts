@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'libsql';
 import { WriterClient, WriteError } from '../../../dist/src/store/sqlite/writer-client.js';
-import { ApiError } from '../../../dist/src/errors/api-error.js';
+import { ApiError, toApiError } from '../../../dist/src/errors/api-error.js';
+import { GuardFailed } from '../../../dist/src/store/errors/store-errors.js';
 
 test('failing jobs in a group roll back alone; the rest commit and stay committed', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-writer-'));
@@ -49,7 +50,8 @@ test('failing jobs in a group roll back alone; the rest commit and stay committe
         assert.match((r as PromiseRejectedResult).reason.sqliteCode, /^SQLITE_CONSTRAINT/);
       } else if (i % 10 === 7) {
         assert.equal(r.status, 'rejected');
-        const e = (r as PromiseRejectedResult).reason;
+        assert.ok((r as PromiseRejectedResult).reason instanceof GuardFailed);
+        const e = toApiError((r as PromiseRejectedResult).reason);
         assert.ok(e instanceof ApiError);
         assert.equal(e.status, 403);
       } else assert.equal(r.status, 'fulfilled', String((r as PromiseRejectedResult).reason));

@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WriterClient, WriteError } from '../../../dist/src/store/sqlite/writer-client.js';
-import { ApiError } from '../../../dist/src/errors/api-error.js';
+import { ApiError, toApiError } from '../../../dist/src/errors/api-error.js';
+import { GuardFailed, WriterClosed } from '../../../dist/src/store/errors/store-errors.js';
 
 async function withWriter(fn: (w: InstanceType<typeof WriterClient>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wire-'));
@@ -70,16 +71,20 @@ test('a failing guard rejects with the fail the caller attached; an SQLite error
       w.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: ['d', 5] }]),
     ]);
     assert.equal(rowGuard.status, 'rejected');
-    const e1 = (rowGuard as PromiseRejectedResult).reason;
+    // the writer rejects with GuardFailed carrying the step's fail; the API answers it (toApiError)
+    assert.ok((rowGuard as PromiseRejectedResult).reason instanceof GuardFailed);
+    assert.equal((rowGuard as PromiseRejectedResult).reason.step, 1);
+    const e1 = toApiError((rowGuard as PromiseRejectedResult).reason);
     assert.ok(e1 instanceof ApiError);
     assert.equal(e1.status, 400);
     assert.equal(e1.code, 'validation_failed');
     assert.deepEqual(e1.data, data);
-    const e2 = (changeGuard as PromiseRejectedResult).reason;
+    const e2 = toApiError((changeGuard as PromiseRejectedResult).reason);
     assert.ok(e2 instanceof ApiError);
     assert.equal(e2.status, 404);
     assert.equal(e2.message, 'gone');
-    const e3 = (defaultGuard as PromiseRejectedResult).reason;
+    assert.ok((defaultGuard as PromiseRejectedResult).reason instanceof GuardFailed);
+    const e3 = toApiError((defaultGuard as PromiseRejectedResult).reason);
     assert.ok(e3 instanceof ApiError);
     assert.equal(e3.status, 404, 'a guard without fail answers not found');
     const e4 = (sqlite as PromiseRejectedResult).reason;
@@ -125,7 +130,7 @@ test('a write after close answers 503', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wire-'));
   const w = await WriterClient.start(join(dir, 'data.db'));
   await w.close();
-  await assert.rejects(w.write([{ sql: 'SELECT 1', params: [] }]), (e: unknown) => e instanceof ApiError && e.status === 503);
+  await assert.rejects(w.write([{ sql: 'SELECT 1', params: [] }]), (e: unknown) => e instanceof WriterClosed && toApiError(e).status === 503 && toApiError(e).code === 'overloaded');
   rmSync(dir, { recursive: true, force: true });
 });
 
