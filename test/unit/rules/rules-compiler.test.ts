@@ -246,6 +246,6 @@ test('dialect: the PostgreSQL emitter on request, SQLite by default; both give t
   assert.deepEqual(pg.owner, lite.owner);
   assert.equal(compileSort('-views,title', posts, schema, 'r', false, 'postgres'), pgSort('-views,title', posts, schema, 'r', false));
   assert.notEqual(compileSort('-views,title', posts, schema, 'r', false, 'postgres'), compileSort('-views,title', posts, schema, 'r'));
-  assert.equal(compileSort('@rowid', posts, schema, 'r', false, 'postgres'), 'r."_rowid" ASC NULLS FIRST');
+  assert.equal(compileSort('@rowid', posts, schema, 'r', false, 'postgres'), 'r."_rowid" ASC');
   assert.ok(compileSort('@rowid', posts, schema, 'r'));
 });
