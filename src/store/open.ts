@@ -13,6 +13,7 @@ import { WriterClient } from './sqlite/writer-client.js';
 import { Reader } from './sqlite/reader.js';
 import { bootstrapSteps } from './sqlite/bootstrap.js';
 import { linkUpgradeSteps } from './sqlite/link-sql.js';
+import { createdIndexName, createdIndexSql } from './sqlite/collection-sql.js';
 import { bindValue } from './bind.js';
 import { CollectionRegistry } from '../collections/collection-registry.js';
 import { Store } from './store.js';
@@ -82,6 +83,10 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
   const sql = sqliteStores(reader);
   const registry = new CollectionRegistry();
   registry.load(sql.schema.loadAll());
+  // record tables made before every table had its `created` index (docs/operations.md, "Upgrades")
+  const unindexed = registry.all().filter((c) => !c.system && reader.get('SELECT 1 FROM sqlite_master WHERE "type" = \'index\' AND "name" = ?', [createdIndexName(c)]) === undefined);
+  for (const c of unindexed) logger.info(`indexing "created" of collection "${c.name}"`);
+  if (unindexed.length) await writer.write(unindexed.map((c) => ({ sql: createdIndexSql(c), params: [] })));
   const store = new Store(registry, reader, writer, sql);
   const close = async () => {
     await writer.close();

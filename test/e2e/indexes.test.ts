@@ -7,6 +7,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import Database from 'libsql';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { assertError, dumpServerLog } from '../helpers/records-fixtures.js';
@@ -135,3 +137,46 @@ test('invalid index definitions are 400 with indexes.<i> codes', async () => {
   }
   assertError(await patchCollection({ indexes: 'nope' }), 400, 'validation_failed');
 });
+
+test('every collection has an index on created that a page sorted by created walks; a database made before gets it at start', async () => {
+  // the index is the table's own (named by the collection id), beside the declared ones
+  const byCreated = (c: any) => [...dbIndexes(c.name)].find(([, v]) => v.columns.length === 1 && v.columns[0] === 'created');
+  assert.ok(byCreated(items), 'items has an index on created');
+  assert.ok(!items.indexes.some((ix: any) => ix.fields.includes('created')), 'it is not one of the collection\'s declared indexes');
+  if (TEST_BACKEND !== 'postgres') {
+    // SQLite's plan of a filtered page, newest first: the index, no sort of the matching rows
+    // (PostgreSQL's plans: test/unit/pg/sort-index.test.ts)
+    const plan = withDb(srv.dataDir, (db) => (db.prepare('EXPLAIN QUERY PLAN SELECT r."id" FROM "items" r WHERE r."shelf" > ? ORDER BY r."created" DESC, r.rowid DESC LIMIT 20').raw(true).all([3]) as unknown[][]).map((r) => String(r[3])));
+    assert.ok(plan.some((d) => d.includes(byCreated(items)![0])), plan.join('; '));
+    assert.ok(!plan.some((d) => d.includes('TEMP B-TREE')), plan.join('; '));
+  }
+  // a database made before: the index is gone; the next start makes it again and says so
+  const dir = mkdtempSync(join(tmpdir(), 'svc-created-'));
+  const first = await startSvc({ dataDir: dir });
+  const made = await first.createCollection({ name: 'older', type: 'base', ...PUBLIC, fields: [{ name: 'n', type: 'number' }] });
+  await first.stop();
+  const createdIndex = (c: any) => (TEST_BACKEND === 'postgres' ? pgIndexesIn(dir, c.name) : sqliteIndexesIn(dir, c.name)).find((n) => n.includes('created'));
+  const name = createdIndex(made);
+  assert.ok(name);
+  withDb(dir, (db) => db.prepare(`DROP INDEX "${name}"`).run([]));
+  assert.equal(createdIndex(made), undefined);
+  const upgraded = await startSvc({ dataDir: dir, superuser: false });
+  try {
+    assert.equal(createdIndex(made), name, 'the start made the index again');
+    assert.match(upgraded.stderr(), /older[^\n]*created|created[^\n]*older/);
+    assert.equal((await upgraded.api('GET', '/api/collections/older/records?sort=-created')).status, 200);
+  } finally {
+    await upgraded.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Index names of `table` in the database of data directory `dir` (SQLite file). */
+function sqliteIndexesIn(dir: string, table: string): string[] {
+  return withDb(dir, (db) => (db.prepare('SELECT name FROM pragma_index_list(?)').raw(true).all([table]) as string[][]).map((r) => r[0]));
+}
+
+/** The same on PostgreSQL (the directory's database). */
+function pgIndexesIn(dir: string, table: string): string[] {
+  return withDb(dir, (db) => (db.prepare('SELECT indexname FROM pg_indexes WHERE tablename = ?').raw(true).all([table]) as string[][]).map((r) => r[0]));
+}

@@ -126,6 +126,11 @@ export function relationFunctionNames(c: Collection, f: Field): { check: string;
   return { check: pgName(`_relchk_${c.id}_${f.id}`), del: pgName(`_reldel_${c.id}_${f.id}`) };
 }
 
+/** The index every record table has on `created` (createdIndexSql). */
+export function createdIndexName(c: Collection): string {
+  return pgName(`_created_${c.id}`);
+}
+
 /** The GIN index of the tsvector column. */
 export function ftsIndexName(c: Collection): string {
   return pgName(`_fts_${c.id}`);
@@ -263,20 +268,34 @@ export function createIndexSql(c: Collection, ix: IndexDef): string {
   return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${q(indexSqlName(c, ix.name))} ON ${q(c.name)} (${ix.fields.map((col) => `${q(col)} NULLS FIRST`).join(', ')})`;
 }
 
+/**
+ * The index every record table has on `created` (docs/lists.md, "Sorting and indexes"): a page
+ * sorted by `created` either way walks it (the column is never NULL; its sort terms are a bare
+ * ASC / DESC: rule-sql.ts). `updated` gets none by default: every update would move its entry. IF NOT
+ * EXISTS, so the start of an older database can run it again (open.ts).
+ */
+export function createdIndexSql(c: Collection): string {
+  return `CREATE INDEX IF NOT EXISTS ${q(createdIndexName(c))} ON ${q(c.name)} ("created")`;
+}
+
 /** The definitions of the indexes of the named tables; params: the names joined by commas. Rows: index name, definition. */
 export const INDEX_DEFINITIONS_SQL =
   `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ANY(string_to_array(?::text, ','))`;
 
 /**
- * Steps re-creating `c`'s collection indexes made before they were declared `NULLS FIRST`
- * (docs/operations.md, "Upgrades"), given every index definition of its table by name.
+ * Steps re-creating `c`'s collection indexes made before they were declared `NULLS FIRST`, and
+ * creating its `created` index if it has none (docs/operations.md, "Upgrades"), given every index
+ * definition of its table by name.
  */
 export function indexUpgradeSteps(c: Collection, definitions: ReadonlyMap<string, string>): WriteStep[] {
-  return c.indexes.flatMap((ix) => {
+  const steps = c.indexes.flatMap((ix) => {
     const name = indexSqlName(c, ix.name);
     const def = definitions.get(name);
     return def === undefined || def.includes('NULLS FIRST') ? [] : [dropIndex(name), step(createIndexSql(c, ix))];
   });
+  // tables made before every table had its `created` index
+  if (!definitions.has(createdIndexName(c))) steps.push(step(createdIndexSql(c)));
+  return steps;
 }
 
 function uniqueIndexSql(c: Collection, f: Field): string {
@@ -400,7 +419,7 @@ const registryStep = (c: Collection): WriteStep => ({ sql: UPSERT_REGISTRY, para
 
 /** Steps creating `c`'s indexes on a new table (the `_rowid` one included). */
 function tableIndexSteps(c: Collection, opts: PgDdlOptions): WriteStep[] {
-  const steps = [step(`CREATE UNIQUE INDEX ${q(rowidIndexName(c))} ON ${q(c.name)} (${q(ROWID_COLUMN)})`)];
+  const steps = [step(`CREATE UNIQUE INDEX ${q(rowidIndexName(c))} ON ${q(c.name)} (${q(ROWID_COLUMN)})`), step(createdIndexSql(c))];
   for (const f of c.fields) if (f.options.unique) steps.push(step(uniqueIndexSql(c, f)));
   for (const f of c.fields) if (isRelation(f)) steps.push(step(relationIndexSql(c, f)));
   for (const ix of c.indexes) steps.push(step(createIndexSql(c, ix)));

@@ -85,7 +85,7 @@ async function sharedSecret(writer: PgWriter, name: string, bytes: number): Prom
  * `NULLS FIRST` (collection-sql.ts). One write job under the bootstrap lock, logged per
  * collection; nothing to do on a database made by this version.
  */
-async function upgradeCollations(reader: PgReader, writer: PgWriter, collections: ReturnType<CollectionRegistry['all']>, logger: Logger): Promise<void> {
+async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collections: ReturnType<CollectionRegistry['all']>, logger: Logger): Promise<void> {
   // the system collections' tables are bootstrap.ts's own (not sorted by clients at scale)
   const records = collections.filter((c) => !c.system);
   if (records.length === 0) return;
@@ -101,7 +101,13 @@ async function upgradeCollations(reader: PgReader, writer: PgWriter, collections
     const columns = byTable.get(c.name) ?? [];
     const indexes = indexUpgradeSteps(c, definitions);
     if (columns.length === 0 && indexes.length === 0) continue;
-    logger.info(`upgrading collection "${c.name}" so its sorts walk its indexes: ${columns.length ? `text columns ${columns.join(', ')} under COLLATE "C"` : ''}${columns.length && indexes.length ? '; ' : ''}${indexes.length ? `${indexes.length / 2} index(es) re-created NULLS FIRST` : ''}`);
+    const recreated = indexes.filter((st) => st.sql.startsWith('DROP INDEX')).length;
+    const parts = [
+      ...(columns.length ? [`text columns ${columns.join(', ')} under COLLATE "C"`] : []),
+      ...(recreated ? [`${recreated} index(es) re-created NULLS FIRST`] : []),
+      ...(indexes.length > 2 * recreated ? ['an index on created'] : []),
+    ];
+    logger.info(`upgrading collection "${c.name}" so its sorts walk its indexes: ${parts.join('; ')}`);
     steps.push(...collationUpgradeSteps(c, columns), ...indexes);
   }
   if (steps.length === 0) return;
@@ -143,7 +149,7 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     const sql = pgStores(reader, { vector });
     const registry = new CollectionRegistry();
     registry.load(sql.schema.loadAll());
-    await upgradeCollations(reader, writer, registry.all(), logger);
+    await upgradeRecordTables(reader, writer, registry.all(), logger);
     await writer.syncChangeTriggers(changeTables(registry.all()));
     const cluster = await ClusterFeed.start({
       connection: url,

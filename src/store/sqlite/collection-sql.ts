@@ -29,8 +29,25 @@ export function indexSqlName(c: Collection, name: string): string {
   return `idx_${c.id}_${name}`;
 }
 
+/**
+ * The index every record table has on `created` (docs/lists.md, "Sorting and indexes"): a page
+ * sorted by `created` either way, the usual "newest first", walks it instead of sorting every
+ * matching row.
+ * `updated` gets none by default: every update would move its entry; a collection sorted by it
+ * declares the index. Named by the collection id, so renames keep it; IF NOT EXISTS, so the
+ * steps that re-create a collection's indexes and the start of an older database can run it again.
+ */
+export function createdIndexSql(c: Collection): string {
+  return `CREATE INDEX IF NOT EXISTS ${q(createdIndexName(c))} ON ${q(c.name)} ("created")`;
+}
+
+/** The name of {@link createdIndexSql}'s index. */
+export function createdIndexName(c: Collection): string {
+  return `_created_${c.id}`;
+}
+
 function indexSteps(c: Collection): WriteStep[] {
-  const steps: WriteStep[] = [];
+  const steps: WriteStep[] = [{ sql: createdIndexSql(c), params: [] }];
   for (const f of c.fields) {
     if (!f.options.unique) continue;
     const collate = f.type === 'email' ? ' COLLATE NOCASE' : '';

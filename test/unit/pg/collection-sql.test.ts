@@ -14,7 +14,7 @@ import type { Collection, Field, IndexDef } from '../../../src/collections/types
 import type { WriteStep } from '../../../src/store/write-job.js';
 import { encodeValue } from '../../../src/collections/fields/index.js';
 import {
-  createSteps, updateSteps, deleteSteps, ftsMatchSql, ftsRankSql, indexSqlName, pgName, vectorWarning, relationFunctionNames,
+  createSteps, updateSteps, deleteSteps, ftsMatchSql, ftsRankSql, indexSqlName, createdIndexName, pgName, vectorWarning, relationFunctionNames,
 } from '../../../src/store/pg/collection-sql.js';
 import { bootstrapSteps, ensureVectorExtension, VECTOR_FUNCTION_SQL, VECTOR_UNAVAILABLE_WARNING } from '../../../src/store/pg/bootstrap.js';
 import { pgColumnType, storedTextSql } from '../../../src/store/pg/column-types.js';
@@ -398,13 +398,14 @@ describe('PostgreSQL schema', { skip }, () => {
       [{ name: `i${'n'.repeat(62)}`, fields: ['v', 'w'], unique: true }, { name: `i${'n'.repeat(61)}x`, fields: ['w'] }]);
     await create(long);
     const names = (await rows(`SELECT indexname FROM pg_indexes WHERE tablename = 'long_names'`)).map((r) => String(r.indexname));
-    assert.equal(names.length, 5); // pkey, _rowid, unique field, two indexes
+    assert.equal(names.length, 6); // pkey, _rowid, created, unique field, two indexes
+    assert.ok(names.includes(createdIndexName(long)));
     assert.ok(names.every((n) => Buffer.byteLength(n) <= 63));
     assert.ok(names.includes(indexSqlName(long, long.indexes[0].name)) && names.includes(indexSqlName(long, long.indexes[1].name)));
     assert.equal(pgName('short'), 'short');
     await insert(long, 'l1zzzzzzzzzzzzz', { v: 'a', w: 'b' });
     assert.equal(await pgCode(insert(long, 'l2zzzzzzzzzzzzz', { v: 'a', w: 'c' })), '23505');
     await update({ ...long, indexes: [] });
-    assert.equal((await rows(`SELECT indexname FROM pg_indexes WHERE tablename = 'long_names'`)).length, 3);
+    assert.equal((await rows(`SELECT indexname FROM pg_indexes WHERE tablename = 'long_names'`)).length, 4);
   });
 });

@@ -4,11 +4,12 @@
  * (src/store/pg/open.ts): a collection made by the DDL of collection-sql.ts, its page statement
  * built as records-list.ts builds it (the list builder and the sort emitter of the backend), and
  * EXPLAIN of that statement. Ascending and descending sorts on the never-null base columns walk
- * the primary key or the identity index; on a collection index, in both directions.
+ * the primary key, the `created` index or the identity index; on a collection index, in both
+ * directions.
  *
  * A database made by an earlier version (text columns under the database's collation, indexes
- * without NULLS FIRST, a full-text column over a text field) is brought to that shape when it is
- * opened again, and keeps its rows and its search.
+ * without NULLS FIRST, no index on `created`, a full-text column over a text field) is brought to
+ * that shape when it is opened again, and keeps its rows and its search.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +17,7 @@ import pg from 'pg';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
 import { openPostgres, type OpenedPostgres } from '../../../src/store/pg/open.js';
 import { createLogger } from '../../../src/log/logger.js';
-import { createSteps, indexSqlName } from '../../../src/store/pg/collection-sql.js';
+import { createSteps, createdIndexName, indexSqlName } from '../../../src/store/pg/collection-sql.js';
 import { pgList } from '../../../src/store/pg/list-dialect.js';
 import { emitSort } from '../../../src/store/pg/rule-sql.js';
 import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
@@ -47,12 +48,12 @@ after(async () => {
   if (server) await server.stop();
 });
 
-/** A database with `posts` and 20,000 rows (views 0..999, a tenth without a title), analyzed. */
+/** A database with `posts` and 20,000 rows (one a second from 2026-01-01, views 0..999, a tenth without a title), analyzed. */
 async function seeded(name: string): Promise<string> {
   const url = await server!.createDatabase(name);
   const o = await openPostgres(url, logger);
   await o.store.writer.write(createSteps(posts, [], [posts]));
-  await o.store.writer.write([{ sql: `INSERT INTO "posts" ("id", "created", "updated", "title", "views") SELECT lpad(g::text, 15, '0'), '2026-01-01 00:00:00.000Z', '2026-01-01 00:00:00.000Z', CASE WHEN g % 10 = 0 THEN NULL ELSE 'title ' || (g % 977) END, g % 1000 FROM generate_series(1, 20000) g`, params: [] }]);
+  await o.store.writer.write([{ sql: `INSERT INTO "posts" ("id", "created", "updated", "title", "views") SELECT lpad(g::text, 15, '0'), to_char(timestamp '2026-01-01' + g * interval '1 second', 'YYYY-MM-DD HH24:MI:SS.MS"Z"'), '2026-01-01 00:00:00.000Z', CASE WHEN g % 10 = 0 THEN NULL ELSE 'title ' || (g % 977) END, g % 1000 FROM generate_series(1, 20000) g`, params: [] }]);
   await o.store.writer.write([{ sql: 'ANALYZE "posts"', params: [] }]);
   await o.close();
   return url;
@@ -76,7 +77,7 @@ const walksIndex = (p: string): boolean => /Index Scan/.test(p) && !/(^|->\s+)So
 
 test('a filtered page sorted on id, created, @rowid or an indexed field walks an index, in both directions', { skip }, async () => {
   const url = await seeded('sorts');
-  for (const sort of ['-id', 'id', '-@rowid', '@rowid', '-views', 'views', '-title', 'title']) {
+  for (const sort of ['-id', 'id', '-created', 'created', '-@rowid', '@rowid', '-views', 'views', '-title', 'title']) {
     const p = await plan(url, sort);
     assert.ok(walksIndex(p), `sort=${sort}:\n${p}`);
   }
@@ -103,19 +104,21 @@ test('a database made before: its text columns move under COLLATE "C", its index
     await client.query('ALTER TABLE "posts" DROP COLUMN "_fts"');
     await client.query('ALTER TABLE "posts" ALTER COLUMN "id" TYPE text COLLATE "default", ALTER COLUMN "created" TYPE text COLLATE "default", ALTER COLUMN "updated" TYPE text COLLATE "default", ALTER COLUMN "title" TYPE text COLLATE "default"');
     await client.query(`ALTER TABLE "posts" ADD COLUMN "_fts" tsvector GENERATED ALWAYS AS (to_tsvector('svc_search'::regconfig, coalesce("title", ''))) STORED`);
+    await client.query(`DROP INDEX "${createdIndexName(posts)}"`);
     for (const ix of posts.indexes) {
       await client.query(`DROP INDEX "${indexSqlName(posts, ix.name)}"`);
       await client.query(`CREATE INDEX "${indexSqlName(posts, ix.name)}" ON "posts" ("${ix.fields[0]}")`);
     }
     assert.ok(!walksIndex(await plan(url, '-id')), 'the old shape sorts the scan (the test would prove nothing otherwise)');
     assert.ok(!walksIndex(await plan(url, '-title')));
+    assert.ok(!walksIndex(await plan(url, '-created')));
 
     const at = lines.length;
     const o = await openPostgres(url, logger);
     opened.push(o);
     const said = lines.slice(at).map((l) => String(JSON.parse(l).msg));
-    assert.ok(said.some((m) => m.startsWith('upgrading collection "posts"') && m.includes('id, created, updated, title') && m.includes('2 index')), said.join('\n'));
-    for (const sort of ['-id', 'id', '-title', 'title', '-views']) assert.ok(walksIndex(await plan(url, sort)), `sort=${sort}`);
+    assert.ok(said.some((m) => m.startsWith('upgrading collection "posts"') && m.includes('id, created, updated, title') && m.includes('2 index') && m.includes('an index on created')), said.join('\n'));
+    for (const sort of ['-id', 'id', '-created', '-title', 'title', '-views']) assert.ok(walksIndex(await plan(url, sort)), `sort=${sort}`);
     const collations = (await client.query(`SELECT a.attname, co.collname FROM pg_attribute a JOIN pg_collation co ON co.oid = a.attcollation WHERE a.attrelid = '"posts"'::regclass AND a.atttypid = 'text'::regtype AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`)).rows;
     assert.deepEqual(collations.map((r: { collname: string }) => r.collname), ['C', 'C', 'C', 'C']);
     assert.equal(Number((await client.query('SELECT count(*) FROM "posts"')).rows[0].count), 20000);
