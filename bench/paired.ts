@@ -62,6 +62,8 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { label: 'get by id, @public', load: (s) => ({ url: `${s.svc.url}/api/collections/posts/records/${postId('a', POSTS / 2)}` }) },
+  // an error answer: the record does not exist (404 not_found)
+  { label: 'get by id, missing (404)', load: (s) => ({ url: `${s.svc.url}/api/collections/posts/records/nosuchrecord00` }) },
   { label: 'list 20 with totals', load: (s) => ({ url: `${s.svc.url}/api/collections/posts/records?perPage=20&sort=-created` }) },
   {
     label: 'list 20, skipTotal, page cache bypassed',

@@ -21,7 +21,12 @@ export class ApiError extends Error {
    * @param data   per-field errors for `validation_failed`
    */
   constructor(status: number, code: string, message: string, data: Record<string, FieldError> = {}) {
+    // A client error (4xx) is an answer, not a fault: it carries no stack trace, whose capture
+    // costs more than the rest of a refused request (bench/README.md, "Error answers").
+    const limit = Error.stackTraceLimit;
+    if (status < 500) Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.status = status;
     this.code = code;
     this.data = data;
