@@ -18,7 +18,7 @@
  *  any other folder includes its sub-folders (src/auth/methods/, src/collections/fields/). */
 const FOLDERS = [
   'src', 'src/api', 'src/app', 'src/auth', 'src/boot', 'src/cache', 'src/collections', 'src/config', 'src/errors',
-  'src/files', 'src/http', 'src/log', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records',
+  'src/files', 'src/http', 'src/log', 'src/mail', 'src/meta', 'src/model', 'src/ops', 'src/realtime', 'src/records',
   'src/rules', 'src/settings', 'src/store', 'src/store/errors', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite',
   'src/uploads', 'workers', 'cli', 'devtool',
 ];
@@ -27,8 +27,9 @@ const FOLDERS = [
  *  storage errors, which src/errors/ imports (anything they imported would close a cycle). */
 const IMPORTS_NOTHING = ['devtool', 'src/store/errors'];
 
-/** Every folder but devtool may import these two: they import nothing of the project's own. */
-const BASE = ['src/errors', 'src/log'];
+/** Every other folder may import these: they import nothing of the project's own (src/model/
+ *  holds the plain data types every layer shares, storage included: the schema model). */
+const BASE = ['src/errors', 'src/log', 'src/model'];
 
 /** Per folder, the other folders it may import besides BASE: the import graph as it is. */
 const MAY_IMPORT = {
@@ -49,6 +50,8 @@ const MAY_IMPORT = {
   'src/http': [],
   'src/log': [],
   'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
+  // plain data types (the schema model), imported by storage and the features alike
+  'src/model': [],
   'src/meta': ['src/http', 'src/store/sqlite'],
   'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
@@ -85,37 +88,24 @@ const STORAGE_REFACTOR = 'known crossing, to be removed by the storage core refa
 const KNOWN_CROSSINGS = {
   // Storage importing upward: schema types (collections/types.ts, field codecs), the rule compiler
   // for the SQL emitters, caches and record codecs in the Store context, and what open.ts wires up.
-  'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/collections/types.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
+  'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
   'src/store/open.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-service.ts', 'src/collections/collection-registry.ts', 'src/files/blob-store.ts', 'src/files/data-paths.ts', 'src/files/files.ts', 'src/files/record-files.ts', 'src/files/s3-blob-store.ts', 'src/records/encryption.ts', 'src/records/search.ts'] },
-  'src/store/auth-store.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/file-store.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/record-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/schema-store.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
   'src/store/settings-store.ts': { why: STORAGE_REFACTOR, to: ['src/settings/setting.ts'] },
-  'src/store/shared/auth-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
   'src/store/shared/settings-sql.ts': { why: STORAGE_REFACTOR, to: ['src/settings/setting.ts'] },
-  'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts', 'src/collections/types.ts'] },
-  'src/store/sqlite/collection-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/sqlite/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts'] },
-  'src/store/sqlite/file-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/sqlite/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts', 'src/collections/types.ts'] },
-  'src/store/sqlite/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
-  'src/store/sql/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/records/cursor.ts', 'src/rules/compiler.ts'] },
-  'src/store/sql/list-dialect.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts'] },
-  'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/paths.ts'] },
-  'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
-  'src/store/sqlite/schema-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/sqlite/vector-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/sqlite/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts', 'src/rules/access.ts'] },
-  'src/store/pg/collection-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/pg/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/collections/types.ts'] },
-  'src/store/pg/file-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts'] },
+  'src/store/sqlite/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
+  'src/store/sqlite/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts'] },
+  'src/store/sqlite/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
+  'src/store/sql/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/records/cursor.ts', 'src/rules/compiler.ts'] },
+  'src/store/sql/list-dialect.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts'] },
+  'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/paths.ts'] },
+  'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
+  'src/store/sqlite/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/rules/access.ts'] },
+  'src/store/pg/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
   'src/store/pg/open.ts': { why: STORAGE_REFACTOR, to: ['src/collections/collection-registry.ts', 'src/records/encryption.ts'] },
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
-  'src/store/pg/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts', 'src/collections/types.ts'] },
-  'src/store/pg/record-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
-  'src/store/pg/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts', 'src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
-  'src/store/pg/schema-sql.ts': { why: STORAGE_REFACTOR, to: ['src/collections/types.ts'] },
+  'src/store/pg/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts'] },
+  'src/store/pg/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
   'src/uploads/upload-store.ts': { why: 'known crossing: type imports (BodySink, Reply) from src/http/types.ts, to be removed by moving the body-sink types out of src/http/', to: ['src/http/types.ts'] },
 };

@@ -25,7 +25,7 @@ import { buildCodec } from '../src/records/record-codec.js';
 import { TokenService } from '../src/auth/tokens.js';
 import { normalizeFieldDefinition } from '../src/collections/fields/index.js';
 import { authSystemFields } from '../src/auth/auth-fields.js';
-import type { Collection, Field } from '../src/collections/types.js';
+import type { Collection, Field } from '../src/model/schema.js';
 import { RULES, TAGS, description, postId, userId } from './lib/seed.js';
 
 /** One micro benchmark line. */

@@ -7,7 +7,7 @@
 import type { ServeConfig } from './config/config.js';
 import type { Logger } from './log/logger.js';
 import type { Store } from './store/store.js';
-import { RULE_NAMES } from './collections/types.js';
+import { RULE_NAMES } from './model/schema.js';
 import { startTtlCollector } from './records/ttl-gc.js';
 import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';
 import { httpEngine } from './meta/version-info.js';

@@ -12,7 +12,7 @@ import type { ApiContext } from './context.js';
 import { requireAuthCollection } from './records.js';
 import { requireOwnCollection } from '../auth/auth-service.js';
 import { requireTableStore } from '../auth/sessions.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import { clearCookies } from './cookies.js';
 
 const BASE = '/api/collections/:col/auth/sessions';

@@ -16,7 +16,7 @@ import { requireAuthCollection } from './records.js';
 import { hidePrivate, withLinks } from '../records/records-read.js';
 import { AccountEmails } from '../auth/account-emails.js';
 import type { AuthPrincipal, SignInOutcome } from '../auth/auth-service.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import { clearCookies, sessionCookies } from './cookies.js';
 import type { MethodRoute } from '../auth/methods/method.js';
 

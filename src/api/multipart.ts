@@ -18,7 +18,7 @@ let busboyModule: Promise<typeof busboyType> | null = null;
 const loadBusboy = () => (busboyModule ??= import('busboy').then((m) => m.default));
 import { ApiError } from '../errors/api-error.js';
 import type { Req } from '../http/types.js';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import type { Upload, Uploads } from '../files/record-files.js';
 import { jsonBody } from './request.js';
 

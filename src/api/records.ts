@@ -6,7 +6,7 @@ import type { ApiContext } from './context.js';
 import { jsonBody, query } from './request.js';
 import { isMultipart, recordWriteBody, type WriteBody } from './multipart.js';
 import { ownerMatches, type Principal } from '../rules/access.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import { hidePrivate, projected, readShape, type ReadShape } from '../records/records-read.js';
 import { stripServerManaged } from '../records/records-write.js';
 import { parseListQuery } from '../records/list-query.js';

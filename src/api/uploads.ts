@@ -17,7 +17,7 @@
 import { ApiError } from '../errors/api-error.js';
 import { json, noContent, type Reply, type Req, type Route } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { Uploads } from '../files/record-files.js';
 import type { StepSink } from '../records/records-write.js';

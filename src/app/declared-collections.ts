@@ -12,7 +12,7 @@
  * A relation field may name its target collection by name in `options.collection` (declared
  * collections have no ids before they exist); it is resolved to the id as collections are made.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { CollectionsService } from '../collections/collections-service.js';
 import type { Store } from '../store/store.js';
 import type { Logger } from '../log/logger.js';

@@ -13,7 +13,7 @@
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import { AuthTokens, type AuthTokenKind } from './auth-tokens.js';

@@ -2,7 +2,7 @@
  * The one source of the auth collection defaults (docs/api.md, "Collections":
  * auth options; default session store `epoch`).
  */
-import type { AuthOptions, Collection } from '../collections/types.js';
+import type { AuthOptions, Collection } from '../model/schema.js';
 
 /** The default `options.auth.minPasswordLength` (characters), also the CLI's superuser minimum. */
 export const DEFAULT_MIN_PASSWORD_LENGTH = 8;

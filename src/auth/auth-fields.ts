@@ -4,7 +4,7 @@
  * `passwordHash`, `tokenKey` and `token_epoch` are hidden columns that never appear in a schema,
  * a response, or a client filter or sort.
  */
-import type { Field } from '../collections/types.js';
+import type { Field } from '../model/schema.js';
 
 export function authSystemFields(): Field[] {
   return [

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
 import { closeHashPool, sizeHashPool } from './passwords.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';

@@ -11,7 +11,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Store } from '../store/store.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import { newId, randomToken } from '../records/ids.js';

@@ -10,7 +10,7 @@
  * is large (100k keys, a few MB).
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { ClientInfo } from './client.js';
 import { boundedCache, type LRUCache } from '../cache/bounded.js';
 

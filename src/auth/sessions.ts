@@ -18,7 +18,7 @@
  * the auth record, whose cached copies the feed drops like any record's.
  */
 import type { Store } from '../store/store.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { SESSIONS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
 import { bindValue } from '../store/bind.js';

@@ -6,8 +6,8 @@
  * `<ruleName>`, and `collections.<name>.<ruleName>` for a retained collection's rule.
  */
 import { ApiError, type FieldError } from '../errors/api-error.js';
-import type { AuthOptions, Collection, Field, IndexDef, RuleName } from './types.js';
-import { RULE_NAMES } from './types.js';
+import type { AuthOptions, Collection, Field, IndexDef, RuleName } from '../model/schema.js';
+import { RULE_NAMES } from '../model/schema.js';
 import { normalizeFieldDefinition } from './fields/index.js';
 import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
 import { VECTOR_COLUMN_PREFIX } from '../store/sqlite/vector-sql.js';

@@ -4,7 +4,7 @@
  * carries a version number so per-collection caches (serializers, compiled rules, statements)
  * know when to rebuild.
  */
-import type { Collection } from './types.js';
+import type { Collection } from '../model/schema.js';
 
 export class CollectionRegistry {
   private byIdMap = new Map<string, Collection>();

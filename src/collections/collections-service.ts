@@ -5,7 +5,7 @@
  * Changes are serialized so each one is computed against the schema it will apply to.
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Collection } from './types.js';
+import type { Collection } from '../model/schema.js';
 import type { Store } from '../store/store.js';
 import { buildCollection, checkRules } from './collection-input.js';
 import type { WriteStep } from '../store/write-job.js';

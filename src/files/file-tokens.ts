@@ -13,7 +13,7 @@ import { SignJWT } from 'jose/jwt/sign';
 import { jwtVerify } from 'jose/jwt/verify';
 import { decodeJwt } from 'jose/jwt/decode';
 import type { Principal } from '../rules/access.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 
 /** Lifetime of a file token: 2 minutes (PocketBase's). */
 export const FILE_TOKEN_TTL_S = 120;

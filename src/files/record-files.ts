@@ -16,7 +16,7 @@
  * the record no longer references are deleted, and after a failed job the new ones are.
  */
 import type { FieldError } from '../errors/api-error.js';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import type { SqlValue } from '../store/bind.js';
 import type { RowGet } from '../store/file-store.js';

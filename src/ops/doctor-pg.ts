@@ -23,7 +23,7 @@
 import { statSync } from 'node:fs';
 import pg from 'pg';
 import { rowToCollection } from '../store/sqlite/schema-sql.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import {
   checkFileModes, checkMissingIndexes, checkOpenSignup, checkPublicWrites, superuserFindings, withDeclared,
   DoctorError, type CheckedCollection, type DoctorOptions, type DoctorReport, type Finding,

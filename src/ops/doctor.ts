@@ -16,8 +16,8 @@ import Database from 'libsql';
 import { databasePath, looseModes } from '../files/data-paths.js';
 import { encryptionKeyPath } from '../records/encryption.js';
 import { rowToCollection } from '../store/sqlite/schema-sql.js';
-import type { Collection, RuleName } from '../collections/types.js';
-import { RULE_NAMES } from '../collections/types.js';
+import type { Collection, RuleName } from '../model/schema.js';
+import { RULE_NAMES } from '../model/schema.js';
 import { readSlowQueries, type SlowQueryEntry } from './slow-queries.js';
 
 export type Severity = 'error' | 'warning' | 'info';

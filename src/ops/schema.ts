@@ -14,7 +14,7 @@
  * API (CollectionsService), creates first (relation targets before the collections pointing at
  * them), then updates, then deletes.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { CollectionsService } from '../collections/collections-service.js';
 import { collectionToJson } from '../collections/collection-registry.js';
 import { buildCollection } from '../collections/collection-input.js';

@@ -6,7 +6,7 @@
  * never serialized, a private email shown only to its owner and superusers), and a delete
  * carries only the id.
  */
-import type { Collection, RuleName } from '../collections/types.js';
+import type { Collection, RuleName } from '../model/schema.js';
 import type { Store } from '../store/store.js';
 import type { Change, ChangeBatch } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';

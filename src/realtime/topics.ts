@@ -4,7 +4,7 @@
  * subscriptions by collection that fan-out reads, and native topics, WebSocket subscriptions
  * whose events go out in one publish.
  */
-import type { Collection, RuleName } from '../collections/types.js';
+import type { Collection, RuleName } from '../model/schema.js';
 import type { Store } from '../store/store.js';
 import { compileExpression, type CompiledExpr } from '../rules/compiler.js';
 import type { RuleCheck } from '../rules/access.js';

@@ -7,7 +7,7 @@
  * as it was (the writer reports it). Costly batches are decided off the main thread under the
  * filter budget (RealtimeLimits.filterBudgetMs), failing closed.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { Store } from '../store/store.js';
 import type { Change } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';

@@ -6,7 +6,7 @@
  * written meanwhile (already in the new form) is left alone. A value that cannot be decrypted is
  * left as it is rather than lost.
  */
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import type { Store } from '../store/store.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';

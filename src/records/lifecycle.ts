@@ -9,7 +9,7 @@
  * failure is its own to log (the write stands). Handlers are registered per collection name
  * (case-insensitive) before the server serves.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 
 /** The six record events. */

@@ -5,7 +5,7 @@
  * in the schema, so they cannot reach a response.
  */
 import fastJson from 'fast-json-stringify';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import { decodeValue, jsonSchemaFor } from '../collections/fields/index.js';
 import * as sqliteJson from '../store/sqlite/record-json.js';
 import type { RecordJsonSql } from '../store/store.js';

@@ -2,7 +2,7 @@
  * The email-visibility rule every record read shares. (The AND-joined WHERE builder that rule,
  * filter, expiry, search and keyset clauses all go through is src/store/sqlite/where.ts.)
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 
 /** Auth records show `email` only to superusers, the owner, or when emailVisibility is on. */

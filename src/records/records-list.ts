@@ -8,7 +8,7 @@
  * Mode: `cursor` or `limit` present (even empty) selects cursor mode, as does a server with
  * offset paging off. Rendered offset pages are kept until the next commit (Caches.pages).
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { Where } from './record-scope.js';

@@ -6,7 +6,7 @@
  * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { SqlValue } from '../store/bind.js';

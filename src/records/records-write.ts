@@ -8,7 +8,7 @@
  * conflicts answer 409.
  */
 import { ApiError, type FieldError } from '../errors/api-error.js';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { Store } from '../store/store.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';

@@ -20,7 +20,7 @@
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { SqlValue } from '../store/bind.js';
 import type { BackendKind } from '../store/backend.js';
 import { pgListDialect } from '../store/pg/list-dialect.js';

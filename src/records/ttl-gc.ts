@@ -6,7 +6,7 @@
  */
 import type { Store } from '../store/store.js';
 import type { Logger } from '../log/logger.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import { nowDate } from '../collections/fields/index.js';
 
 export const TTL_GC_INTERVAL_MS = 5 * 60 * 1000;

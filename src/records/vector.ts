@@ -19,7 +19,7 @@
  * Both run on the reader pool; rules and filters apply before the distance.
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Collection, Field } from '../collections/types.js';
+import type { Collection, Field } from '../model/schema.js';
 import { MAX_VECTOR_DIMENSIONS } from '../collections/fields/json.js';
 import { isVectorField, malformedProbeSql, vectorDistanceSql, vectorIndexName } from '../store/sqlite/vector-sql.js';
 

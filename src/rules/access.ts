@@ -3,7 +3,7 @@
  * anything else is a filter expression compiled once per collection version and bound per request
  * from the request context. Superusers bypass every rule.
  */
-import type { Collection, RuleName } from '../collections/types.js';
+import type { Collection, RuleName } from '../model/schema.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindParams, compileExpression, type AccountContext, type CompiledExpr, type SchemaLookup, type SqlDialectName } from './compiler.js';
 import { boundedCache } from '../cache/bounded.js';

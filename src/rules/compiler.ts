@@ -24,7 +24,7 @@
  */
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import { parseFilter, type Expr, type Operand } from './parser.js';
 import type { SchemaLookup } from './paths.js';
 import { likeValue, readPath, scaleValue } from './values.js';

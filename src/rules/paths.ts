@@ -5,7 +5,7 @@
  * src/store/sql/rule-paths.ts.
  */
 import { ApiError } from '../errors/api-error.js';
-import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../collections/types.js';
+import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../model/schema.js';
 
 /** Looks collections up by id (relation targets) and by name. */
 export interface SchemaLookup {

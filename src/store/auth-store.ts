@@ -10,7 +10,7 @@
  * runs, alone or inside a larger job, through the store's writer. Parameters are passed as the
  * values to store (strings, numbers); callers may still pass the steps through `bindValue`.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { WriteStep } from './write-job.js';
 
 /** A step's failure answer (see WriteStep.fail). */

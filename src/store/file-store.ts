@@ -4,7 +4,7 @@
  * stored value: a name, a JSON list of names, or null). The SQLite implementation is
  * `SqliteFileSql` (src/store/sqlite/file-sql.ts); a Store hands it out as `store.sql.files`.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { SqlValue } from './bind.js';
 import type { StepFail } from './auth-store.js';
 import type { WriteStep } from './write-job.js';

@@ -5,7 +5,7 @@
  * implementation is src/store/sqlite/record-sql.ts; a PostgreSQL backend implements the same.
  * Builders are pure and cheap; the services cache the texts they reuse per collection version.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 
 export interface RecordSql {
   /** One record's codec columns by id; params: id. */

@@ -5,7 +5,7 @@
  * definition, so it applies whole or not at all. The SQLite implementation is `sqliteSchema`
  * (src/store/sqlite/schema-sql.ts); a Store hands it out as `store.sql.schema`.
  */
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import type { WriteStep } from './write-job.js';
 
 export interface SchemaStore {

@@ -7,7 +7,7 @@ import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { BackendKind, SqlReader, SqlWriter } from './backend.js';
 import type { ListSql } from './sql/list-sql.js';
 import type { KeysetSql } from './sql/keyset.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 import { RuleBook } from '../rules/access.js';
 import { buildCodec, type RecordCodec } from '../records/record-codec.js';
 import { NotFound } from './errors/store-errors.js';

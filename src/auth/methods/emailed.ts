@@ -14,7 +14,7 @@
  * completions exactly one wins) and returns the record; AuthService.signIn issues the session.
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
 import { bindValue } from '../../store/bind.js';
 import type { WriteStep } from '../../store/write-job.js';

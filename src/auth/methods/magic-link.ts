@@ -5,7 +5,7 @@
  * says what the two mailed methods share), complete or the consume link signs in with its token.
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';

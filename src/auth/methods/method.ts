@@ -5,7 +5,7 @@
  * itself: AuthService.signIn is the one path that does (cookies, tokens, session store,
  * `require_verified`, rate limits), so no method can bypass it.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { FieldError } from '../../errors/api-error.js';
 import type { ClientInfo } from '../client.js';
 

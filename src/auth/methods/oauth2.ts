@@ -24,7 +24,7 @@
  * verification and password reset drop the others (docs/api.md, "OAuth2").
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';

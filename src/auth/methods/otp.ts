@@ -7,7 +7,7 @@
  */
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../../errors/api-error.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';

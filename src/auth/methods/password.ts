@@ -5,7 +5,7 @@
  * per identity (method `password`).
  */
 import { ApiError } from '../../errors/api-error.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
 import { verifyPassword, MAX_PASSWORD_LENGTH } from '../passwords.js';
 import type { AuthRateLimits } from '../rate-limit.js';

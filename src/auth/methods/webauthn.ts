@@ -20,7 +20,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { ApiError, type FieldError } from '../../errors/api-error.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';

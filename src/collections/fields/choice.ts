@@ -12,7 +12,7 @@
  *   → `validation_relation`. Whether the targets exist is
  *   checked by the record service, not here.
  */
-import type { Field, FieldOptions } from '../types.js';
+import type { Field, FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import {
   type DefinitionErrors, type EncodeResult, type FieldCodec,

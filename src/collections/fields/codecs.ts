@@ -1,5 +1,5 @@
 /** The codec of every field type. */
-import type { FieldType } from '../types.js';
+import type { FieldType } from '../../model/schema.js';
 import type { FieldCodec } from './common.js';
 import { editorCodec, emailCodec, textCodec, urlCodec } from './text.js';
 import { numberCodec } from './number.js';

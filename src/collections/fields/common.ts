@@ -2,7 +2,7 @@
  * Shared pieces of the field codecs (docs/api.md, "Collections"; codes from docs/api.md,
  * "Errors"). Every field type implements `FieldCodec`; `index.ts` dispatches on `field.type`.
  */
-import type { Field, FieldOptions } from '../types.js';
+import type { Field, FieldOptions } from '../../model/schema.js';
 import type { FieldError } from '../../errors/api-error.js';
 import type { SqlValue } from '../../store/bind.js';
 

@@ -10,7 +10,7 @@
  * autodate: server-set. Client input is ignored; `onCreate` (default true) stamps the create,
  * `onUpdate` (default false) stamps every update.
  */
-import type { Field, FieldOptions } from '../types.js';
+import type { Field, FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import {
   type DefinitionErrors, type FieldCodec,

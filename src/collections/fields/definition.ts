@@ -3,7 +3,7 @@
  * docs/api.md, "Collections"; codes from docs/api.md, "Errors").
  */
 import { randomInt } from 'node:crypto';
-import type { Field, FieldOptions, FieldType } from '../types.js';
+import type { Field, FieldOptions, FieldType } from '../../model/schema.js';
 import type { FieldError } from '../../errors/api-error.js';
 import { type DefinitionErrors, fieldError, isRecord, readBool } from './common.js';
 import { codecFor } from './codecs.js';

@@ -12,7 +12,7 @@
  * or an array of stored names; more than `maxSelect` → `validation_max`, a name that is not a
  * stored file name → `validation_value`, an empty list on a required field → `validation_required`.
  */
-import type { Field, FieldOptions } from '../types.js';
+import type { Field, FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import { type DefinitionErrors, type FieldCodec, decodeString, emptyValue, fail, fieldError, ok, plural, readBool, readCount, NULLABLE_STRING_SCHEMA } from './common.js';
 

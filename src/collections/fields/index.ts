@@ -8,7 +8,7 @@
  * number → REAL (fixed mode → INTEGER scaled by 10^scale); bool → INTEGER 0/1; multiple
  * select/relation/file and json → TEXT holding JSON; single file → TEXT (the stored name).
  */
-import type { Field } from '../types.js';
+import type { Field } from '../../model/schema.js';
 import type { FieldError } from '../../errors/api-error.js';
 import type { SqlValue } from '../../store/bind.js';
 import { codecFor } from './codecs.js';

@@ -19,7 +19,7 @@
  */
 import type { SqlValue } from '../../store/bind.js';
 import { type DefinitionErrors, type FieldCodec, REQUIRED_ERROR, decodeString, fail, fieldError, isRecord, ok, readBool } from './common.js';
-import type { FieldOptions } from '../types.js';
+import type { FieldOptions } from '../../model/schema.js';
 
 /** libsql's largest vector dimension. */
 export const MAX_VECTOR_DIMENSIONS = 65536;

@@ -7,7 +7,7 @@
  * fixed.ts for its codes). Both modes: `min`/`max` → `validation_min` / `validation_max`; in fixed
  * mode the bounds are decimal strings compared exactly. `required` rejects null, 0 is allowed.
  */
-import type { Field, FieldOptions } from '../types.js';
+import type { Field, FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import {
   type DefinitionErrors, type FieldCodec, emptyValue, fail, fieldError, ok,

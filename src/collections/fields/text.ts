@@ -9,7 +9,7 @@
  * - email: WHATWG/HTML syntax (`validation_invalid_email`); `""` means empty (stored NULL).
  * - url: must parse with `new URL` and use http or https (`validation_value`); `""` means empty.
  */
-import type { Field, FieldOptions } from '../types.js';
+import type { Field, FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import {
   type DefinitionErrors, type EncodeResult, type FieldCodec,

@@ -2,7 +2,7 @@
  * Totals of list scopes (docs/lists.md): COUNT(*) cached per compiled scope until the next write
  * that can change it (scopeGeneration), and the table sizes the plan compares against.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { ListSql, Store } from '../../store/store.js';
 import { isSmall, overBudget, type ListConfig, type Scope } from './plan.js';
 

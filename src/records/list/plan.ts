@@ -9,7 +9,7 @@
  */
 import { ApiError } from '../../errors/api-error.js';
 import type { SqlValue } from '../../store/bind.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Principal } from '../../rules/access.js';
 import type { ListSql, Store } from '../../store/store.js';
 import type { RecordCodec } from '../record-codec.js';

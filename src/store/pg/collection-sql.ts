@@ -40,7 +40,7 @@
  * other than the parameter slots (jsonb's `?` operators are avoided on purpose).
  */
 import { createHash } from 'node:crypto';
-import type { Collection, Field, IndexDef } from '../../collections/types.js';
+import type { Collection, Field, IndexDef } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { AUTH_SIDE_TABLES } from '../auth-store.js';
 import { UnsupportedSchema } from '../errors/store-errors.js';

@@ -10,7 +10,7 @@
  * `IS NOT DISTINCT FROM` (SQLite's `IS`); a jsonb column's parameter is then typed jsonb, so the
  * stored array and the expected value compare as JSON, whatever their spacing.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { SqlValue } from '../bind.js';
 import type { WriteStep } from '../write-job.js';
 import type { StepFail } from '../auth-store.js';

@@ -10,7 +10,7 @@
  *   (a third argument; without it every value is text, and a rule comparing a number, bool or
  *   jsonb column with a typed value fails to plan).
  */
-import type { Collection, Field } from '../../collections/types.js';
+import type { Collection, Field } from '../../model/schema.js';
 import type { RecordSql } from '../record-sql.js';
 import { q } from './collection-sql.js';
 import { pgColumnType, storedTextSql } from './column-types.js';

@@ -38,7 +38,7 @@
  * integers are printed by PostgreSQL (shortest exact form) where SQLite prints 15 digits.
  */
 import type { SqlValue } from '../bind.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { CompareOp, Expr } from '../../rules/parser.js';
 import type { SchemaLookup } from '../../rules/paths.js';
 import type { CompileOptions, CompiledExpr, ParamSlot } from '../../rules/compiler.js';

@@ -14,7 +14,7 @@
  * creation order (`"created"`, then `"id"`, bytewise), the order the running registry keeps
  * them in. The registry is keyed by id and name; no caller relies on the order.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { SchemaStore } from '../schema-store.js';
 import type { WriteStep } from '../write-job.js';
 import type { PgReader } from './reader.js';

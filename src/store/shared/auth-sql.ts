@@ -11,7 +11,7 @@
  * (SQLite INTEGER, PostgreSQL smallint 0/1 read as BigInt) as a boolean, counts as numbers. How
  * the backends compare `email` case-insensitively is in {@link AuthSqlDialect}.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { AUTH_SIDE_TABLES, type AuthRecordStore, type StepFail } from '../auth-store.js';
 import type { BackendKind, SqlReader } from '../backend.js';

@@ -20,7 +20,7 @@
  */
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { SqlValue } from '../bind.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import { compileSort, isPrivateEmail, type SchemaLookup } from '../../rules/compiler.js';
 import type { KeyValue } from '../../records/cursor.js';
 import type { ListDialect } from './list-dialect.js';

@@ -9,7 +9,7 @@
  * differs. Entries are plain strings where a spelling is all that differs, and functions where a
  * clause is built differently (the search clause, nearest rows by vector).
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { SqlDialectName } from '../../rules/compiler.js';
 
 export interface ListDialect {

@@ -23,7 +23,7 @@
  *   `emailVisibility` is on or the row is the caller's own, so a private address is no oracle.
  */
 import { InvalidQuery } from '../errors/store-errors.js';
-import type { Collection, Field } from '../../collections/types.js';
+import type { Collection, Field } from '../../model/schema.js';
 import type { ParamSlot } from '../../rules/compiler.js';
 import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn, type PathMode, type SchemaLookup } from '../../rules/paths.js';
 

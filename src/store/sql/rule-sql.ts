@@ -14,8 +14,8 @@
  */
 import { InvalidQuery } from '../errors/store-errors.js';
 import { bindValue, type SqlValue } from '../bind.js';
-import type { Collection, Field } from '../../collections/types.js';
-import { HIDDEN_AUTH_COLUMNS } from '../../collections/types.js';
+import type { Collection, Field } from '../../model/schema.js';
+import { HIDDEN_AUTH_COLUMNS } from '../../model/schema.js';
 import { parseFilter, type CompareExpr, type CompareOp, type Expr, type InExpr, type Literal, type Operand } from '../../rules/parser.js';
 import { resolveColumn, type SchemaLookup } from '../../rules/paths.js';
 import { isPrivateEmail, type CompileOptions, type CompiledExpr, type ParamSlot } from '../../rules/compiler.js';

@@ -4,7 +4,7 @@
  * built-in auth collection), `_externalAuths` (OAuth2 links), `_passkeys` (WebAuthn credentials) and `_cursorStates` (stateful cursors).
  */
 import type { WriteStep } from '../write-job.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import { authSystemFields } from '../../auth/auth-fields.js';
 import { defaultAuthOptions } from '../../auth/auth-defaults.js';
 import { SESSIONS_DDL } from './session-sql.js';

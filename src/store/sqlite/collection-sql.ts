@@ -4,7 +4,7 @@
  * record; otherwise the reference is removed), and the full-text index of searchable fields. Every schema change becomes one write job, so it
  * applies in one transaction or not at all.
  */
-import type { Collection, Field, IndexDef } from '../../collections/types.js';
+import type { Collection, Field, IndexDef } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { columnType } from './column-types.js';
 import { AUTH_HIDDEN_COLUMNS_SQL, collectionSideRowsDeleteSteps } from './auth-sql.js';

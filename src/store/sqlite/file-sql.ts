@@ -2,7 +2,7 @@
  * SQLite statements over the stored names of file fields (implements FileStore,
  * src/store/file-store.ts).
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { SqlValue } from '../bind.js';
 import type { WriteStep } from '../write-job.js';
 import type { StepFail } from '../auth-store.js';

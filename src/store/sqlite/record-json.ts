@@ -3,7 +3,7 @@
  * `json_object` expression that renders a record's response JSON inside SQLite for list pages
  * (RecordCodec.jsonSql, src/records/record-codec.ts).
  */
-import type { Collection, Field } from '../../collections/types.js';
+import type { Collection, Field } from '../../model/schema.js';
 import { q } from './collection-sql.js';
 import { isFixed } from '../../collections/fields/number.js';
 

@@ -6,7 +6,7 @@
  * parser limits (sql-shape.ts); JSON array columns are read with `json_each`, json paths with
  * `json_extract`. Every literal and every `@request.*` value is a `?` parameter slot.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { Expr } from '../../rules/parser.js';
 import type { SchemaLookup } from '../../rules/paths.js';
 import type { CompileOptions, CompiledExpr, ParamSlot } from '../../rules/compiler.js';

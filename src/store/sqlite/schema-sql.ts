@@ -3,7 +3,7 @@
  * definitions are rows of `_collections` (fields, indexes and options as JSON text, `system` as
  * 0/1); changes are the DDL jobs of collection-sql.ts.
  */
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { SchemaStore } from '../schema-store.js';
 import type { Reader } from './reader.js';
 import { createSteps, deleteSteps, updateSteps } from './collection-sql.js';

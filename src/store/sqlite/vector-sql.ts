@@ -13,7 +13,7 @@
  * Names are derived from collection and field ids, so they survive renames; the `_vec_` prefix
  * is reserved for field names (collection-input.ts).
  */
-import type { Collection, Field } from '../../collections/types.js';
+import type { Collection, Field } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { q } from './sql-ident.js';
 

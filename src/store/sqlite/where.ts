@@ -3,7 +3,7 @@
  * keyset clauses), so no clause can widen another, and the expiry clause (`ttl_field`).
  */
 import type { SqlValue } from '../bind.js';
-import type { Collection } from '../../collections/types.js';
+import type { Collection } from '../../model/schema.js';
 import type { RuleCheck } from '../../rules/access.js';
 import { q } from './collection-sql.js';
 import { nowDate } from '../../collections/fields/index.js';

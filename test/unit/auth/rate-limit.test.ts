@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RateLimiter, AuthRateLimits, rateLimitOptionError } from '../../../src/auth/rate-limit.js';
 import { ApiError } from '../../../src/errors/api-error.js';
-import type { Collection } from '../../../src/collections/types.js';
+import type { Collection } from '../../../src/model/schema.js';
 import type { Req } from '../../../src/http/types.js';
 
 function clock(start = 1_000_000) {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeValue, encodeValue, normalizeDate, nowDate, jsonSchemaFor } from '../../../src/collections/fields/index.js';
 import { columnType } from '../../../src/store/sqlite/column-types.js';
-import type { Field, FieldOptions } from '../../../src/collections/types.js';
+import type { Field, FieldOptions } from '../../../src/model/schema.js';
 
 const date = (options: FieldOptions = {}): Field => ({ id: 'f1', name: 'd', type: 'date', options });
 const STORED = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalizeFieldDefinition, RESERVED_FIELD_NAMES, AUTH_RESERVED_FIELD_NAMES } from '../../../src/collections/fields/index.js';
-import type { Field } from '../../../src/collections/types.js';
+import type { Field } from '../../../src/model/schema.js';
 
 function def(input: unknown, ids = new Set<string>()): Field {
   const r = normalizeFieldDefinition(input, ids);

@@ -5,7 +5,7 @@ import {
   decodeValue, encodeValue, jsonSchemaFor, parseFixed, formatFixed, INT64_MAX, INT64_MIN,
 } from '../../../src/collections/fields/index.js';
 import { columnType } from '../../../src/store/sqlite/column-types.js';
-import type { Field, FieldOptions } from '../../../src/collections/types.js';
+import type { Field, FieldOptions } from '../../../src/model/schema.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 
 const num = (options: FieldOptions = {}): Field => ({ id: 'f1', name: 'n', type: 'number', options });

@@ -8,7 +8,7 @@ import {
   decodeValue, encodeValue, jsonSchemaFor, normalizeFieldDefinition, INT64_MAX, INT64_MIN,
 } from '../../../src/collections/fields/index.js';
 import { columnType } from '../../../src/store/sqlite/column-types.js';
-import type { Field } from '../../../src/collections/types.js';
+import type { Field } from '../../../src/model/schema.js';
 
 function define(input: Record<string, unknown>): Field {
   const r = normalizeFieldDefinition(input, new Set());

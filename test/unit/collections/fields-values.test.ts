@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeValue, encodeValue, shouldEncode, jsonSchemaFor, JSON_MAX_BYTES } from '../../../src/collections/fields/index.js';
 import { columnType } from '../../../src/store/sqlite/column-types.js';
-import type { Field, FieldOptions, FieldType } from '../../../src/collections/types.js';
+import type { Field, FieldOptions, FieldType } from '../../../src/model/schema.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 
 const show = (v: unknown): string => (typeof v === 'bigint' || typeof v === 'function' ? String(v) : JSON.stringify(v));

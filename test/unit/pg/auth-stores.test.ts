@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
-import type { Collection, Field } from '../../../src/collections/types.js';
+import type { Collection, Field } from '../../../src/model/schema.js';
 import type { WriteStep } from '../../../src/store/write-job.js';
 import type { Dialect } from '../../../src/store/dialect.js';
 import { AUTH_SIDE_TABLES, type AuthRecordStore, type AuthTokenRowStore, type ExternalAuthRowStore, type MfaRowStore, type PasskeyRowStore, type SessionRowStore, type StepFail } from '../../../src/store/auth-store.js';

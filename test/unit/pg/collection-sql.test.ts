@@ -10,7 +10,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
-import type { Collection, Field, IndexDef } from '../../../src/collections/types.js';
+import type { Collection, Field, IndexDef } from '../../../src/model/schema.js';
 import type { WriteStep } from '../../../src/store/write-job.js';
 import { encodeValue } from '../../../src/collections/fields/index.js';
 import {

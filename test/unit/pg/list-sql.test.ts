@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
-import type { Collection, Field } from '../../../src/collections/types.js';
+import type { Collection, Field } from '../../../src/model/schema.js';
 import type { WriteStep } from '../../../src/store/write-job.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 import { encodeValue } from '../../../src/collections/fields/index.js';

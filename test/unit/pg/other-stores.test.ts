@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
-import type { Collection, Field } from '../../../src/collections/types.js';
+import type { Collection, Field } from '../../../src/model/schema.js';
 import type { StepResult, WriteStep } from '../../../src/store/write-job.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 import { bindValue } from '../../../src/store/bind.js';

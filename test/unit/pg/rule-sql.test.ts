@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import pg from 'pg';
 import { bindAll, type SqlValue } from '../../../src/store/bind.js';
-import { HIDDEN_AUTH_COLUMNS, type Collection, type Field, type FieldOptions, type FieldType } from '../../../src/collections/types.js';
+import { HIDDEN_AUTH_COLUMNS, type Collection, type Field, type FieldOptions, type FieldType } from '../../../src/model/schema.js';
 import { bindParams, compileExpression, compileSort, type CompileOptions, type CompiledExpr, type RequestContext, type SchemaLookup } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
 import { knownApiError } from '../../../src/errors/api-error.js';

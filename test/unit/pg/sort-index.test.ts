@@ -21,7 +21,7 @@ import { createSteps, createdIndexName, indexSqlName } from '../../../src/store/
 import { pgList } from '../../../src/store/pg/list-dialect.js';
 import { emitSort } from '../../../src/store/pg/rule-sql.js';
 import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
-import type { Collection, Field, FieldType } from '../../../src/collections/types.js';
+import type { Collection, Field, FieldType } from '../../../src/model/schema.js';
 import type { SchemaLookup } from '../../../src/rules/compiler.js';
 
 const skip = postgresSkipReason() ?? false;

@@ -9,7 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
-import type { Collection, Field } from '../../../src/collections/types.js';
+import type { Collection, Field } from '../../../src/model/schema.js';
 import { PgWriter } from '../../../src/store/pg/writer.js';
 import { PgReader } from '../../../src/store/pg/reader.js';
 import { bootstrapSteps } from '../../../src/store/pg/bootstrap.js';

@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Collection } from '../../../src/collections/types.js';
+import type { Collection } from '../../../src/model/schema.js';
 import type { Store } from '../../../src/store/store.js';
 import { buildCodec } from '../../../src/records/record-codec.js';
 import { RecordLister } from '../../../src/records/records-list.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import { ApiError } from '../../../src/errors/api-error.js';
 import { bindAll } from '../../../src/store/bind.js';
-import type { Collection, Field, FieldType, FieldOptions } from '../../../src/collections/types.js';
+import type { Collection, Field, FieldType, FieldOptions } from '../../../src/model/schema.js';
 import { bindParams, compileExpression, compileSort, type CompileOptions, type SchemaLookup } from '../../../src/rules/compiler.js';
 
 const f = (name: string, type: FieldType, options: FieldOptions = {}): Field => ({ id: `f_${name}`, name, type, options });

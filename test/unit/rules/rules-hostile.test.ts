@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import { ApiError } from '../../../src/errors/api-error.js';
 import { bindAll } from '../../../src/store/bind.js';
-import type { Collection, Field, FieldOptions, FieldType } from '../../../src/collections/types.js';
+import type { Collection, Field, FieldOptions, FieldType } from '../../../src/model/schema.js';
 import { bindParams, compileExpression, compileSort, type SchemaLookup } from '../../../src/rules/compiler.js';
 import { leafShape } from '../../../src/store/sqlite/sql-shape.js';
 

@@ -1,6 +1,8 @@
 /**
- * The schema model shared by the collections service, the field codecs, the rule compiler and
- * the record queries (docs/api.md, "Collections" and "Records").
+ * The schema model shared by the collections service, the field codecs, the rule compiler, the
+ * record queries and storage (docs/api.md, "Collections" and "Records"). Plain data types and
+ * constants only: this folder imports nothing, so storage reads the schema without importing a
+ * feature (ARCHITECTURE.md, "Folders").
  */
 
 /** Field types of the catalog (docs/api.md, "Collections"). */
