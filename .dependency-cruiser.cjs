@@ -53,9 +53,9 @@ const MAY_IMPORT = {
   // plain data types (the schema model), imported by storage and the features alike
   'src/model': [],
   'src/meta': ['src/http', 'src/store/sqlite'],
-  'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
-  'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
   'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
   'src/rules': ['src/cache', 'src/collections', 'src/store', 'src/store/pg', 'src/store/sqlite'],
   // auth and http: the capability's route module (routes.ts: who is a superuser, the route types)
@@ -99,8 +99,8 @@ const KNOWN_CROSSINGS = {
   'src/store/sql/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/records/cursor.ts', 'src/rules/compiler.ts'] },
   'src/store/sql/list-dialect.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts'] },
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/paths.ts'] },
+  'src/store/sql/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
   'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
-  'src/store/sqlite/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts', 'src/rules/access.ts'] },
   'src/store/pg/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
   'src/store/pg/open.ts': { why: STORAGE_REFACTOR, to: ['src/collections/collection-registry.ts', 'src/records/encryption.ts'] },
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },

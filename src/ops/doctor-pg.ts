@@ -22,7 +22,7 @@
  */
 import { statSync } from 'node:fs';
 import pg from 'pg';
-import { rowToCollection } from '../store/sqlite/schema-sql.js';
+import { rowToCollection } from '../store/collection-row.js';
 import type { Collection } from '../model/schema.js';
 import {
   checkFileModes, checkMissingIndexes, checkOpenSignup, checkPublicWrites, superuserFindings, withDeclared,

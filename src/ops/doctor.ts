@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import Database from 'libsql';
 import { databasePath, looseModes } from '../files/data-paths.js';
 import { encryptionKeyPath } from '../records/encryption.js';
-import { rowToCollection } from '../store/sqlite/schema-sql.js';
+import { rowToCollection } from '../store/collection-row.js';
 import type { Collection, RuleName } from '../model/schema.js';
 import { RULE_NAMES } from '../model/schema.js';
 import { readSlowQueries, type SlowQueryEntry } from './slow-queries.js';

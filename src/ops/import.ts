@@ -26,7 +26,7 @@ import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Principal } from '../rules/access.js';
 import { nowDate } from '../collections/fields/index.js';
 import { newId } from '../records/ids.js';
-import { mergeInserts } from '../store/sqlite/bulk-insert.js';
+import { mergeInserts } from '../store/bulk-insert.js';
 import { csvRecords } from './csv-records.js';
 
 export type ImportFormat = 'csv' | 'json' | 'ndjson';

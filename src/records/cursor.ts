@@ -15,7 +15,7 @@
  * longer than the limit is carried as the boundary record's id instead (`r`); the reader then
  * looks its values up again (400 if that record is gone).
  */
-import { DELETE_EXPIRED_CURSORS, INSERT_CURSOR, SELECT_CURSOR } from '../store/sqlite/cursor-sql.js';
+import { DELETE_EXPIRED_CURSORS, INSERT_CURSOR, SELECT_CURSOR } from '../store/sql/cursor-sql.js';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors/api-error.js';
 import { bindAll, type SqlValue } from '../store/bind.js';

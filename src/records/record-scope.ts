@@ -1,6 +1,6 @@
 /**
  * The email-visibility rule every record read shares. (The AND-joined WHERE builder that rule,
- * filter, expiry, search and keyset clauses all go through is src/store/sqlite/where.ts.)
+ * filter, expiry, search and keyset clauses all go through is src/store/sql/where.ts.)
  */
 import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
@@ -12,4 +12,4 @@ export function hidePrivate(c: Collection, rec: Record<string, unknown>, princip
   delete rec.email;
 }
 
-export { Where } from '../store/sqlite/where.js';
+export { Where } from '../store/sql/where.js';

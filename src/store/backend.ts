@@ -23,7 +23,7 @@ export type BackendKind = 'sqlite' | 'postgres';
  * blocking bridge to a worker thread, for the paths that are not asynchronous yet); the
  * `…OffThread`, `…Balanced` and `…Auto` reads may run on a pool and take a time budget in
  * milliseconds (0: none), past which they reject with ReadBudgetExceeded
- * (src/store/sqlite/reader.ts).
+ * (src/store/read-budget.ts).
  */
 export interface SqlReader {
   /** The first row, or undefined. */

@@ -19,7 +19,7 @@ import { searchPlan, type SearchPlan } from '../search.js';
 import { parseVector, vectorFailure, type VectorPlan } from '../vector.js';
 import type { CursorCodec } from '../cursor.js';
 import type { ListQuery } from '../list-query.js';
-import { ReadBudgetExceeded } from '../../store/sqlite/reader.js';
+import { ReadBudgetExceeded } from '../../store/read-budget.js';
 import type { ReadShape } from '../records-read.js';
 import type { SlowQueryLog } from '../../ops/slow-queries.js';
 import { boundedCache } from '../../cache/bounded.js';

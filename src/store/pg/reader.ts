@@ -50,7 +50,8 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from '
 import pg from 'pg';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
-import { DEEP_OFFSET, ReadBudgetExceeded, expensivePlan } from '../sqlite/reader.js';
+import { DEEP_OFFSET, expensivePlan } from '../sqlite/reader.js';
+import { ReadBudgetExceeded } from '../read-budget.js';
 import { workerScript } from '../worker-url.js';
 import { readTypes, isConnectionFailure, type BridgeError, type BridgeInit, type BridgeReply, type BridgeRequest } from '../../../workers/pg-reader.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';

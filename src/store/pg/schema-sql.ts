@@ -2,8 +2,8 @@
  * The PostgreSQL schema store (implements SchemaStore, src/store/schema-store.ts): the counterpart
  * of src/store/sqlite/schema-sql.ts. Collection definitions are rows of `_collections`
  * (bootstrap.ts: fields, indexes and options as JSON text, `system` as smallint 0/1), read into
- * Collections by the SQLite store's rowToCollection so both backends hand the domain the same
- * objects; changes are the DDL jobs of src/store/pg/collection-sql.ts, given the server's options
+ * Collections by rowToCollection (src/store/collection-row.ts) so both backends hand the domain
+ * the same objects; changes are the DDL jobs of src/store/pg/collection-sql.ts, given the server's options
  * (whether pgvector is installed) at construction. Each job ends with the step that makes change
  * capture cover exactly the record tables of the new schema (PgWriter.changeTriggersStep), so a new
  * table's writes reach the change feed from its first commit.
@@ -18,7 +18,7 @@ import type { Collection } from '../../model/schema.js';
 import type { SchemaStore } from '../schema-store.js';
 import type { WriteStep } from '../write-job.js';
 import type { PgReader } from './reader.js';
-import { rowToCollection } from '../sqlite/schema-sql.js';
+import { rowToCollection } from '../collection-row.js';
 import { refuseSearchableWhenOff } from '../sqlite/collection-sql.js';
 import { createSteps, deleteSteps, updateSteps, type PgDdlOptions } from './collection-sql.js';
 import { PgWriter, type ChangeTable } from './writer.js';

@@ -10,6 +10,7 @@ import Database from 'libsql';
 import { Piscina } from 'piscina';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
+import { ReadBudgetExceeded } from '../read-budget.js';
 import { workerScript } from '../worker-url.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
@@ -52,17 +53,6 @@ export function expensivePlan(sql: string, plan: readonly string[]): boolean {
   if (!/ WHERE /i.test(sql)) return false;
   if (/ ORDER BY /i.test(sql)) return true;
   return plan.some((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d) && !/^SCAN CONSTANT/.test(d));
-}
-
-/**
- * A read given up on because it ran past its time budget, queue time included
- * (Reader.allOffThread). Callers answer 503.
- */
-export class ReadBudgetExceeded extends Error {
-  constructor(readonly budgetMs: number) {
-    super(`read stopped after its budget of ${budgetMs} ms`);
-    this.name = 'ReadBudgetExceeded';
-  }
 }
 
 /**

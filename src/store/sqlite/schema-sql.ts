@@ -7,28 +7,9 @@ import type { Collection } from '../../model/schema.js';
 import type { SchemaStore } from '../schema-store.js';
 import type { Reader } from './reader.js';
 import { createSteps, deleteSteps, updateSteps } from './collection-sql.js';
+import { rowToCollection } from '../collection-row.js';
 
 const SELECT_ALL = 'SELECT "id","name","type","system","fields","indexes","options","listRule","viewRule","createRule","updateRule","deleteRule","created","updated" FROM "_collections"';
-
-/** A `_collections` row (columns in SELECT_ALL order) as a Collection. @throws SyntaxError on corrupt JSON */
-export function rowToCollection(r: unknown[]): Collection {
-  return {
-    id: String(r[0]),
-    name: String(r[1]),
-    type: r[2] === 'auth' ? 'auth' : 'base',
-    system: Number(r[3]) === 1,
-    fields: JSON.parse(String(r[4])),
-    indexes: JSON.parse(String(r[5])),
-    options: JSON.parse(String(r[6])),
-    listRule: r[7] as string | null,
-    viewRule: r[8] as string | null,
-    createRule: r[9] as string | null,
-    updateRule: r[10] as string | null,
-    deleteRule: r[11] as string | null,
-    created: String(r[12]),
-    updated: String(r[13]),
-  };
-}
 
 export class SqliteSchemaSql implements SchemaStore {
   constructor(private reader: Reader) {}

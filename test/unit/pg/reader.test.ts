@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { startPostgres, postgresSkipReason, postgresBinDir, type Postgres } from '../../helpers/postgres.js';
 import { PgReader, PgBridgeTimeout, planDetails, type PgReaderOptions } from '../../../src/store/pg/reader.js';
-import { ReadBudgetExceeded } from '../../../src/store/sqlite/reader.js';
+import { ReadBudgetExceeded } from '../../../src/store/read-budget.js';
 
 const skip = postgresSkipReason() ?? false;
 let server: Postgres | null = null;

@@ -1,4 +1,7 @@
-/** The statements of stateful cursor tokens (`_cursorStates`, src/records/cursor.ts) in SQLite. */
+/**
+ * The statements of stateful cursor tokens (`_cursorStates`, src/records/cursor.ts), the same on
+ * both backends (PostgreSQL's reader numbers the `?` placeholders).
+ */
 
 /** Deletes the states past their expiry; params: now (ms). */
 export const DELETE_EXPIRED_CURSORS = 'DELETE FROM "_cursorStates" WHERE "expires" <= ?';

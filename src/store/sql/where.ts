@@ -1,12 +1,18 @@
 /**
  * The AND-joined WHERE builder every record read goes through (rule, filter, expiry, search and
- * keyset clauses), so no clause can widen another, and the expiry clause (`ttl_field`).
+ * keyset clauses), so no clause can widen another, and the expiry clause (`ttl_field`). Both
+ * backends spell these clauses alike (identifiers double-quoted, `?` parameters).
  */
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
-import type { RuleCheck } from '../../rules/access.js';
-import { q } from './collection-sql.js';
+import { quoteIdent as q } from './rule-paths.js';
 import { nowDate } from '../../collections/fields/index.js';
+
+/**
+ * A rule's check as the rule book answers it (src/rules/access.ts, RuleCheck): only a `where`
+ * check adds a clause (a `deny` is answered before any read; `all` adds nothing).
+ */
+export type WhereCheck = { kind: 'deny' | 'all' } | { kind: 'where'; sql: string; params: SqlValue[] };
 
 /** `AND`-joined WHERE parts with their parameters. */
 export class Where {
@@ -16,7 +22,7 @@ export class Where {
     this.parts.push(`(${sql})`);
     for (const p of params) this.params.push(p);
   }
-  addRule(check: RuleCheck): void {
+  addRule(check: WhereCheck): void {
     if (check.kind === 'where') this.add(check.sql, check.params);
   }
   /** The ttl clause: rows whose expiry is set and at or before now are hidden from every read. */

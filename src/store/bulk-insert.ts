@@ -1,12 +1,13 @@
 /**
  * Multi-row INSERTs for bulk loads (`svc import`): consecutive single-row INSERT steps of one
  * statement text (as record-sql.ts `insert` writes them) become one `INSERT … VALUES (…), (…)`
- * step, so the writer makes one call into SQLite per few hundred rows instead of one per row.
+ * step, so the writer makes one call into the database per few hundred rows instead of one per
+ * row (the same multi-row VALUES spelling on both backends).
  * Steps with a guard (`expect`), a failure message or returned rows are never merged.
  */
-import type { StepResult, WriteStep } from '../write-job.js';
+import type { StepResult, WriteStep } from './write-job.js';
 
-/** Bound parameters per merged statement (SQLite's limit is 32,766). */
+/** Bound parameters per merged statement (SQLite's limit is 32,766; PostgreSQL's 65,535). */
 const MAX_PARAMS = 30_000;
 const TUPLE = /VALUES \((\?(?:, \?)*)\)$/;
 
