@@ -36,8 +36,9 @@ const MAY_IMPORT = {
   'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
   'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/meta', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   // settings: the FeatureService type of the services an app runs over (AppServices)
-  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/sqlite', 'src/uploads'],
-  'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sqlite', 'workers'],
+  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
+  // workers: the password hashers' task type (workers/hash.ts)
+  'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'workers'],
   // the composition root: the services over an opened data directory, for the server and offline
   // commands, and the server's realtime stage (the hub and its transports' route types)
   'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store'],
@@ -52,7 +53,7 @@ const MAY_IMPORT = {
   'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
   // plain data types (the schema model), imported by storage and the features alike
   'src/model': [],
-  'src/meta': ['src/http', 'src/store/sqlite'],
+  'src/meta': ['src/http', 'src/store'],
   'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
   'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],

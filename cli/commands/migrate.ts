@@ -104,9 +104,10 @@ export class MigrateStatusCommand extends MigrateBase {
     const db = databasePath(dataDir);
     const declared = declaredMigrationIds(app?.migrations);
     const url = process.env.SERVICE_DATABASE_URL?.trim() || (app ? appDatabaseUrl(app) : undefined);
-    const status = url
-      ? migrationStatus('', declared, await (await import('../../src/store/pg/migrations-sql.js')).appliedMigrationsPg(url))
-      : existsSync(db) ? migrationStatus(db, declared) : migrationStatus(':memory:', declared);
+    const recorded = url
+      ? await (await import('../../src/store/pg/migrations-sql.js')).appliedMigrationsPg(url)
+      : existsSync(db) ? (await import('../../src/store/sqlite/migrations-sql.js')).appliedMigrations(db) : [];
+    const status = migrationStatus(declared, recorded);
     const lines = [
       ...status.migrations.map((m) => `${m.applied ? 'applied ' : 'pending '} ${m.id}${m.applied_at ? `  ${m.applied_at}` : ''}`),
       ...status.orphaned.map((m) => `orphaned ${m.id}  ${m.applied_at}  (applied, no longer declared)`),

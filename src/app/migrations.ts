@@ -12,7 +12,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { appliedMigrations } from '../store/sqlite/migrations-sql.js';
 import type { AppliedMigration, MigrationTx, RunnableMigration } from '../store/migrations.js';
 
 export type { MigrationTx } from '../store/migrations.js';
@@ -132,11 +131,12 @@ export interface MigrationStatus {
 }
 
 /**
- * The status of the declared migrations against the database at `dbPath`, or given what is
- * `recorded` (the server-SQL backend: appliedMigrationsPg, src/store/pg/migrations-sql.ts).
+ * The status of the declared migrations given what the database has `recorded` (read by the
+ * caller from its backend: appliedMigrations, src/store/sqlite/migrations-sql.ts, or
+ * appliedMigrationsPg, src/store/pg/migrations-sql.ts; empty for a database not made yet).
  */
-export function migrationStatus(dbPath: string, declared: string[], recorded?: AppliedMigration[]): MigrationStatus {
-  const applied = new Map((recorded ?? appliedMigrations(dbPath)).map((a) => [a.id, a.applied_at]));
+export function migrationStatus(declared: string[], recorded: AppliedMigration[]): MigrationStatus {
+  const applied = new Map(recorded.map((a) => [a.id, a.applied_at]));
   const known = new Set(declared);
   const migrations = declared.map((id) => ({ id, applied: applied.has(id), applied_at: applied.get(id) ?? null }));
   const orphaned = [...applied].filter(([id]) => !known.has(id)).map(([id, at]) => ({ id, applied_at: at }));

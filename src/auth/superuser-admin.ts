@@ -4,8 +4,7 @@
  * a busy timeout serialize the write with the server's writer thread.
  */
 import { ApiError, type FieldError } from '../errors/api-error.js';
-import { saveSuperuser } from '../store/sqlite/superuser-sql.js';
-import type { saveSuperuserPg } from '../store/pg/superuser-sql.js';
+import { saveSuperuserDirect } from '../store/superuser-direct.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
 import { authSystemFields } from './auth-fields.js';
 import { newId, randomToken } from '../records/ids.js';
@@ -34,17 +33,13 @@ async function write(dataDir: string, email: string, password: string, mode: 'cr
   const hash = await hashPassword(password);
   // An existing superuser gets a new token key: every session of it ends.
   const w = { email: normalized, passwordHash: hash, tokenKey: randomToken(24), newId: newId(), now: nowDate() };
-  let result: Awaited<ReturnType<typeof saveSuperuserPg>>;
   const url = databaseUrl;
-  if (url) {
-    // the server-SQL backend (PostgreSQL): the database the servers of SERVICE_DATABASE_URL use
-    const { saveSuperuserPg } = await import('../store/pg/superuser-sql.js');
-    result = await saveSuperuserPg(url, w, mode);
-  } else {
+  if (!url) {
     ensureDataDir(dataDir);
     createDatabaseFile(dataDir);
-    result = saveSuperuser(databasePath(dataDir), w, mode);
   }
+  // the server-SQL backend (PostgreSQL) when a URL is given: the database the servers of SERVICE_DATABASE_URL use
+  const result = await saveSuperuserDirect(url ? { url } : { dbPath: databasePath(dataDir) }, w, mode);
   if (result === 'exists') throw ApiError.validation({ email: { code: 'validation_value', message: 'A superuser with this email already exists; use `svc superuser upsert` to change its password.' } });
   return result;
 }

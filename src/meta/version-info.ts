@@ -11,7 +11,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { chooseEngine, type EngineChoice } from '../http/uws-loader.js';
-import { sqliteVersion } from '../store/sqlite/engine-version.js';
+import { sqliteVersion } from '../store/engine-version.js';
 
 export interface VersionInfo {
   /** Product version (package.json `version`). */

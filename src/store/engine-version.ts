@@ -1,4 +1,7 @@
-/** The SQLite engine's version, for the version report (src/meta/version-info.ts). */
+/**
+ * The bundled SQLite engine's version, for the version report (src/meta/version-info.ts): libsql
+ * ships with the package whichever backend a server runs on, so the report names it on both.
+ */
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
