@@ -43,7 +43,7 @@ const MAY_IMPORT = {
   // commands, and the server's realtime stage (the hub and its transports' route types)
   'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store'],
   'src/cache': ['src/store'],
-  'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store', 'src/store/sqlite'],
+  'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store'],
   'src/config': ['src/files'],
   // the typed storage errors, answered in one place (knownApiError, src/errors/api-error.ts)
   'src/errors': ['src/store/errors'],
@@ -57,8 +57,8 @@ const MAY_IMPORT = {
   'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
   'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
-  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
-  'src/rules': ['src/cache', 'src/collections', 'src/store', 'src/store/pg', 'src/store/sqlite'],
+  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/sql'],
+  'src/rules': ['src/cache', 'src/collections', 'src/store'],
   // auth and http: the capability's route module (routes.ts: who is a superuser, the route types)
   'src/settings': ['src/auth', 'src/cache', 'src/collections', 'src/http', 'src/store'],
   // Storage: the store folders, configuration, and the pg reader's worker. Anything else it imports

@@ -7,10 +7,9 @@
  */
 import { ApiError, type FieldError } from '../errors/api-error.js';
 import type { AuthOptions, Collection, Field, IndexDef, RuleName } from '../model/schema.js';
-import { RULE_NAMES } from '../model/schema.js';
+import { RULE_NAMES, VECTOR_COLUMN_PREFIX } from '../model/schema.js';
 import { normalizeFieldDefinition } from './fields/index.js';
 import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
-import { VECTOR_COLUMN_PREFIX } from '../store/sqlite/vector-sql.js';
 import { authSystemFields } from '../auth/auth-fields.js';
 import { defaultAuthOptions } from '../auth/auth-defaults.js';
 import { compileExpression, type SchemaLookup } from '../rules/compiler.js';

@@ -121,3 +121,9 @@ export const BASE_COLUMNS = ['id', 'created', 'updated'] as const;
  * sorts (operator-authored rules may use them).
  */
 export const HIDDEN_AUTH_COLUMNS = ['passwordHash', 'tokenKey', 'token_epoch'] as const;
+
+/**
+ * Field names starting with this (any case) are refused (collection-input.ts): both backends
+ * name a vector field's shadow column `_vec_<fieldId>` (docs/lists.md, "Vectors").
+ */
+export const VECTOR_COLUMN_PREFIX = '_vec_';

@@ -7,7 +7,6 @@
 import fastJson from 'fast-json-stringify';
 import type { Collection, Field } from '../model/schema.js';
 import { decodeValue, jsonSchemaFor } from '../collections/fields/index.js';
-import * as sqliteJson from '../store/sqlite/record-json.js';
 import type { RecordJsonSql } from '../store/store.js';
 import { decryptStored } from './encryption.js';
 
@@ -48,7 +47,12 @@ export interface ListPage {
 
 const isFixed = (f: Field) => f.type === 'number' && f.options.mode === 'fixed';
 
-export function buildCodec(c: Collection, json: RecordJsonSql = sqliteJson): RecordCodec {
+/**
+ * The codec of `c` (Store.codec keeps one per collection version); `json`: the record columns
+ * and SQL rendering of the Store's backend (`store.sql.json`: src/store/sqlite/record-json.ts or
+ * src/store/pg/record-json.ts).
+ */
+export function buildCodec(c: Collection, json: RecordJsonSql): RecordCodec {
   const fields = c.fields;
   const cols = json.recordColumns(c);
   const properties: Record<string, unknown> = {

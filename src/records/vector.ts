@@ -7,7 +7,7 @@
  * `vector_distance_cos` / `vector_distance_l2`; the query vector is bound as a float32 blob. Rows
  * without an embedding (NULL distance) come last, then ties by id.
  *
- * Two storage shapes (vector-sql.ts):
+ * Two storage shapes (src/store/sqlite/vector-sql.ts, through src/store/dialects.ts):
  * - a json field with `dimensions` N reads its `F32_BLOB(N)` shadow column. The query must have N
  *   numbers (else 400). A stored value that is not a well-formed embedding has a NULL blob, which
  *   a probe finds through a partial index (`malformedProbe`) so the query answers 400 until it
@@ -21,7 +21,8 @@
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import { MAX_VECTOR_DIMENSIONS } from '../collections/fields/json.js';
-import { isVectorField, malformedProbeSql, vectorDistanceSql, vectorIndexName } from '../store/sqlite/vector-sql.js';
+import type { BackendKind } from '../store/backend.js';
+import { backendSql } from '../store/dialects.js';
 
 export interface VectorPlan {
   field: Field;
@@ -38,11 +39,13 @@ export interface VectorPlan {
 }
 
 /**
- * Parses a `vector` parameter against `c`.
+ * Parses a `vector` parameter against `c`; `kind`: the Store's backend, whose spelling of the
+ * vector query the plan carries (src/store/dialects.ts; both backends are handed libsql's today).
  * @throws ApiError 400 for an unknown, non-json, hidden or encrypted field, an unknown metric, or a
  *   query that is not a non-empty JSON array of finite (float32-representable) numbers
  */
-export function parseVector(src: string, c: Collection): VectorPlan {
+export function parseVector(src: string, c: Collection, kind: BackendKind = 'sqlite'): VectorPlan {
+  const sql = backendSql(kind).vectors;
   const bad = (why: string): never => {
     throw ApiError.badRequest(`Invalid vector: ${why}. Use vector=<field>[:cosine|:l2]:[n1,n2,…].`);
   };
@@ -74,16 +77,16 @@ export function parseVector(src: string, c: Collection): VectorPlan {
     if (typeof v !== 'number' || !Number.isFinite(v) || !Number.isFinite(Math.fround(v))) bad(`element ${i} is not a finite number`);
     floats[i] = v as number;
   });
-  const shadow = isVectorField(field!);
+  const shadow = sql.isVectorField(field!);
   if (shadow && arr.length !== field!.options.dimensions) bad(`the query has ${arr.length} dimensions but "${name}" holds ${field!.options.dimensions}`);
   return {
     field: field!,
     metric,
     dims: arr.length,
-    sql: vectorDistanceSql(field!, metric),
+    sql: sql.distanceSql(field!, metric),
     blob: Buffer.from(floats.buffer),
-    index: shadow && metric === 'cosine' && field!.options.vectorIndex ? vectorIndexName(c, field!) : null,
-    malformedProbe: shadow ? malformedProbeSql(c, field!) : null,
+    index: shadow && metric === 'cosine' && field!.options.vectorIndex ? sql.indexName(c, field!) : null,
+    malformedProbe: shadow ? sql.malformedProbeSql(c, field!) : null,
   };
 }
 

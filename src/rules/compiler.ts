@@ -30,8 +30,7 @@ import type { SchemaLookup } from './paths.js';
 import { likeValue, readPath, scaleValue } from './values.js';
 import { nowDate } from '../collections/fields/index.js';
 import { knownApiError } from '../errors/api-error.js';
-import { emitExpression, emitSort } from '../store/sqlite/rule-sql.js';
-import { emitExpression as emitExpressionPg, emitSort as emitSortPg } from '../store/pg/rule-sql.js';
+import { ruleEmitter } from '../store/rule-emitters.js';
 
 export type { SchemaLookup } from './paths.js';
 
@@ -120,9 +119,8 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function compileExpression(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions): CompiledExpr {
   if (!IDENT.test(opts.alias)) throw new Error(`compileExpression: invalid alias ${JSON.stringify(opts.alias)}`);
   const ast = guardAccount(parseFilter(src));
-  const emit = opts.dialect === 'postgres' ? emitExpressionPg : emitExpression;
   try {
-    return { ...emit(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
+    return { ...ruleEmitter(opts.dialect ?? 'sqlite').emitExpression(ast, collection, schema, opts), owner: ownerShape(ast, collection) };
   } catch (err) {
     throw asApiError(err);
   }
@@ -228,7 +226,7 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
  */
 export function compileSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser = false, dialect: SqlDialectName = 'sqlite'): string {
   try {
-    return (dialect === 'postgres' ? emitSortPg : emitSort)(src, collection, schema, alias, superuser);
+    return ruleEmitter(dialect).emitSort(src, collection, schema, alias, superuser);
   } catch (err) {
     throw asApiError(err);
   }

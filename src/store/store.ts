@@ -19,6 +19,7 @@ import type { AuthRecordStore, AuthTokenRowStore, ExternalAuthRowStore, MfaRowSt
 import type { FileStore } from './file-store.js';
 import type { SchemaStore } from './schema-store.js';
 import type { Dialect } from './dialect.js';
+import type { FullTextSql } from './full-text.js';
 
 /**
  * The statements of record lists (records-list.ts) and the cursor sort keys and keyset terms:
@@ -70,6 +71,8 @@ export interface StoreSql {
   keyset: KeysetSql;
   /** record rendering in SQL */
   json: RecordJsonSql;
+  /** the full-text indexes' start-up upkeep (src/store/full-text.ts) */
+  fullText: FullTextSql;
   /**
    * Rate-limit counters shared by every instance (PostgreSQL: `_rateLimits`); absent on SQLite,
    * where the one process counts in memory (src/auth/rate-limit.ts, RateLimiter).

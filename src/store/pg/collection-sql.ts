@@ -40,7 +40,7 @@
  * other than the parameter slots (jsonb's `?` operators are avoided on purpose).
  */
 import { createHash } from 'node:crypto';
-import type { Collection, Field, IndexDef } from '../../model/schema.js';
+import { VECTOR_COLUMN_PREFIX, type Collection, type Field, type IndexDef } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { AUTH_SIDE_TABLES } from '../auth-store.js';
 import { UnsupportedSchema } from '../errors/store-errors.js';
@@ -75,8 +75,6 @@ export const FTS_COLUMN = '_fts';
  * extension is available, so that accents fold as FTS5's `remove_diacritics 2` folds them.
  */
 export const FTS_CONFIG = 'svc_search';
-/** Prefix of the vector shadow columns (reserved for field names, collection-input.ts). */
-export const VECTOR_COLUMN_PREFIX = '_vec_';
 /** The IMMUTABLE function turning a jsonb embedding into a vector (bootstrap.ts creates it). */
 export const VECTOR_FUNCTION = '_svc_jsonb_vector';
 

@@ -73,6 +73,8 @@ export const pgListDialect: ListDialect = {
   searchRank: SEARCH_RANK,
   searchJoin,
   searchMatch: () => SEARCH_MATCH,
+  searchQuery: 'tsquery',
+  searchParamIn: 'join',
   vectorOrder: ['"_vd" ASC NULLS LAST'],
   /**
    * From a pgvector HNSW index: `k` candidates (rows with an embedding, nearest first by cosine

@@ -63,6 +63,13 @@ export interface ListDialect {
   searchJoin(c: Collection): string;
   /** The WHERE term of a search of `c` over {@link searchJoin}'s `f`; see each backend's entry for its parameters. */
   searchMatch(c: Collection): string;
+  /**
+   * What a search's text is lowered to (src/records/search.ts): an FTS5 expression (`fts5`,
+   * lowerSearch) or the text of a tsquery (`tsquery`, lowerTsquery)
+   */
+  searchQuery: 'fts5' | 'tsquery';
+  /** Which clause binds the lowered search as its one parameter: {@link searchJoin}'s or {@link searchMatch}'s */
+  searchParamIn: 'join' | 'where';
   /** ORDER BY terms of a vector page before the sort: rows without an embedding last, then nearest */
   vectorOrder: readonly string[];
   /**

@@ -10,6 +10,8 @@ import { columnType } from './column-types.js';
 import { AUTH_HIDDEN_COLUMNS_SQL, collectionSideRowsDeleteSteps } from './auth-sql.js';
 import { UnsupportedSchema } from '../errors/store-errors.js';
 import { q } from './sql-ident.js';
+import { searchableFields } from '../full-text.js';
+import type { SqlReader } from '../backend.js';
 import { vectorColumnsSql, vectorCreateSteps, vectorFields, vectorIndexDropStep, vectorIndexStep, vectorSignature } from './vector-sql.js';
 
 export { q };
@@ -103,11 +105,6 @@ function dropTriggers(all: Collection[]): WriteStep[] {
 /** The full-text table of a collection (docs/lists.md, "Full-text search": `<col>_fts`). */
 export function ftsTableName(c: Collection): string {
   return `${c.name}_fts`;
-}
-
-/** The fields of `c` that feed its full-text index, in field order. */
-export function searchableFields(c: Collection): Field[] {
-  return c.fields.filter((f) => f.options.searchable && (f.type === 'text' || f.type === 'editor'));
 }
 
 let fullTextEnabled = true;
@@ -266,4 +263,19 @@ export function ftsMatchSql(c: Collection): string {
 }
 
 /** Every table and trigger with its SQL (start-up checks of the full-text indexes). */
-export const SCHEMA_OBJECTS_SQL = `SELECT "name", "sql" FROM sqlite_master WHERE "type" IN ('table', 'trigger')`;
+const SCHEMA_OBJECTS_SQL = `SELECT "name", "sql" FROM sqlite_master WHERE "type" IN ('table', 'trigger')`;
+
+/**
+ * The collections among `searchable` whose FTS5 table or triggers are missing or differ from
+ * what {@link ftsCreateSql} makes now (read from `sqlite_master` on `reader`), with the steps
+ * that drop and rebuild them, existing rows indexed (src/store/full-text.ts, staleIndexes).
+ */
+export function staleFullTextIndexes(reader: SqlReader, searchable: Collection[]): { stale: Collection[]; steps: WriteStep[] } {
+  const master = new Map<string, string>();
+  for (const row of reader.all(SCHEMA_OBJECTS_SQL, [])) master.set(String(row[0]), String(row[1]));
+  const stale = searchable.filter((c) => {
+    const names = [ftsTableName(c), ...ftsTriggerNames(c)];
+    return ftsCreateSql(c).some((sql, i) => master.get(names[i]) !== sql);
+  });
+  return { stale, steps: stale.flatMap((c) => [...ftsDropSteps(c), ...ftsCreateSteps(c, true)]) };
+}

@@ -37,6 +37,8 @@ export const sqliteListDialect: ListDialect = {
   searchJoin: ftsJoinSql,
   // `f."<col>_fts" MATCH ?`; params: the FTS5 expression (src/records/search.ts, lowerSearch)
   searchMatch: ftsMatchSql,
+  searchQuery: 'fts5',
+  searchParamIn: 'where',
   vectorOrder: ['"_vd" IS NULL', '"_vd"'],
   /** From a DiskANN index (`vector_top_k`); params: the query blob (select list), the query blob (index), LIMIT, OFFSET. */
   nearestByIndexSql(select, index, k, table, order) {

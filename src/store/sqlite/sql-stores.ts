@@ -21,6 +21,7 @@ import { SqliteFileSql } from './file-sql.js';
 import { SqliteSchemaSql } from './schema-sql.js';
 import { sqliteDialect } from './dialect.js';
 import { sqliteRecordSql } from './record-sql.js';
+import { setFullTextEnabled, staleFullTextIndexes } from './collection-sql.js';
 
 /** Every SQLite store over `reader` (reads run on it; writes come back as write-job steps). */
 export function sqliteStores(reader: Reader): StoreSql {
@@ -42,5 +43,6 @@ export function sqliteStores(reader: Reader): StoreSql {
     list: sqliteList,
     keyset: sqliteKeyset,
     json,
+    fullText: { enable: setFullTextEnabled, staleIndexes: (searchable) => staleFullTextIndexes(reader, searchable) },
   };
 }

@@ -13,12 +13,9 @@
  * Names are derived from collection and field ids, so they survive renames; the `_vec_` prefix
  * is reserved for field names (collection-input.ts).
  */
-import type { Collection, Field } from '../../model/schema.js';
+import { VECTOR_COLUMN_PREFIX, type Collection, type Field } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { q } from './sql-ident.js';
-
-/** Field names starting with this (any case) are refused: they would collide with shadow columns. */
-export const VECTOR_COLUMN_PREFIX = '_vec_';
 
 /** True for a json field that declares `dimensions` (it has a shadow column). */
 export function isVectorField(f: Field): boolean {

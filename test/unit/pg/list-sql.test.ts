@@ -18,6 +18,7 @@ import type { WriteStep } from '../../../src/store/write-job.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 import { encodeValue } from '../../../src/collections/fields/index.js';
 import { buildCodec } from '../../../src/records/record-codec.js';
+import * as sqliteJson from '../../../src/store/sqlite/record-json.js';
 import { bindParams, type CompiledExpr } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
 import { createSteps } from '../../../src/store/pg/collection-sql.js';
@@ -248,7 +249,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
   test('a record renders in SQL exactly as the JavaScript codec renders it', async () => {
     const rendered = buildJsonSql(items)!;
     assert.ok(rendered && !rendered.includes('secret'), 'hidden fields are never rendered');
-    const codec = buildCodec(items);
+    const codec = buildCodec(items, sqliteJson);
     const rows = await query(`SELECT ${recordColumns(items).join(', ')}, ${rendered} FROM "items" r ORDER BY r."_rowid"`);
     assert.equal(rows.length, stored.length);
     for (const row of rows) {
@@ -312,7 +313,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
 
   test('rendered page aggregates: the bytes variant equals the text one and the codec', async () => {
     const rendered = buildJsonSql(items)!;
-    const codec = buildCodec(items);
+    const codec = buildCodec(items, sqliteJson);
     const from = fromRecords('items');
     const where = compile('flag = false || n > 0', items, null, 'filter');
     const whereSql = ` WHERE (${where.sql})`;
@@ -425,7 +426,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
   }
 
   test('keyset pages forward and backward across ties agree with a sort in JavaScript', async () => {
-    const codec = buildCodec(items);
+    const codec = buildCodec(items, sqliteJson);
     const from = fromRecords('items');
     for (const sort of ['title', '-title', 'n', '-n', 'flag,-due', '-flag,title,-n', 'kind,-tags', 'meta', '-created', 'id', '-id', '', 'owner,-mail']) {
       const keys = cursorSortKeys(sort, items, schema);

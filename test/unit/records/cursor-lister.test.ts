@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import type { Collection } from '../../../src/model/schema.js';
 import type { Store } from '../../../src/store/store.js';
 import { buildCodec } from '../../../src/records/record-codec.js';
+import * as sqliteJson from '../../../src/store/sqlite/record-json.js';
 import { RecordLister } from '../../../src/records/records-list.js';
 import { CursorCodec } from '../../../src/records/cursor.js';
 
@@ -29,7 +30,7 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
   const store = {
     rules: { check: () => ({ kind: 'all' }) },
     registry: { version: () => 1, schemaGeneration: () => 1, byId: () => undefined, byName: () => undefined },
-    codec: () => buildCodec(c),
+    codec: () => buildCodec(c, sqliteJson),
     sql: sqliteStores(null as unknown as Reader),
     caches: new Caches(new ChangeFeed()),
     writer: { commits: 0 },

@@ -1,0 +1,22 @@
+/**
+ * Each backend's rule emitter by the backend's name (the rule compiler's CompileOptions.dialect,
+ * which callers take from their Store's StoreSql.kind): src/store/sql/rule-sql.ts given the
+ * backend's RuleDialect (src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts). The rule
+ * compiler imports this module instead of the backend folders (ARCHITECTURE.md, "Folders").
+ */
+import type { BackendKind } from './backend.js';
+import * as sqliteRules from './sqlite/rule-sql.js';
+import * as pgRules from './pg/rule-sql.js';
+
+/** A backend's rule emitter. */
+export interface RuleEmitter {
+  /** A parsed filter or rule as a boolean SQL term with its facts (rules/compiler.ts, compileExpression). */
+  emitExpression: typeof sqliteRules.emitExpression;
+  /** A `sort` parameter as an ORDER BY body (rules/compiler.ts, compileSort). */
+  emitSort: typeof sqliteRules.emitSort;
+}
+
+/** The rule emitter of the backend named `kind`. */
+export function ruleEmitter(kind: BackendKind): RuleEmitter {
+  return kind === 'postgres' ? pgRules : sqliteRules;
+}
