@@ -87,25 +87,18 @@ const STORAGE_REFACTOR = 'known crossing, to be removed by the storage core refa
  *  so that no new one can appear. Each from-file may import the listed files on top of what its
  *  folder may import. */
 const KNOWN_CROSSINGS = {
-  // Storage importing upward: schema types (collections/types.ts, field codecs), the rule compiler
-  // for the SQL emitters, caches and record codecs in the Store context, and what open.ts wires up.
+  // Storage importing upward: the rule compiler for the SQL emitters, caches and record codecs in
+  // the Store context, and what open.ts wires up (the schema types are src/model/'s).
   'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
   'src/store/open.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-service.ts', 'src/collections/collection-registry.ts', 'src/files/blob-store.ts', 'src/files/data-paths.ts', 'src/files/files.ts', 'src/files/record-files.ts', 'src/files/s3-blob-store.ts', 'src/records/encryption.ts', 'src/records/search.ts'] },
-  'src/store/settings-store.ts': { why: STORAGE_REFACTOR, to: ['src/settings/setting.ts'] },
-  'src/store/shared/settings-sql.ts': { why: STORAGE_REFACTOR, to: ['src/settings/setting.ts'] },
   'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts'] },
-  'src/store/sqlite/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
-  'src/store/sqlite/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts'] },
   'src/store/sqlite/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
   'src/store/sql/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/records/cursor.ts', 'src/rules/compiler.ts'] },
   'src/store/sql/list-dialect.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts'] },
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/paths.ts'] },
-  'src/store/sql/where.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
   'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
-  'src/store/pg/column-types.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/index.ts'] },
   'src/store/pg/open.ts': { why: STORAGE_REFACTOR, to: ['src/collections/collection-registry.ts', 'src/records/encryption.ts'] },
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
-  'src/store/pg/record-json.ts': { why: STORAGE_REFACTOR, to: ['src/collections/fields/number.ts'] },
   'src/store/pg/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
   'src/uploads/upload-store.ts': { why: 'known crossing: type imports (BodySink, Reply) from src/http/types.ts, to be removed by moving the body-sink types out of src/http/', to: ['src/http/types.ts'] },

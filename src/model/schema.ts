@@ -1,8 +1,8 @@
 /**
  * The schema model shared by the collections service, the field codecs, the rule compiler, the
- * record queries and storage (docs/api.md, "Collections" and "Records"). Plain data types and
- * constants only: this folder imports nothing, so storage reads the schema without importing a
- * feature (ARCHITECTURE.md, "Folders").
+ * record queries and storage (docs/api.md, "Collections" and "Records"). Plain data types,
+ * constants and the predicates of a field's storage shape: this folder imports nothing, so storage
+ * reads the schema without importing a feature (ARCHITECTURE.md, "Folders").
  */
 
 /** Field types of the catalog (docs/api.md, "Collections"). */
@@ -127,3 +127,20 @@ export const HIDDEN_AUTH_COLUMNS = ['passwordHash', 'tokenKey', 'token_epoch'] a
  * name a vector field's shadow column `_vec_<fieldId>` (docs/lists.md, "Vectors").
  */
 export const VECTOR_COLUMN_PREFIX = '_vec_';
+
+// ---- storage shapes: how a field's value is stored, which both backends' columns and codecs read
+
+/** True for `mode: 'fixed'` number fields (stored as scaled integers, docs/api.md "Collections"). */
+export function isFixed(field: Field): boolean {
+  return field.type === 'number' && field.options.mode === 'fixed';
+}
+
+/** True when a select or relation field stores an array of values (`maxSelect` > 1). */
+export function isMultiple(field: Field): boolean {
+  return (field.type === 'select' || field.type === 'relation') && (field.options.maxSelect ?? 1) > 1;
+}
+
+/** True when a file field stores an array of names (`maxSelect` > 1). */
+export function isMultiFile(field: Field): boolean {
+  return field.type === 'file' && (field.options.maxSelect ?? 1) > 1;
+}

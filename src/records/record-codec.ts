@@ -5,7 +5,7 @@
  * in the schema, so they cannot reach a response.
  */
 import fastJson from 'fast-json-stringify';
-import type { Collection, Field } from '../model/schema.js';
+import { isFixed, type Collection, type Field } from '../model/schema.js';
 import { decodeValue, jsonSchemaFor } from '../collections/fields/index.js';
 import type { RecordJsonSql } from '../store/store.js';
 import { decryptStored } from './encryption.js';
@@ -44,8 +44,6 @@ export interface ListPage {
   hasNext?: boolean;
   hasPrev?: boolean;
 }
-
-const isFixed = (f: Field) => f.type === 'number' && f.options.mode === 'fixed';
 
 /**
  * The codec of `c` (Store.codec keeps one per collection version); `json`: the record columns

@@ -22,7 +22,8 @@ import type { Store } from '../store/store.js';
 import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
-import { experimentWeightsKey, flagKey, type Setting } from './setting.js';
+import { experimentWeightsKey, flagKey } from './setting.js';
+import type { Setting } from '../model/setting.js';
 import { boundedCache } from '../cache/bounded.js';
 
 /** A declared flag (app definition `flags`). */

@@ -4,7 +4,7 @@
  * src/store/shared/settings-sql.ts.
  */
 import type { WriteStep } from './write-job.js';
-import type { Setting } from '../settings/setting.js';
+import type { Setting } from '../model/setting.js';
 
 export interface SettingsRowStore {
   /** Every setting, by key. */

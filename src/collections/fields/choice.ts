@@ -12,7 +12,7 @@
  *   → `validation_relation`. Whether the targets exist is
  *   checked by the record service, not here.
  */
-import type { Field, FieldOptions } from '../../model/schema.js';
+import { isMultiple, type Field, type FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import {
   type DefinitionErrors, type EncodeResult, type FieldCodec,
@@ -20,11 +20,6 @@ import {
 } from './common.js';
 
 export const RECORD_ID_RE = /^[a-z0-9]{15}$/;
-
-/** True when the field stores an array (select/relation with maxSelect > 1). */
-export function isMultiple(field: Field): boolean {
-  return (field.type === 'select' || field.type === 'relation') && (field.options.maxSelect ?? 1) > 1;
-}
 
 /** maxSelect (0/absent = 1, PocketBase clients send 0 for single) and minSelect (0 = none). */
 function selectCounts(raw: Record<string, unknown>, out: FieldOptions, errors: DefinitionErrors, withMin: boolean): void {

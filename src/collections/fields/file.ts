@@ -12,7 +12,7 @@
  * or an array of stored names; more than `maxSelect` → `validation_max`, a name that is not a
  * stored file name → `validation_value`, an empty list on a required field → `validation_required`.
  */
-import type { Field, FieldOptions } from '../../model/schema.js';
+import { isMultiFile, type Field, type FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import { type DefinitionErrors, type FieldCodec, decodeString, emptyValue, fail, fieldError, ok, plural, readBool, readCount, NULLABLE_STRING_SCHEMA } from './common.js';
 
@@ -21,11 +21,6 @@ export const DEFAULT_FILE_MAX_SIZE = 5 * 1024 * 1024;
 /** A stored file name: `<base>_<10 random chars>.<ext>` (see files.ts); no path separators. */
 export const STORED_FILE_NAME_RE = /^[A-Za-z0-9_-]{1,100}(?:\.[a-z0-9]{1,10})?$/;
 const MIME_RE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/(?:\*|[a-z0-9][a-z0-9!#$&^_.+-]*)$/;
-
-/** True when a file field stores an array of names (`maxSelect` > 1). */
-export function isMultiFile(field: Field): boolean {
-  return field.type === 'file' && (field.options.maxSelect ?? 1) > 1;
-}
 
 /** Stored value → list of file names (tolerates the other maxSelect's shape). */
 export function fileNames(stored: unknown): string[] {

@@ -19,11 +19,10 @@ export type { EncodeMode, EncodeResult } from './common.js';
 export { normalizeFieldDefinition, generateFieldId, RESERVED_FIELD_NAMES, AUTH_RESERVED_FIELD_NAMES, FIELD_NAME_RE } from './definition.js';
 export { nowDate, normalizeDate, formatDate } from './date.js';
 export { parseFixed, formatFixed, storedToBigInt, INT64_MIN, INT64_MAX } from './fixed.js';
-export { isMultiple, RECORD_ID_RE } from './choice.js';
-export { isFixed } from './number.js';
+export { RECORD_ID_RE } from './choice.js';
 export { isValidEmail } from './text.js';
 export { JSON_MAX_BYTES } from './json.js';
-export { fileNames, isMultiFile, DEFAULT_FILE_MAX_SIZE, STORED_FILE_NAME_RE } from './file.js';
+export { fileNames, DEFAULT_FILE_MAX_SIZE, STORED_FILE_NAME_RE } from './file.js';
 
 /**
  * Client JSON value → stored SQL value; never throws.

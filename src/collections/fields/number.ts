@@ -7,17 +7,12 @@
  * fixed.ts for its codes). Both modes: `min`/`max` → `validation_min` / `validation_max`; in fixed
  * mode the bounds are decimal strings compared exactly. `required` rejects null, 0 is allowed.
  */
-import type { Field, FieldOptions } from '../../model/schema.js';
+import { isFixed, type Field, type FieldOptions } from '../../model/schema.js';
 import type { SqlValue } from '../../store/bind.js';
 import {
   type DefinitionErrors, type FieldCodec, emptyValue, fail, fieldError, ok,
 } from './common.js';
 import { formatFixed, parseFixed, storedToBigInt } from './fixed.js';
-
-/** True for `mode: 'fixed'` number fields. */
-export function isFixed(field: Field): boolean {
-  return field.type === 'number' && field.options.mode === 'fixed';
-}
 
 function scaleOf(field: Field): number {
   return typeof field.options.scale === 'number' ? field.options.scale : 2;

@@ -14,8 +14,7 @@
  * collapse, and `\u0000` is refused. Readers select a jsonb column as `col::text` to hand the
  * codecs the JSON text they expect ({@link storedTextSql}).
  */
-import type { Field } from '../../model/schema.js';
-import { isFixed, isMultiFile, isMultiple } from '../../collections/fields/index.js';
+import { isFixed, isMultiFile, isMultiple, type Field } from '../../model/schema.js';
 
 export type PgColumnType = 'text' | 'double precision' | 'bigint' | 'smallint' | 'jsonb';
 

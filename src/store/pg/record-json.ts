@@ -19,8 +19,7 @@
  * the exponent. {@link jsNumberSql} re-lays the text out. `-0`, NaN and ±Infinity print as
  * JSON.stringify prints them (`0`, `null`).
  */
-import type { Collection, Field } from '../../model/schema.js';
-import { isFixed } from '../../collections/fields/number.js';
+import { isFixed, type Collection, type Field } from '../../model/schema.js';
 import { q } from './collection-sql.js';
 import { isMultiValued, storedTextSql } from './column-types.js';
 

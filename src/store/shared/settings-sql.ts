@@ -18,7 +18,7 @@
 import type { WriteStep } from '../write-job.js';
 import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID } from '../change-feed.js';
 import type { SettingsRowStore } from '../settings-store.js';
-import type { Setting } from '../../settings/setting.js';
+import type { Setting } from '../../model/setting.js';
 import type { BackendKind, SqlReader } from '../backend.js';
 
 /** What the settings statements spell differently per backend. */

@@ -6,7 +6,9 @@
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
 import { quoteIdent as q } from './rule-paths.js';
-import { nowDate } from '../../collections/fields/index.js';
+
+/** Now in the stored date format (`YYYY-MM-DD HH:MM:SS.sssZ`, UTC: docs/api.md, "Collections"), as date fields store it. */
+const nowDate = (): string => new Date().toISOString().replace('T', ' ');
 
 /**
  * A rule's check as the rule book answers it (src/rules/access.ts, RuleCheck): only a `where`

@@ -5,8 +5,7 @@
  * (vector-sql.ts). Field types: docs/api.md, "Collections"; the values the codecs store
  * (src/collections/fields/) fit these classes.
  */
-import type { Field } from '../../model/schema.js';
-import { isFixed } from '../../collections/fields/index.js';
+import { isFixed, type Field } from '../../model/schema.js';
 
 export function columnType(field: Field): 'TEXT' | 'REAL' | 'INTEGER' {
   switch (field.type) {

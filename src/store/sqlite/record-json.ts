@@ -3,9 +3,8 @@
  * `json_object` expression that renders a record's response JSON inside SQLite for list pages
  * (RecordCodec.jsonSql, src/records/record-codec.ts).
  */
-import type { Collection, Field } from '../../model/schema.js';
+import { isFixed, type Collection, type Field } from '../../model/schema.js';
 import { q } from './collection-sql.js';
-import { isFixed } from '../../collections/fields/number.js';
 
 /** `r."id"`, `r."created"`, `r."updated"`, then every field's column, in field order. */
 export function recordColumns(c: Collection): string[] {
