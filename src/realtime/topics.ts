@@ -6,7 +6,8 @@
  */
 import type { Collection, RuleName } from '../model/schema.js';
 import type { Store } from '../store/store.js';
-import { compileExpression, type CompiledExpr } from '../rules/compiler.js';
+import { compileExpression } from '../rules/compiler.js';
+import type { CompiledExpr } from '../store/rule-types.js';
 import type { RuleCheck } from '../rules/access.js';
 import { ApiError } from '../errors/api-error.js';
 import type { HubStats, RealtimeClient } from './clients.js';

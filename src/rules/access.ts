@@ -5,7 +5,8 @@
  */
 import type { Collection, RuleName } from '../model/schema.js';
 import type { SqlValue } from '../store/bind.js';
-import { bindParams, compileExpression, type AccountContext, type CompiledExpr, type SchemaLookup, type SqlDialectName } from './compiler.js';
+import { bindParams, compileExpression, type AccountContext } from './compiler.js';
+import type { CompiledExpr, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
 import { boundedCache } from '../cache/bounded.js';
 
 /** The authenticated caller: a record of an auth collection, or a superuser. */

@@ -25,68 +25,13 @@
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';
 import type { Collection } from '../model/schema.js';
-import { parseFilter, type Expr, type Operand } from './parser.js';
-import type { SchemaLookup } from './paths.js';
+import { parseFilter } from './parser.js';
+import type { CompiledExpr, CompileOptions, Expr, Operand, ParamSlot, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
 import { likeValue, readPath, scaleValue } from './values.js';
 import { nowDate } from '../collections/fields/index.js';
 import { knownApiError } from '../errors/api-error.js';
 import { ruleEmitter } from '../store/rule-emitters.js';
 
-export type { SchemaLookup } from './paths.js';
-
-/** One `?` of a compiled expression: a fixed value, or a request value resolved by bindParams. */
-export type ParamSlot =
-  | { kind: 'value'; value: SqlValue }
-  /** @request.auth.<field>; `of`: an `id` compared with record ids of that collection (see bindParams) */
-  | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string }
-  | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
-  | { kind: 'method'; like?: boolean }
-  /** @request.account.id / .role, or `ids` (a JSON array of the principal's account ids, for `in`) */
-  | { kind: 'account'; field: 'id' | 'role' | 'ids'; like?: boolean }
-  /** the current time as a date string (expiry clauses of relation hops) */
-  | { kind: 'now' };
-
-/** A boolean SQL term plus its parameter slots, in `?` order, and facts about what it reads. */
-export interface CompiledExpr {
-  sql: string;
-  params: ParamSlot[];
-  /** the `@request.auth.*` paths it reads (`id`, `collectionName`, `profile.x`, …) */
-  authPaths: string[];
-  /** whether it reads the record (any field path): false means it depends on the request alone */
-  readsRecord: boolean;
-  /**
-   * The relation semi-joins every matching row satisfies (top-level AND terms such as
-   * `country.code = 'TV'`, compiled as `r."country" IN (SELECT …)`), each a self-contained term
-   * over `column` with its own slots: a list may count one alone to choose which side drives
-   * its plan (src/records/list/plan.ts).
-   */
-  drivers: Array<{ column: string; sql: string; params: ParamSlot[] }>;
-  /**
-   * The owner shape: the expression is exactly `<field> = @request.auth.id` (either order) on
-   * one of the collection's own fields; `of` is the collection a relation field's ids belong to.
-   */
-  owner: { field: string; of: string | null } | null;
-}
-
-/**
- * `mode: 'filter'` for client input (hidden fields and hidden `@request.auth.*` columns refused),
- * `'rule'` for access rules; `alias` names the record table. `superuser` (filters only): the
- * caller is a superuser, so relation hops skip the targets' view rules and emails are not masked;
- * a filter compiled without it is safe for any caller.
- */
-export interface CompileOptions {
-  mode: 'filter' | 'rule';
-  alias: string;
-  superuser?: boolean;
-  /**
-   * The SQL emitted: SQLite's (the default) or PostgreSQL's (src/store/pg/rule-sql.ts, same
-   * semantics and the same CompiledExpr shape).
-   */
-  dialect?: SqlDialectName;
-}
-
-/** The SQL dialects the compiler emits. */
-export type SqlDialectName = 'sqlite' | 'postgres';
 
 /** What `@request.*` macros read: the authenticated record (or null), the request body, the HTTP method. */
 export interface RequestContext {

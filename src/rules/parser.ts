@@ -15,63 +15,11 @@
  */
 import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
 import { boundedCache } from '../cache/bounded.js';
+import type { CompareOp, Expr, InExpr, Literal, MacroOperand, Operand } from '../store/rule-types.js';
 
 export const MAX_DEPTH = 64;
 export const MAX_TERMS = 1000;
 const CACHE_SIZE = 1000;
-
-export type CompareOp = '=' | '!=' | '>' | '>=' | '<' | '<=' | '~' | '!~';
-
-export interface Literal {
-  type: 'literal';
-  value: string | number | boolean | null;
-  /** Source text of a number literal (kept for exact fixed-point scaling); '' otherwise. */
-  raw: string;
-  pos: number;
-}
-export interface FieldOperand {
-  type: 'field';
-  /** Dot-separated segments, e.g. ['author', 'name']. */
-  path: string[];
-  pos: number;
-}
-export interface MacroOperand {
-  type: 'macro';
-  macro: 'auth' | 'data' | 'method' | 'account.id' | 'account.role';
-  /** Dotted path after `@request.auth.` / `@request.data.`; '' for the other macros. */
-  path: string;
-  pos: number;
-}
-export type Operand = Literal | FieldOperand | MacroOperand;
-
-export interface CompareExpr {
-  type: 'compare';
-  op: CompareOp;
-  left: Operand;
-  right: Operand;
-  pos: number;
-}
-export interface InExpr {
-  type: 'in';
-  left: Operand;
-  /** Literal members; empty when `accountIds` is set. */
-  items: Literal[];
-  /** True for `x in @request.account.ids`. */
-  accountIds: boolean;
-  pos: number;
-}
-/** Two or more sub-expressions joined by `&&` (chains are flattened). */
-export interface AndExpr {
-  type: 'and';
-  terms: Expr[];
-}
-/** Two or more sub-expressions joined by `||` (chains are flattened). */
-export interface OrExpr {
-  type: 'or';
-  terms: Expr[];
-}
-export type LogicalExpr = AndExpr | OrExpr;
-export type Expr = CompareExpr | InExpr | LogicalExpr;
 
 const cache = boundedCache<string, Expr>(CACHE_SIZE);
 

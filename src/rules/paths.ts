@@ -6,15 +6,7 @@
  */
 import { ApiError } from '../errors/api-error.js';
 import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../model/schema.js';
-
-/** Looks collections up by id (relation targets) and by name. */
-export interface SchemaLookup {
-  byId(id: string): Collection | undefined;
-  byName(name: string): Collection | undefined;
-}
-
-/** `filter`: client-supplied filter or sort (hidden fields refused); `rule`: operator-authored. */
-export type PathMode = 'filter' | 'rule';
+import type { PathMode, SchemaLookup } from '../store/rule-types.js';
 
 /** Most relations a single path may traverse. */
 export const MAX_RELATION_DEPTH = 6;

@@ -39,9 +39,7 @@
  */
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
-import type { CompareOp, Expr } from '../../rules/parser.js';
-import type { SchemaLookup } from '../../rules/paths.js';
-import type { CompileOptions, CompiledExpr, ParamSlot } from '../../rules/compiler.js';
+import type { CompareOp, CompileOptions, CompiledExpr, Expr, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { quoteIdent, type PathDialect, type ValueKind } from '../sql/rule-paths.js';
 import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';
 

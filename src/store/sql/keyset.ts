@@ -21,7 +21,8 @@
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
-import { compileSort, isPrivateEmail, type SchemaLookup } from '../../rules/compiler.js';
+import { compileSort, isPrivateEmail } from '../../rules/compiler.js';
+import type { SchemaLookup } from '../rule-types.js';
 import type { KeyValue } from '../../records/cursor.js';
 import type { ListDialect } from './list-dialect.js';
 

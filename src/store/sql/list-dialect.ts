@@ -10,7 +10,7 @@
  * clause is built differently (the search clause, nearest rows by vector).
  */
 import type { Collection } from '../../model/schema.js';
-import type { SqlDialectName } from '../../rules/compiler.js';
+import type { SqlDialectName } from '../rule-types.js';
 
 export interface ListDialect {
   /** the rule compiler's dialect, whose sort emitter writes the sort terms (rules/compiler.ts, compileSort) */

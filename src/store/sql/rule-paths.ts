@@ -24,8 +24,8 @@
  */
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { Collection, Field } from '../../model/schema.js';
-import type { ParamSlot } from '../../rules/compiler.js';
-import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn, type PathMode, type SchemaLookup } from '../../rules/paths.js';
+import type { ParamSlot, PathMode, SchemaLookup } from '../rule-types.js';
+import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn } from '../../rules/paths.js';
 
 /**
  * What a backend spells its own way when resolving paths. Every function returns SQL text and

@@ -7,9 +7,7 @@
  * `json_extract`. Every literal and every `@request.*` value is a `?` parameter slot.
  */
 import type { Collection } from '../../model/schema.js';
-import type { Expr } from '../../rules/parser.js';
-import type { SchemaLookup } from '../../rules/paths.js';
-import type { CompileOptions, CompiledExpr, ParamSlot } from '../../rules/compiler.js';
+import type { CompileOptions, CompiledExpr, Expr, ParamSlot, SchemaLookup } from '../rule-types.js';
 import type { SqlValue } from '../bind.js';
 import { quoteIdent, type PathDialect } from '../sql/rule-paths.js';
 import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';

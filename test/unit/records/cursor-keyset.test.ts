@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'libsql';
 import type { Collection } from '../../../src/model/schema.js';
-import type { SchemaLookup } from '../../../src/rules/compiler.js';
+import type { SchemaLookup } from '../../../src/store/rule-types.js';
 import type { SortKey } from '../../../src/store/sql/keyset.js';
 import { sqliteKeyset } from '../../../src/store/sqlite/list-dialect.js';
 import type { KeyValue } from '../../../src/records/cursor.js';

@@ -4,7 +4,8 @@ import Database from 'libsql';
 import { ApiError } from '../../../src/errors/api-error.js';
 import { bindAll } from '../../../src/store/bind.js';
 import type { Collection, Field, FieldType, FieldOptions } from '../../../src/model/schema.js';
-import { bindParams, compileExpression, compileSort, type CompileOptions, type SchemaLookup } from '../../../src/rules/compiler.js';
+import { bindParams, compileExpression, compileSort } from '../../../src/rules/compiler.js';
+import type { CompileOptions, SchemaLookup } from '../../../src/store/rule-types.js';
 
 const f = (name: string, type: FieldType, options: FieldOptions = {}): Field => ({ id: `f_${name}`, name, type, options });
 const coll = (id: string, name: string, fields: Field[], type: 'base' | 'auth' = 'base'): Collection => ({

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import { bindAll } from '../../../src/store/bind.js';
 import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field, type FieldOptions, type FieldType } from '../../../src/model/schema.js';
-import { bindParams, compileExpression, type RequestContext, type SchemaLookup } from '../../../src/rules/compiler.js';
-import { parseFilter, type Expr, type Literal, type Operand } from '../../../src/rules/parser.js';
+import { bindParams, compileExpression, type RequestContext } from '../../../src/rules/compiler.js';
+import { parseFilter } from '../../../src/rules/parser.js';
+import type { Expr, Literal, Operand, SchemaLookup } from '../../../src/store/rule-types.js';
 
 type Val = string | number | null;
 type Row = Record<string, Val>;

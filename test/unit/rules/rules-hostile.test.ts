@@ -8,7 +8,8 @@ import Database from 'libsql';
 import { ApiError } from '../../../src/errors/api-error.js';
 import { bindAll } from '../../../src/store/bind.js';
 import type { Collection, Field, FieldOptions, FieldType } from '../../../src/model/schema.js';
-import { bindParams, compileExpression, compileSort, type SchemaLookup } from '../../../src/rules/compiler.js';
+import { bindParams, compileExpression, compileSort } from '../../../src/rules/compiler.js';
+import type { SchemaLookup } from '../../../src/store/rule-types.js';
 import { leafShape } from '../../../src/store/sqlite/sql-shape.js';
 
 const f = (name: string, type: FieldType, options: FieldOptions = {}): Field => ({ id: name, name, type, options });

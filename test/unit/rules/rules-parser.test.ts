@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../../src/errors/api-error.js';
 import { tokenize } from '../../../src/rules/lexer.js';
-import { parseFilter, type Expr } from '../../../src/rules/parser.js';
+import { parseFilter } from '../../../src/rules/parser.js';
+import type { Expr } from '../../../src/store/rule-types.js';
 
 /** Asserts `fn` throws a 400 bad_request ApiError whose message matches `re`. */
 function assert400(fn: () => unknown, re: RegExp): void {

@@ -1,0 +1,131 @@
+/**
+ * The types the rule compiler (src/rules/) and the SQL emitters of storage (src/store/sql/,
+ * src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts) share, so storage reads them without
+ * importing the compiler: the parsed filter tree (docs/rules.md, "Filters"; parsed by
+ * src/rules/parser.ts), the schema look-up and path mode (src/rules/paths.ts), and a compiled
+ * expression with its parameter slots and options (src/rules/compiler.ts). Types only.
+ */
+import type { Collection } from '../model/schema.js';
+import type { SqlValue } from './bind.js';
+
+// ---- the parsed filter tree (src/rules/parser.ts) -------------------------------------------
+
+export type CompareOp = '=' | '!=' | '>' | '>=' | '<' | '<=' | '~' | '!~';
+
+export interface Literal {
+  type: 'literal';
+  value: string | number | boolean | null;
+  /** Source text of a number literal (kept for exact fixed-point scaling); '' otherwise. */
+  raw: string;
+  pos: number;
+}
+export interface FieldOperand {
+  type: 'field';
+  /** Dot-separated segments, e.g. ['author', 'name']. */
+  path: string[];
+  pos: number;
+}
+export interface MacroOperand {
+  type: 'macro';
+  macro: 'auth' | 'data' | 'method' | 'account.id' | 'account.role';
+  /** Dotted path after `@request.auth.` / `@request.data.`; '' for the other macros. */
+  path: string;
+  pos: number;
+}
+export type Operand = Literal | FieldOperand | MacroOperand;
+
+export interface CompareExpr {
+  type: 'compare';
+  op: CompareOp;
+  left: Operand;
+  right: Operand;
+  pos: number;
+}
+export interface InExpr {
+  type: 'in';
+  left: Operand;
+  /** Literal members; empty when `accountIds` is set. */
+  items: Literal[];
+  /** True for `x in @request.account.ids`. */
+  accountIds: boolean;
+  pos: number;
+}
+/** Two or more sub-expressions joined by `&&` (chains are flattened). */
+export interface AndExpr {
+  type: 'and';
+  terms: Expr[];
+}
+/** Two or more sub-expressions joined by `||` (chains are flattened). */
+export interface OrExpr {
+  type: 'or';
+  terms: Expr[];
+}
+export type LogicalExpr = AndExpr | OrExpr;
+export type Expr = CompareExpr | InExpr | LogicalExpr;
+
+// ---- schema look-up (src/rules/paths.ts) ----------------------------------------------------
+
+/** Looks collections up by id (relation targets) and by name. */
+export interface SchemaLookup {
+  byId(id: string): Collection | undefined;
+  byName(name: string): Collection | undefined;
+}
+
+/** `filter`: client-supplied filter or sort (hidden fields refused); `rule`: operator-authored. */
+export type PathMode = 'filter' | 'rule';
+
+// ---- compiled expressions (src/rules/compiler.ts) -------------------------------------------
+
+/** One `?` of a compiled expression: a fixed value, or a request value resolved by bindParams. */
+export type ParamSlot =
+  | { kind: 'value'; value: SqlValue }
+  /** @request.auth.<field>; `of`: an `id` compared with record ids of that collection (see bindParams) */
+  | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string }
+  | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
+  | { kind: 'method'; like?: boolean }
+  /** @request.account.id / .role, or `ids` (a JSON array of the principal's account ids, for `in`) */
+  | { kind: 'account'; field: 'id' | 'role' | 'ids'; like?: boolean }
+  /** the current time as a date string (expiry clauses of relation hops) */
+  | { kind: 'now' };
+
+/** A boolean SQL term plus its parameter slots, in `?` order, and facts about what it reads. */
+export interface CompiledExpr {
+  sql: string;
+  params: ParamSlot[];
+  /** the `@request.auth.*` paths it reads (`id`, `collectionName`, `profile.x`, …) */
+  authPaths: string[];
+  /** whether it reads the record (any field path): false means it depends on the request alone */
+  readsRecord: boolean;
+  /**
+   * The relation semi-joins every matching row satisfies (top-level AND terms such as
+   * `country.code = 'TV'`, compiled as `r."country" IN (SELECT …)`), each a self-contained term
+   * over `column` with its own slots: a list may count one alone to choose which side drives
+   * its plan (src/records/list/plan.ts).
+   */
+  drivers: Array<{ column: string; sql: string; params: ParamSlot[] }>;
+  /**
+   * The owner shape: the expression is exactly `<field> = @request.auth.id` (either order) on
+   * one of the collection's own fields; `of` is the collection a relation field's ids belong to.
+   */
+  owner: { field: string; of: string | null } | null;
+}
+
+/**
+ * `mode: 'filter'` for client input (hidden fields and hidden `@request.auth.*` columns refused),
+ * `'rule'` for access rules; `alias` names the record table. `superuser` (filters only): the
+ * caller is a superuser, so relation hops skip the targets' view rules and emails are not masked;
+ * a filter compiled without it is safe for any caller.
+ */
+export interface CompileOptions {
+  mode: 'filter' | 'rule';
+  alias: string;
+  superuser?: boolean;
+  /**
+   * The SQL emitted: SQLite's (the default) or PostgreSQL's (src/store/pg/rule-sql.ts, same
+   * semantics and the same CompiledExpr shape).
+   */
+  dialect?: SqlDialectName;
+}
+
+/** The SQL dialects the compiler emits. */
+export type SqlDialectName = 'sqlite' | 'postgres';
