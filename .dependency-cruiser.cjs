@@ -92,9 +92,8 @@ const KNOWN_CROSSINGS = {
   'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
   'src/store/open.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-service.ts', 'src/collections/collection-registry.ts', 'src/files/blob-store.ts', 'src/files/data-paths.ts', 'src/files/files.ts', 'src/files/record-files.ts', 'src/files/s3-blob-store.ts', 'src/records/encryption.ts', 'src/records/search.ts'] },
   'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts'] },
-  'src/store/sql/keyset.ts': { why: STORAGE_REFACTOR, to: ['src/records/cursor.ts', 'src/rules/compiler.ts'] },
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/paths.ts'] },
-  'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/compiler.ts', 'src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
+  'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
   'src/store/pg/open.ts': { why: STORAGE_REFACTOR, to: ['src/collections/collection-registry.ts', 'src/records/encryption.ts'] },
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).

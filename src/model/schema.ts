@@ -144,3 +144,8 @@ export function isMultiple(field: Field): boolean {
 export function isMultiFile(field: Field): boolean {
   return field.type === 'file' && (field.options.maxSelect ?? 1) > 1;
 }
+
+/** Whether column `name` of `c` holds addresses that are private unless `emailVisibility` is on. */
+export function isPrivateEmail(c: Collection, name: string): boolean {
+  return c.type === 'auth' && name === 'email';
+}

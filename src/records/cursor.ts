@@ -20,9 +20,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { ApiError } from '../errors/api-error.js';
 import { bindAll, type SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
-
-/** A raw sort-key value as SQLite returns it (integers as BigInt). */
-export type KeyValue = string | number | bigint | null | Uint8Array;
+import type { KeyValue } from '../store/sql/keyset.js';
 
 export type CursorTokenKind = 'stateless' | 'signed' | 'stateful';
 

@@ -32,7 +32,6 @@ import { nowDate } from '../collections/fields/index.js';
 import { knownApiError } from '../errors/api-error.js';
 import { ruleEmitter } from '../store/rule-emitters.js';
 
-
 /** What `@request.*` macros read: the authenticated record (or null), the request body, the HTTP method. */
 export interface RequestContext {
   auth: Record<string, unknown> | null;
@@ -175,10 +174,4 @@ export function compileSort(src: string, collection: Collection, schema: SchemaL
   } catch (err) {
     throw asApiError(err);
   }
-}
-
-
-/** Whether column `name` of `c` holds addresses that are private unless `emailVisibility` is on. */
-export function isPrivateEmail(c: Collection, name: string): boolean {
-  return c.type === 'auth' && name === 'email';
 }

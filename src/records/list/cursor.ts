@@ -4,9 +4,9 @@
  */
 import { ApiError } from '../../errors/api-error.js';
 import type { KeysetSql, ListSql, Store } from '../../store/store.js';
-import { bindingHash, type Boundary, type CursorState, type KeyValue } from '../cursor.js';
+import { bindingHash, type Boundary, type CursorState } from '../cursor.js';
 import type { ListQuery } from '../list-query.js';
-import type { SortKey } from '../../store/sql/keyset.js';
+import type { KeyValue, SortKey } from '../../store/sql/keyset.js';
 import { DEFAULT_PER_PAGE, MAX_PER_PAGE, parseBool, parsePositiveInt, type Finish, type ListConfig, type ListPlanner, type Scope } from './plan.js';
 import type { ListCounts } from './count.js';
 import type { PageRenderer } from './render.js';

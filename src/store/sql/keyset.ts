@@ -20,11 +20,13 @@
  */
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { SqlValue } from '../bind.js';
-import type { Collection } from '../../model/schema.js';
-import { compileSort, isPrivateEmail } from '../../rules/compiler.js';
+import { isPrivateEmail, type Collection } from '../../model/schema.js';
 import type { SchemaLookup } from '../rule-types.js';
-import type { KeyValue } from '../../records/cursor.js';
+import { ruleEmitter } from '../rule-emitters.js';
 import type { ListDialect } from './list-dialect.js';
+
+/** A raw sort-key value as the database returns it (SQLite: integers as BigInt), a cursor's boundary values (src/records/cursor.ts). */
+export type KeyValue = string | number | bigint | null | Uint8Array;
 
 /** One ORDER BY key: its SQL (`r."name"`), its direction, and whether it can hold NULL. */
 export interface SortKey {
@@ -127,7 +129,7 @@ export function keysetSql(d: ListDialect): KeysetSql {
         if (keys.length === 16) throw new InvalidQuery('sort', 'Invalid sort: at most 16 sort fields are allowed.');
         const name = seg.replace(/^[-+]\s*/, '');
         if (name === '@random') throw new InvalidQuery('sort', 'Invalid sort: @random cannot be used with cursor paging.');
-        const key = sortKeyOf(compileSort(seg, c, schema, 'r', superuser, d.name));
+        const key = sortKeyOf(ruleEmitter(d.name).emitSort(seg, c, schema, 'r', superuser));
         if (isPrivateEmail(c, name)) key.private = true;
         keys.push(key);
       }

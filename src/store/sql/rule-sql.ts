@@ -15,10 +15,9 @@
 import { InvalidQuery } from '../errors/store-errors.js';
 import { bindValue, type SqlValue } from '../bind.js';
 import type { Collection, Field } from '../../model/schema.js';
-import { HIDDEN_AUTH_COLUMNS } from '../../model/schema.js';
+import { HIDDEN_AUTH_COLUMNS, isPrivateEmail } from '../../model/schema.js';
 import { parseFilter } from '../../rules/parser.js';
 import { resolveColumn } from '../../rules/paths.js';
-import { isPrivateEmail } from '../../rules/compiler.js';
 import type { CompareExpr, CompareOp, CompileOptions, CompiledExpr, Expr, InExpr, Literal, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { likeValue, scaleDecimal } from '../../rules/values.js';
 import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';

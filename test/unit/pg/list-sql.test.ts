@@ -28,10 +28,9 @@ import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
 import { emitExpression, emitSort } from '../../../src/store/pg/rule-sql.js';
 import { buildJsonSql, jsNumberSql, recordColumns } from '../../../src/store/pg/record-json.js';
 import { SEARCH_MATCH, SEARCH_RANK, pgKeyset, pgList, searchJoin } from '../../../src/store/pg/list-dialect.js';
-import type { SortKey } from '../../../src/store/sql/keyset.js';
+import type { KeyValue, SortKey } from '../../../src/store/sql/keyset.js';
 import { lowerTsquery } from '../../../src/records/search.js';
 import { pgRecordSql as R } from '../../../src/store/pg/record-sql.js';
-import type { KeyValue } from '../../../src/records/cursor.js';
 
 const {
   ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, boundarySql, boundedCountSql, countSql, fromRecords, hasNullSql, hasRandomOrder, idIn, keysetPageSql,

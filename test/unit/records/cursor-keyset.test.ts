@@ -9,9 +9,8 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import type { Collection } from '../../../src/model/schema.js';
 import type { SchemaLookup } from '../../../src/store/rule-types.js';
-import type { SortKey } from '../../../src/store/sql/keyset.js';
+import type { KeyValue, SortKey } from '../../../src/store/sql/keyset.js';
 import { sqliteKeyset } from '../../../src/store/sqlite/list-dialect.js';
-import type { KeyValue } from '../../../src/records/cursor.js';
 import type { SqlValue } from '../../../src/store/bind.js';
 
 const { beyondBoundary, cursorSortKeys, orderBy, segments } = sqliteKeyset;

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../../../src/errors/api-error.js';
-import { CursorCodec, MAX_CURSOR_LENGTH, bindingHash, type CursorStateStore, type KeyValue } from '../../../src/records/cursor.js';
+import { CursorCodec, MAX_CURSOR_LENGTH, bindingHash, type CursorStateStore } from '../../../src/records/cursor.js';
+import type { KeyValue } from '../../../src/store/sql/keyset.js';
 import type { WriteStep } from '../../../src/store/write-job.js';
 
 const secret = randomBytes(32);
