@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { loadServeConfig } from '../src/config/config.js';
 import { createLogger } from '../src/log/logger.js';
-import { openDataDir } from '../src/store/open.js';
+import { openDataDir } from '../src/boot/open-data.js';
 import { DurableMailQueue } from '../src/mail/mail-queue.js';
 import { createMailTransport } from '../src/mail/transports.js';
 import { CollectionsService } from '../src/collections/collections-service.js';

@@ -33,7 +33,7 @@ import { settingsRoutes } from './settings/routes.js';
 import { accountRoutes } from './api/account.js';
 import { mailRoutes } from './api/mail.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
-import { openDataDir } from './store/open.js';
+import { openDataDir } from './boot/open-data.js';
 import { appDatabaseUrl, featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';

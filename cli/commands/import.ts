@@ -58,7 +58,7 @@ export class ImportCommand extends SvcCommand {
       return this.fail('lock', `${err.message}; to import: ${how}`, { data_dir: err.dataDir, pid: err.pid });
     }
     const logger = bootstrapLogger(this.context.env, (line) => this.context.stderr.write(`${line}\n`));
-    const { openDataDir } = await import('../../src/store/open.js');
+    const { openDataDir } = await import('../../src/boot/open-data.js');
     const { buildServices } = await import('../../src/boot/services.js');
     let data;
     try {

@@ -136,7 +136,7 @@ export class SchemaApplyCommand extends SchemaBase {
     }
     const write = (line: string) => this.context.stderr.write(`${line}\n`);
     const logger = bootstrapLogger(this.context.env, write);
-    const { openDataDir } = await import('../../src/store/open.js');
+    const { openDataDir } = await import('../../src/boot/open-data.js');
     const { CollectionsService } = await import('../../src/collections/collections-service.js');
     let data;
     try {

@@ -14,7 +14,7 @@
 import type { ServeConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import type { ApiContext } from '../api/context.js';
-import type { OpenedData } from '../store/open.js';
+import type { OpenedData } from './open-data.js';
 import type { Store } from '../store/store.js';
 import type { AppDefinition, MailGroup } from '../app/definition.js';
 import { AppRuntime, type AppHandle } from '../app/runtime.js';

@@ -1,12 +1,10 @@
 /**
- * Opening a data directory's database for a server or an offline command (`svc schema apply`,
- * `svc import`): the directory and database file (modes 0700/0600), the token secret, the
- * field-encryption key, the writer thread with the system tables, the reader, the collection
- * registry and the full-text indexes; then the stored files.
+ * Opening a database for a server or an offline command, the storage half: the backend is chosen
+ * here, once (a PostgreSQL URL or a SQLite file), and the Store handed back hands out that
+ * backend's reader, writer and statement stores (`store.sql`). What the features add around it
+ * (the data directory, the token secret, the field cipher, the full-text check, stored files) is
+ * src/boot/open-data.ts's (ARCHITECTURE.md, "Folders").
  */
-import { availableParallelism } from 'node:os';
-import { createDatabaseFile, databasePath, ensureDataDir, looseModes } from '../files/data-paths.js';
-import type { ServeConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import type { BackendKind, ClusterRelay } from './backend.js';
 import { WriterClient } from './sqlite/writer-client.js';
@@ -15,27 +13,14 @@ import { bootstrapSteps } from './sqlite/bootstrap.js';
 import { linkUpgradeSteps } from './sqlite/link-sql.js';
 import { createdIndexName, createdIndexSql } from './sqlite/collection-sql.js';
 import { bindValue } from './bind.js';
-import { CollectionRegistry } from '../collections/collection-registry.js';
 import { Store } from './store.js';
 import { sqliteStores } from './sqlite/sql-stores.js';
-import { prepareFullText } from '../records/search.js';
-import { loadTokenSecret } from '../auth/auth-service.js';
-import { installFieldCipher, loadEncryptionKey } from '../records/encryption.js';
-import { FileStorage, storageRoot } from '../files/files.js';
-import { LocalBlobStore, type BlobStore } from '../files/blob-store.js';
-import { openS3BlobStore } from '../files/s3-blob-store.js';
-import { RecordFiles } from '../files/record-files.js';
 
-/** An open data directory. */
-export interface OpenedData {
+/** An open database: its Store and the backend's per-instance parts. */
+export interface OpenedStore {
   /** which database the store is on */
   backend: BackendKind;
-  /** the SQLite database file; '' on PostgreSQL */
-  dbPath: string;
-  /** the persisted token secret */
-  secret: Buffer;
   store: Store;
-  files: RecordFiles;
   /**
    * Runs `fn` on one instance of the cluster at a time (PostgreSQL advisory lock: ClusterLock);
    * on SQLite the only instance always runs it. Resolves false when another instance holds it.
@@ -53,17 +38,12 @@ export interface OpenedData {
 }
 
 /**
- * Opens `config.dataDir` (created when missing). `readers`: reader worker threads (a server uses
- * one beside its main thread; an offline command needs one). Warns about loose file modes.
- * @throws Error when the schema cannot be opened (e.g. searchable fields under `fts5-off`)
+ * The embedded backend over the SQLite file `dbPath` (created already): the writer thread with the
+ * system tables, the reader with `readers` pool threads, the schema loaded into `registry`.
+ * `afterStart` runs once the writer has made the file's companions (WAL), before the reader opens.
+ * A failed rollback ends the process (the next start recovers to the last commit).
  */
-export async function openDataDir(config: ServeConfig, logger: Logger, readers = Math.max(1, Math.min(2, availableParallelism() - 1))): Promise<OpenedData> {
-  ensureDataDir(config.dataDir);
-  if (config.databaseUrl) return openPostgresData(config, logger);
-  createDatabaseFile(config.dataDir);
-  const dbPath = databasePath(config.dataDir);
-  const secret = loadTokenSecret(config.dataDir);
-  installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
+export async function openSqliteStore(dbPath: string, logger: Logger, readers: number, registry: Store['registry'], afterStart: () => void): Promise<OpenedStore> {
   const writer = await WriterClient.start(dbPath);
   // A failed rollback left a write transaction open: nothing can be written any more and what the
   // open transaction held (a durable upload's offset, a record) is neither committed nor undone.
@@ -74,14 +54,13 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
   };
   if (process.env.SVC_TEST_FAIL_ROLLBACK) logger.warn(`SVC_TEST_FAIL_ROLLBACK=${process.env.SVC_TEST_FAIL_ROLLBACK} is set: a test-only fault that makes a write fail fatally (docs/operations.md); never set it in production`, 'storage');
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
-  warnLooseModes(config, logger);
+  afterStart();
   const reader = new Reader(dbPath, readers);
   writer.onCommit = () => reader.endSnapshot();
   // system tables of a database made by an older version (PostgreSQL's bootstrap does it in its DDL)
   const upgrade = linkUpgradeSteps((table, column) => reader.get('SELECT 1 FROM pragma_table_info(?) WHERE "name" = ?', [table, column]) !== undefined);
   if (upgrade.length) await writer.write(upgrade.map((sql) => ({ sql, params: [] })));
   const sql = sqliteStores(reader);
-  const registry = new CollectionRegistry();
   registry.load(sql.schema.loadAll());
   // record tables made before every table had its `created` index (docs/operations.md, "Upgrades")
   const unindexed = registry.all().filter((c) => !c.system && reader.get('SELECT 1 FROM sqlite_master WHERE "type" = \'index\' AND "name" = ?', [createdIndexName(c)]) === undefined);
@@ -92,48 +71,30 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
     await writer.close();
     await reader.close();
   };
-  const files = await openFiles(config, logger, store, close);
-  return { backend: 'sqlite', dbPath, secret, store, files, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, relay: null, close };
+  return { backend: 'sqlite', store, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, relay: null, close };
 }
 
-/** Warns about parts of the data directory other users may read or write. */
-function warnLooseModes(config: ServeConfig, logger: Logger): void {
-  const loose = looseModes(config.dataDir);
-  if (loose.length) logger.warn(`data directory readable or writable by other users (expected 0700 for folders, 0600 for files): ${loose.join(', ')}`);
+/** The server-SQL backend with the cluster's shared secrets (src/store/pg/open.ts). */
+export interface OpenedPostgresStore extends OpenedStore {
+  /** the cluster's token-signing secret (32 bytes) */
+  secret: Buffer;
+  /** the cluster's field-encryption key (32 bytes), or null when `envKey` was given */
+  encryptionKey: Buffer | null;
 }
 
 /**
- * What both backends do once the store is open: the full-text check (fts5-off refuses a schema
- * with searchable fields; otherwise missing indexes are (re)built) and the stored files' blob
- * store. Calls `close` before rethrowing a failure.
+ * The server-SQL backend (src/store/pg/open.ts) over the database of `url`; `envKey`: the
+ * field-encryption key of SERVICE_ENCRYPTION_KEY, else the cluster's shared one is used.
+ * @throws Error when the database cannot be reached or bootstrapped
  */
-async function openFiles(config: ServeConfig, logger: Logger, store: Store, close: () => Promise<void>): Promise<RecordFiles> {
-  try {
-    for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
-    const blobs: BlobStore = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
-    return new RecordFiles(new FileStorage(blobs), store);
-  } catch (err) {
-    await close();
-    throw err;
-  }
-}
-
-/** The server-SQL backend (src/store/pg/open.ts) with the data directory's per-instance parts. */
-async function openPostgresData(config: ServeConfig, logger: Logger): Promise<OpenedData> {
+export async function openPostgresStore(url: string, logger: Logger, envKey?: Buffer): Promise<OpenedPostgresStore> {
   const { openPostgres } = await import('./pg/open.js');
-  const pg = await openPostgres(config.databaseUrl!, logger, config.encryptionKey);
-  installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
-  const { store } = pg;
-  // the data directory still holds this instance's files (local storage, the lock)
-  warnLooseModes(config, logger);
-  const files = await openFiles(config, logger, store, pg.close);
-  if (!config.storage) logger.warn('PostgreSQL with local file storage: files are stored in this instance\'s data directory only; set SERVICE_STORAGE=s3://… for several instances');
+  const pg = await openPostgres(url, logger, envKey);
   return {
     backend: 'postgres',
-    dbPath: '',
+    store: pg.store,
     secret: pg.secret,
-    store,
-    files,
+    encryptionKey: pg.encryptionKey,
     runOnce: async (name, fn) => (await pg.locks.runOnce(name, () => fn())).ran,
     claimTick: pg.claimTick,
     relay: pg.cluster,

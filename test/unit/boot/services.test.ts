@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { loadServeConfig } from '../../../src/config/config.js';
 import { createLogger } from '../../../src/log/logger.js';
-import { openDataDir } from '../../../src/store/open.js';
+import { openDataDir } from '../../../src/boot/open-data.js';
 import { buildServices, type Services } from '../../../src/boot/services.js';
 import { defineApp, type AppDefinition } from '../../../src/app/definition.js';
 import type { AppHandle } from '../../../src/app/runtime.js';
