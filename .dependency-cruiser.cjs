@@ -95,7 +95,6 @@ const KNOWN_CROSSINGS = {
   'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts'] },
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/paths.ts'] },
   'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
-  'src/store/pg/open.ts': { why: STORAGE_REFACTOR, to: ['src/collections/collection-registry.ts', 'src/records/encryption.ts'] },
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
   'src/uploads/upload-store.ts': { why: 'known crossing: type imports (BodySink, Reply) from src/http/types.ts, to be removed by moving the body-sink types out of src/http/', to: ['src/http/types.ts'] },

@@ -72,7 +72,7 @@ async function openFiles(config: ServeConfig, logger: Logger, store: Store, clos
 
 /** The server-SQL backend with the data directory's per-instance parts. */
 async function openPostgresData(config: ServeConfig, logger: Logger): Promise<OpenedData> {
-  const pg = await openPostgresStore(config.databaseUrl!, logger, config.encryptionKey);
+  const pg = await openPostgresStore(config.databaseUrl!, logger, config.encryptionKey, new CollectionRegistry());
   installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
   // the data directory still holds this instance's files (local storage, the lock)
   warnLooseModes(config, logger);

@@ -14,11 +14,11 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ENCRYPTION_KEY_BYTES } from '../model/secrets.js';
 
 const PREFIX = 'enc:v1:';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-export const ENCRYPTION_KEY_BYTES = 32;
 
 let key: Buffer | null = null;
 let warn: (msg: string) => void = () => {};

@@ -84,12 +84,13 @@ export interface OpenedPostgresStore extends OpenedStore {
 
 /**
  * The server-SQL backend (src/store/pg/open.ts) over the database of `url`; `envKey`: the
- * field-encryption key of SERVICE_ENCRYPTION_KEY, else the cluster's shared one is used.
+ * field-encryption key of SERVICE_ENCRYPTION_KEY, else the cluster's shared one is used;
+ * `registry`: the Store's (empty) collection registry, loaded and kept current there.
  * @throws Error when the database cannot be reached or bootstrapped
  */
-export async function openPostgresStore(url: string, logger: Logger, envKey?: Buffer): Promise<OpenedPostgresStore> {
+export async function openPostgresStore(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry']): Promise<OpenedPostgresStore> {
   const { openPostgres } = await import('./pg/open.js');
-  const pg = await openPostgres(url, logger, envKey);
+  const pg = await openPostgres(url, logger, envKey, registry);
   return {
     backend: 'postgres',
     store: pg.store,

@@ -30,9 +30,8 @@ import { SEARCH_FOLDS_SQL, SEARCH_NO_UNACCENT_WARNING, bootstrapSteps, ensureVec
 import { pgStores } from './sql-stores.js';
 import { ClusterFeed } from './cluster-feed.js';
 import { ClusterLock } from './cluster-lock.js';
-import { CollectionRegistry } from '../../collections/collection-registry.js';
 import { Store } from '../store.js';
-import { ENCRYPTION_KEY_BYTES } from '../../records/encryption.js';
+import { ENCRYPTION_KEY_BYTES } from '../../model/secrets.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
 import { INDEX_DEFINITIONS_SQL, UNCOLLATED_TEXT_COLUMNS_SQL, collationUpgradeSteps, indexUpgradeSteps } from './collection-sql.js';
 import type { WriteStep } from '../write-job.js';
@@ -116,9 +115,11 @@ async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collectio
 
 /**
  * Opens the PostgreSQL database at `url` as a Store. `envKey`: SERVICE_ENCRYPTION_KEY when set.
+ * `registry`: the Store's collection registry, empty (src/boot/open-data.ts makes it), loaded
+ * here with the schema and reloaded on every schema change of any instance.
  * @throws Error when the server cannot be reached or the bootstrap fails (the message says which)
  */
-export async function openPostgres(url: string, logger: Logger, envKey?: Buffer): Promise<OpenedPostgres> {
+export async function openPostgres(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry']): Promise<OpenedPostgres> {
   const writer = await PgWriter.start(url).catch((err: Error) => {
     throw new Error(`cannot open the PostgreSQL database for writing: ${err.message}`, { cause: err });
   });
@@ -147,7 +148,6 @@ export async function openPostgres(url: string, logger: Logger, envKey?: Buffer)
     if (Number(reader.get(SEARCH_FOLDS_SQL, [])?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
     writer.onCommit = () => reader.endSnapshot();
     const sql = pgStores(reader, { vector });
-    const registry = new CollectionRegistry();
     registry.load(sql.schema.loadAll());
     await upgradeRecordTables(reader, writer, registry.all(), logger);
     await writer.syncChangeTriggers(changeTables(registry.all()));
