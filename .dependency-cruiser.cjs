@@ -92,7 +92,6 @@ const KNOWN_CROSSINGS = {
   // the Store context, what the PostgreSQL open wires up (the schema types are src/model/'s; the
   // data directory's open is src/boot/open-data.ts).
   'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
-  'src/store/sqlite/bootstrap.ts': { why: STORAGE_REFACTOR, to: ['src/auth/auth-defaults.ts', 'src/auth/auth-fields.ts'] },
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/paths.ts'] },
   'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
   'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },

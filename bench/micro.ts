@@ -24,7 +24,7 @@ import { parseFilter } from '../src/rules/parser.js';
 import { buildCodec } from '../src/records/record-codec.js';
 import { TokenService } from '../src/auth/tokens.js';
 import { normalizeFieldDefinition } from '../src/collections/fields/index.js';
-import { authSystemFields } from '../src/auth/auth-fields.js';
+import { authSystemFields } from '../src/model/auth-schema.js';
 import type { Collection, Field } from '../src/model/schema.js';
 import { RULES, TAGS, description, postId, userId } from './lib/seed.js';
 

@@ -1,16 +1,9 @@
 /**
- * The one source of the auth collection defaults (docs/api.md, "Collections":
- * auth options; default session store `epoch`).
+ * The auth collection defaults as the auth services read them (docs/api.md, "Collections": auth
+ * options). The defaults themselves are src/model/auth-schema.ts's.
  */
-import type { AuthOptions, Collection } from '../model/schema.js';
-
-/** The default `options.auth.minPasswordLength` (characters), also the CLI's superuser minimum. */
-export const DEFAULT_MIN_PASSWORD_LENGTH = 8;
-
-/** The auth options of a new auth collection before any client input (a fresh object each call). */
-export function defaultAuthOptions(): AuthOptions {
-  return { identityFields: ['email'], minPasswordLength: DEFAULT_MIN_PASSWORD_LENGTH, two_factor: 'disabled', require_verified: false, session: { store: 'epoch' }, methods: {} };
-}
+import type { Collection } from '../model/schema.js';
+import { DEFAULT_MIN_PASSWORD_LENGTH } from '../model/auth-schema.js';
 
 /** The minimum length (characters) of a new password in auth collection `c`. */
 export function minPasswordLength(c: Collection): number {

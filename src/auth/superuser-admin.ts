@@ -6,11 +6,10 @@
 import { ApiError, type FieldError } from '../errors/api-error.js';
 import { saveSuperuserDirect } from '../store/superuser-direct.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
-import { authSystemFields } from './auth-fields.js';
 import { newId, randomToken } from '../records/ids.js';
 import { hashPassword } from './passwords.js';
 import { createDatabaseFile, databasePath, ensureDataDir } from '../files/data-paths.js';
-import { DEFAULT_MIN_PASSWORD_LENGTH } from './auth-defaults.js';
+import { DEFAULT_MIN_PASSWORD_LENGTH, authSystemFields } from '../model/auth-schema.js';
 
 export interface SuperuserResult {
   id: string;

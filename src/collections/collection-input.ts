@@ -10,8 +10,7 @@ import type { AuthOptions, Collection, Field, IndexDef, RuleName } from '../mode
 import { RULE_NAMES, VECTOR_COLUMN_PREFIX } from '../model/schema.js';
 import { normalizeFieldDefinition } from './fields/index.js';
 import { AUTH_RESERVED_FIELD_NAMES } from './fields/definition.js';
-import { authSystemFields } from '../auth/auth-fields.js';
-import { defaultAuthOptions } from '../auth/auth-defaults.js';
+import { authSystemFields, defaultAuthOptions } from '../model/auth-schema.js';
 import { compileExpression } from '../rules/compiler.js';
 import type { SchemaLookup } from '../store/rule-types.js';
 import { newId } from '../records/ids.js';

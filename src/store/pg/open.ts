@@ -32,6 +32,7 @@ import { ClusterFeed } from './cluster-feed.js';
 import { ClusterLock } from './cluster-lock.js';
 import { Store } from '../store.js';
 import { ENCRYPTION_KEY_BYTES } from '../../model/secrets.js';
+import type { Collection } from '../../model/schema.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
 import { INDEX_DEFINITIONS_SQL, UNCOLLATED_TEXT_COLUMNS_SQL, collationUpgradeSteps, indexUpgradeSteps } from './collection-sql.js';
 import type { WriteStep } from '../write-job.js';
@@ -84,7 +85,7 @@ async function sharedSecret(writer: PgWriter, name: string, bytes: number): Prom
  * `NULLS FIRST` (collection-sql.ts). One write job under the bootstrap lock, logged per
  * collection; nothing to do on a database made by this version.
  */
-async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collections: ReturnType<CollectionRegistry['all']>, logger: Logger): Promise<void> {
+async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collections: readonly Collection[], logger: Logger): Promise<void> {
   // the system collections' tables are bootstrap.ts's own (not sorted by clients at scale)
   const records = collections.filter((c) => !c.system);
   if (records.length === 0) return;

@@ -5,8 +5,7 @@
  */
 import type { WriteStep } from '../write-job.js';
 import type { Collection } from '../../model/schema.js';
-import { authSystemFields } from '../../auth/auth-fields.js';
-import { defaultAuthOptions } from '../../auth/auth-defaults.js';
+import { authSystemFields, defaultAuthOptions } from '../../model/auth-schema.js';
 import { SESSIONS_DDL } from './session-sql.js';
 import { AUTH_TOKENS_DDL } from './token-sql.js';
 import { LINK_DDL } from './link-sql.js';

@@ -24,8 +24,7 @@ import type { WriteStep } from '../../../src/store/write-job.js';
 import type { Dialect } from '../../../src/store/dialect.js';
 import { AUTH_SIDE_TABLES, type AuthRecordStore, type AuthTokenRowStore, type ExternalAuthRowStore, type MfaRowStore, type PasskeyRowStore, type SessionRowStore, type StepFail } from '../../../src/store/auth-store.js';
 import { knownApiError } from '../../../src/errors/api-error.js';
-import { authSystemFields } from '../../../src/auth/auth-fields.js';
-import { defaultAuthOptions } from '../../../src/auth/auth-defaults.js';
+import { authSystemFields, defaultAuthOptions } from '../../../src/model/auth-schema.js';
 // the stores, shared by both backends and spelled for each by its dialect
 import { AuthSql, AUTH_DIALECTS } from '../../../src/store/shared/auth-sql.js';
 import { SessionSql, SESSION_TIE_BREAK } from '../../../src/store/shared/session-sql.js';
