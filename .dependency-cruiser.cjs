@@ -94,7 +94,6 @@ const KNOWN_CROSSINGS = {
   'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/paths.ts'] },
   'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
-  'src/store/pg/rate-limit-sql.ts': { why: STORAGE_REFACTOR, to: ['src/auth/rate-limit.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
   'src/uploads/upload-store.ts': { why: 'known crossing: type imports (BodySink, Reply) from src/http/types.ts, to be removed by moving the body-sink types out of src/http/', to: ['src/http/types.ts'] },
 };

@@ -15,6 +15,7 @@ import { CollectionRegistry } from '../collections/collection-registry.js';
 import type { Store } from '../store/store.js';
 import { prepareFullText } from '../records/search.js';
 import { loadTokenSecret } from '../auth/auth-service.js';
+import { RateLimiter } from '../auth/rate-limit.js';
 import { installFieldCipher, loadEncryptionKey } from '../records/encryption.js';
 import { FileStorage, storageRoot } from '../files/files.js';
 import { LocalBlobStore, type BlobStore } from '../files/blob-store.js';
@@ -72,7 +73,7 @@ async function openFiles(config: ServeConfig, logger: Logger, store: Store, clos
 
 /** The server-SQL backend with the data directory's per-instance parts. */
 async function openPostgresData(config: ServeConfig, logger: Logger): Promise<OpenedData> {
-  const pg = await openPostgresStore(config.databaseUrl!, logger, config.encryptionKey, new CollectionRegistry());
+  const pg = await openPostgresStore(config.databaseUrl!, logger, config.encryptionKey, new CollectionRegistry(), new RateLimiter());
   installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
   // the data directory still holds this instance's files (local storage, the lock)
   warnLooseModes(config, logger);

@@ -13,7 +13,7 @@ import { bootstrapSteps } from './sqlite/bootstrap.js';
 import { linkUpgradeSteps } from './sqlite/link-sql.js';
 import { createdIndexName, createdIndexSql } from './sqlite/collection-sql.js';
 import { bindValue } from './bind.js';
-import { Store } from './store.js';
+import { Store, type RateCounter } from './store.js';
 import { sqliteStores } from './sqlite/sql-stores.js';
 
 /** An open database: its Store and the backend's per-instance parts. */
@@ -85,12 +85,13 @@ export interface OpenedPostgresStore extends OpenedStore {
 /**
  * The server-SQL backend (src/store/pg/open.ts) over the database of `url`; `envKey`: the
  * field-encryption key of SERVICE_ENCRYPTION_KEY, else the cluster's shared one is used;
- * `registry`: the Store's (empty) collection registry, loaded and kept current there.
+ * `registry`: the Store's (empty) collection registry, loaded and kept current there;
+ * `localLimits`: the in-memory rate counter the cluster's shared counters fall back on.
  * @throws Error when the database cannot be reached or bootstrapped
  */
-export async function openPostgresStore(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry']): Promise<OpenedPostgresStore> {
+export async function openPostgresStore(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry'], localLimits: RateCounter): Promise<OpenedPostgresStore> {
   const { openPostgres } = await import('./pg/open.js');
-  const pg = await openPostgres(url, logger, envKey, registry);
+  const pg = await openPostgres(url, logger, envKey, registry, localLimits);
   return {
     backend: 'postgres',
     store: pg.store,

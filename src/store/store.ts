@@ -77,7 +77,16 @@ export interface StoreSql {
    * Rate-limit counters shared by every instance (PostgreSQL: `_rateLimits`); absent on SQLite,
    * where the one process counts in memory (src/auth/rate-limit.ts, RateLimiter).
    */
-  sharedLimiter?: { hit(key: string, budget: { max: number; windowS: number }): boolean };
+  sharedLimiter?: RateCounter;
+}
+
+/**
+ * Fixed-window rate counters (src/auth/rate-limit.ts, RateLimiter, counts in memory; the
+ * PostgreSQL store's PgRateLimiter in `_rateLimits`). `hit` counts one request under `key` and
+ * answers false when it exceeds `budget`: at most `max` requests per `windowS` seconds.
+ */
+export interface RateCounter {
+  hit(key: string, budget: { max: number; windowS: number }): boolean;
 }
 
 export class Store {

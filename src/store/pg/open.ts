@@ -30,7 +30,7 @@ import { SEARCH_FOLDS_SQL, SEARCH_NO_UNACCENT_WARNING, bootstrapSteps, ensureVec
 import { pgStores } from './sql-stores.js';
 import { ClusterFeed } from './cluster-feed.js';
 import { ClusterLock } from './cluster-lock.js';
-import { Store } from '../store.js';
+import { Store, type RateCounter } from '../store.js';
 import { ENCRYPTION_KEY_BYTES } from '../../model/secrets.js';
 import type { Collection } from '../../model/schema.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
@@ -117,10 +117,11 @@ async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collectio
 /**
  * Opens the PostgreSQL database at `url` as a Store. `envKey`: SERVICE_ENCRYPTION_KEY when set.
  * `registry`: the Store's collection registry, empty (src/boot/open-data.ts makes it), loaded
- * here with the schema and reloaded on every schema change of any instance.
+ * here with the schema and reloaded on every schema change of any instance. `localLimits`: the
+ * in-memory rate counter the shared `_rateLimits` counters fall back on (rate-limit-sql.ts).
  * @throws Error when the server cannot be reached or the bootstrap fails (the message says which)
  */
-export async function openPostgres(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry']): Promise<OpenedPostgres> {
+export async function openPostgres(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry'], localLimits: RateCounter): Promise<OpenedPostgres> {
   const writer = await PgWriter.start(url).catch((err: Error) => {
     throw new Error(`cannot open the PostgreSQL database for writing: ${err.message}`, { cause: err });
   });
@@ -148,7 +149,7 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
     cleanup.push(() => reader.close());
     if (Number(reader.get(SEARCH_FOLDS_SQL, [])?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
     writer.onCommit = () => reader.endSnapshot();
-    const sql = pgStores(reader, { vector });
+    const sql = pgStores(reader, { vector }, localLimits);
     registry.load(sql.schema.loadAll());
     await upgradeRecordTables(reader, writer, registry.all(), logger);
     await writer.syncChangeTriggers(changeTables(registry.all()));

@@ -10,11 +10,11 @@
  * round trip. Rows of ended windows are deleted now and then (one request in 256).
  *
  * A database error is no reason to refuse a sign-in nor to let a flood through unbounded: the
- * request is counted in this instance's memory instead (the fallback limiter) and the error is
- * reported once through `onError`.
+ * request is counted in this instance's memory instead (the fallback counter, an in-memory
+ * RateLimiter of src/auth/rate-limit.ts handed in when the store opens) and the error is reported
+ * once through `onError`.
  */
-import type { Budget } from '../../auth/rate-limit.js';
-import { RateLimiter } from '../../auth/rate-limit.js';
+import type { RateCounter } from '../store.js';
 import type { PgReader } from './reader.js';
 
 /** The table, made at startup (src/store/pg/open.ts). */
@@ -28,14 +28,14 @@ const HIT = `INSERT INTO "_rateLimits" ("key", "reset_at", "count") VALUES (?, ?
 const SWEEP = 'DELETE FROM "_rateLimits" WHERE "reset_at" <= ?';
 
 /** Fixed-window counters in `_rateLimits`; the same `hit` as RateLimiter. */
-export class PgRateLimiter {
-  private readonly fallback = new RateLimiter();
+export class PgRateLimiter implements RateCounter {
   private warned = false;
 
-  constructor(private readonly reader: PgReader, private readonly onError: (err: Error) => void = () => undefined, private readonly now: () => number = Date.now) {}
+  /** `fallback`: counts in this process's memory while the database cannot. */
+  constructor(private readonly reader: PgReader, private readonly fallback: RateCounter, private readonly onError: (err: Error) => void = () => undefined, private readonly now: () => number = Date.now) {}
 
   /** Counts one request under `key`; false when it exceeds `budget` in the current window. */
-  hit(key: string, budget: Budget): boolean {
+  hit(key: string, budget: { max: number; windowS: number }): boolean {
     const t = this.now();
     try {
       const { rows } = this.reader.runSync(HIT, [key, t + budget.windowS * 1000, t, t]);

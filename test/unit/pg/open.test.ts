@@ -11,6 +11,7 @@ import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/
 import { openPostgres, type OpenedPostgres } from '../../../src/store/pg/open.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { CollectionRegistry } from '../../../src/collections/collection-registry.js';
+import { RateLimiter } from '../../../src/auth/rate-limit.js';
 import { SEARCH_FOLDS_SQL, SEARCH_NO_UNACCENT_WARNING } from '../../../src/store/pg/bootstrap.js';
 import pg from 'pg';
 
@@ -32,7 +33,7 @@ after(async () => {
 async function two(name: string): Promise<[OpenedPostgres, OpenedPostgres]> {
   const url = await server!.createDatabase(name);
   // started together, as a deployment's instances are: the bootstrap and the secrets must not race
-  const [a, b] = await Promise.all([openPostgres(url, logger, undefined, new CollectionRegistry()), openPostgres(url, logger, undefined, new CollectionRegistry())]);
+  const [a, b] = await Promise.all([openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter()), openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter())]);
   opened.push(a, b);
   return [a, b];
 }
@@ -45,11 +46,11 @@ test('instances opened on one database share the token secret and the encryption
   assert.deepEqual(a.encryptionKey, b.encryptionKey);
   assert.notDeepEqual(a.secret, a.encryptionKey, 'two secrets, not one');
   // a third instance, later, reads the same
-  const c = await openPostgres(server!.urlOf('secrets'), logger, undefined, new CollectionRegistry());
+  const c = await openPostgres(server!.urlOf('secrets'), logger, undefined, new CollectionRegistry(), new RateLimiter());
   opened.push(c);
   assert.deepEqual(c.secret, a.secret);
   // SERVICE_ENCRYPTION_KEY given: none is read from the database
-  const d = await openPostgres(server!.urlOf('secrets'), logger, Buffer.alloc(32, 7), new CollectionRegistry());
+  const d = await openPostgres(server!.urlOf('secrets'), logger, Buffer.alloc(32, 7), new CollectionRegistry(), new RateLimiter());
   opened.push(d);
   assert.equal(d.encryptionKey, null);
   assert.match(lines.join('\n'), /pgvector|vector/, 'the missing pgvector extension is a warning, not an error');
@@ -71,7 +72,7 @@ test('exactly one instance claims each tick of a scheduled job', { skip }, async
 test('full-text search folds accents through unaccent; a role that may not create the extension gets a plain configuration and a warning', { skip }, async () => {
   const url = await server!.createDatabase('fold');
   const before = lines.length;
-  const o = await openPostgres(url, logger, undefined, new CollectionRegistry());
+  const o = await openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter());
   opened.push(o);
   assert.equal(Number(o.store.reader.get(SEARCH_FOLDS_SQL, [])?.[0]), 1);
   assert.deepEqual(o.store.reader.get(`SELECT to_tsvector('svc_search', 'Crème Brûlée ÉTÉ São-Paulo')::text`, []), ["'brulee':2 'creme':1 'ete':3 'paulo':6 'sao':5 'sao-paulo':4"]);
@@ -88,7 +89,7 @@ test('full-text search folds accents through unaccent; a role that may not creat
     await admin.end();
   }
   const mark = lines.length;
-  const p = await openPostgres(`postgres://limited@127.0.0.1:${server!.port}/nofold`, logger, undefined, new CollectionRegistry());
+  const p = await openPostgres(`postgres://limited@127.0.0.1:${server!.port}/nofold`, logger, undefined, new CollectionRegistry(), new RateLimiter());
   opened.push(p);
   assert.equal(Number(p.store.reader.get(SEARCH_FOLDS_SQL, [])?.[0]), 0);
   assert.deepEqual(p.store.reader.get(`SELECT to_tsvector('svc_search', 'Crème')::text`, []), ["'crème':1"]);

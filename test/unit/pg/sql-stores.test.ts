@@ -14,6 +14,7 @@ import { PgWriter } from '../../../src/store/pg/writer.js';
 import { PgReader } from '../../../src/store/pg/reader.js';
 import { bootstrapSteps } from '../../../src/store/pg/bootstrap.js';
 import { pgStores } from '../../../src/store/pg/sql-stores.js';
+import { RateLimiter } from '../../../src/auth/rate-limit.js';
 import type { StoreSql } from '../../../src/store/store.js';
 
 const skip = postgresSkipReason() ?? false;
@@ -36,7 +37,7 @@ before(async () => {
   const url = await server.createDatabase('stores');
   writer = await PgWriter.start(url);
   reader = await PgReader.start(url);
-  sql = pgStores(reader);
+  sql = pgStores(reader, { vector: false }, new RateLimiter());
   await writer.write(bootstrapSteps());
 });
 
