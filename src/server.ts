@@ -21,6 +21,7 @@ import { staticRoutes } from './api/static.js';
 import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
 import { authRoutes } from './api/auth.js';
+import { authSdkRoutes } from './api/auth-sdk.js';
 import { fileRoutes } from './api/files.js';
 import { FileTokens } from './files/file-tokens.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
@@ -129,6 +130,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
     ...authRoutes(ctx),
+    ...authSdkRoutes(ctx),
     ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
     ...authSessionRoutes(ctx),
     ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),

@@ -20,8 +20,14 @@ import type { Collection } from '../model/schema.js';
 import { clearCookies, sessionCookies } from './cookies.js';
 import type { MethodRoute } from '../auth/methods/method.js';
 
-export function authRoutes(ctx: ApiContext): Route[] {
-  const { store, auth } = ctx;
+/**
+ * What the auth routes answer with (here and in ./auth-sdk.ts): `body` the sign-in JSON
+ * `{token, record, meta?}` (hidden columns dropped, private fields hidden as for the record
+ * itself, `externalAuths` included), `signedIn` that JSON with the session cookies or the pending
+ * second-factor JSON without, `authCollection` the route's `:col` (404 unless an auth collection).
+ */
+export function authReplies(ctx: ApiContext) {
+  const { store } = ctx;
   const insecure = ctx.config.insecureCookies;
   const body = (c: Collection, token: string, record: Record<string, unknown>, meta?: Record<string, unknown>) => {
     const codec = store.codec(c);
@@ -42,6 +48,13 @@ export function authRoutes(ctx: ApiContext): Route[] {
     requireAuthCollection(c);
     return c;
   };
+  return { body, signedIn, authCollection };
+}
+
+export function authRoutes(ctx: ApiContext): Route[] {
+  const { store, auth } = ctx;
+  const insecure = ctx.config.insecureCookies;
+  const { body, signedIn, authCollection } = authReplies(ctx);
   /** A method's own route (MethodRoute) under `/api/collections/:col/`: its answer as JSON (200), or 204. */
   const methodRoute = (r: MethodRoute): Route => ({
     method: r.verb, pattern: `/api/collections/:col/${r.path}`, handler: async (req) => {

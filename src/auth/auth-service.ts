@@ -17,7 +17,7 @@ import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import type { ClientInfo } from './client.js';
-import type { AuthMethod, CallerAccess, SignInTag } from './methods/method.js';
+import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod } from './methods/magic-link.js';
 import { OtpMethod } from './methods/otp.js';
@@ -371,12 +371,14 @@ export class AuthService {
    * `require_verified`, then the two-factor policy (a pending answer instead of a session when a
    * second factor is needed; a passkey sign-in with user verification counts as both factors,
    * one with presence only as one), then a fresh session.
+   * `prove`: the method's proof when it comes through another of its entry points than
+   * `complete` (PocketBase's auth-with-oauth2, docs/pocketbase.md); everything after it is the same.
    * @throws ApiError as the method and issueSession do
    */
-  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo): Promise<SignInOutcome> {
+  async signIn(slug: string, c: Collection, body: unknown, client: ClientInfo, prove?: () => Promise<MethodResult>): Promise<SignInOutcome> {
     const method = this.methods.get(slug);
     if (c.type !== 'auth' || !method || !method.enabled(c)) throw ApiError.notFound();
-    const { record, meta, passkey } = await method.complete(c, body, client);
+    const { record, meta, passkey } = await (prove ? prove() : method.complete(c, body, client));
     checkVerified(c, record);
     const tag = tagOf(slug);
     if (tag === 'password') await this.hooks.beforeAuthSuccess?.(tag, c, record, client);

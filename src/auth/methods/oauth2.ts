@@ -31,12 +31,33 @@ import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import { isObject, methodEnabled, methodOptions, type AuthMethod, type CallerAccess, type MethodOptionsCheck, type MethodResult, type MethodRoute } from './method.js';
 import type { AuthTokens } from '../auth-tokens.js';
-import { newId } from '../../records/ids.js';
+import { createHash } from 'node:crypto';
+import { newId, randomToken } from '../../records/ids.js';
 import { nowDate } from '../../collections/fields/index.js';
 import { exchangeCode, fetchProfile, providerEndpoints, providerOptionErrors, providerScopes, type ProviderOptions } from './oauth2-providers.js';
 
 /** RFC 7636: 43 to 128 unreserved characters. */
 const VERIFIER_RE = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+/** What auth-with-oauth2's `createData` may not set: the provider and the server decide these. */
+const SDK_CREATE_SKIP = new Set(['id', 'email', 'emailVisibility', 'verified', 'password', 'passwordConfirm']);
+
+/** A provider as PocketBase's auth-methods lists it (the JS SDK's AuthProviderInfo). */
+export interface SdkProvider {
+  name: string;
+  displayName: string;
+  state: string;
+  authURL: string;
+  codeVerifier: string;
+  codeChallenge: string;
+  codeChallengeMethod: 'S256';
+}
+
+/** A provider's name for a sign-in button: the built-in kind's brand, else the configured name. */
+function displayName(p: ProviderOptions): string {
+  const brands: Record<string, string> = { google: 'Google', github: 'GitHub', microsoft: 'Microsoft', discord: 'Discord' };
+  return brands[p.kind] ?? p.name;
+}
 
 const BAD_STATE = { state: { code: 'validation_value', message: 'Invalid, expired or already used state.' } };
 const NOT_VOUCHED = {
@@ -125,12 +146,8 @@ export class OAuth2Method implements AuthMethod {
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<{ authURL: string; clientId: string; scopes: string[]; state?: string }> {
     this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, isObject(body) ? body.provider : undefined);
-    const endpoints = await providerEndpoints(p);
+    const url = await this.authorizationUrl(p);
     const scopes = providerScopes(p);
-    const url = new URL(endpoints.authUrl);
-    url.searchParams.set('client_id', p.clientId);
-    url.searchParams.set('response_type', 'code');
-    url.searchParams.set('scope', scopes.join(' '));
     const caller = await this.callerIn(c, client);
     // client-held state (the PocketBase SDK flow) for anonymous starts only: linking needs ours
     if (!this.state.server && !caller) return { authURL: url.href, clientId: p.clientId, scopes };
@@ -141,6 +158,45 @@ export class OAuth2Method implements AuthMethod {
     return { authURL: url.href, clientId: p.clientId, scopes, state };
   }
 
+  /** The provider's authorization endpoint with `client_id`, `response_type=code` and `scope`. */
+  private async authorizationUrl(p: ProviderOptions): Promise<URL> {
+    const url = new URL((await providerEndpoints(p)).authUrl);
+    url.searchParams.set('client_id', p.clientId);
+    url.searchParams.set('response_type', 'code');
+    url.searchParams.set('scope', providerScopes(p).join(' '));
+    return url;
+  }
+
+  /**
+   * The OAuth2 part of PocketBase's `GET …/auth-methods` (docs/pocketbase.md, "The JS SDK's auth
+   * calls"): per provider `{name, displayName, state, authURL, codeVerifier, codeChallenge,
+   * codeChallengeMethod: "S256"}`. The code verifier IS a server-held single-use state of the
+   * initiate kind (an `oauth_state` token bound to the provider and to the caller signed in to
+   * this collection, or nobody, living SERVICE_OAUTH_STATE_TTL seconds), so
+   * {@link completeWithVerifier} consumes it before the provider is contacted, as complete
+   * consumes its `state`. `state` is a random value for the client to compare with the callback's;
+   * it never carries the verifier. `authURL` ends with `redirect_uri=` for the client to complete.
+   * Counted against the initiate rate limit; an empty list when OAuth2 is off.
+   * @throws ApiError 429 over the rate limit, 502 when a discovery document cannot be read
+   */
+  async handOut(c: Collection, client: ClientInfo): Promise<SdkProvider[]> {
+    if (!this.enabled(c)) return [];
+    this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
+    const caller = await this.callerIn(c, client);
+    const out: SdkProvider[] = [];
+    for (const p of this.providers(c)) {
+      const url = await this.authorizationUrl(p);
+      const codeVerifier = await this.tokens.issue('oauth_state', c, p.name, caller ? String(caller.record.id) : '', this.state.ttlS);
+      const codeChallenge = createHash('sha256').update(codeVerifier).digest('base64url');
+      const state = randomToken(24);
+      url.searchParams.set('state', state);
+      url.searchParams.set('code_challenge', codeChallenge);
+      url.searchParams.set('code_challenge_method', 'S256');
+      out.push({ name: p.name, displayName: displayName(p), state, authURL: `${url.href}&redirect_uri=`, codeVerifier, codeChallenge, codeChallengeMethod: 'S256' });
+    }
+    return out;
+  }
+
   /**
    * complete `{provider, code, codeVerifier, redirectUrl, state}` → the record signed in, linked
    * or created, with `meta` (see the file's comment for the order of checks).
@@ -148,7 +204,30 @@ export class OAuth2Method implements AuthMethod {
    * 403 (create rule), 409 (email taken, provider account linked elsewhere), 502 (provider)
    */
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
+    return this.finish(c, isObject(body) ? body : {}, client, null);
+  }
+
+  /**
+   * PocketBase's `POST …/auth-with-oauth2 {provider, code, codeVerifier, redirectURL, createData}`
+   * (docs/pocketbase.md): complete's checks in complete's order, with the code verifier handed out
+   * by {@link handOut} standing for the state: it must be an unexpired, unused `oauth_state` of
+   * this collection and provider started by the same caller (400 otherwise, before the provider
+   * is contacted), whatever SERVICE_OAUTH_STATE_SERVER says. `createData`'s fields of the
+   * collection (never `email`, `password`, `verified`, `emailVisibility` or `id`) go into a first
+   * sign-in's new record, judged by the create rule and validated like any create.
+   * @throws ApiError as complete does
+   */
+  async completeWithVerifier(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
+    const extra: Record<string, unknown> = {};
+    if (isObject(b.createData)) {
+      for (const f of c.fields) if (!SDK_CREATE_SKIP.has(f.name) && f.name in b.createData) extra[f.name] = b.createData[f.name];
+    }
+    return this.finish(c, { provider: b.provider, code: b.code, codeVerifier: b.codeVerifier, redirectUrl: b.redirectURL, state: b.codeVerifier }, client, extra);
+  }
+
+  /** complete's flow; `sdk`: the auth-with-oauth2 form (the state is the verifier, always server-held; extra create fields). */
+  private async finish(c: Collection, b: Record<string, unknown>, client: ClientInfo, sdk: Record<string, unknown> | null): Promise<MethodResult> {
     this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, b.provider);
     const errors: Record<string, { code: string; message: string }> = {};
@@ -161,8 +240,8 @@ export class OAuth2Method implements AuthMethod {
     else if (!p.redirectUrls.includes(b.redirectUrl)) errors.redirectUrl = { code: 'validation_value', message: 'The redirect URL is not in the provider\'s allow-list.' };
     const caller = await this.callerIn(c, client);
     // a signed-in caller may link, so needs a state they started even when states are client-held
-    const serverState = this.state.server || caller !== null;
-    if (serverState && (typeof b.state !== 'string' || b.state === '')) errors.state = missing;
+    const serverState = sdk !== null || this.state.server || caller !== null;
+    if (serverState && sdk === null && (typeof b.state !== 'string' || b.state === '')) errors.state = missing;
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     if (serverState) await this.consumeState(c, p, b.state as string, caller ? String(caller.record.id) : '');
 
@@ -195,9 +274,9 @@ export class OAuth2Method implements AuthMethod {
       throw ApiError.conflict('An account with this email already exists. Sign in to it, then complete this provider\'s sign-in while signed in to link it.');
     }
     if (!this.signup) throw ApiError.notFound();
-    const fields: Record<string, unknown> = { email: profile.email, emailVisibility: false };
+    const fields: Record<string, unknown> = { ...sdk, email: profile.email, emailVisibility: false };
     const nameField = c.fields.find((f) => f.name === 'name' && f.type === 'text');
-    if (nameField && profile.name) fields.name = profile.name.slice(0, Number(nameField.options.max) > 0 ? Number(nameField.options.max) : 200);
+    if (nameField && profile.name && fields.name === undefined) fields.name = profile.name.slice(0, Number(nameField.options.max) > 0 ? Number(nameField.options.max) : 200);
     const id = await this.signup(c, fields, true, (recordId) => [this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate(), true)]);
     return { record: this.mustLoad(c, id), meta: { ...meta, isNew: true } };
   }

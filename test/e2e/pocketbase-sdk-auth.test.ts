@@ -1,0 +1,161 @@
+/**
+ * PocketBase's JS SDK (package `pocketbase`) against svc's PocketBase auth routes
+ * (docs/pocketbase.md, "The JS SDK's auth calls"): listAuthMethods, authWithOAuth2Code with the
+ * verifier auth-methods handed out (a real OpenID provider, test/helpers/oidc.ts), requestOTP /
+ * authWithOTP (mail through a real SMTP server, test/helpers/smtp.ts), impersonate, and
+ * requestEmailChange / confirmEmailChange, with their failure paths: a replayed, foreign or
+ * someone else's verifier; a wrong code; a forged or foreign otpId; an unknown address that still
+ * gets an otpId and no mail; a method that is off; a required second factor the SDK routes do not
+ * skip; impersonation by anyone but a superuser, and refreshing its token; a wrong password, a
+ * replayed token and a taken address on an email change.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
+import { startOidc, type TestOidc } from '../helpers/oidc.js';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { MAIL_TOKEN_RE, sleep } from '../helpers/auth-helpers.js';
+
+let idp: TestOidc;
+let smtp: TestSmtp;
+let srv: Svc;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+let PocketBase: any;
+
+/** A fresh SDK client (no auto-cancellation: the tests run requests side by side). */
+function sdk() {
+  const pb = new PocketBase(srv.url);
+  pb.autoCancellation(false);
+  return pb;
+}
+
+/** The SDK's error as `{status, code}` (its ClientResponseError keeps svc's envelope in `response`). */
+async function failure(p: Promise<unknown>): Promise<{ status: number; code: string; data: any }> {
+  try {
+    await p;
+  } catch (err: any) {
+    return { status: err.status, code: err.response?.code, data: err.response?.data };
+  }
+  assert.fail('expected the call to fail');
+}
+
+before(async () => {
+  ({ default: PocketBase } = await import('pocketbase'));
+  idp = await startOidc();
+  idp.accounts.set('ann-sub', { email: 'ann@example.com', email_verified: true, name: 'Ann' });
+  idp.accounts.set('ben-sub', { email: 'ben@example.com', email_verified: true });
+  smtp = await startSmtp();
+  srv = await startSvc({
+    env: { NODE_EXTRA_CA_CERTS: idp.caFile, SERVICE_SMTP_HOST: '127.0.0.1', SERVICE_SMTP_PORT: String(smtp.port), SERVICE_SMTP_TRANSPORT: 'none', SERVICE_SMTP_FROM: 'accounts@svc.test', SERVICE_RATE_LIMIT_MAX: '0' },
+  });
+  const provider = (name: string) => ({ name, kind: 'generic', clientId: idp.clientId, clientSecret: idp.clientSecret, discoveryUrl: `${idp.issuer}/.well-known/openid-configuration`, redirectUrls: [idp.redirectUris[0]] });
+  await srv.createCollection({
+    name: 'people', type: 'auth', fields: [{ name: 'name', type: 'text' }],
+    createRule: '@public', viewRule: 'id = @request.auth.id', updateRule: 'id = @request.auth.id',
+    options: { auth: { methods: { oauth2: { enabled: true, providers: [provider('idp'), provider('other')] }, otp: { enabled: true, ttl_s: 300 } } } },
+  });
+  await srv.createCollection({ name: 'plain', type: 'auth', fields: [], options: { auth: { methods: { password: { enabled: false } } } } });
+  await srv.createCollection({ name: 'coders', type: 'auth', fields: [], options: { auth: { methods: { otp: { enabled: true } } } } });
+  await srv.createCollection({ name: 'guarded', type: 'auth', fields: [], options: { auth: { two_factor: 'required', methods: { otp: { enabled: true } } } } });
+});
+
+after(async () => {
+  await srv?.stop();
+  if (srv) rmSync(srv.dataDir, { recursive: true, force: true });
+  await idp?.close();
+  await smtp?.close();
+});
+
+/** listAuthMethods → the provider's authorization as `sub` → what authWithOAuth2Code needs. */
+async function oauthViaSdk(pb: any, sub: string, name = 'idp'): Promise<{ code: string; codeVerifier: string; redirect: string }> {
+  const methods = await pb.collection('people').listAuthMethods();
+  const p = methods.oauth2.providers.find((x: any) => x.name === name);
+  const redirect = idp.redirectUris[0];
+  const out = await idp.authorize(p.authURL + encodeURIComponent(redirect), sub);
+  assert.ok(out.code, `no code: ${out.error}`);
+  assert.equal(out.state, p.state, 'the provider hands back the state auth-methods gave');
+  return { code: out.code!, codeVerifier: p.codeVerifier, redirect };
+}
+
+test('listAuthMethods answers PocketBase\'s shape from the collection\'s methods', async () => {
+  const pb = sdk();
+  const m = await pb.collection('people').listAuthMethods();
+  assert.deepEqual(Object.keys(m).sort(), ['mfa', 'oauth2', 'otp', 'password']);
+  assert.deepEqual(m.password, { enabled: true, identityFields: ['email'] });
+  assert.deepEqual(m.otp, { enabled: true, duration: 300 });
+  assert.deepEqual(m.mfa, { enabled: false, duration: 0 });
+  assert.equal(m.oauth2.enabled, true);
+  assert.deepEqual(m.oauth2.providers.map((p: any) => p.name), ['idp', 'other']);
+  for (const p of m.oauth2.providers) {
+    assert.deepEqual(Object.keys(p).sort(), ['authURL', 'codeChallenge', 'codeChallengeMethod', 'codeVerifier', 'displayName', 'name', 'state']);
+    assert.equal(p.codeChallengeMethod, 'S256');
+    assert.equal(p.codeChallenge, createHash('sha256').update(p.codeVerifier).digest('base64url'));
+    assert.match(p.codeVerifier, /^[A-Za-z0-9\-._~]{43,128}$/);
+    assert.ok(p.authURL.startsWith(`${idp.issuer}/auth?`) && p.authURL.endsWith('&redirect_uri='), p.authURL);
+    const q = new URL(p.authURL).searchParams;
+    assert.equal(q.get('state'), p.state);
+    assert.equal(q.get('code_challenge'), p.codeChallenge);
+    assert.equal(q.get('client_id'), idp.clientId);
+    assert.ok(!p.authURL.includes(p.codeVerifier) && p.state !== p.codeVerifier, 'the verifier never rides the redirect');
+  }
+  const raw = await srv.api('GET', '/api/collections/people/auth-methods');
+  assert.ok(!raw.text.includes(idp.clientSecret), 'no client secret');
+  const plain = await pb.collection('plain').listAuthMethods();
+  assert.deepEqual(plain, { password: { enabled: false, identityFields: ['email'] }, oauth2: { enabled: false, providers: [] }, otp: { enabled: false, duration: 600 }, mfa: { enabled: false, duration: 0 } });
+  assert.equal((await failure(pb.collection('missing').listAuthMethods())).status, 404);
+});
+
+test('authWithOAuth2Code signs up with createData, then signs in by the link; the verifier works once', async () => {
+  const pb = sdk();
+  const d = await oauthViaSdk(pb, 'ann-sub');
+  const res = await pb.collection('people').authWithOAuth2Code('idp', d.code, d.codeVerifier, d.redirect, { name: 'Ann from SDK', verified: false });
+  assert.equal(res.record.email, 'ann@example.com');
+  assert.equal(res.record.name, 'Ann from SDK', 'createData fills the new record');
+  assert.equal(res.record.verified, true, 'createData cannot unset what the provider vouched for');
+  assert.equal(res.meta.isNew, true);
+  assert.equal(pb.authStore.isValid, true);
+  assert.equal(pb.authStore.record.id, res.record.id);
+  assert.equal((await pb.collection('people').getOne(res.record.id)).id, res.record.id, 'the token works');
+  // the same verifier again: spent, refused before the provider is asked
+  const again = await failure(sdk().collection('people').authWithOAuth2Code('idp', d.code, d.codeVerifier, d.redirect));
+  assert.equal(again.status, 400);
+  assert.equal(again.code, 'validation_failed');
+  assert.ok(again.data.state, JSON.stringify(again.data));
+  const next = await oauthViaSdk(sdk(), 'ann-sub');
+  const res2 = await sdk().collection('people').authWithOAuth2Code('idp', next.code, next.codeVerifier, next.redirect);
+  assert.equal(res2.record.id, res.record.id);
+  assert.equal(res2.meta.isNew, false);
+});
+
+test('authWithOAuth2Code refuses a verifier it did not hand out, one for another provider, one someone else started, and a bad redirect', async () => {
+  const d = await oauthViaSdk(sdk(), 'ben-sub');
+  const own = randomBytes(32).toString('base64url');
+  for (const [provider, verifier, redirect, field] of [
+    ['idp', own, d.redirect, 'state'],
+    ['idp', 'x'.repeat(10), d.redirect, 'codeVerifier'],
+    ['idp', d.codeVerifier, 'https://evil.example/cb', 'redirectUrl'],
+  ] as const) {
+    const r = await failure(sdk().collection('people').authWithOAuth2Code(provider, d.code, verifier, redirect));
+    assert.equal(r.status, 400);
+    assert.ok(r.data[field], `${field}: ${JSON.stringify(r.data)}`);
+  }
+  // idp's verifier given for "other": spent and refused
+  const methods = await sdk().collection('people').listAuthMethods();
+  const idpVerifier = methods.oauth2.providers[0].codeVerifier;
+  const cross = await failure(sdk().collection('people').authWithOAuth2Code('other', d.code, idpVerifier, d.redirect));
+  assert.equal(cross.status, 400);
+  // a flow a signed-in user started cannot be completed anonymously
+  const ann = sdk();
+  await oauthViaSdk(ann, 'ann-sub').then((x) => ann.collection('people').authWithOAuth2Code('idp', x.code, x.codeVerifier, x.redirect));
+  const theirs = await ann.collection('people').listAuthMethods();
+  const stolen = await failure(sdk().collection('people').authWithOAuth2Code('idp', d.code, theirs.oauth2.providers[0].codeVerifier, d.redirect));
+  assert.equal(stolen.status, 400);
+  // the untouched verifier of the first dance still signs ben up
+  const ok = await sdk().collection('people').authWithOAuth2Code('idp', d.code, d.codeVerifier, d.redirect);
+  assert.equal(ok.record.email, 'ben@example.com');
+  // off: 404
+  const off = await failure(sdk().collection('plain').authWithOAuth2Code('idp', 'c', own, d.redirect));
+  assert.equal(off.status, 404);
+});
