@@ -3,15 +3,17 @@
  * calls"; docs/api.md, "PocketBase SDK routes"), over svc's own sign-in methods: nothing here
  * proves anything itself. `GET …/auth-methods` lists the collection's methods in PocketBase's
  * shape (OAuth2 providers with a server-held code verifier, OAuth2Method.handOut);
- * `POST …/auth-with-oauth2` completes OAuth2 with that verifier (OAuth2Method.completeWithVerifier).
- * Sign-ins go through AuthService.signIn like every other.
+ * `POST …/auth-with-oauth2` completes OAuth2 with that verifier (OAuth2Method.completeWithVerifier);
+ * `POST …/request-otp` and `…/auth-with-otp` run the one-time code method (an `otpId` sealing the
+ * address, OtpMethod.otpIdFor). Sign-ins go through AuthService.signIn like every other.
  */
 import type { Route } from '../http/types.js';
 import { json } from '../http/types.js';
 import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
 import { authReplies } from './auth.js';
-import { methodOptions } from '../auth/methods/method.js';
+import { ApiError } from '../errors/api-error.js';
+import { isObject, methodOptions } from '../auth/methods/method.js';
 import { OTP_TTL_S } from '../auth/methods/otp.js';
 import { MFA_ATTEMPT_TTL_MS, twoFactorPolicy } from '../auth/two-factor.js';
 
@@ -39,6 +41,29 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
         const c = authCollection(req);
         const b = jsonBody(req);
         return signedIn(c, await auth.signIn(auth.oauth2.slug, c, b, req, () => auth.oauth2.completeWithVerifier(c, b, req)));
+      },
+    },
+    {
+      // the otp method's initiate (same rate limit, same 404 when off, mail from the background
+      // queue only for a known address), answering an otpId for every address
+      method: 'post', pattern: '/api/collections/:col/request-otp', handler: async (req) => {
+        const c = authCollection(req);
+        const b = jsonBody(req);
+        const email = isObject(b) ? b.email : undefined;
+        if (typeof email !== 'string' || email.trim() === '') throw ApiError.validation({ email: { code: 'validation_required', message: 'Missing required value.' } });
+        await auth.initiate(auth.otp.slug, c, { identity: email }, req);
+        return json(200, JSON.stringify({ otpId: auth.otp.otpIdFor(c, email.trim()) }));
+      },
+    },
+    {
+      method: 'post', pattern: '/api/collections/:col/auth-with-otp', handler: async (req) => {
+        const c = authCollection(req);
+        if (!auth.otp.enabled(c)) throw ApiError.notFound();
+        const b = jsonBody(req);
+        const code = isObject(b) ? b.password : undefined;
+        if (typeof code !== 'string' && typeof code !== 'number') throw ApiError.validation({ password: { code: 'validation_required', message: 'Missing required value.' } });
+        const identity = auth.otp.identityOfOtpId(c, isObject(b) ? b.otpId : undefined);
+        return signedIn(c, await auth.signIn(auth.otp.slug, c, { identity, code }, req));
       },
     },
   ];

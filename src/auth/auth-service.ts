@@ -195,6 +195,7 @@ export class AuthService {
   /** Sign-in methods by slug (AuthMethod); every one signs in through `signIn`. */
   readonly methods = new MethodRegistry<AuthMethod>();
   readonly magicLink: MagicLinkMethod;
+  readonly otp: OtpMethod;
   readonly oauth2: OAuth2Method;
   readonly webauthn: WebAuthnMethod;
   readonly twoFactor: TwoFactor;
@@ -223,7 +224,7 @@ export class AuthService {
     const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
     const password = new PasswordMethod(store, this.limits, load);
     this.magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
-    const otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
+    const otp = this.otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
     // what the methods (and their own routes) ask about the caller
     const access: CallerAccess = {
       resolve: (client) => this.resolve(client),

@@ -11,12 +11,12 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { startOidc, type TestOidc } from '../helpers/oidc.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
-import { MAIL_TOKEN_RE, sleep } from '../helpers/auth-helpers.js';
+import { MAIL_TOKEN_RE, sleep, tokenSecret } from '../helpers/auth-helpers.js';
 
 let idp: TestOidc;
 let smtp: TestSmtp;
@@ -67,6 +67,15 @@ after(async () => {
   await idp?.close();
   await smtp?.close();
 });
+
+/** An otpId as svc seals one (docs/api.md, "PocketBase SDK routes"), with the server's own key. */
+function sealOtpId(collectionId: string, identity: string, expiresMs: number): string {
+  const key = createHmac('sha256', tokenSecret(srv.dataDir)).update('svc otp id v1').digest();
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const sealed = Buffer.concat([cipher.update(JSON.stringify([collectionId, identity, expiresMs])), cipher.final()]);
+  return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+}
 
 /** listAuthMethods → the provider's authorization as `sub` → what authWithOAuth2Code needs. */
 async function oauthViaSdk(pb: any, sub: string, name = 'idp'): Promise<{ code: string; codeVerifier: string; redirect: string }> {
@@ -158,4 +167,66 @@ test('authWithOAuth2Code refuses a verifier it did not hand out, one for another
   // off: 404
   const off = await failure(sdk().collection('plain').authWithOAuth2Code('idp', 'c', own, d.redirect));
   assert.equal(off.status, 404);
+});
+
+test('requestOTP mails a code and answers an otpId; authWithOTP signs in once; wrong codes, expired and bad ids are 400', async () => {
+  const created = await srv.api('POST', '/api/collections/people/records', { token: srv.suToken, body: { email: 'otp@example.com', password: 'otp-pass-123', passwordConfirm: 'otp-pass-123' } });
+  assert.equal(created.status, 201, created.text);
+  const pb = sdk();
+  const since = smtp.messages.length;
+  const { otpId } = await pb.collection('people').requestOTP('otp@example.com');
+  assert.equal(typeof otpId, 'string');
+  const mail = await smtp.waitFor((m) => m.to.includes('otp@example.com') && smtp.messages.indexOf(m) >= since);
+  const code = /Your sign-in code: (\d{6})/.exec(mail.raw)![1];
+  const wrong = await failure(pb.collection('people').authWithOTP(otpId, code === '000000' ? '111111' : '000000'));
+  assert.equal(wrong.status, 400);
+  assert.equal(wrong.code, 'validation_failed');
+  const forged = await failure(pb.collection('people').authWithOTP(`${otpId.slice(0, -2)}AA`, code));
+  assert.equal(forged.status, 400);
+  assert.ok(forged.data.otpId);
+  const foreign = await failure(pb.collection('coders').authWithOTP(otpId, code));
+  assert.equal(foreign.status, 400, 'an otpId of another collection');
+  const people = (await srv.api('GET', '/api/collections/people', { token: srv.suToken })).body.id;
+  const expired = await failure(pb.collection('people').authWithOTP(sealOtpId(people, 'otp@example.com', Date.now() - 1000), code));
+  assert.equal(expired.status, 400, 'an expired otpId');
+  assert.ok(expired.data.otpId);
+  // the same seal, unexpired, is good: expiry alone refused the one above
+  const res = await pb.collection('people').authWithOTP(sealOtpId(people, 'otp@example.com', Date.now() + 60_000), code);
+  assert.equal(res.record.email, 'otp@example.com');
+  assert.equal(pb.authStore.isValid, true);
+  const replay = await failure(sdk().collection('people').authWithOTP(otpId, code));
+  assert.equal(replay.status, 400, 'a code works once');
+});
+
+test('requestOTP for an unknown address answers an otpId just the same and mails nothing; off is 404', async () => {
+  const since = smtp.messages.length;
+  const { otpId } = await sdk().collection('people').requestOTP('nobody@example.com');
+  assert.equal(typeof otpId, 'string');
+  const r = await failure(sdk().collection('people').authWithOTP(otpId, '123456'));
+  assert.equal(r.status, 400);
+  await sleep(500);
+  assert.equal(smtp.messages.slice(since).filter((m) => m.to.includes('nobody@example.com')).length, 0);
+  assert.equal((await failure(sdk().collection('plain').requestOTP('a@example.com'))).status, 404);
+  assert.equal((await failure(sdk().collection('plain').authWithOTP(otpId, '123456'))).status, 404);
+  const missing = await srv.api('POST', '/api/collections/people/request-otp', { body: {} });
+  assert.equal(missing.status, 400);
+  assert.deepEqual(Object.keys(missing.body.data), ['email']);
+});
+
+test('a collection that requires a second factor gets svc\'s pending answer through authWithOTP, never a session', async () => {
+  const made = await srv.api('POST', '/api/collections/guarded/records', { token: srv.suToken, body: { email: 'guard@example.com', password: 'guard-pass-123', passwordConfirm: 'guard-pass-123' } });
+  assert.equal(made.status, 201, made.text);
+  const m = await sdk().collection('guarded').listAuthMethods();
+  assert.deepEqual(m.mfa, { enabled: true, duration: 300 });
+  const since = smtp.messages.length;
+  const pb = sdk();
+  const { otpId } = await pb.collection('guarded').requestOTP('guard@example.com');
+  const mail = await smtp.waitFor((x) => x.to.includes('guard@example.com') && smtp.messages.indexOf(x) >= since);
+  const code = /Your sign-in code: (\d{6})/.exec(mail.raw)![1];
+  const raw = await srv.api('POST', '/api/collections/guarded/auth-with-otp', { body: { otpId, password: code } });
+  assert.equal(raw.status, 200, raw.text);
+  assert.equal(raw.body.status, 'enrollment_required');
+  assert.equal(typeof raw.body.pendingToken, 'string');
+  assert.equal(raw.body.token, undefined, 'no session before the second factor');
+  assert.equal(raw.headers.get('set-cookie'), null);
 });

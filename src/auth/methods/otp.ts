@@ -5,7 +5,7 @@
  * two mailed methods share); complete takes `{identity, code}`. Its rows are `_authTokens` of
  * kind `otp`, written and read through the store's auth-token statements (src/store/shared).
  */
-import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
 import type { Store } from '../../store/store.js';
@@ -48,6 +48,47 @@ export class OtpMethod extends EmailedMethod {
 
   constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Record<string, unknown> | null, private secret: Buffer) {
     super(store, limits, queue, transport, loadRecord);
+  }
+
+  /**
+   * PocketBase's `otpId` (`POST …/request-otp`, docs/pocketbase.md): the identity a code was asked
+   * for and when the id stops being good, sealed with AES-256-GCM under a key derived from the
+   * server secret (base64url of iv, ciphertext and tag). It names no row: the code is still the
+   * record's newest one, checked by complete. Issued for any address, known or not, so it tells
+   * nothing about which accounts exist; it cannot be forged or read without the secret.
+   */
+  otpIdFor(c: Collection, identity: string): string {
+    const ttl = methodOptions(c, this.slug).ttl_s;
+    const expires = Date.now() + (typeof ttl === 'number' ? ttl : OTP_TTL_S) * 1000;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.idKey(), iv);
+    const sealed = Buffer.concat([cipher.update(JSON.stringify([c.id, identity, expires])), cipher.final()]);
+    return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+  }
+
+  /**
+   * The identity an `otpId` of `c` was issued for (`POST …/auth-with-otp`).
+   * @throws ApiError 400 `validation_failed` (the code's "Invalid or expired code." on `otpId`)
+   * for a malformed, forged, expired or other collection's id
+   */
+  identityOfOtpId(c: Collection, otpId: unknown): string {
+    const bad = ApiError.validation({ otpId: BAD_CODE.data.code });
+    if (typeof otpId !== 'string' || otpId.length > 1000) throw bad;
+    const raw = Buffer.from(otpId, 'base64url');
+    if (raw.length < 12 + 16 + 1) throw bad;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.idKey(), raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(raw.length - 16));
+      const [collectionId, identity, expires] = JSON.parse(Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8')) as [string, string, number];
+      if (collectionId !== c.id || typeof identity !== 'string' || !(expires > Date.now())) throw bad;
+      return identity;
+    } catch {
+      throw bad;
+    }
+  }
+
+  private idKey(): Buffer {
+    return createHmac('sha256', this.secret).update('svc otp id v1').digest();
   }
 
   private hash(rowId: string, code: string): Buffer {
