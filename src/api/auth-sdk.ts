@@ -5,7 +5,8 @@
  * shape (OAuth2 providers with a server-held code verifier, OAuth2Method.handOut);
  * `POST …/auth-with-oauth2` completes OAuth2 with that verifier (OAuth2Method.completeWithVerifier);
  * `POST …/request-otp` and `…/auth-with-otp` run the one-time code method (an `otpId` sealing the
- * address, OtpMethod.otpIdFor). Sign-ins go through AuthService.signIn like every other.
+ * address, OtpMethod.otpIdFor); `POST …/impersonate/:id` gives a superuser a non-refreshable token
+ * for a record (AuthService.impersonate). Sign-ins go through AuthService.signIn like every other.
  */
 import type { Route } from '../http/types.js';
 import { json } from '../http/types.js';
@@ -16,10 +17,11 @@ import { ApiError } from '../errors/api-error.js';
 import { isObject, methodOptions } from '../auth/methods/method.js';
 import { OTP_TTL_S } from '../auth/methods/otp.js';
 import { MFA_ATTEMPT_TTL_MS, twoFactorPolicy } from '../auth/two-factor.js';
+import { TOKEN_TTL_S } from '../auth/tokens.js';
 
 export function authSdkRoutes(ctx: ApiContext): Route[] {
   const { auth } = ctx;
-  const { signedIn, authCollection } = authReplies(ctx);
+  const { body, signedIn, authCollection } = authReplies(ctx);
   return [
     {
       // PocketBase's AuthMethodsList: every key present, `enabled: false` for a method that is off
@@ -64,6 +66,22 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
         if (typeof code !== 'string' && typeof code !== 'number') throw ApiError.validation({ password: { code: 'validation_required', message: 'Missing required value.' } });
         const identity = auth.otp.identityOfOtpId(c, isObject(b) ? b.otpId : undefined);
         return signedIn(c, await auth.signIn(auth.otp.slug, c, { identity, code }, req));
+      },
+    },
+    {
+      // superusers only: 401 anonymous, 403 any other caller, 404 an unknown record; no cookies
+      method: 'post', pattern: '/api/collections/:col/impersonate/:id', handler: async (req) => {
+        const c = authCollection(req);
+        await auth.requireSuperuser(req);
+        const b = jsonBody(req);
+        const duration = isObject(b) && b.duration !== undefined ? b.duration : 0;
+        if (!Number.isInteger(duration) || (duration as number) < 0 || (duration as number) > TOKEN_TTL_S) {
+          throw ApiError.validation({ duration: { code: 'validation_value', message: `Must be a whole number of seconds from 0 (the default, ${TOKEN_TTL_S}) to ${TOKEN_TTL_S}.` } });
+        }
+        const rec = auth.loadAuthRecord(c, req.params[1]);
+        if (!rec) throw ApiError.notFound();
+        const token = await auth.impersonate(c, rec, req, (duration as number) || TOKEN_TTL_S);
+        return json(200, body(c, token, rec));
       },
     },
   ];

@@ -108,6 +108,8 @@ export interface AuthPrincipal extends Principal {
   sid?: string;
   mfa?: boolean;
   authTime?: number;
+  /** the session is a superuser's impersonation (AuthService.impersonate): never refreshed */
+  impersonated?: boolean;
 }
 
 export type { SignInTag } from './methods/method.js';
@@ -299,6 +301,7 @@ export class AuthService {
       if (cl.sid) p.sid = cl.sid;
       if (cl.mf) p.mfa = true;
       if (cl.authTime !== undefined) p.authTime = cl.authTime;
+      if (cl.impersonated) p.impersonated = true;
       return p;
     };
     const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null | Promise<AuthPrincipal | null> => {
@@ -364,6 +367,21 @@ export class AuthService {
     else if (sessionMode(c) === 'table') sid = await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) });
     const { token, csrf } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid, mfa, authTime);
     return { token, csrf, sid };
+  }
+
+  /**
+   * A superuser's impersonation of record `rec` of `c` (PocketBase's `POST
+   * …/impersonate/:id`, docs/pocketbase.md): a token for the record, valid `ttlS` seconds, that
+   * auth-refresh refuses. It passes no sign-in (no `auth_time`: never recent, so no new
+   * passkey or OAuth2 link from it), counts as both factors (the superuser's authority stands
+   * for them), fires no sign-in hook and sets no cookie; in table mode it gets a session row
+   * like any session, so the record's owner sees it and can end it.
+   */
+  async impersonate(c: Collection, rec: Record<string, unknown>, req: ClientInfo, ttlS: number): Promise<string> {
+    const id = String(rec.id);
+    const sid = sessionMode(c) === 'table' ? await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) }) : undefined;
+    const { token } = await this.tokens.issue(c.id, id, String(rec.tokenKey), Number(rec.token_epoch), sid, true, undefined, { ttlS, impersonated: true });
+    return token;
   }
 
   /**
@@ -447,6 +465,7 @@ export class AuthService {
   /** A fresh token for the caller's own record (same session row in table mode); 401 for another collection. */
   async refresh(c: Collection, principal: AuthPrincipal | null, req: ClientInfo, around?: { before?: (rec: Record<string, unknown>) => Promise<void>; after?: (rec: Record<string, unknown>) => Promise<void> }): Promise<{ record: Record<string, unknown>; session: IssuedSession }> {
     const p = requireOwnCollection(c, principal);
+    if (p.impersonated) throw ApiError.forbidden('An impersonation token cannot be refreshed.');
     await this.hooks.beforeAuthSuccess?.('refresh', c, p.record, req);
     await around?.before?.(p.record);
     // the sign-in time is the old session's: a refresh never makes a session recent

@@ -8,7 +8,7 @@
  * table-store session; absent in epoch mode), `mf` (two factors passed), `auth_time` (epoch
  * seconds of the primary sign-in that made the session, carried unchanged by every refresh, so
  * a refreshed old session never looks recent; absent on tokens issued before the claim existed,
- * which count as old), `iat`, `exp`.
+ * which count as old), `imp` (a superuser's impersonation token: never refreshed), `iat`, `exp`.
  *
  * Verification (jose) is cached per token string (bounded), so a repeat request costs one point
  * read of the auth record and string comparisons instead of an HMAC through WebCrypto. Signing
@@ -39,6 +39,8 @@ export interface TokenClaims {
   mf?: boolean;
   /** epoch seconds of the primary sign-in that made the session (claim `auth_time`); kept by refreshes */
   authTime?: number;
+  /** issued by a superuser's impersonation (claim `imp`): auth-refresh refuses it */
+  impersonated?: boolean;
   exp: number;
 }
 
@@ -64,17 +66,19 @@ export class TokenService {
    * Issues a token for a record with the given token key and epoch (and session row id, table
    * store; `mf` when the session passed a second factor; `authTime`, epoch seconds, the primary
    * sign-in the session comes from, left out when unknown): `{token, csrf}`, valid for
-   * TOKEN_TTL_S seconds.
+   * TOKEN_TTL_S seconds, or `opts.ttlS` seconds; `opts.impersonated` marks a superuser's
+   * impersonation token (docs/pocketbase.md, "The JS SDK's auth calls").
    */
-  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string, mf = false, authTime?: number): Promise<{ token: string; csrf: string }> {
+  async issue(collectionId: string, recordId: string, tokenKey: string, epoch: number, sid?: string, mf = false, authTime?: number, opts: { ttlS?: number; impersonated?: boolean } = {}): Promise<{ token: string; csrf: string }> {
     const csrf = randomToken(18);
     const claims: Record<string, unknown> = { id: recordId, collectionId, type: 'auth', ep: epoch, csrf };
     if (sid) claims.sid = sid;
     if (mf) claims.mf = 1;
     if (authTime !== undefined) claims.auth_time = authTime;
+    if (opts.impersonated) claims.imp = 1;
     const now = Math.floor(Date.now() / 1000);
     claims.iat = now;
-    claims.exp = now + TOKEN_TTL_S;
+    claims.exp = now + (opts.ttlS ?? TOKEN_TTL_S);
     const signingInput = `${JWT_HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
     const signature = createHmac('sha256', this.key(tokenKey)).update(signingInput).digest('base64url');
     return { token: `${signingInput}.${signature}`, csrf };
@@ -90,6 +94,7 @@ export class TokenService {
       if ((c as { mf?: unknown }).mf === 1) claims.mf = true;
       const at = (c as { auth_time?: unknown }).auth_time;
       if (typeof at === 'number' && Number.isSafeInteger(at)) claims.authTime = at;
+      if ((c as { imp?: unknown }).imp === 1) claims.impersonated = true;
       return claims;
     } catch {
       return null;

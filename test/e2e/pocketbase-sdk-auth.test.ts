@@ -59,6 +59,7 @@ before(async () => {
   await srv.createCollection({ name: 'plain', type: 'auth', fields: [], options: { auth: { methods: { password: { enabled: false } } } } });
   await srv.createCollection({ name: 'coders', type: 'auth', fields: [], options: { auth: { methods: { otp: { enabled: true } } } } });
   await srv.createCollection({ name: 'guarded', type: 'auth', fields: [], options: { auth: { two_factor: 'required', methods: { otp: { enabled: true } } } } });
+  await srv.createCollection({ name: 'tabled', type: 'auth', fields: [], viewRule: 'id = @request.auth.id', options: { auth: { session: { store: 'table' } } } });
 });
 
 after(async () => {
@@ -229,4 +230,52 @@ test('a collection that requires a second factor gets svc\'s pending answer thro
   assert.equal(typeof raw.body.pendingToken, 'string');
   assert.equal(raw.body.token, undefined, 'no session before the second factor');
   assert.equal(raw.headers.get('set-cookie'), null);
+});
+
+test('impersonate gives a superuser a short non-refreshable token for the record; anyone else is refused', async () => {
+  const user = await srv.api('POST', '/api/collections/people/records', { token: srv.suToken, body: { email: 'imp@example.com', password: 'imp-pass-123', passwordConfirm: 'imp-pass-123' } });
+  assert.equal(user.status, 201, user.text);
+  const su = sdk();
+  await su.collection('_superusers').authWithPassword(SU_EMAIL, SU_PASSWORD);
+  const as = await su.collection('people').impersonate(user.body.id, 120);
+  assert.equal(as.authStore.record.id, user.body.id);
+  const claims = JSON.parse(Buffer.from(as.authStore.token.split('.')[1], 'base64url').toString());
+  assert.ok(claims.exp - claims.iat === 120, JSON.stringify(claims));
+  assert.equal((await as.collection('people').getOne(user.body.id)).email, 'imp@example.com');
+  const refresh = await failure(as.collection('people').authRefresh());
+  assert.equal(refresh.status, 403);
+  assert.equal(su.authStore.record.collectionName, '_superusers', 'the superuser\'s own session is untouched');
+  // anonymous 401, a user 403, an unknown record 404, a bad duration 400
+  assert.equal((await failure(sdk().collection('people').impersonate(user.body.id, 60))).status, 401);
+  const self = sdk();
+  await self.collection('people').authWithPassword('imp@example.com', 'imp-pass-123');
+  const denied = await failure(self.collection('people').impersonate(user.body.id, 60));
+  assert.equal(denied.status, 403);
+  assert.equal(denied.code, 'forbidden');
+  assert.equal((await failure(su.collection('people').impersonate('zzzzzzzzzzzzzzz', 60))).status, 404);
+  assert.equal((await failure(su.collection('people').impersonate(user.body.id, -1))).status, 400);
+  const raw = await srv.api('POST', `/api/collections/people/impersonate/${user.body.id}`, { token: srv.suToken, body: {} });
+  assert.equal(raw.status, 200);
+  assert.equal(raw.headers.get('set-cookie'), null, 'no cookies');
+  assert.equal(claims.auth_time, undefined, 'never a recent sign-in');
+});
+
+test('an impersonation stands for both factors, and in the table store shows as a session its owner can end', async () => {
+  const su = sdk();
+  await su.collection('_superusers').authWithPassword(SU_EMAIL, SU_PASSWORD);
+  const guard = await srv.api('POST', '/api/collections/guarded/records', { token: srv.suToken, body: { email: 'guard2@example.com', password: 'guard-pass-123', passwordConfirm: 'guard-pass-123' } });
+  const asGuard = await su.collection('guarded').impersonate(guard.body.id, 60);
+  // resolved under `two_factor: required` (else 401), then refused as an impersonation
+  assert.equal((await failure(asGuard.collection('guarded').authRefresh())).status, 403);
+  const t = await srv.api('POST', '/api/collections/tabled/records', { token: srv.suToken, body: { email: 'tab@example.com', password: 'tab-pass-1234', passwordConfirm: 'tab-pass-1234' } });
+  assert.equal(t.status, 201, t.text);
+  const asTab = await su.collection('tabled').impersonate(t.body.id, 60);
+  assert.equal((await asTab.collection('tabled').getOne(t.body.id)).id, t.body.id);
+  const owner = await srv.api('POST', '/api/collections/tabled/auth-with-password', { body: { identity: 'tab@example.com', password: 'tab-pass-1234' } });
+  const list = await srv.api('GET', '/api/collections/tabled/auth/sessions', { token: owner.body.token });
+  assert.equal(list.status, 200, list.text);
+  assert.equal(list.body.items.length, 2, 'the impersonation and the owner\'s own');
+  const other = list.body.items.find((x: any) => !x.is_current);
+  assert.equal((await srv.api('DELETE', `/api/collections/tabled/auth/sessions/${other.id}`, { token: owner.body.token })).status, 204);
+  assert.equal((await failure(asTab.collection('tabled').getOne(t.body.id))).status, 401, 'the owner ended it');
 });
