@@ -6,7 +6,9 @@
  * `POST …/auth-with-oauth2` completes OAuth2 with that verifier (OAuth2Method.completeWithVerifier);
  * `POST …/request-otp` and `…/auth-with-otp` run the one-time code method (an `otpId` sealing the
  * address, OtpMethod.otpIdFor); `POST …/impersonate/:id` gives a superuser a non-refreshable token
- * for a record (AuthService.impersonate). Sign-ins go through AuthService.signIn like every other.
+ * for a record (AuthService.impersonate); `POST …/request-email-change` and
+ * `…/confirm-email-change` change a record's address (AccountEmails, the record writer for the
+ * write itself). Sign-ins go through AuthService.signIn like every other.
  */
 import type { Route } from '../http/types.js';
 import { json } from '../http/types.js';
@@ -18,6 +20,9 @@ import { isObject, methodOptions } from '../auth/methods/method.js';
 import { OTP_TTL_S } from '../auth/methods/otp.js';
 import { MFA_ATTEMPT_TTL_MS, twoFactorPolicy } from '../auth/two-factor.js';
 import { TOKEN_TTL_S } from '../auth/tokens.js';
+import { requireOwnCollection } from '../auth/auth-service.js';
+import { noContent } from '../http/types.js';
+import type { Principal } from '../rules/access.js';
 
 export function authSdkRoutes(ctx: ApiContext): Route[] {
   const { auth } = ctx;
@@ -82,6 +87,33 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
         if (!rec) throw ApiError.notFound();
         const token = await auth.impersonate(c, rec, req, (duration as number) || TOKEN_TTL_S);
         return json(200, body(c, token, rec));
+      },
+    },
+    {
+      // the signed-in owner (401 otherwise) asks; the token goes to the new address
+      method: 'post', pattern: '/api/collections/:col/request-email-change', handler: async (req) => {
+        const c = authCollection(req);
+        const p = requireOwnCollection(c, await auth.resolve(req));
+        auth.limits.enforce('request-email-change', c, auth.limits.clientKeys(req, String(p.record.id)));
+        auth.emails.requestEmailChange(c, String(p.record.id), jsonBody(req));
+        return noContent();
+      },
+    },
+    {
+      method: 'post', pattern: '/api/collections/:col/confirm-email-change', handler: async (req) => {
+        const c = authCollection(req);
+        const b = jsonBody(req);
+        const change = await auth.emails.checkEmailChange(c, b, (col, id) => {
+          // password guesses count per record, like a password change
+          auth.limits.enforce('confirm-email-change', col, auth.limits.clientKeys(req, id), 'password');
+          return auth.loadAuthRecord(col, id);
+        });
+        // the record writer as the system: the address is validated, must be free (409) and
+        // becomes verified (the token proved it); record hooks fire
+        const system: Principal = { superuser: true, collection: ctx.store.registry.find('_superusers')!, record: { id: '' } };
+        await ctx.writes.update(c, change.recordId, system, { email: change.email, verified: true });
+        await auth.emails.finishEmailChange(c, change.found);
+        return noContent();
       },
     },
   ];

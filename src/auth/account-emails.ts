@@ -10,14 +10,20 @@
  * the new password before touching the token, rotates the token key (ending every token issued
  * before) and wipes the record's session rows, sign-in passkeys and unconfirmed provider links;
  * a verification drops the unconfirmed links too.
+ *
+ * An address change (PocketBase's request-email-change / confirm-email-change, docs/api.md,
+ * "PocketBase SDK routes"): the signed-in owner asks for it, a single-use token goes to the new
+ * address; confirming takes the token and the account's password. The route layer writes the new
+ * address (the record writer: validation, uniqueness, hooks), then {@link finishEmailChange}
+ * redeems the token and ends every session.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../store/store.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
-import { AuthTokens, type AuthTokenKind } from './auth-tokens.js';
-import { hashPassword, checkNewPassword } from './passwords.js';
+import { AuthTokens, type AuthTokenKind, type FoundToken } from './auth-tokens.js';
+import { hashPassword, checkNewPassword, verifyPassword } from './passwords.js';
 import { minPasswordLength } from './auth-defaults.js';
 import { randomToken } from '../records/ids.js';
 import { isValidEmail, nowDate } from '../collections/fields/index.js';
@@ -107,6 +113,66 @@ export class AccountEmails {
     ]);
   }
 
+  /**
+   * request-email-change `{newEmail}` by the signed-in record `recordId` of `c`: validates the
+   * address (400 `validation_failed` on `newEmail`), then queues the token mail to it and returns.
+   * Whether the address is taken is not told here (it would say which addresses have accounts):
+   * confirming a taken one answers 409.
+   */
+  requestEmailChange(c: Collection, recordId: string, body: unknown): void {
+    const v = isObject(body) ? body.newEmail : undefined;
+    if (typeof v !== 'string' || v.trim() === '') throw ApiError.validation({ newEmail: { code: 'validation_required', message: 'Missing required value.' } });
+    const to = v.trim();
+    if (!isValidEmail(to) || /[\r\n]/.test(to)) throw ApiError.validation({ newEmail: { code: 'validation_invalid_email', message: 'Must be a valid email address.' } });
+    const collectionId = c.id;
+    this.queue.push(async () => {
+      const now = this.store.registry.byId(collectionId);
+      if (!now || now.type !== 'auth') return;
+      const token = await this.tokens.issue('email_change', now, recordId, to);
+      await this.transport.send(emailChangeMessage(now, to, token));
+    });
+  }
+
+  /**
+   * confirm-email-change `{token, password}`, first half: the token must be a live
+   * `email_change` token of `c` (400 on `token`) and `password` the record's password (400
+   * `Invalid credentials.` otherwise, as a wrong `oldPassword` answers; a record without a
+   * password cannot confirm). Consumes nothing.
+   * @returns the token found, its record and the new address
+   */
+  async checkEmailChange(c: Collection, body: unknown, load: (c: Collection, id: string) => Record<string, unknown> | null): Promise<{ found: FoundToken; recordId: string; email: string }> {
+    const b = isObject(body) ? body : {};
+    const errors: Record<string, { code: string; message: string }> = {};
+    const missing = { code: 'validation_required', message: 'Missing required value.' };
+    if (typeof b.token !== 'string' || b.token === '') errors.token = missing;
+    if (typeof b.password !== 'string' || b.password === '') errors.password = missing;
+    if (Object.keys(errors).length) throw ApiError.validation(errors);
+    const found = this.tokens.find('email_change', c, b.token);
+    if (!found) throw badToken();
+    const rec = load(c, found.recordId);
+    if (!rec) throw badToken();
+    if (!(await verifyPassword(typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string))) {
+      throw ApiError.invalidCredentials();
+    }
+    return { found, recordId: found.recordId, email: found.email };
+  }
+
+  /**
+   * confirm-email-change, second half, once the new address is written: redeems the token (400
+   * when it was used meanwhile) and, in the same write job, ends every session of the record (the
+   * token epoch bumped, its session rows gone) and drops its unconfirmed provider links, as a
+   * verification does.
+   */
+  async finishEmailChange(c: Collection, found: FoundToken): Promise<void> {
+    await this.run([
+      this.tokens.consumeStep(found, BAD_TOKEN),
+      ...this.tokens.dropAllSteps('email_change', c, found.recordId),
+      this.store.sql.auth.bumpEpochStep(c, found.recordId),
+      ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
+      this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
+    ]);
+  }
+
   private async run(steps: WriteStep[]) {
     for (const s of steps) s.params = s.params.map(bindValue);
     return this.store.writer.write(steps);
@@ -133,6 +199,25 @@ export function message(kind: AuthTokenKind, c: Collection, to: string, token: s
       '',
       `Link: /_/#/auth/${action}/${encodeURIComponent(c.name)}/${token}`,
       `API: POST /api/collections/${encodeURIComponent(c.name)}/${action} with {"token": "${token}"${kind === 'reset' ? ', "password": "<new password>"' : ''}}`,
+      '',
+      'If you did not ask for this, ignore this message.',
+    ].join('\n'),
+  };
+}
+
+/** The plain-text mail carrying an address-change token (sent to the new address). */
+export function emailChangeMessage(c: Collection, to: string, token: string): MailMessage {
+  return {
+    to,
+    subject: 'Confirm your new email address',
+    text: [
+      'Hello,',
+      '',
+      'Use this token to make this your account\'s email address:',
+      '',
+      token,
+      '',
+      `API: POST /api/collections/${encodeURIComponent(c.name)}/confirm-email-change with {"token": "${token}", "password": "<your password>"}`,
       '',
       'If you did not ask for this, ignore this message.',
     ].join('\n'),

@@ -22,16 +22,17 @@ import { nowDate } from '../collections/fields/index.js';
  * state (`oauth_state`, its record column holding the provider name and its email column the
  * record id of the caller who started the flow, '' for an anonymous start) and WebAuthn ceremonies
  * (`webauthn_register`, `webauthn_login`, and as a second factor `mfa_webauthn_enroll`,
- * `mfa_webauthn_login`; the challenge is derived from the token).
+ * `mfa_webauthn_login`; the challenge is derived from the token), and an address change
+ * (`email_change`, its email column holding the new address).
  */
-export type AuthTokenKind = 'verify' | 'reset' | 'magic_link' | 'oauth_state' | 'webauthn_register' | 'webauthn_login' | 'mfa_webauthn_enroll' | 'mfa_webauthn_login';
+export type AuthTokenKind = 'verify' | 'reset' | 'email_change' | 'magic_link' | 'oauth_state' | 'webauthn_register' | 'webauthn_login' | 'mfa_webauthn_enroll' | 'mfa_webauthn_login';
 
 /**
- * Default lifetimes in seconds (PocketBase's: 3 days to verify, 30 minutes to reset; a magic link
+ * Default lifetimes in seconds (PocketBase's: 3 days to verify, 30 minutes to reset or to change the address; a magic link
  * 15 minutes unless `auth.methods.magic_link.ttl_s` says otherwise; OAuth2 state 10 minutes unless
  * SERVICE_OAUTH_STATE_TTL says otherwise; a WebAuthn ceremony 5 minutes).
  */
-export const AUTH_TOKEN_TTL_S: Record<AuthTokenKind, number> = { verify: 3 * 24 * 3600, reset: 30 * 60, magic_link: 15 * 60, oauth_state: 600, webauthn_register: 300, webauthn_login: 300, mfa_webauthn_enroll: 300, mfa_webauthn_login: 300 };
+export const AUTH_TOKEN_TTL_S: Record<AuthTokenKind, number> = { verify: 3 * 24 * 3600, reset: 30 * 60, email_change: 30 * 60, magic_link: 15 * 60, oauth_state: 600, webauthn_register: 300, webauthn_login: 300, mfa_webauthn_enroll: 300, mfa_webauthn_login: 300 };
 
 /** A token row found valid by {@link AuthTokens.find}. */
 export interface FoundToken {

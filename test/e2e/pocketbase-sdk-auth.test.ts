@@ -279,3 +279,49 @@ test('an impersonation stands for both factors, and in the table store shows as 
   assert.equal((await srv.api('DELETE', `/api/collections/tabled/auth/sessions/${other.id}`, { token: owner.body.token })).status, 204);
   assert.equal((await failure(asTab.collection('tabled').getOne(t.body.id))).status, 401, 'the owner ended it');
 });
+
+test('requestEmailChange mails a token to the new address; confirmEmailChange with the password moves the account and ends its sessions', async () => {
+  const made = await srv.api('POST', '/api/collections/people/records', { token: srv.suToken, body: { email: 'old@example.com', password: 'move-pass-123', passwordConfirm: 'move-pass-123' } });
+  assert.equal(made.status, 201, made.text);
+  const pb = sdk();
+  await pb.collection('people').authWithPassword('old@example.com', 'move-pass-123');
+  const oldToken = pb.authStore.token;
+  assert.equal((await failure(sdk().collection('people').requestEmailChange('new@example.com'))).status, 401, 'anonymous');
+  const bad = await failure(pb.collection('people').requestEmailChange('not-an-address'));
+  assert.equal(bad.status, 400);
+  assert.ok(bad.data.newEmail);
+  const since = smtp.messages.length;
+  assert.equal(await pb.collection('people').requestEmailChange('new@example.com'), true);
+  const mail = await smtp.waitFor((m) => m.to.includes('new@example.com') && smtp.messages.indexOf(m) >= since);
+  const token = MAIL_TOKEN_RE.exec(mail.raw)![0];
+  const wrong = await failure(pb.collection('people').confirmEmailChange(token, 'not-the-password'));
+  assert.equal(wrong.status, 400);
+  assert.equal(wrong.code, 'bad_request');
+  assert.equal((await failure(pb.collection('coders').confirmEmailChange(token, 'move-pass-123'))).status, 400, 'another collection\'s token');
+  assert.equal(await pb.collection('people').confirmEmailChange(token, 'move-pass-123'), true);
+  assert.equal((await failure(pb.collection('people').confirmEmailChange(token, 'move-pass-123'))).status, 400, 'a token works once');
+  const stale = await srv.api('POST', '/api/collections/people/auth-refresh', { token: oldToken });
+  assert.equal(stale.status, 401, 'every session ended');
+  const moved = await sdk().collection('people').authWithPassword('new@example.com', 'move-pass-123');
+  assert.equal(moved.record.id, made.body.id);
+  assert.equal(moved.record.verified, true, 'the token proved the new address');
+  assert.equal((await failure(sdk().collection('people').authWithPassword('old@example.com', 'move-pass-123'))).status, 400);
+});
+
+test('confirmEmailChange to an address taken meanwhile is 409 and leaves the token usable', async () => {
+  for (const email of ['first@example.com', 'second@example.com']) {
+    const r = await srv.api('POST', '/api/collections/people/records', { token: srv.suToken, body: { email, password: 'take-pass-123', passwordConfirm: 'take-pass-123' } });
+    assert.equal(r.status, 201, r.text);
+  }
+  const pb = sdk();
+  await pb.collection('people').authWithPassword('first@example.com', 'take-pass-123');
+  const since = smtp.messages.length;
+  await pb.collection('people').requestEmailChange('second@example.com');
+  const mail = await smtp.waitFor((m) => m.to.includes('second@example.com') && smtp.messages.indexOf(m) >= since);
+  const token = MAIL_TOKEN_RE.exec(mail.raw)![0];
+  const taken = await failure(pb.collection('people').confirmEmailChange(token, 'take-pass-123'));
+  assert.equal(taken.status, 409);
+  const gone = await srv.api('DELETE', `/api/collections/people/records/${(await sdk().collection('people').authWithPassword('second@example.com', 'take-pass-123')).record.id}`, { token: srv.suToken });
+  assert.equal(gone.status, 204);
+  assert.equal(await pb.collection('people').confirmEmailChange(token, 'take-pass-123'), true);
+});
