@@ -8,12 +8,15 @@
  * address, OtpMethod.otpIdFor); `POST …/impersonate/:id` gives a superuser a non-refreshable token
  * for a record (AuthService.impersonate); `POST …/request-email-change` and
  * `…/confirm-email-change` change a record's address (AccountEmails, the record writer for the
- * write itself). Sign-ins go through AuthService.signIn like every other.
+ * write itself); `GET /api/collections/_externalAuths/records` and `DELETE …/records/:id`, the
+ * two calls the SDK's listExternalAuths and unlinkExternalAuth make, read and remove a record's
+ * OAuth2 links (no such collection exists: these two routes answer for it). Sign-ins go through
+ * AuthService.signIn like every other.
  */
-import type { Route } from '../http/types.js';
-import { json } from '../http/types.js';
+import type { Req, Route } from '../http/types.js';
+import { json, noContent } from '../http/types.js';
 import type { ApiContext } from './context.js';
-import { jsonBody } from './request.js';
+import { jsonBody, query } from './request.js';
 import { authReplies } from './auth.js';
 import { ApiError } from '../errors/api-error.js';
 import { isObject, methodOptions } from '../auth/methods/method.js';
@@ -21,8 +24,28 @@ import { OTP_TTL_S } from '../auth/methods/otp.js';
 import { MFA_ATTEMPT_TTL_MS, twoFactorPolicy } from '../auth/two-factor.js';
 import { TOKEN_TTL_S } from '../auth/tokens.js';
 import { requireOwnCollection } from '../auth/auth-service.js';
-import { noContent } from '../http/types.js';
 import type { Principal } from '../rules/access.js';
+import type { Collection } from '../collections/types.js';
+
+/**
+ * The only filters the SDK's external-auth calls send (its `pb.filter`): `recordRef = "…"`,
+ * optionally `&& provider = "…"`; single or double quotes, a backslash escaping the next character.
+ */
+const STR = `("(?:[^"\\\\]|\\\\.)*"|'(?:[^'\\\\]|\\\\.)*')`;
+const LINK_FILTER = new RegExp(`^\\s*recordRef\\s*=\\s*${STR}\\s*(?:&&\\s*provider\\s*=\\s*${STR}\\s*)?$`);
+const unquote = (v: string) => v.slice(1, -1).replace(/\\(.)/g, '$1');
+
+/** A link's id in the `_externalAuths` answers: base64url of `[collection id, record id, provider]`, so DELETE finds the link again. */
+const linkId = (collectionId: string, recordId: string, provider: string) => Buffer.from(JSON.stringify([collectionId, recordId, provider])).toString('base64url');
+
+function parseLinkId(id: string): [string, string, string] | null {
+  try {
+    const v = JSON.parse(Buffer.from(id, 'base64url').toString('utf8')) as unknown;
+    return Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'string') ? (v as [string, string, string]) : null;
+  } catch {
+    return null;
+  }
+}
 
 export function authSdkRoutes(ctx: ApiContext): Route[] {
   const { auth } = ctx;
@@ -116,5 +139,49 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
         return noContent();
       },
     },
+    {
+      // listExternalAuths / getFirstListItem: the links of the record a `recordRef` filter names,
+      // in a PocketBase list answer; only its owner and superusers see any (PocketBase's list rule
+      // `recordRef = @request.auth.id`), anyone else an empty list
+      method: 'get', pattern: '/api/collections/_externalAuths/records', handler: async (req) => {
+        const q = query(req);
+        const m = LINK_FILTER.exec(q.get('filter') ?? '');
+        if (!m) throw ApiError.badRequest('Invalid filter: _externalAuths answers only recordRef = "…" (&& provider = "…").');
+        const recordId = unquote(m[1]);
+        const provider = m[2] === undefined ? undefined : unquote(m[2]);
+        const c = await linkOwner(req, recordId);
+        const items = c
+          ? ctx.store.sql.externalAuths.list(c.id, [recordId]).filter((l) => provider === undefined || l.provider === provider)
+            .map((l) => ({ collectionName: '_externalAuths', id: linkId(c.id, recordId, l.provider), collectionRef: c.id, recordRef: recordId, provider: l.provider, providerId: l.providerId }))
+          : [];
+        const perPage = Math.max(1, Number(q.get('perPage')) || 30);
+        const page = Math.max(1, Number(q.get('page')) || 1);
+        const shown = items.slice((page - 1) * perPage, page * perPage);
+        return json(200, JSON.stringify({ page, perPage, totalItems: items.length, totalPages: Math.ceil(items.length / perPage), items: shown }));
+      },
+    },
+    {
+      // unlinkExternalAuth: 401 anonymous; 404 for an unknown id, a record not the caller's (superusers: any) or a link that is gone
+      method: 'del', pattern: '/api/collections/_externalAuths/records/:id', handler: async (req) => {
+        const p = await auth.resolve(req);
+        if (!p) throw ApiError.unauthorized();
+        const ref = parseLinkId(req.params[0]);
+        if (!ref) throw ApiError.notFound();
+        const [collectionId, recordId, provider] = ref;
+        const c = await linkOwner(req, recordId);
+        if (!c || c.id !== collectionId) throw ApiError.notFound();
+        await auth.oauth2.unlink(c, recordId, provider);
+        return noContent();
+      },
+    },
   ];
+
+  /** The auth collection of `recordId` when the caller is that record or a superuser, else null. */
+  async function linkOwner(req: Req, recordId: string): Promise<Collection | null> {
+    const p = await auth.resolve(req);
+    if (!p) return null;
+    if (!p.superuser) return String(p.record.id) === recordId ? p.collection : null;
+    // record ids are unique across auth collections (docs/auth.md, "Auth collections")
+    return ctx.store.registry.all().find((c) => c.type === 'auth' && auth.loadAuthRecord(c, recordId) !== null) ?? null;
+  }
 }

@@ -2,12 +2,13 @@
  * PocketBase's JS SDK (package `pocketbase`) against svc's PocketBase auth routes
  * (docs/pocketbase.md, "The JS SDK's auth calls"): listAuthMethods, authWithOAuth2Code with the
  * verifier auth-methods handed out (a real OpenID provider, test/helpers/oidc.ts), requestOTP /
- * authWithOTP (mail through a real SMTP server, test/helpers/smtp.ts), impersonate, and
- * requestEmailChange / confirmEmailChange, with their failure paths: a replayed, foreign or
- * someone else's verifier; a wrong code; a forged or foreign otpId; an unknown address that still
- * gets an otpId and no mail; a method that is off; a required second factor the SDK routes do not
- * skip; impersonation by anyone but a superuser, and refreshing its token; a wrong password, a
- * replayed token and a taken address on an email change.
+ * authWithOTP (mail through a real SMTP server, test/helpers/smtp.ts), impersonate,
+ * requestEmailChange / confirmEmailChange and listExternalAuths / unlinkExternalAuth, with their
+ * failure paths: a replayed, foreign or someone else's verifier; a wrong code; a forged, expired
+ * or foreign otpId; an unknown address that still gets an otpId and no mail; a method that is
+ * off; a required second factor the SDK routes do not skip; impersonation by anyone but a
+ * superuser, and refreshing its token; a wrong password, a replayed token and a taken address on
+ * an email change; another user's or nobody's look at a record's links.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -324,4 +325,36 @@ test('confirmEmailChange to an address taken meanwhile is 409 and leaves the tok
   const gone = await srv.api('DELETE', `/api/collections/people/records/${(await sdk().collection('people').authWithPassword('second@example.com', 'take-pass-123')).record.id}`, { token: srv.suToken });
   assert.equal(gone.status, 204);
   assert.equal(await pb.collection('people').confirmEmailChange(token, 'take-pass-123'), true);
+});
+
+test('listExternalAuths shows a record\'s links to its owner and superusers only; unlinkExternalAuth removes one', async () => {
+  idp.accounts.set('cleo-sub', { email: 'cleo@example.com', email_verified: true });
+  const cleo = sdk();
+  const d = await oauthViaSdk(cleo, 'cleo-sub');
+  const { record } = await cleo.collection('people').authWithOAuth2Code('idp', d.code, d.codeVerifier, d.redirect);
+  const mine = await cleo.collection('people').listExternalAuths(record.id);
+  assert.equal(mine.length, 1);
+  assert.equal(mine[0].provider, 'idp');
+  assert.equal(mine[0].recordRef, record.id);
+  assert.equal(typeof mine[0].providerId, 'string');
+  const su = sdk();
+  await su.collection('_superusers').authWithPassword(SU_EMAIL, SU_PASSWORD);
+  assert.equal((await su.collection('people').listExternalAuths(record.id)).length, 1, 'a superuser sees them');
+  // someone else, or nobody, sees none and cannot unlink
+  const other = sdk();
+  const d2 = await oauthViaSdk(other, 'ann-sub');
+  await other.collection('people').authWithOAuth2Code('idp', d2.code, d2.codeVerifier, d2.redirect);
+  assert.deepEqual(await other.collection('people').listExternalAuths(record.id), []);
+  assert.deepEqual(await sdk().collection('people').listExternalAuths(record.id), []);
+  assert.equal((await failure(other.collection('people').unlinkExternalAuth(record.id, 'idp'))).status, 404);
+  const forged = await srv.api('DELETE', `/api/collections/_externalAuths/records/${mine[0].id}`, { token: other.authStore.token });
+  assert.equal(forged.status, 404, 'a link id is no capability');
+  assert.equal((await srv.api('DELETE', `/api/collections/_externalAuths/records/${mine[0].id}`)).status, 401);
+  const badFilter = await srv.api('GET', `/api/collections/_externalAuths/records?filter=${encodeURIComponent("provider = 'idp'")}`, { token: srv.suToken });
+  assert.equal(badFilter.status, 400);
+  assert.equal(await cleo.collection('people').unlinkExternalAuth(record.id, 'idp'), true);
+  assert.deepEqual(await cleo.collection('people').listExternalAuths(record.id), []);
+  assert.equal((await failure(cleo.collection('people').unlinkExternalAuth(record.id, 'idp'))).status, 404);
+  const view = await cleo.collection('people').getOne(record.id);
+  assert.deepEqual(view.externalAuths, [], 'the record\'s own field agrees');
 });
