@@ -25,7 +25,7 @@ import { MFA_ATTEMPT_TTL_MS, twoFactorPolicy } from '../auth/two-factor.js';
 import { TOKEN_TTL_S } from '../auth/tokens.js';
 import { requireOwnCollection } from '../auth/auth-service.js';
 import type { Principal } from '../rules/access.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 
 /**
  * The only filters the SDK's external-auth calls send (its `pb.filter`): `recordRef = "…"`,
