@@ -10,6 +10,20 @@ import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
 import { collectionToJson } from '../collections/collection-registry.js';
 import type { Principal } from '../rules/access.js';
+import type { Collection } from '../collections/types.js';
+
+/**
+ * A collection as the API answers it: the spec's shape (`schema` holds the fields) with the same
+ * list under `fields` beside it, PocketBase's name, which its JS SDK reads (docs/pocketbase.md).
+ */
+function answer(c: Collection): string {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(collectionToJson(c))) {
+    out[k] = v;
+    if (k === 'schema') out.fields = v;
+  }
+  return JSON.stringify(out);
+}
 
 export function collectionRoutes(ctx: ApiContext): Route[] {
   const superuser = async (req: Req): Promise<Principal> => {
@@ -27,27 +41,27 @@ export function collectionRoutes(ctx: ApiContext): Route[] {
       method: 'get', pattern: '/api/collections', handler: async (req) => {
         await superuser(req);
         const items = ctx.store.registry.all().sort((a, b) => a.created.localeCompare(b.created) || a.name.localeCompare(b.name));
-        return json(200, JSON.stringify({ items: items.map(collectionToJson) }));
+        return json(200, `{"items":[${items.map(answer).join(',')}]}`);
       },
     },
     {
       method: 'post', pattern: '/api/collections', handler: async (req) => {
         await changing(req);
         const c = await ctx.collections.create(jsonBody(req));
-        return json(201, JSON.stringify(collectionToJson(c)));
+        return json(201, answer(c));
       },
     },
     {
       method: 'get', pattern: '/api/collections/:idOrName', handler: async (req) => {
         await superuser(req);
-        return json(200, JSON.stringify(collectionToJson(ctx.store.collection(req.params[0]))));
+        return json(200, answer(ctx.store.collection(req.params[0])));
       },
     },
     {
       method: 'patch', pattern: '/api/collections/:idOrName', handler: async (req) => {
         await changing(req);
         const c = await ctx.collections.update(req.params[0], jsonBody(req));
-        return json(200, JSON.stringify(collectionToJson(c)));
+        return json(200, answer(c));
       },
     },
     {
