@@ -20,6 +20,7 @@ import { INSTALL_TOKEN_TTL_MS, installRoutes, newInstallState, type InstallState
 import { staticRoutes } from './api/static.js';
 import { collectionRoutes } from './api/collections.js';
 import { recordRoutes } from './api/records.js';
+import { batchRoutes } from './api/batch.js';
 import { authRoutes } from './api/auth.js';
 import { authSdkRoutes } from './api/auth-sdk.js';
 import { fileRoutes } from './api/files.js';
@@ -120,6 +121,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   }
 
   const realtime = buildRealtime(ctx, relay);
+  const appRoutes = ctx.app.routes(ctx.auth);
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
     ...settingsRoutes(ctx.features, ctx.auth, statePath, app?.featureRoutes),
@@ -129,13 +131,15 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...realtime.routes,
     ...collectionRoutes(ctx),
     ...recordRoutes(ctx),
+    // an app's own POST /api/batch (an app route at a path the server did not own before) keeps it
+    ...(appRoutes.some((r) => r.method === 'post' && r.pattern === '/api/batch') ? [] : batchRoutes(ctx)),
     ...authRoutes(ctx),
     ...authSdkRoutes(ctx),
     ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
     ...authSessionRoutes(ctx),
     ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     ...adminRoutes(ctx),
-    ...ctx.app.routes(ctx.auth),
+    ...appRoutes,
     {
       method: 'options', pattern: '/*', handler: () => ({
         status: 204, body: '', headers: [

@@ -10,7 +10,7 @@ import type { ApiContext } from './context.js';
 import { jsonBody } from './request.js';
 import { collectionToJson } from '../collections/collection-registry.js';
 import type { Principal } from '../rules/access.js';
-import type { Collection } from '../collections/types.js';
+import type { Collection } from '../model/schema.js';
 
 /**
  * A collection as the API answers it: the spec's shape (`schema` holds the fields) with the same

@@ -62,15 +62,23 @@ export async function recordWriteBody(req: Req, c: Collection): Promise<WriteBod
     const f = byName.get(name) ?? (modifier ? byName.get(modifier[1]) : undefined);
     body[name] = f ? coerce(f, values) : values.length === 1 ? values[0] : values;
   }
+  return { body, uploads: recordUploads(c, files) };
+}
+
+/**
+ * The files of one record write by form name (`<field>` or `<field>+`); 400 `validation_failed`
+ * (`validation_type`) for a file under any name but a file field's of `c`.
+ */
+export function recordUploads(c: Collection, files: Map<string, Upload[]>): Uploads {
   const uploads: Uploads = new Map();
   for (const [name, list] of files) {
-    const f = byName.get(name.endsWith('+') ? name.slice(0, -1) : name);
+    const f = c.fields.find((x) => x.name === (name.endsWith('+') ? name.slice(0, -1) : name));
     if (!f || f.type !== 'file') {
       throw ApiError.validation({ [name]: { code: 'validation_type', message: 'Files can only be sent under the name of a file field.' } });
     }
     uploads.set(name, list);
   }
-  return { body, uploads };
+  return uploads;
 }
 
 /** A form value list converted by the field's type (see the module comment). */
@@ -112,7 +120,7 @@ function coerce(f: Field, values: string[]): unknown {
 }
 
 /** Parses a collected multipart body into form values and files by name; 400 when malformed. */
-async function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>; files: Map<string, Upload[]> }> {
+export async function parseMultipart(req: Req): Promise<{ fields: Map<string, string[]>; files: Map<string, Upload[]> }> {
   const busboy = await loadBusboy();
   const fields = new Map<string, string[]>();
   const files = new Map<string, Upload[]>();

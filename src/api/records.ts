@@ -19,12 +19,8 @@ export function recordRoutes(ctx: ApiContext): Route[] {
 
   /** Serializes one stored row as the response record (private fields hidden, expand, fields). */
   const respond = (status: number, c: Collection, row: unknown[], principal: Principal | null, shape: ReadShape, headers?: Array<[string, string]>): Reply | Promise<Reply> => {
-    const codec = store.codec(c);
-    const rec = codec.fromRow(row);
-    hidePrivate(c, rec, principal);
-    // Only expand needs to wait; without it the reply is built at once (no extra async frame).
-    if (!shape.expand) return json(status, codec.stringify(projected(rec, shape)), headers);
-    return reads.finish(c, [rec], principal, shape).then(([out]) => json(status, codec.stringify(out), headers));
+    const body = writtenRecordJson(ctx, c, row, principal, shape);
+    return typeof body === 'string' ? json(status, body, headers) : body.then((b) => json(status, b, headers));
   };
 
   /** A record's rendered body and stored row from the record cache, read and cached on a miss; 404 when absent. */
@@ -175,6 +171,19 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       },
     },
   ];
+}
+
+/**
+ * A written record's stored row as the JSON a write answers (docs/api.md, "Create a record"):
+ * private fields hidden from `principal`, then `expand` and `fields` of `shape`. A string at once
+ * without expand (no extra async frame on the hot path); a promise when expand reads relations.
+ */
+export function writtenRecordJson(ctx: ApiContext, c: Collection, row: unknown[], principal: Principal | null, shape: ReadShape): string | Promise<string> {
+  const codec = ctx.store.codec(c);
+  const rec = codec.fromRow(row);
+  hidePrivate(c, rec, principal);
+  if (!shape.expand) return codec.stringify(projected(rec, shape));
+  return ctx.reads.finish(c, [rec], principal, shape).then(([out]) => codec.stringify(out));
 }
 
 export function requireAuthCollection(c: Collection): void {

@@ -22,7 +22,7 @@ import type { Logger } from '../log/logger.js';
 import type { Route, Req, Reply } from '../http/types.js';
 import { json, noContent } from '../http/types.js';
 import { parseListQuery } from '../records/list-query.js';
-import { WriteBatch } from '../records/records-write.js';
+import { runWriteBatch } from '../records/records-write.js';
 import type { RecordEventHandlers, RecordEventName, RequestRef } from '../records/lifecycle.js';
 import { lifetimeOptionErrors, methodEnabled, type AuthMethod, type MethodOptionsCheck, type MethodResult } from '../auth/methods/method.js';
 import type { ClientInfo } from '../auth/client.js';
@@ -285,32 +285,17 @@ export class AppRuntime {
     if (!Array.isArray(ops) || ops.length === 0 || ops.length > 1000) throw new TypeError('app.batch: give 1 to 1,000 writes');
     const { store } = this.ctx;
     const principal = this.actorPrincipal(actor);
-    const batch = new WriteBatch(store.writer);
-    let first: unknown;
-    const runs = ops.map(async (op): Promise<Record<string, unknown> | null> => {
+    const { settled, failed } = await runWriteBatch(store.writer, ops.map((op) => async (sink): Promise<Record<string, unknown> | null> => {
       const c = store.collection(op.collection);
-      if (op.action === 'create') return store.codec(c).visibleFromRow((await this.ctx.writes.create(c, principal, { ...op.data }, null, batch)).row);
-      if (op.action === 'update') return store.codec(c).visibleFromRow((await this.ctx.writes.update(c, op.id, principal, { ...op.data }, null, batch)).row);
+      if (op.action === 'create') return store.codec(c).visibleFromRow((await this.ctx.writes.create(c, principal, { ...op.data }, null, sink)).row);
+      if (op.action === 'update') return store.codec(c).visibleFromRow((await this.ctx.writes.update(c, op.id, principal, { ...op.data }, null, sink)).row);
       if (op.action === 'delete') {
-        await this.ctx.writes.delete(c, op.id, principal, batch);
+        await this.ctx.writes.delete(c, op.id, principal, sink);
         return null;
       }
       throw new TypeError(`app.batch: unknown action ${JSON.stringify((op as { action?: unknown }).action)}`);
-    });
-    // every write either hands in its steps or fails first; one failure writes nothing
-    const handedIn = new Set<number>();
-    runs.forEach((r, i) => r.catch((err) => {
-      if (handedIn.has(i)) return;
-      first ??= err;
-      batch.failedEarly();
     }));
-    await batch.whenAll(ops.length);
-    for (let i = 0; i < ops.length; i++) handedIn.add(i);
-    await batch.commit(first);
-    const settled = await Promise.allSettled(runs);
-    const failed = settled.find((x) => x.status === 'rejected') as PromiseRejectedResult | undefined;
-    if (first !== undefined) throw first;
-    if (failed) throw failed.reason;
+    if (failed) throw failed.error;
     return settled.map((x) => (x as PromiseFulfilledResult<Record<string, unknown> | null>).value);
   }
 

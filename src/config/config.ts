@@ -139,11 +139,16 @@ export interface RequestLimits {
    * batch (src/realtime/visibility.ts)
    */
   realtimeFilterBudgetMs: number;
+  /** SERVICE_BATCH_MAX_REQUESTS: requests one `POST /api/batch` may carry (default 50; docs/api.md, "Batch") */
+  batchMaxRequests: number;
+  /** SERVICE_BATCH_MAX_BODY: bytes of one `POST /api/batch` body, JSON or multipart with files (default 32 MiB) */
+  batchMaxBodyBytes: number;
 }
 
 /** The defaults of RequestLimits. */
 export const DEFAULT_LIMITS: RequestLimits = { jsonBodyBytes: 1024 * 1024, bodyTimeoutS: 30, maxConnections: 10_000, maxInflightBodyBytes: 256 * 1024 * 1024, realtimeMaxConnections: 20_000,
   realtimeMaxFilters: 50, realtimeMaxFilterBytes: 64 * 1024, realtimeMaxAddressFilterBytes: 256 * 1024, realtimeFilterBudgetMs: 2000,
+  batchMaxRequests: 50, batchMaxBodyBytes: 32 * 1024 * 1024,
 };
 
 /**
@@ -165,6 +170,8 @@ export function loadLimits(flags: Flags, env: NodeJS.ProcessEnv): RequestLimits 
     realtimeMaxFilterBytes: int(null, 'SERVICE_REALTIME_MAX_FILTER_BYTES', 0, DEFAULT_LIMITS.realtimeMaxFilterBytes),
     realtimeMaxAddressFilterBytes: int(null, 'SERVICE_REALTIME_MAX_ADDRESS_FILTER_BYTES', 0, DEFAULT_LIMITS.realtimeMaxAddressFilterBytes),
     realtimeFilterBudgetMs: int(null, 'SERVICE_REALTIME_FILTER_BUDGET_MS', 0, DEFAULT_LIMITS.realtimeFilterBudgetMs),
+    batchMaxRequests: int(null, 'SERVICE_BATCH_MAX_REQUESTS', 1, DEFAULT_LIMITS.batchMaxRequests),
+    batchMaxBodyBytes: int(null, 'SERVICE_BATCH_MAX_BODY', 1, DEFAULT_LIMITS.batchMaxBodyBytes),
   };
 }
 

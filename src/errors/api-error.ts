@@ -59,6 +59,15 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * For a write job's failed guard (GuardFailed of src/store/errors/store-errors.ts): the index in
+ * the job of the step whose guard failed, so a batch of writes can tell whose it was
+ * (WriteBatch, src/records/records-write.ts); null for any other error.
+ */
+export function failedGuardStep(err: unknown): number | null {
+  return err instanceof GuardFailed ? err.step : null;
+}
+
 /** Serialises the error envelope; key order is part of the contract. */
 export function writeErrorBody(err: ApiError): string {
   return JSON.stringify({ status: err.status, code: err.code, message: err.message, data: err.data });

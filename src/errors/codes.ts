@@ -22,6 +22,8 @@ export const ACTIVE_CODES: readonly CodeEntry[] = Object.freeze([
     explanation: 'The server had to call another service, such as an OAuth2 provider\'s token or userinfo endpoint or its discovery document, and that call failed, timed out or returned something unusable (status 502). Nothing was signed in or changed. Check the provider configuration and the provider\'s status, then retry.' },
   { code: 'bad_request', summary: 'The request could not be understood.',
     explanation: 'The body, filter, sort, cursor or another parameter is malformed, for example invalid JSON or a filter with a syntax error. The message says which part was rejected. Fix the request and send it again; repeating it unchanged will fail the same way.' },
+  { code: 'batch_failed', summary: 'A request of a batch failed, so none of them was written.',
+    explanation: 'A `POST /api/batch` runs its requests in one transaction: one failing request (a rule, a validation error, a missing record, a conflict) fails them all (status 400) and nothing is written. `data.requests.<index>` names the failing request, with `response` holding the error it would have had alone. Fix that request and send the whole batch again.' },
   { code: 'collections_frozen', summary: 'Collection definitions cannot be changed on this server.',
     explanation: 'The server runs with frozen collection metadata, so creating, updating or deleting collections is refused with 403. Records can still be written. Change the schema through the deployment (schema apply or a migration) instead of the API.' },
   { code: 'conflict', summary: 'The change conflicts with existing data.',

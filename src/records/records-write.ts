@@ -7,7 +7,7 @@
  * require a changed row (404 otherwise). Relation targets are checked in the same job. Integrity
  * conflicts answer 409.
  */
-import { ApiError, type FieldError } from '../errors/api-error.js';
+import { ApiError, failedGuardStep, type FieldError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { Store } from '../store/store.js';
@@ -56,28 +56,43 @@ export interface WriteResult {
   passwordChanged: boolean;
 }
 
-/**
- * Several record writes committed as one write job (all or nothing): each write hands its steps
- * to `write` instead of the writer; `commit()` sends them together once every write has handed
- * its steps in or failed before that (then nothing is written), and gives each write its
- * results. Used by the app handle's `batch` (src/app/runtime.ts).
- */
 /** Where a write's steps go: the writer, a WriteBatch, or a wrapper that adds steps to the job (an upload's completion receipt). */
 export interface StepSink {
   write(steps: WriteStep[]): Promise<StepResult[]>;
 }
 
+/**
+ * Several record writes committed as one write job (all or nothing): each write hands its steps
+ * to `write` (or to its `slot`) instead of the writer; `commit()` sends them together once every
+ * write has handed its steps in or failed before that (then nothing is written), and gives each
+ * write its results. Driven by runWriteBatch below.
+ */
 export class WriteBatch {
-  private parts: Array<{ steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void }> = [];
+  private parts: Array<{ order: number; steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void }> = [];
   private expected = Infinity;
   private failures = 0;
   private onReady: (() => void) | null = null;
+  /** after a failed commit: the order (slot) of the write whose step's guard failed, when known */
+  culprit: number | null = null;
 
   constructor(private writer: { write(steps: WriteStep[]): Promise<StepResult[]> }) {}
 
   /** Collects one write's steps; resolves with its results after the commit. */
   write(steps: WriteStep[]): Promise<StepResult[]> {
-    const p = new Promise<StepResult[]>((resolve, reject) => this.parts.push({ steps, resolve, reject }));
+    return this.add(steps, Number.MAX_SAFE_INTEGER);
+  }
+
+  /**
+   * A sink for the write at position `order`: its steps run in the job in that order, whenever
+   * they arrive (an auth create hashes its password first), so a write may rely on an earlier
+   * one of the batch (a relation to a record created before it).
+   */
+  slot(order: number): StepSink {
+    return { write: (steps) => this.add(steps, order) };
+  }
+
+  private add(steps: WriteStep[], order: number): Promise<StepResult[]> {
+    const p = new Promise<StepResult[]>((resolve, reject) => this.parts.push({ order, steps, resolve, reject }));
     this.check();
     return p;
   }
@@ -111,7 +126,7 @@ export class WriteBatch {
 
   /** Commits every collected write in one job, or (with `cancel`) fails them all unwritten. */
   async commit(cancel?: unknown): Promise<void> {
-    const parts = this.parts;
+    const parts = this.parts.sort((a, b) => a.order - b.order); // stable: arrival order within one order
     this.parts = [];
     if (cancel !== undefined) {
       for (const p of parts) p.reject(cancel);
@@ -125,9 +140,60 @@ export class WriteBatch {
         at += p.steps.length;
       }
     } catch (err) {
+      const step = failedGuardStep(err);
+      if (step !== null) {
+        // the write that owns the failing step (its guard: a rule, a relation, a missing record)
+        let at = 0;
+        for (const p of parts) {
+          if (step < at + p.steps.length) {
+            this.culprit = p.order;
+            break;
+          }
+          at += p.steps.length;
+        }
+      }
       for (const p of parts) p.reject(err);
     }
   }
+}
+
+/** What runWriteBatch answers: every write's settled outcome, and the failure that wrote nothing. */
+export interface BatchOutcome<T> {
+  /** each write's result or error, in the writes' order */
+  settled: PromiseSettledResult<T>[];
+  /**
+   * the write that failed the batch (then nothing was written): the first to fail before handing
+   * in its steps, else the one whose step failed the commit (a guard: a rule, a relation, a
+   * missing record), else the first in order; null when all were written
+   */
+  failed: { index: number; error: unknown } | null;
+}
+
+/**
+ * Runs `writes` as one write job, all or nothing (the app handle's `batch`, src/app/runtime.ts,
+ * and `POST /api/batch`, src/api/batch.ts, docs/api.md "Batch"). Each write is given the sink its
+ * steps go to (its slot of the batch, so the job runs them in the writes' order) and does what a
+ * single write does around its job (rules, hooks, files). One failure before the commit cancels
+ * it; the others then reject with that failure.
+ */
+export async function runWriteBatch<T>(writer: StepSink, writes: Array<(sink: StepSink) => Promise<T>>): Promise<BatchOutcome<T>> {
+  const batch = new WriteBatch(writer);
+  const early: { first: { index: number; error: unknown } | null; committing: boolean } = { first: null, committing: false };
+  const runs = writes.map((w, i) => w(batch.slot(i)));
+  // every write either hands in its steps or fails first; one failure writes nothing
+  runs.forEach((r, i) => r.catch((error: unknown) => {
+    if (early.committing) return;
+    early.first ??= { index: i, error };
+    batch.failedEarly();
+  }));
+  await batch.whenAll(writes.length);
+  early.committing = true;
+  await batch.commit(early.first?.error);
+  const settled = await Promise.allSettled(runs);
+  if (early.first) return { settled, failed: early.first };
+  const culprit = batch.culprit !== null && settled[batch.culprit]?.status === 'rejected' ? batch.culprit : -1;
+  const index = culprit >= 0 ? culprit : settled.findIndex((x) => x.status === 'rejected');
+  return { settled, failed: index < 0 ? null : { index, error: (settled[index] as PromiseRejectedResult).reason } };
 }
 
 /**
@@ -161,13 +227,13 @@ export class RecordWriter {
    * while it waits for the group commit. Auth records (password hashing) and file changes take
    * the async path.
    */
-  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: WriteBatch, request?: RequestRef): Promise<WriteResult> {
+  create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: StepSink, request?: RequestRef): Promise<WriteResult> {
     const on = this.lifecycle.of(c);
     if (on) return this.createWithEvents(on, c, principal, body, uploads, batch, request);
     return this.createPlain(c, principal, body, uploads, batch);
   }
 
-  private async createWithEvents(on: RecordEventHandlers, c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch: WriteBatch | undefined, request: RequestRef | undefined): Promise<WriteResult> {
+  private async createWithEvents(on: RecordEventHandlers, c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch: StepSink | undefined, request: RequestRef | undefined): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     if (on.beforeCreate) await on.beforeCreate({ collection: c, principal, record: body, request });
     const out = await this.createPlain(c, principal, body, uploads, batch);
@@ -175,7 +241,7 @@ export class RecordWriter {
     return out;
   }
 
-  private createPlain(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: WriteBatch): Promise<WriteResult> {
+  private createPlain(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: StepSink): Promise<WriteResult> {
     let touchesFiles: boolean;
     try {
       if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
@@ -188,7 +254,7 @@ export class RecordWriter {
   }
 
   /** The create of an auth record (password hash) or of one with file changes (`touchesFiles`). */
-  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean, batch?: WriteBatch): Promise<WriteResult> {
+  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean, batch?: StepSink): Promise<WriteResult> {
     const errors: Errors = {};
     const filePlan = touchesFiles && this.files ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
     const draft = this.prepareCreate(c, principal, body, filePlan, errors);
@@ -265,7 +331,7 @@ export class RecordWriter {
   }
 
   /** Queues the INSERT of a prepared create with its relation and create-rule guards. */
-  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null, extra?: WriteStep[], batch?: WriteBatch): Promise<WriteResult> {
+  private insert(c: Collection, draft: CreateDraft, body: Body, filePlan: FilePlan | null, extra?: WriteStep[], batch?: StepSink): Promise<WriteResult> {
     const { id, check, cols, vals } = draft;
     const steps: WriteStep[] = this.relationGuards(c, body);
     if (draft.chosenId && c.type === 'auth') {
@@ -457,7 +523,7 @@ export class RecordWriter {
    * Deletes a record (relation triggers cascade or unset references); 404 when absent or denied.
    * Fires beforeDelete (which may refuse) and afterDelete with the record as it was, when it exists.
    */
-  async delete(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch, request?: RequestRef): Promise<void> {
+  async delete(c: Collection, id: string, principal: Principal | null, batch?: StepSink, request?: RequestRef): Promise<void> {
     const on = this.lifecycle.of(c);
     const row = on?.beforeDelete || on?.afterDelete ? this.store.reader.get(this.store.sql.records.rowById(c, this.store.codec(c).columns), [id]) : undefined;
     const record = row ? this.store.codec(c).fromRow(row) : null;
@@ -466,7 +532,7 @@ export class RecordWriter {
     if (on?.afterDelete && record) await on.afterDelete({ collection: c, principal, record, request });
   }
 
-  private async deletePlain(c: Collection, id: string, principal: Principal | null, batch?: WriteBatch): Promise<void> {
+  private async deletePlain(c: Collection, id: string, principal: Principal | null, batch?: StepSink): Promise<void> {
     const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
     if (check.kind === 'deny') throw ApiError.notFound();
     const steps: WriteStep[] = [

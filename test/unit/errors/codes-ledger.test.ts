@@ -15,8 +15,9 @@ test('active codes are alphabetical and unique', () => {
 
 test('the conventions ledger (14 general codes, 27 validation_* field codes) plus the codes appended since', () => {
   // appended: request_timeout (issue 12, the body deadline), bad_gateway (issue 15, OAuth2 providers),
-  // reauthentication_required (passkey registration needs a recent sign-in)
-  const general = ['bad_gateway', 'bad_request', 'collections_frozen', 'conflict', 'email_not_verified', 'forbidden', 'gone', 'internal',
+  // reauthentication_required (passkey registration needs a recent sign-in), batch_failed (a
+  // request of POST /api/batch failed, docs/api.md "Batch")
+  const general = ['bad_gateway', 'bad_request', 'batch_failed', 'collections_frozen', 'conflict', 'email_not_verified', 'forbidden', 'gone', 'internal',
     'not_found', 'not_implemented', 'overloaded', 'payload_too_large', 'reauthentication_required', 'request_timeout', 'too_many_requests', 'unauthorized', 'validation_failed'];
   const field = codes.filter((c) => c.startsWith('validation_') && c !== 'validation_failed');
   assert.equal(field.length, 27);
