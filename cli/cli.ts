@@ -15,14 +15,14 @@ import { SuperuserCreateCommand } from './commands/superuser/create.js';
 import { SuperuserUpsertCommand } from './commands/superuser/upsert.js';
 import { MigrateCommand, MigratePreviewCommand, MigrateStatusCommand } from './commands/migrate.js';
 import { BackupCommand, RestoreCommand } from './commands/backup.js';
-import { SchemaApplyCommand, SchemaDumpCommand } from './commands/schema.js';
+import { SchemaApplyCommand, SchemaDumpCommand, TypegenCommand } from './commands/schema.js';
 import { ImportCommand } from './commands/import.js';
 import { DoctorCommand } from './commands/doctor.js';
 import { productVersion } from '../src/meta/version-info.js';
 import { commandInfo, explainUsageError, groupHelp, withPlaceholders, type CommandInfo } from './usage-hints.js';
 
 /** Every `svc` command, in the order help lists them. */
-const COMMANDS = [VersionCommand, ExplainCodeCommand, ServeCommand, SuperuserCreateCommand, SuperuserUpsertCommand, MigrateCommand, MigrateStatusCommand, MigratePreviewCommand, SchemaDumpCommand, SchemaApplyCommand, ImportCommand, BackupCommand, RestoreCommand, DoctorCommand];
+const COMMANDS = [VersionCommand, ExplainCodeCommand, ServeCommand, SuperuserCreateCommand, SuperuserUpsertCommand, MigrateCommand, MigrateStatusCommand, MigratePreviewCommand, SchemaDumpCommand, SchemaApplyCommand, TypegenCommand, ImportCommand, BackupCommand, RestoreCommand, DoctorCommand];
 
 /** clipanion's Cli with named value placeholders (`--data-dir DIR`, not `--data-dir #0`) in all it prints. */
 class SvcCli extends Cli<SvcContext> {

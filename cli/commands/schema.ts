@@ -1,6 +1,7 @@
 /**
- * `svc schema dump [--out=FILE]` and `svc schema apply FILE [--dry-run] [--allow-drop]`
- * (docs/operations.md, "Command line" and "Schema as code"; src/ops/schema.ts).
+ * `svc schema dump [--out=FILE]`, `svc schema apply FILE [--dry-run] [--allow-drop]` and
+ * `svc typegen [--out=FILE]` (docs/operations.md, "Command line", "Schema as code" and "Types for
+ * client code"; src/ops/schema.ts, src/ops/typegen.ts).
  *
  * - `dump` writes the collections as JSON (stdout, or FILE); it only reads, so it runs beside a
  *   running server.
@@ -87,6 +88,37 @@ export class SchemaDumpCommand extends SchemaBase {
       return 0;
     }
     this.context.stdout.write(this.json ? `${JSON.stringify(doc)}\n` : text);
+    return 0;
+  }
+}
+
+/**
+ * `svc typegen [--out=FILE]` (docs/operations.md, "Types for client code"): TypeScript types of
+ * every collection (src/ops/typegen.ts), from the database as `schema dump` reads it (beside a
+ * running server too).
+ */
+export class TypegenCommand extends SchemaBase {
+  static paths = [['typegen']];
+  static usage = Command.Usage({
+    description: 'Write TypeScript types for every collection (records, create and update shapes, expand)',
+    examples: [['To a file in your app', '$0 typegen --out=src/svc-types.ts']],
+  });
+  out = Option.String('--out', { description: 'Write to FILE instead of stdout' });
+
+  protected async run(): Promise<number> {
+    const config = await this.config();
+    if (typeof config === 'number') return config;
+    if (!this.hasDatabase(config)) return this.fail('not_found', `no database in ${config.dataDir}`);
+    const { generateTypes } = await import('../../src/ops/typegen.js');
+    const collections = (await this.readRegistry(config)).all().filter((c) => !c.system);
+    const text = generateTypes(collections);
+    if (this.out) {
+      writeFileSync(this.out, text);
+      this.note(`wrote the types of ${collections.length} collection(s) to ${this.out}`);
+      if (this.json) this.context.stdout.write(`${JSON.stringify({ out: this.out, collections: collections.length })}\n`);
+      return 0;
+    }
+    this.context.stdout.write(this.json ? `${JSON.stringify({ types: text, collections: collections.length })}\n` : text);
     return 0;
   }
 }
