@@ -61,6 +61,21 @@ abstract class SchemaBase extends SvcCommand {
     }
   }
 
+  /**
+   * Writes `text` to `out` (noting what, and under --json printing `{out, collections}`), or to
+   * stdout (`json` instead under --json). Exit 0.
+   */
+  protected output(out: string | undefined, text: string, json: unknown, collections: number, what: string): number {
+    if (out) {
+      writeFileSync(out, text);
+      this.note(`wrote ${collections} ${what} to ${out}`);
+      if (this.json) this.context.stdout.write(`${JSON.stringify({ out, collections })}\n`);
+      return 0;
+    }
+    this.context.stdout.write(this.json ? `${JSON.stringify(json)}\n` : text);
+    return 0;
+  }
+
   protected hasDatabase(config: ServeConfig): boolean {
     return !!config.databaseUrl || existsSync(databasePath(config.dataDir));
   }
@@ -80,15 +95,7 @@ export class SchemaDumpCommand extends SchemaBase {
     if (!this.hasDatabase(config)) return this.fail('not_found', `no database in ${config.dataDir}`);
     const { dumpSchema } = await import('../../src/ops/schema.js');
     const doc = dumpSchema({ registry: await this.readRegistry(config) });
-    const text = `${JSON.stringify(doc, null, 2)}\n`;
-    if (this.out) {
-      writeFileSync(this.out, text);
-      this.note(`wrote ${doc.collections.length} collection(s) to ${this.out}`);
-      if (this.json) this.context.stdout.write(`${JSON.stringify({ out: this.out, collections: doc.collections.length })}\n`);
-      return 0;
-    }
-    this.context.stdout.write(this.json ? `${JSON.stringify(doc)}\n` : text);
-    return 0;
+    return this.output(this.out, `${JSON.stringify(doc, null, 2)}\n`, doc, doc.collections.length, 'collection(s)');
   }
 }
 
@@ -112,14 +119,7 @@ export class TypegenCommand extends SchemaBase {
     const { generateTypes } = await import('../../src/ops/typegen.js');
     const collections = (await this.readRegistry(config)).all().filter((c) => !c.system);
     const text = generateTypes(collections);
-    if (this.out) {
-      writeFileSync(this.out, text);
-      this.note(`wrote the types of ${collections.length} collection(s) to ${this.out}`);
-      if (this.json) this.context.stdout.write(`${JSON.stringify({ out: this.out, collections: collections.length })}\n`);
-      return 0;
-    }
-    this.context.stdout.write(this.json ? `${JSON.stringify({ types: text, collections: collections.length })}\n` : text);
-    return 0;
+    return this.output(this.out, text, { types: text, collections: collections.length }, collections.length, 'collection(s)\' types');
   }
 }
 
