@@ -25,6 +25,7 @@ import { authRoutes } from './api/auth.js';
 import { authSdkRoutes } from './api/auth-sdk.js';
 import { fileRoutes } from './api/files.js';
 import { FileTokens } from './files/file-tokens.js';
+import { Thumbnails } from './files/thumbs.js';
 import { authSessionRoutes } from './api/auth-sessions.js';
 import { buildRealtime } from './boot/realtime.js';
 import { customMethodOptions, type AppHandle } from './app/runtime.js';
@@ -135,7 +136,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...(appRoutes.some((r) => r.method === 'post' && r.pattern === '/api/batch') ? [] : batchRoutes(ctx)),
     ...authRoutes(ctx),
     ...authSdkRoutes(ctx),
-    ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret) }),
+    ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret), thumbs: new Thumbnails(files.storage) }),
     ...authSessionRoutes(ctx),
     ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     ...adminRoutes(ctx),

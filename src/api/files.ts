@@ -18,6 +18,11 @@
  * Content-Range `bytes *` + `/<size>`; multiple or malformed ranges are ignored (200).
  * Downloads carry nosniff and a sandboxing CSP;
  * only images, audio, video, PDF and plain text are `inline` (`?download=1` forces attachment).
+ *
+ * `?thumb=<size>` (docs/files.md, "Thumbnails"): after the same access checks, a size listed in
+ * the field's `options.thumbs` serves the stored thumbnail (made on the first request, see
+ * src/files/thumbs.ts) with the same headers, its own ETag and sniffed type; any other size, a
+ * file that is not an image, or one that cannot be decoded serves the original.
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Reply, Req, Route } from '../http/types.js';
@@ -28,6 +33,9 @@ import type { Principal } from '../rules/access.js';
 import { detectMime, type FileStorage } from '../files/files.js';
 import type { FileTokens } from '../files/file-tokens.js';
 import { fileNames } from '../collections/fields/index.js';
+import { thumbKey, type Thumbnails } from '../files/thumbs.js';
+import type { BlobInfo } from '../files/blob-store.js';
+import type { Field } from '../model/schema.js';
 
 /** Files up to this size are read whole; larger ones are streamed. */
 export const INLINE_READ_MAX = 256 * 1024;
@@ -38,6 +46,8 @@ const CSP = "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'un
 export interface FileDeps {
   storage: FileStorage;
   tokens: FileTokens;
+  /** makes `?thumb=` thumbnails (src/files/thumbs.ts) */
+  thumbs: Thumbnails;
 }
 
 /** A satisfiable single byte range, 'unsatisfiable', or null (no usable Range: send everything). */
@@ -78,6 +88,28 @@ export function fileRoutes(ctx: ApiContext, deps: FileDeps): Route[] {
     return p;
   };
 
+  /**
+   * The stored thumbnail `size` of a file (made now when missing), or null to serve the original:
+   * a size the field does not list, not an image, an image that cannot be decoded, or a storage
+   * failure while making it (logged).
+   */
+  const thumbnail = async (field: Field, key: string, filename: string, size: string): Promise<{ key: string; st: BlobInfo } | null> => {
+    const sizes = field.options.thumbs;
+    if (!Array.isArray(sizes) || !sizes.includes(size)) return null;
+    const tk = thumbKey(key, size);
+    try {
+      const existing = await deps.storage.stat(tk);
+      if (existing) return { key: tk, st: existing };
+      const mime = await detectMime(await deps.storage.head(key), filename);
+      if (!(await deps.thumbs.ensure(key, mime, size))) return null;
+      const st = await deps.storage.stat(tk);
+      return st ? { key: tk, st } : null;
+    } catch (err) {
+      ctx.logger.warn(`thumbnail ${size} of ${key}: ${(err as Error).message}`);
+      return null;
+    }
+  };
+
   const download = async (req: Req): Promise<Reply> => {
     const [col, recordId, filename] = req.params;
     const c = store.registry.find(col);
@@ -86,9 +118,13 @@ export function fileRoutes(ctx: ApiContext, deps: FileDeps): Route[] {
     const rec = reads.viewSync(c, recordId, principal, { expand: null, projection: null })!;
     const field = c.fields.find((f) => f.type === 'file' && fileNames(rec[f.name]).includes(filename));
     if (!field || (field.options.protected && !principal)) throw ApiError.notFound();
-    const key = deps.storage.key(c.id, recordId, filename);
-    const st = key ? await deps.storage.stat(key) : null;
-    if (!key || !st) throw ApiError.notFound();
+    const original = deps.storage.key(c.id, recordId, filename);
+    const originalStat = original ? await deps.storage.stat(original) : null;
+    if (!original || !originalStat) throw ApiError.notFound();
+    const thumb = query(req).get('thumb');
+    const served = thumb ? await thumbnail(field, original, filename, thumb) : null;
+    const key = served?.key ?? original;
+    const st = served?.st ?? originalStat;
 
     const etag = st.etag;
     const shared = !field.options.protected && store.rules.isPublic(c, 'viewRule');

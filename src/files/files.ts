@@ -21,6 +21,7 @@ import { isUtf8 } from 'node:buffer';
 let fileType: Promise<typeof import('file-type')> | null = null;
 import { newId } from '../records/ids.js';
 import { STORED_FILE_NAME_RE } from '../collections/fields/index.js';
+import { THUMB_FOLDER_PREFIX, thumbFolder } from './thumbs.js';
 
 /** Bytes read from the start of a file to sniff its type. */
 export const SNIFF_BYTES = 4100;
@@ -106,10 +107,18 @@ export class FileStorage {
     await this.blobs.put(key, data);
   }
 
-  /** Deletes stored files of a record; missing files are ignored. */
+  /** Deletes stored files of a record and their thumbnails (thumbs.ts); missing files are ignored. */
   async remove(collectionId: string, recordId: string, names: readonly string[]): Promise<void> {
     const keys = names.map((n) => this.key(collectionId, recordId, n)).filter((k): k is string => k !== null);
-    if (keys.length) await this.blobs.delete(keys);
+    if (!keys.length) return;
+    await this.blobs.delete(keys);
+    for (const k of keys) await this.removeThumbs(k);
+  }
+
+  /** Deletes every thumbnail of the stored file `key` (the folder of thumbs.ts `thumbFolder`). */
+  async removeThumbs(key: string): Promise<void> {
+    const slash = key.lastIndexOf('/');
+    await this.blobs.deletePrefix(`${key.slice(0, slash + 1)}${thumbFolder(key.slice(slash + 1))}/`);
   }
 
   /** Removes a record's folder when it is empty and no other write of it is in flight (after a failed write). */
@@ -178,7 +187,13 @@ export class FileStorage {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const onDisk = new Map<string, string[]>();
-      for (const id of chunk) onDisk.set(id, await this.blobs.listFiles(`${collectionId}/${id}/`));
+      // thumbnail folders count as entries: kept with their file, else deleted (see `stale` below)
+      for (const id of chunk) {
+        const files = await this.blobs.listFiles(`${collectionId}/${id}/`);
+        // a local folder's listing has its sub-folders already; a bucket lists them apart
+        const dirs = this.blobs.kind === 'local' ? [] : (await this.blobs.listDirs(`${collectionId}/${id}/`)).filter((d) => d.startsWith(THUMB_FOLDER_PREFIX));
+        onDisk.set(id, [...new Set([...files, ...dirs])]);
+      }
       const gen = this.gen.get(collectionId) ?? 0;
       const busy = (id: string) => this.pending.has(`${collectionId}/${id}`) || (this.gen.get(collectionId) ?? 0) !== gen;
       if (chunk.some(busy)) continue;
@@ -186,12 +201,15 @@ export class FileStorage {
       for (const id of chunk) {
         if (busy(id)) break;
         const keep = refs.get(id);
-        const stale = keep ? onDisk.get(id)!.filter((n) => !keep.has(n)) : null;
+        const kept = (n: string) => keep!.has(n) || (n.startsWith(THUMB_FOLDER_PREFIX) && keep!.has(n.slice(THUMB_FOLDER_PREFIX.length)));
+        const stale = keep ? onDisk.get(id)!.filter((n) => !kept(n)) : null;
         if (stale === null) {
           await this.removeRecord(collectionId, id);
           removed++;
         } else if (stale.length) {
           await this.remove(collectionId, id, stale);
+          // an orphaned thumbnail folder (its file is gone)
+          for (const n of stale) if (n.startsWith(THUMB_FOLDER_PREFIX)) await this.blobs.deletePrefix(`${collectionId}/${id}/${n}/`);
           removed += stale.length;
         }
       }

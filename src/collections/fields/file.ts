@@ -4,7 +4,8 @@
  * Options: `maxSelect` (default 1; 0/absent = 1), `maxSize` (bytes per file, default 5 MiB),
  * `mimeTypes` (allowed content types, sniffed from the bytes; empty = any; an entry may be
  * `image/*`), `protected` (default false: when true a file is served only to an authenticated
- * caller or with a file token, even when the view rule is public).
+ * caller or with a file token, even when the view rule is public), `thumbs` (absent by default:
+ * the thumbnail sizes `?thumb=` may ask for, see {@link parseThumbSize}; docs/files.md).
  *
  * The stored value is the list of stored file names: TEXT holding the name (NULL when empty) for
  * `maxSelect` 1, a JSON array (`[]` when empty) otherwise. This codec encodes the FINAL list the
@@ -20,6 +21,32 @@ import { type DefinitionErrors, type FieldCodec, decodeString, emptyValue, fail,
 export const DEFAULT_FILE_MAX_SIZE = 5 * 1024 * 1024;
 /** A stored file name: `<base>_<10 random chars>.<ext>` (see files.ts); no path separators. */
 export const STORED_FILE_NAME_RE = /^[A-Za-z0-9_-]{1,100}(?:\.[a-z0-9]{1,10})?$/;
+/** Largest width or height of a thumbnail size, in pixels. */
+export const THUMB_MAX_SIDE = 4096;
+const THUMB_SIZE_RE = /^(\d{1,4})x(\d{1,4})([tbf]?)$/;
+
+/** A parsed thumbnail size (docs/files.md, "Thumbnails"): pixels (0 = from the aspect ratio) and the mode. */
+export interface ThumbSize {
+  width: number;
+  height: number;
+  /** `c` center crop, `t` top crop, `b` bottom crop, `f` fit inside (no crop) */
+  mode: 'c' | 't' | 'b' | 'f';
+}
+
+/**
+ * Parses a thumbnail size (`WxH`, `WxHt`, `WxHb`, `WxHf`, `0xH`, `Wx0`); null when it is not
+ * one: both sides 0, a side above {@link THUMB_MAX_SIDE}, or a mode letter with a 0 side.
+ */
+export function parseThumbSize(s: string): ThumbSize | null {
+  const m = THUMB_SIZE_RE.exec(s);
+  if (!m) return null;
+  const width = Number(m[1]);
+  const height = Number(m[2]);
+  if ((width === 0 && height === 0) || width > THUMB_MAX_SIDE || height > THUMB_MAX_SIDE) return null;
+  if ((width === 0 || height === 0) && m[3]) return null;
+  return { width, height, mode: (m[3] || 'c') as ThumbSize['mode'] };
+}
+
 const MIME_RE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/(?:\*|[a-z0-9][a-z0-9!#$&^_.+-]*)$/;
 
 /** Stored value → list of file names (tolerates the other maxSelect's shape). */
@@ -51,6 +78,14 @@ function fileOptions(raw: Record<string, unknown>, out: FieldOptions, errors: De
     }
   }
   out.protected = readBool(raw, 'protected', errors, false);
+  // absent stays absent, so definitions without thumbnails read back as before
+  const thumbs = raw.thumbs;
+  if (thumbs === undefined || thumbs === null) return;
+  if (Array.isArray(thumbs) && thumbs.every((t) => typeof t === 'string' && parseThumbSize(t) !== null)) {
+    out.thumbs = [...new Set(thumbs as string[])];
+  } else {
+    errors.thumbs ??= fieldError('value', `Must be a list of thumbnail sizes such as "100x100", "100x100t", "100x100b", "100x100f", "0x100" or "100x0" (sides up to ${THUMB_MAX_SIDE}).`);
+  }
 }
 
 export const fileCodec: FieldCodec = {

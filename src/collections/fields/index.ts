@@ -22,7 +22,7 @@ export { parseFixed, formatFixed, storedToBigInt, INT64_MIN, INT64_MAX } from '.
 export { RECORD_ID_RE } from './choice.js';
 export { isValidEmail } from './text.js';
 export { JSON_MAX_BYTES } from './json.js';
-export { fileNames, DEFAULT_FILE_MAX_SIZE, STORED_FILE_NAME_RE } from './file.js';
+export { fileNames, DEFAULT_FILE_MAX_SIZE, STORED_FILE_NAME_RE, parseThumbSize, THUMB_MAX_SIDE, type ThumbSize } from './file.js';
 
 /**
  * Client JSON value → stored SQL value; never throws.
