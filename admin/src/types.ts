@@ -18,6 +18,8 @@ export type FieldOptions = Record<string, unknown> & {
   collectionId?: string;
   mode?: 'fixed' | null;
   mimeTypes?: string[];
+  /** thumbnail sizes served with ?thumb= (docs/files.md, "Thumbnails") */
+  thumbs?: string[];
   protected?: boolean;
 };
 

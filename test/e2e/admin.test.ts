@@ -176,6 +176,7 @@ test('create a collection with several field types; a bad rule shows the API\'s 
   await addField('json', 'meta');
   const cover = await addField('file', 'cover');
   await cover.getByLabel('Allowed types').fill('image/png, image/jpeg');
+  await cover.getByLabel('Thumb sizes').fill('100x100, 0x50');
 
   // a rule naming a field that does not exist: the API's message under that rule
   const listRule = page.locator('fieldset.rule').filter({ hasText: 'listRule' });
@@ -200,6 +201,7 @@ test('create a collection with several field types; a bad rule shows the API\'s 
   assert.deepEqual(c.body.schema[4].options.values, ['draft', 'live']);
   assert.equal(c.body.schema[5].options.collectionId, (await srv.api('GET', '/api/collections/authors', { token: srv.suToken })).body.id);
   assert.deepEqual(c.body.schema[7].options.mimeTypes, ['image/png', 'image/jpeg']);
+  assert.deepEqual(c.body.schema[7].options.thumbs, ['100x100', '0x50']);
   assert.equal(c.body.listRule, '@public');
 });
 

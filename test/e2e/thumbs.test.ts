@@ -100,6 +100,9 @@ test('options.thumbs: validated on create and update, read back; absent when not
   const ok = await srv.api('PATCH', '/api/collections/upd_thumbs', { token: srv.suToken, body: { fields: [{ ...fields[0], options: { ...fields[0].options, thumbs: ['10x10', '10x10'] } }] } });
   assert.equal(ok.status, 200, ok.text);
   assert.deepEqual((ok.body.schema ?? ok.body.fields)[0].options.thumbs, ['10x10'], 'duplicates dropped');
+  const none = await srv.api('PATCH', '/api/collections/upd_thumbs', { token: srv.suToken, body: { fields: [{ ...fields[0], options: { ...fields[0].options, thumbs: [] } }] } });
+  assert.equal(none.status, 200, none.text);
+  assert.equal('thumbs' in (none.body.schema ?? none.body.fields)[0].options, false, 'an empty list reads back as absent');
 });
 
 test('every size form gives its dimensions and crop; every source format keeps its format', async () => {

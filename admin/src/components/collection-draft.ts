@@ -46,6 +46,7 @@ export const OPTION_SPECS: Record<FieldType, OptionSpec[]> = {
     num('maxSize', 'Max size (bytes)'),
     list('mimeTypes', 'Allowed types', 'Comma-separated MIME types, e.g. image/png, image/jpeg; empty for any.'),
     flag('protected', 'Protected', 'Downloads need a signed-in caller or a file token.'),
+    list('thumbs', 'Thumb sizes', 'Comma-separated, e.g. 100x100, 100x100t, 300x0: images served with ?thumb=<size>.'),
   ],
 };
 

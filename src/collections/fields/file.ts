@@ -78,11 +78,11 @@ function fileOptions(raw: Record<string, unknown>, out: FieldOptions, errors: De
     }
   }
   out.protected = readBool(raw, 'protected', errors, false);
-  // absent stays absent, so definitions without thumbnails read back as before
+  // absent (or empty) stays absent, so definitions without thumbnails read back as before
   const thumbs = raw.thumbs;
   if (thumbs === undefined || thumbs === null) return;
   if (Array.isArray(thumbs) && thumbs.every((t) => typeof t === 'string' && parseThumbSize(t) !== null)) {
-    out.thumbs = [...new Set(thumbs as string[])];
+    if (thumbs.length) out.thumbs = [...new Set(thumbs as string[])];
   } else {
     errors.thumbs ??= fieldError('value', `Must be a list of thumbnail sizes such as "100x100", "100x100t", "100x100b", "100x100f", "0x100" or "100x0" (sides up to ${THUMB_MAX_SIDE}).`);
   }
