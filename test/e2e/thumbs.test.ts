@@ -207,6 +207,28 @@ test('replacing or deleting a file deletes its thumbnails; deleting the record t
   assert.equal(existsSync(join(srv.dataDir, 'storage', pics.id, rec.id)), false, 'record folder gone');
 });
 
+test('dropping a file field: the sweep deletes its files with their thumbnails and keeps the others', async () => {
+  const col = await srv.createCollection({ name: 'sweepy', type: 'base', ...PUBLIC, fields: [{ name: 'a', type: 'file', options: { thumbs: ['20x20'] } }, { name: 'b', type: 'file', options: { thumbs: ['20x20'] } }] });
+  const rec = await upload('POST', '/api/collections/sweepy/records', [['a', 'a.png', await picture('png')], ['b', 'b.png', await picture('png')]]);
+  for (const n of [rec.a, rec.b]) assert.equal((await get(fileUrl('sweepy', rec.id, n, '20x20'))).status, 200);
+  const fields = col.schema ?? col.fields;
+  const r = await srv.api('PATCH', '/api/collections/sweepy', { token: srv.suToken, body: { fields: [fields[0]] } });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(readdirSync(join(srv.dataDir, 'storage', col.id, rec.id)).sort(), [rec.a, `thumbs_${rec.a}`].sort());
+  assert.deepEqual(readdirSync(thumbsDir(col.id, rec.id, rec.a)), [`20x20_${rec.a}`]);
+});
+
+test('HEAD of a thumbnail: the thumbnail\'s headers, no body', async () => {
+  const rec = await upload('POST', '/api/collections/pics/records', [['image', 'hd.webp', await picture('webp')]]);
+  const body = await get(fileUrl('pics', rec.id, rec.image, '40x0'));
+  const res = await fetch(srv.url + fileUrl('pics', rec.id, rec.image, '40x0'), { method: 'HEAD' });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('content-type'), 'image/webp');
+  assert.equal(res.headers.get('etag'), body.headers.get('etag'));
+  assert.equal(res.headers.get('content-length'), String(body.bytes.length));
+  assert.equal((await res.arrayBuffer()).byteLength, 0);
+});
+
 test('concurrent requests for a new thumbnail: all succeed with the same bytes, generated once', async () => {
   const rec = await upload('POST', '/api/collections/pics/records', [['gallery', 'c1.jpg', await picture('jpeg')], ['gallery', 'c2.webp', await picture('webp')], ['gallery', 'c3.png', await picture('png')]]);
   const all = await Promise.all(Array.from({ length: 24 }, (_, i) => get(fileUrl('pics', rec.id, rec.gallery[i % 3], '20x20'))));
@@ -245,12 +267,25 @@ test('S3-compatible bucket: thumbnails stored as objects beside the original, de
     assert.deepEqual(await keys(), [base + rec.image, `${base}thumbs_${rec.image}/0x10_${rec.image}`, `${base}thumbs_${rec.image}/20x20_${rec.image}`].sort());
     assert.equal(existsSync(join(s3srv.dataDir, 'storage')), false, 'nothing on the local disk');
 
+    // the sweep of a dropped field lists thumbnail folders too (a bucket lists them apart)
+    const two = await s3srv.createCollection({ name: 'two', type: 'base', ...PUBLIC, fields: [{ name: 'image', type: 'file', options: { thumbs: ['20x20'] } }, { name: 'other', type: 'file', options: { thumbs: ['20x20'] } }] });
+    const fd = new FormData();
+    fd.append('image', new Blob([await picture('png')]), 'i.png');
+    fd.append('other', new Blob([await picture('png')]), 'o.png');
+    const rec2 = (await (await fetch(`${s3srv.url}/api/collections/two/records`, { method: 'POST', body: fd })).json()) as any;
+    for (const n of [rec2.image, rec2.other]) assert.equal((await get(fileUrl('two', rec2.id, n, '20x20'), {}, s3srv.url)).status, 200);
+    const dropped = await s3srv.api('PATCH', '/api/collections/two', { token: s3srv.suToken, body: { fields: [(two.schema ?? two.fields)[0]] } });
+    assert.equal(dropped.status, 200, dropped.text);
+    const base2 = `app/${two.id}/${rec2.id}/`;
+    assert.deepEqual((await keys()).filter((k) => k.startsWith(base2)), [base2 + rec2.image, `${base2}thumbs_${rec2.image}/20x20_${rec2.image}`].sort());
+
     const upd = await send('PATCH', `/api/collections/pics/records/${rec.id}`, 'b.png', await picture('png'));
-    assert.deepEqual(await keys(), [base + upd.image], 'replaced: the old file and its thumbs gone');
+    const mine = async () => (await keys()).filter((k) => k.startsWith(base));
+    assert.deepEqual(await mine(), [base + upd.image], 'replaced: the old file and its thumbs gone');
     assert.equal((await get(fileUrl('pics', rec.id, upd.image, '20x20'), {}, s3srv.url)).status, 200);
-    assert.equal((await keys()).length, 2);
+    assert.equal((await mine()).length, 2);
     assert.equal((await fetch(`${s3srv.url}/api/collections/pics/records/${rec.id}`, { method: 'DELETE' })).status, 204);
-    assert.deepEqual(await keys(), [], 'record deleted: everything gone');
+    assert.deepEqual(await mine(), [], 'record deleted: everything gone');
   } finally {
     dumpServerLog(s3srv);
     await s3srv.stop();
