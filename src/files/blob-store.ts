@@ -1,6 +1,7 @@
 /**
  * Where stored files live: the storage boundary under FileStorage (src/files/files.ts). Keys are
- * `<collectionId>/<recordId>/<storedName>`; a stored file is written once and never rewritten.
+ * `<collectionId>/<recordId>/<storedName>` (and `…/thumbs_<storedName>/<size>_<storedName>` for
+ * thumbnails, src/files/thumbs.ts); a stored file is written once and never rewritten.
  *
  * - `LocalBlobStore`: a folder (`<dataDir>/storage`), the embedded default;
  * - `S3BlobStore` (s3-blob-store.ts): an S3-compatible bucket under a prefix

@@ -2,7 +2,8 @@
  * File storage for `file` fields (docs/api.md, "Records": stored, randomized file names).
  *
  * Layout: `<collectionId>/<recordId>/<storedName>` under `<dataDir>/storage/` or an S3 bucket's
- * prefix (blob-store.ts). Stored names are
+ * prefix (blob-store.ts), and a stored file's thumbnails under
+ * `<collectionId>/<recordId>/thumbs_<storedName>/` (thumbs.ts), deleted with it. Stored names are
  * `<sanitized base>_<10 random [a-z0-9]>.<ext>` (see {@link storedFileName}); a stored file is
  * never rewritten, so a name identifies its bytes for ever (ETags and caching rely on it).
  *

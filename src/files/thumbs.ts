@@ -9,16 +9,21 @@
  * threads, off the JavaScript thread), at most {@link THUMB_CONCURRENCY} at a time, requests for
  * the same thumbnail sharing one generation, and stored beside the original under
  * {@link thumbKey}; it is deleted with the original (FileStorage.remove, removeRecord, sweep).
- * A source sharp cannot decode (or larger than {@link THUMB_MAX_INPUT_PIXELS}) yields no
- * thumbnail: the route then answers the original.
+ * A source sharp cannot decode (or larger than {@link THUMB_MAX_INPUT_PIXELS} pixels or
+ * {@link THUMB_MAX_INPUT_BYTES} bytes) yields no thumbnail: the route then answers the original.
  */
 import type { FileStorage } from './files.js';
 import { parseThumbSize, type ThumbSize } from '../collections/fields/index.js';
 
-/** Thumbnails generated at the same time (each may also use several libuv threads). */
+/**
+ * Thumbnails generated at the same time. sharp runs each on libuv's thread pool (4 threads by
+ * default), which file reads also use: two leaves the other threads to downloads.
+ */
 export const THUMB_CONCURRENCY = 2;
 /** Largest source image decoded, in pixels (width × height; sharp's `limitInputPixels`). */
 export const THUMB_MAX_INPUT_PIXELS = 50_000_000;
+/** Largest source file read to make a thumbnail, in bytes (it is read whole into memory). */
+export const THUMB_MAX_INPUT_BYTES = 64 * 1024 * 1024;
 /** Source types a thumbnail is made from (sniffed content types). */
 export const THUMB_SOURCE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 /** Stored names whose thumbnail failed remembered (a stored name never changes its bytes). */
@@ -88,6 +93,8 @@ export class Thumbnails {
    * Makes sure the thumbnail `size` of the stored file `fileKey` (a JPEG, PNG, WebP or GIF, its
    * sniffed type `mime`) exists in storage. Resolves true when it does, false when none can be
    * made (not an image, undecodable, too large, or the original is gone): serve the original.
+   * A failure of a given stored file is remembered (its bytes never change), so it is not
+   * decoded again.
    * Never rejects for a bad image; a storage failure rejects.
    */
   ensure(fileKey: string, mime: string, size: string): Promise<boolean> {
@@ -105,10 +112,12 @@ export class Thumbnails {
 
   private async generate(fileKey: string, key: string, size: ThumbSize): Promise<boolean> {
     if (await this.storage.stat(key)) return true; // made by a request that finished meanwhile
-    const source = await this.storage.readAll(fileKey).catch(() => null);
+    const st = await this.storage.stat(fileKey);
+    if (!st) return false;
+    const source = st.size <= THUMB_MAX_INPUT_BYTES ? await this.storage.readAll(fileKey).catch(() => null) : null;
     const bytes = source && (await renderThumb(source, size));
     if (!bytes) {
-      if (source) {
+      if (source || st.size > THUMB_MAX_INPUT_BYTES) {
         if (this.failed.size >= FAILED_MAX) this.failed.clear();
         this.failed.add(key);
       }
