@@ -16,6 +16,8 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startPostgres, postgresSkipReason, type Postgres } from '../../helpers/postgres.js';
 import { openPostgres, type OpenedPostgres } from '../../../src/store/pg/open.js';
+import { CollectionRegistry } from '../../../src/collections/collection-registry.js';
+import { RateLimiter } from '../../../src/auth/rate-limit.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { createSteps, createdIndexName, indexSqlName } from '../../../src/store/pg/collection-sql.js';
 import { pgList } from '../../../src/store/pg/list-dialect.js';
@@ -51,7 +53,7 @@ after(async () => {
 /** A database with `posts` and 20,000 rows (one a second from 2026-01-01, views 0..999, a tenth without a title), analyzed. */
 async function seeded(name: string): Promise<string> {
   const url = await server!.createDatabase(name);
-  const o = await openPostgres(url, logger);
+  const o = await openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter());
   await o.store.writer.write(createSteps(posts, [], [posts]));
   await o.store.writer.write([{ sql: `INSERT INTO "posts" ("id", "created", "updated", "title", "views") SELECT lpad(g::text, 15, '0'), to_char(timestamp '2026-01-01' + g * interval '1 second', 'YYYY-MM-DD HH24:MI:SS.MS"Z"'), '2026-01-01 00:00:00.000Z', CASE WHEN g % 10 = 0 THEN NULL ELSE 'title ' || (g % 977) END, g % 1000 FROM generate_series(1, 20000) g`, params: [] }]);
   await o.store.writer.write([{ sql: 'ANALYZE "posts"', params: [] }]);
@@ -114,7 +116,7 @@ test('a database made before: its text columns move under COLLATE "C", its index
     assert.ok(!walksIndex(await plan(url, '-created')));
 
     const at = lines.length;
-    const o = await openPostgres(url, logger);
+    const o = await openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter());
     opened.push(o);
     const said = lines.slice(at).map((l) => String(JSON.parse(l).msg));
     assert.ok(said.some((m) => m.startsWith('upgrading collection "posts"') && m.includes('id, created, updated, title') && m.includes('2 index') && m.includes('an index on created')), said.join('\n'));
@@ -126,7 +128,7 @@ test('a database made before: its text columns move under COLLATE "C", its index
     assert.ok(Number(found.rows[0].count) > 0, 'the full-text column was generated again');
     // opened once more: nothing left to do
     const again = lines.length;
-    opened.push(await openPostgres(url, logger));
+    opened.push(await openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter()));
     assert.ok(!lines.slice(again).some((l) => String(JSON.parse(l).msg).startsWith('upgrading collection')));
   } finally {
     await client.end();
