@@ -28,6 +28,7 @@ import type { Collection } from '../model/schema.js';
 import { parseFilter } from './parser.js';
 import type { CompiledExpr, CompileOptions, Expr, Operand, ParamSlot, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
 import { likeValue, readPath, scaleValue } from './values.js';
+import { dateMacroValue } from './datetime.js';
 import { nowDate } from '../collections/fields/index.js';
 import { knownApiError } from '../errors/api-error.js';
 import { ruleEmitter } from '../store/rule-emitters.js';
@@ -125,9 +126,12 @@ const FOREIGN_ID = '#';
  * null for a field the auth record lacks, and `@request.auth.id` compared with ids of another
  * collection than the caller's matches none; `@request.data.*` is null when absent;
  * `@request.account.id`/`.role` are `''` and `.ids` empty unless the app's tenancy resolver placed
- * the principal in an account (every comparison with them is then false: guardAccount). Objects/arrays bind as JSON text.
+ * the principal in an account (every comparison with them is then false: guardAccount); the
+ * datetime macros read one clock instant per call (UTC; src/rules/datetime.ts). Objects/arrays bind as JSON text.
  */
 export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
+  // one instant for every datetime macro of the request
+  let nowMs: number | undefined;
   return expr.params.map((slot) => {
     let value: SqlValue;
     switch (slot.kind) {
@@ -152,9 +156,12 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
         break;
       case 'now':
         return nowDate();
+      case 'date':
+        value = dateMacroValue(slot.name, (nowMs ??= Date.now()));
+        break;
     }
     if (slot.like) return likeValue(value);
-    if ((slot.kind === 'auth' || slot.kind === 'data') && slot.scale !== undefined) return scaleValue(value, slot.scale);
+    if ((slot.kind === 'auth' || slot.kind === 'data' || slot.kind === 'date') && slot.scale !== undefined) return scaleValue(value, slot.scale);
     return value;
   });
 }

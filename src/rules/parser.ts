@@ -15,6 +15,7 @@
  */
 import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
 import { boundedCache } from '../cache/bounded.js';
+import { isDateMacro } from './datetime.js';
 import type { CompareOp, Expr, InExpr, Literal, MacroOperand, Operand } from '../store/rule-types.js';
 
 export const MAX_DEPTH = 64;
@@ -164,6 +165,7 @@ class Parser {
 function parseMacro(tok: Token): MacroOperand {
   const { text, pos } = tok;
   const make = (macro: MacroOperand['macro'], path = ''): MacroOperand => ({ type: 'macro', macro, path, pos });
+  if (isDateMacro(text)) return make('date', text);
   if (text === 'request.method') return make('method');
   if (text === 'request.account.id') return make('account.id');
   if (text === 'request.account.role') return make('account.role');

@@ -27,8 +27,9 @@ export interface FieldOperand {
 }
 export interface MacroOperand {
   type: 'macro';
-  macro: 'auth' | 'data' | 'method' | 'account.id' | 'account.role';
-  /** Dotted path after `@request.auth.` / `@request.data.`; '' for the other macros. */
+  /** `date`: a datetime macro (`@now`, `@todayStart`, …: src/rules/datetime.ts), its name in `path` */
+  macro: 'auth' | 'data' | 'method' | 'account.id' | 'account.role' | 'date';
+  /** Dotted path after `@request.auth.` / `@request.data.`, the datetime macro's name; '' for the other macros. */
   path: string;
   pos: number;
 }
@@ -63,6 +64,11 @@ export interface OrExpr {
 export type LogicalExpr = AndExpr | OrExpr;
 export type Expr = CompareExpr | InExpr | LogicalExpr;
 
+/** A datetime macro's name without `@` (values: src/rules/datetime.ts; docs/rules.md, "Datetime macros"). */
+export type DateMacro =
+  | 'now' | 'second' | 'minute' | 'hour' | 'weekday' | 'day' | 'month' | 'year'
+  | 'yesterday' | 'tomorrow' | 'todayStart' | 'todayEnd' | 'monthStart' | 'monthEnd' | 'yearStart' | 'yearEnd';
+
 // ---- schema look-up (src/rules/paths.ts) ----------------------------------------------------
 
 /** Looks collections up by id (relation targets) and by name. */
@@ -86,7 +92,9 @@ export type ParamSlot =
   /** @request.account.id / .role, or `ids` (a JSON array of the principal's account ids, for `in`) */
   | { kind: 'account'; field: 'id' | 'role' | 'ids'; like?: boolean }
   /** the current time as a date string (expiry clauses of relation hops) */
-  | { kind: 'now' };
+  | { kind: 'now' }
+  /** a datetime macro (`@now`, `@year`, …; src/rules/datetime.ts), UTC at bind time */
+  | { kind: 'date'; name: DateMacro; like?: boolean; scale?: number };
 
 /** A boolean SQL term plus its parameter slots, in `?` order, and facts about what it reads. */
 export interface CompiledExpr {

@@ -284,7 +284,7 @@ function dual(v: Val, applied: Affinity, peer: Val): Dual {
     return { n: null, t: slotSql(valueSlot(text), 'text') };
   }
   const slot = v.slot;
-  if ((slot.kind === 'auth' || slot.kind === 'data') && slot.scale !== undefined) return { n: slotSql(slot, 'numeric'), t: null };
+  if ((slot.kind === 'auth' || slot.kind === 'data' || slot.kind === 'date') && slot.scale !== undefined) return { n: slotSql(slot, 'numeric'), t: null };
   const t = slotSql(slot, 'text');
   if (applied === 'text' || ('like' in slot && slot.like)) return { n: null, t };
   if (applied === 'none' && peer.from === 'path' && peer.kind === 'loose') return { n: null, t };

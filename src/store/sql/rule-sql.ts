@@ -18,7 +18,7 @@ import type { Collection, Field } from '../../model/schema.js';
 import { HIDDEN_AUTH_COLUMNS, isPrivateEmail } from '../../model/schema.js';
 import { parseFilter } from '../../rules/parser.js';
 import { resolveColumn } from '../../rules/paths.js';
-import type { CompareExpr, CompareOp, CompileOptions, CompiledExpr, Expr, InExpr, Literal, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, InExpr, Literal, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { likeValue, scaleDecimal } from '../../rules/values.js';
 import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';
 
@@ -262,6 +262,7 @@ class RuleEmitter<V, T extends Sql> {
       slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
     } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
     else if (o.macro === 'method') slot = { kind: 'method', ...opt };
+    else if (o.macro === 'date') slot = { kind: 'date', name: o.path as DateMacro, ...opt, ...(scale === undefined ? {} : { scale }) };
     else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
     return { val: this.d.macroOperand(slot), ...plain };
   }

@@ -270,6 +270,10 @@ const POST_FILTERS = [
   // more LIKE shapes
   "views ~ 'e+'", "views ~ 'e-'", "views ~ '0.3'", "views ~ '99'", "'Hello world' ~ title", "'x' !~ title", "title ~ 'a\\\\_%'", "tags.name ~ @request.data.s",
   "author.email = null", "author.email != null", "meta.o.k ~ 'v'", "labels ~ title", "title ~ labels",
+  // datetime macros (UTC, one instant per request)
+  'due < @now', 'due > @yesterday', 'due <= @tomorrow', "due >= @todayStart", 'due <= @todayEnd', 'due > @monthStart || due < @monthEnd', 'due > @yearStart',
+  'updated < @yearEnd', 'created < @now && created > @yearStart', 'views < @month', 'views > @day', 'price < @hour', 'price >= @minute', '@second >= 0',
+  '@weekday >= 0 && @weekday <= 6', '@year > 2020', "@now > '2024'", 'due ~ @year', "meta.n < @year", 'labels < @now', "@todayStart < @todayEnd",
   // documented differences (KNOWN_DIFFERENCES)
   'views = price', 'title = @request.data.n',
 ];
@@ -301,7 +305,8 @@ const ERRORS: Array<[Collection, string, CompileOptions]> = [
   [users, "tokenKey = 'x'", { mode: 'filter', alias: 'r' }],
   [posts, "labels ?= 'a'", { mode: 'filter', alias: 'r' }],
   [posts, "title:lower = 'a'", { mode: 'filter', alias: 'r' }],
-  [posts, 'created > @now', { mode: 'filter', alias: 'r' }],
+  [posts, 'created > @nowish', { mode: 'filter', alias: 'r' }],
+  [posts, 'created > @now.x', { mode: 'filter', alias: 'r' }],
   [posts, "posts_via_parent.title = 'x'", { mode: 'filter', alias: 'r' }],
 ];
 const SORT_ERRORS = ['nope', 'code', '-tokenKey', ',', 'a-b', Array.from({ length: 17 }, () => 'id').join(',')];

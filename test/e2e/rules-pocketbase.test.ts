@@ -1,0 +1,62 @@
+/**
+ * PocketBase's additions to the filter grammar end to end (docs/rules.md, "PocketBase's
+ * additions"), through real HTTP lists and rules: datetime macros. Runs on SQLite, and on
+ * PostgreSQL with `npx tsx test/pg-suite.ts test/e2e/rules-pocketbase.test.ts`.
+ */
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSvc, type Svc } from '../helpers/server.js';
+import { assertError, dumpServerLog, qs, seed } from '../helpers/records-fixtures.js';
+
+let srv: Svc;
+const day = (offsetDays: number): string => new Date(Date.now() + offsetDays * 86_400_000).toISOString().replace('T', ' ');
+const ids = new Map<string, string>();
+
+before(async () => {
+  srv = await startSvc();
+  await srv.createCollection({
+    name: 'events', type: 'base',
+    fields: [{ name: 'title', type: 'text' }, { name: 'at', type: 'date' }, { name: 'n', type: 'number' }],
+    // only events from yesterday on are listed to anyone; creating one in the past is refused
+    listRule: 'at >= @yesterday', viewRule: '@public', createRule: '@request.data.at > @now', updateRule: null, deleteRule: null,
+  });
+  for (const [title, at] of [['old', day(-3)], ['recent', day(-0.5)], ['soon', day(0.5)], ['next_year', day(400)]] as const) {
+    ids.set(title, (await seed(srv, 'events', { title, at, n: 1 })).id);
+  }
+});
+
+after(async () => {
+  dumpServerLog(srv);
+  await srv?.stop();
+});
+
+async function titles(filter: string, token: string | null = srv.suToken): Promise<string[]> {
+  const r = await srv.api('GET', `/api/collections/events/records${qs({ filter, sort: 'at', perPage: 50 })}`, { token });
+  assert.equal(r.status, 200, r.text);
+  return r.body.items.map((x: { title: string }) => x.title);
+}
+
+test('datetime macros in list filters', async () => {
+  assert.deepEqual(await titles('at < @now'), ['old', 'recent']);
+  assert.deepEqual(await titles('at > @now'), ['soon', 'next_year']);
+  assert.deepEqual(await titles('at >= @yesterday && at <= @tomorrow'), ['recent', 'soon']);
+  assert.deepEqual(await titles('at > @yearEnd'), ['next_year']);
+  assert.deepEqual(await titles('@year >= 2024 && n <= @month'), ['old', 'recent', 'soon', 'next_year']);
+});
+
+test('datetime macros in rules', async () => {
+  // the list rule hides what is older than a day from anyone but superusers
+  assert.deepEqual(await titles('n = 1', null), ['recent', 'soon', 'next_year']);
+  const past = await srv.api('POST', '/api/collections/events/records', { body: { title: 'x', at: day(-1) }, token: null });
+  assertError(past, 403);
+  const future = await srv.api('POST', '/api/collections/events/records', { body: { title: 'y', at: day(1) }, token: null });
+  assert.equal(future.status, 201, future.text);
+});
+
+test('an unknown macro is a 400 in the error envelope', async () => {
+  const r = await srv.api('GET', `/api/collections/events/records${qs({ filter: 'at > @nowish' })}`, { token: srv.suToken });
+  assertError(r, 400, 'bad_request');
+  assert.match(r.body.message, /^Invalid filter: unknown macro "@nowish" at position 6\.$/);
+  const bad = await srv.api('PATCH', '/api/collections/events', { body: { listRule: 'at > @today' }, token: srv.suToken });
+  assertError(bad, 400);
+});

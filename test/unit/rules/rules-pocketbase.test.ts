@@ -1,0 +1,98 @@
+/**
+ * PocketBase's additions to the filter grammar (docs/rules.md, "PocketBase's additions"): datetime
+ * macros first. Each form is compiled by both emitters (SQLite and PostgreSQL) and run on a real
+ * SQLite database here; test/unit/pg/rule-sql.test.ts runs them on PostgreSQL against SQLite.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import Database from 'libsql';
+import { ApiError } from '../../../src/errors/api-error.js';
+import { bindAll } from '../../../src/store/bind.js';
+import type { Collection, Field, FieldType, FieldOptions } from '../../../src/model/schema.js';
+import { bindParams, compileExpression, type RequestContext } from '../../../src/rules/compiler.js';
+import { DATE_MACROS, dateMacroValue } from '../../../src/rules/datetime.js';
+import type { CompileOptions, SchemaLookup } from '../../../src/store/rule-types.js';
+
+const f = (name: string, type: FieldType, options: FieldOptions = {}): Field => ({ id: `f_${name}`, name, type, options });
+const posts: Collection = {
+  id: 'c_posts', name: 'posts', type: 'base', system: false, indexes: [], options: {},
+  fields: [f('title', 'text'), f('views', 'number'), f('price', 'number', { mode: 'fixed', scale: 2 }), f('due', 'date'),
+    f('labels', 'select', { values: ['a', 'b', 'c'], maxSelect: 3 }), f('status', 'select', { values: ['a', 'b'] })],
+  listRule: null, viewRule: null, createRule: null, updateRule: null, deleteRule: null, created: '', updated: '',
+};
+const schema: SchemaLookup = { byId: (id) => (id === posts.id ? posts : undefined), byName: (n) => (n === 'posts' ? posts : undefined) };
+const FILTER: CompileOptions = { mode: 'filter', alias: 'r' };
+const PG: CompileOptions = { ...FILTER, dialect: 'postgres' };
+const ANON: RequestContext = { auth: null, data: null, method: 'GET' };
+
+function assert400(fn: () => unknown, re: RegExp): void {
+  assert.throws(fn, (err: unknown) => err instanceof ApiError && err.status === 400 && err.code === 'bad_request' && re.test(err.message));
+}
+
+const db = new Database(':memory:');
+db.exec(`CREATE TABLE posts (id TEXT PRIMARY KEY, created TEXT NOT NULL DEFAULT '', updated TEXT NOT NULL DEFAULT '',
+  title TEXT, views REAL, price INTEGER, due TEXT, labels TEXT, status TEXT)`);
+const day = (offsetDays: number): string => new Date(Date.now() + offsetDays * 86_400_000).toISOString().replace('T', ' ');
+const ROWS: Array<[string, string | null, number, string | null]> = [
+  ['past', day(-3), 1, '["a","b"]'], ['soon', day(0.5), 2, '["b"]'], ['later', day(40), 3, '[]'], ['long', day(800), 4, null], ['none', null, 5, '["c","a"]'],
+];
+for (const [id, due, views, labels] of ROWS) db.prepare('INSERT INTO posts (id, due, views, labels) VALUES (?, ?, ?, ?)').run([id, due, views, labels]);
+
+/** Ids matching `src` on SQLite, after checking the PostgreSQL emitter compiles it with the same slots. */
+function ids(src: string, ctx: RequestContext = ANON): string[] {
+  const e = compileExpression(src, posts, schema, FILTER);
+  const p = compileExpression(src, posts, schema, PG);
+  const requestSlots = (slots: typeof e.params) => [...new Set(slots.filter((s) => s.kind !== 'value').map((s) => JSON.stringify(s)))].sort();
+  assert.deepEqual(requestSlots(p.params), requestSlots(e.params), `request slots of ${src}`);
+  const rows = db.prepare(`SELECT r.id FROM posts r WHERE ${e.sql} ORDER BY r.id`).raw(true).all(bindAll(bindParams(e, ctx))) as unknown[][];
+  return rows.map((r) => String(r[0]));
+}
+
+test('datetime macros: values at a fixed instant (UTC)', () => {
+  const at = Date.UTC(2024, 1, 29, 13, 45, 30, 250); // Thursday, a leap day
+  const got = Object.fromEntries(DATE_MACROS.map((m) => [m, dateMacroValue(m, at)]));
+  assert.deepEqual(got, {
+    now: '2024-02-29 13:45:30.250Z', second: 30, minute: 45, hour: 13, weekday: 4, day: 29, month: 2, year: 2024,
+    yesterday: '2024-02-28 13:45:30.250Z', tomorrow: '2024-03-01 13:45:30.250Z',
+    todayStart: '2024-02-29 00:00:00.000Z', todayEnd: '2024-02-29 23:59:59.999Z',
+    monthStart: '2024-02-01 00:00:00.000Z', monthEnd: '2024-02-29 23:59:59.999Z',
+    yearStart: '2024-01-01 00:00:00.000Z', yearEnd: '2024-12-31 23:59:59.999Z',
+  });
+  assert.equal(dateMacroValue('monthEnd', Date.UTC(2023, 11, 31, 23, 59, 59, 999)), '2023-12-31 23:59:59.999Z');
+  assert.equal(dateMacroValue('weekday', Date.UTC(2024, 2, 3)), 0); // Sunday
+});
+
+test('datetime macros compile to one slot each and bind one instant per request', () => {
+  for (const opts of [FILTER, PG]) {
+    const e = compileExpression('due > @now && due < @tomorrow && views = @year', posts, schema, opts);
+    // PostgreSQL repeats a slot where it reads the value twice (its number and text parts)
+    assert.deepEqual([...new Set(e.params.map((p) => JSON.stringify(p)))], ['now', 'tomorrow', 'year'].map((name) => JSON.stringify({ kind: 'date', name })));
+    assert.equal(e.readsRecord, true);
+    const bound = bindParams(e, ANON);
+    const [now, tomorrow, year] = [bound[0], bound[1], bound[bound.length - 1]];
+    assert.match(String(now), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(Date.parse(String(tomorrow).replace(' ', 'T')) - Date.parse(String(now).replace(' ', 'T')), 86_400_000);
+    assert.equal(year, new Date(Date.parse(String(now).replace(' ', 'T'))).getUTCFullYear());
+  }
+  // a fixed-point field scales the number macros; `~` wraps them like any value
+  assert.deepEqual(bindParams(compileExpression('price < @day', posts, schema, FILTER), ANON), [BigInt(new Date().getUTCDate() * 100)]);
+  assert.match(String(bindParams(compileExpression('due ~ @year', posts, schema, FILTER), ANON)[0]), /^%\d{4}%$/);
+  assert.equal(compileExpression('@now > @yesterday', posts, schema, FILTER).readsRecord, false);
+});
+
+test('datetime macros select rows by date on SQLite', () => {
+  assert.deepEqual(ids('due < @now'), ['past']);
+  assert.deepEqual(ids('due > @now'), ['later', 'long', 'soon']);
+  assert.deepEqual(ids('due >= @yesterday && due <= @tomorrow'), ['soon']);
+  assert.deepEqual(ids('due > @yearEnd'), ROWS.filter(([, d]) => d !== null && d > String(dateMacroValue('yearEnd', Date.now()))).map(([id]) => id).sort());
+  assert.deepEqual(ids('@todayStart < @todayEnd && @monthStart <= @todayStart && @yearStart <= @monthStart && views = 1'), ['past']);
+  assert.deepEqual(ids('@year > 2000 && @month >= 1 && @month <= 12 && @weekday < 7 && @hour < 24 && @minute < 60 && @second < 60 && @day >= 1'), ROWS.map(([id]) => id).sort());
+  assert.deepEqual(ids('due = null || due > @monthEnd'), ROWS.filter(([, d]) => d === null || d > String(dateMacroValue('monthEnd', Date.now()))).map(([id]) => id).sort());
+});
+
+test('unknown macros are 400', () => {
+  for (const src of ['due > @nowish', 'due > @Now', 'due > @request.now', 'due > @today']) {
+    assert400(() => compileExpression(src, posts, schema, FILTER), /^Invalid filter: unknown macro "@/);
+  }
+  assert400(() => compileExpression('due > @now.x', posts, schema, FILTER), /^Invalid filter: unknown macro "@now\.x" at position 7\.$/);
+});
