@@ -63,11 +63,11 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         if (!ownerMatches(owner, hit.row?.[owner.index], principal)) throw ApiError.notFound();
         return json(200, hit.body);
       }
-      if (store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all') return json(200, (await cachedRecordOffThread(c, req.params[1])).body);
+      if (store.rules.check(c, 'viewRule', principal, null, 'GET', req).kind === 'all') return json(200, (await cachedRecordOffThread(c, req.params[1])).body);
     }
     const shape = readShape(req.query);
     const codec = store.codec(c);
-    const rec = shape.expand ? await reads.view(c, req.params[1], principal, shape) : await reads.viewOffThread(c, req.params[1], principal, shape);
+    const rec = shape.expand ? await reads.view(c, req.params[1], principal, shape, req) : await reads.viewOffThread(c, req.params[1], principal, shape, req);
     return json(200, codec.stringify(rec));
   };
 
@@ -88,15 +88,15 @@ export function recordRoutes(ctx: ApiContext): Route[] {
           if (!ownerMatches(owner, hit.row?.[owner.index], principal)) throw ApiError.notFound();
           return json(200, hit.body);
         }
-        if (store.rules.check(c, 'viewRule', principal, null, 'GET').kind === 'all') return json(200, cachedRecord(c, req.params[1]).body);
+        if (store.rules.check(c, 'viewRule', principal, null, 'GET', req).kind === 'all') return json(200, cachedRecord(c, req.params[1]).body);
       }
       const shape = readShape(req.query);
-      if (!shape.expand) return json(200, codec.stringify(reads.viewSync(c, req.params[1], principal, shape)!));
+      if (!shape.expand) return json(200, codec.stringify(reads.viewSync(c, req.params[1], principal, shape, req)!));
     }
     const shape = readShape(req.query);
     return (async () => {
       const p = await principal;
-      const rec = await reads.view(c, req.params[1], p, shape);
+      const rec = await reads.view(c, req.params[1], p, shape, req);
       return json(200, codec.stringify(rec));
     })();
   };
@@ -112,7 +112,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'get', pattern: BASE, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        return json(200, await reads.list(c, principal, parseListQuery(req.query)));
+        return json(200, await reads.list(c, principal, parseListQuery(req.query), req));
       },
     },
     { method: 'get', pattern: `${BASE}/:id`, handler: view },
@@ -120,7 +120,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'get', pattern: `${BASE}/:id/abilities`, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        return json(200, JSON.stringify(reads.abilities(c, req.params[1], principal)));
+        return json(200, JSON.stringify(reads.abilities(c, req.params[1], principal, req)));
       },
     },
     {

@@ -142,7 +142,7 @@ export class Fanout {
         continue;
       }
       const rule: RuleName = sub.recordId ? 'viewRule' : 'listRule';
-      const check = this.store.rules.check(c, rule, client.principal, null, 'GET');
+      const check = this.store.rules.check(c, rule, client.principal, null, 'GET', null, 'realtime');
       if (this.topics.decideNative(sub, c, check, generation)) continue;
       if (sub.native) this.topics.leaveNative(sub);
       if (sub.recordId !== null && !changed.has(sub.recordId)) continue;
@@ -160,7 +160,7 @@ export class Fanout {
           continue;
         }
         filterSql = compiled.sql;
-        filterParams = bindParams(compiled, { auth: client.principal?.record ?? null, data: null, method: 'GET' });
+        filterParams = bindParams(compiled, { auth: client.principal?.record ?? null, data: null, method: 'GET', context: 'realtime' });
       }
       // The rule's SQL and the filter's are functions of this collection and schema generation,
       // the rule name, the filter's source and whether it was compiled for a superuser: the key

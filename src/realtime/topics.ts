@@ -113,7 +113,7 @@ export class Topics {
     const rule: RuleName = recordId ? 'viewRule' : 'listRule';
     const p = client.principal;
     // A locked rule denies everyone but superusers (who pass every rule).
-    const check = this.store.rules.check(collection, rule, p, null, 'GET');
+    const check = this.store.rules.check(collection, rule, p, null, 'GET', null, 'realtime');
     if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can subscribe to this collection.');
     if (requireAuthUnlessPublic && !p && !this.store.rules.isPublic(collection, rule)) throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
     if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);

@@ -10,6 +10,7 @@
  */
 import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
+import type { RuleRequest } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import type { Where } from './record-scope.js';
 import type { ListQuery } from './list-query.js';
@@ -41,14 +42,15 @@ export class RecordLister {
    * One page as the serialized list body: a string, or its UTF-8 bytes (plain offset pages and
    * pages from the page cache, which HTTP sends without transcoding). With the slow-query log on,
    * the request costs two clock reads more; one at or over the threshold is handed to the log
-   * (which does the rest off this path). @throws ApiError 400/403/410 (docs/api.md, "Errors")
+   * (which does the rest off this path). `request`: the HTTP request served (ListPlanner.scope).
+   * @throws ApiError 400/403/410 (docs/api.md, "Errors")
    */
-  async list(c: Collection, principal: Principal | null, qs: ListQuery): Promise<string | Buffer> {
+  async list(c: Collection, principal: Principal | null, qs: ListQuery, request?: RuleRequest): Promise<string | Buffer> {
     const slow = this.cfg.slowQueries;
-    if (!slow) return this.listPage(c, principal, qs, null);
+    if (!slow) return this.listPage(c, principal, qs, null, request);
     const trace: QueryTrace = { sql: '', params: [] };
     const t0 = performance.now();
-    const body = await this.listPage(c, principal, qs, trace);
+    const body = await this.listPage(c, principal, qs, trace, request);
     const ms = performance.now() - t0;
     if (ms >= slow.thresholdMs) {
       slow.record(ms, { collection: c.name, filter: qs.filter, sort: qs.sort, search: qs.search !== '', vector: qs.vector !== '', sql: trace.sql, params: trace.params, generation: this.store.registry.schemaGeneration() });
@@ -56,8 +58,8 @@ export class RecordLister {
     return body;
   }
 
-  private async listPage(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null): Promise<string | Buffer> {
-    const scope = this.planner.scope(c, principal, qs, trace);
+  private async listPage(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null, request?: RuleRequest): Promise<string | Buffer> {
+    const scope = this.planner.scope(c, principal, qs, trace, request);
     if (scope.cursor) return this.cursor.page(scope, qs);
     if (c.options.ttl_field || /@random/i.test(qs.sort ?? '')) return this.offset.page(scope, qs);
     // rendered pages last until the next commit (page-cache.ts)

@@ -8,6 +8,7 @@
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
+import type { RuleContext, RuleRequest } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
@@ -77,9 +78,12 @@ export class RecordReader {
     this.lister = new RecordLister(store, listConfig, (c, recs, principal, shape) => this.finish(c, recs, principal, shape));
   }
 
-  /** One list page as the serialized body, a string or its UTF-8 bytes (records-list.ts). */
-  list(c: Collection, principal: Principal | null, query: ListQuery): Promise<string | Buffer> {
-    return this.lister.list(c, principal, query);
+  /**
+   * One list page as the serialized body, a string or its UTF-8 bytes (records-list.ts);
+   * `request`: the HTTP request served, for `@request.query.*` / `.headers.*` (RuleBook.check).
+   */
+  list(c: Collection, principal: Principal | null, query: ListQuery, request?: RuleRequest): Promise<string | Buffer> {
+    return this.lister.list(c, principal, query, request);
   }
 
   /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */
@@ -107,10 +111,13 @@ export class RecordReader {
     return this.store.sql.kind === 'postgres';
   }
 
-  /** One record by id under the view rule (with expand and projection), or 404. */
-  async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
+  /**
+   * One record by id under the view rule (with expand and projection), or 404. `request` and
+   * `context`: the view rule's `@request.query.*`, `.headers.*` and `@request.context` (RuleBook.check).
+   */
+  async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape, request?: RuleRequest, context?: RuleContext): Promise<Record<string, unknown>> {
     const bare = { expand: null, projection: null };
-    const rec = this.readsOffThread ? await this.viewOffThread(c, id, principal, bare) : this.viewSync(c, id, principal, bare)!;
+    const rec = this.readsOffThread ? await this.viewOffThread(c, id, principal, bare, request, context) : this.viewSync(c, id, principal, bare, request, context)!;
     const [out] = await this.finish(c, [rec], principal, shape);
     return out;
   }
@@ -126,22 +133,22 @@ export class RecordReader {
   }
 
   /** Synchronous view for the fast path (no expand): returns null when expand is requested. */
-  viewSync(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Record<string, unknown> | null {
+  viewSync(c: Collection, id: string, principal: Principal | null, shape: ReadShape, request?: RuleRequest, context?: RuleContext): Record<string, unknown> | null {
     if (shape.expand) return null;
-    const { sql, params, codec } = this.viewQuery(c, id, principal);
+    const { sql, params, codec } = this.viewQuery(c, id, principal, request, context);
     return this.viewed(c, codec, this.store.reader.get(sql, params), principal, shape);
   }
 
   /** viewSync with its read off the main thread (readsOffThread); no expand. */
-  async viewOffThread(c: Collection, id: string, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
+  async viewOffThread(c: Collection, id: string, principal: Principal | null, shape: ReadShape, request?: RuleRequest, context?: RuleContext): Promise<Record<string, unknown>> {
     // the codec of the statement's columns, even if the schema changes during the read
-    const { sql, params, codec } = this.viewQuery(c, id, principal);
+    const { sql, params, codec } = this.viewQuery(c, id, principal, request, context);
     return this.viewed(c, codec, await this.store.reader.getOffThread(sql, params), principal, shape);
   }
 
   /** The view's statement under the caller's view rule. @throws ApiError 404 when the rule denies */
-  private viewQuery(c: Collection, id: string, principal: Principal | null): { sql: string; params: SqlValue[]; codec: RecordCodec } {
-    const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
+  private viewQuery(c: Collection, id: string, principal: Principal | null, request?: RuleRequest, context?: RuleContext): { sql: string; params: SqlValue[]; codec: RecordCodec } {
+    const check = this.store.rules.check(c, 'viewRule', principal, null, 'GET', request, context);
     if (check.kind === 'deny') throw ApiError.notFound();
     const codec = this.store.codec(c);
     const ruleSql = check.kind === 'where' ? check.sql : '';
@@ -169,8 +176,8 @@ export class RecordReader {
   }
 
   /** `{view, update, delete}` for a record the caller can view (404 otherwise). */
-  abilities(c: Collection, id: string, principal: Principal | null): Record<string, boolean> {
-    const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET');
+  abilities(c: Collection, id: string, principal: Principal | null, request?: RuleRequest): Record<string, boolean> {
+    const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET', request);
     if (view.kind === 'deny') throw ApiError.notFound();
     const where = new Where();
     where.add(this.store.sql.list.ID_EQUALS, [id]);
@@ -179,7 +186,7 @@ export class RecordReader {
     const cols: string[] = [];
     const colParams: SqlValue[] = [];
     for (const [name, rule] of [['update', 'updateRule'], ['delete', 'deleteRule']] as const) {
-      const check = this.store.rules.check(c, rule, principal, null, name === 'update' ? 'PATCH' : 'DELETE');
+      const check = this.store.rules.check(c, rule, principal, null, name === 'update' ? 'PATCH' : 'DELETE', request);
       if (check.kind === 'deny') cols.push('0');
       else if (check.kind === 'all') cols.push('1');
       else {

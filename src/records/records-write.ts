@@ -10,6 +10,7 @@
 import { ApiError, failedGuardStep, type FieldError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
+import type { RuleContext, RuleRequest } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
@@ -230,34 +231,35 @@ export class RecordWriter {
   create(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: StepSink, request?: RequestRef): Promise<WriteResult> {
     const on = this.lifecycle.of(c);
     if (on) return this.createWithEvents(on, c, principal, body, uploads, batch, request);
-    return this.createPlain(c, principal, body, uploads, batch);
+    return this.createPlain(c, principal, body, uploads, batch, request);
   }
 
   private async createWithEvents(on: RecordEventHandlers, c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch: StepSink | undefined, request: RequestRef | undefined): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     if (on.beforeCreate) await on.beforeCreate({ collection: c, principal, record: body, request });
-    const out = await this.createPlain(c, principal, body, uploads, batch);
+    const out = await this.createPlain(c, principal, body, uploads, batch, request);
     if (on.afterCreate) await on.afterCreate({ collection: c, principal, record: this.store.codec(c).fromRow(out.row), request });
     return out;
   }
 
-  private createPlain(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: StepSink): Promise<WriteResult> {
+  /** `request`: the HTTP request served, for the create rule's `@request.query.*` / `.headers.*` */
+  private createPlain(c: Collection, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: StepSink, request?: RuleRequest): Promise<WriteResult> {
     let touchesFiles: boolean;
     try {
       if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
       touchesFiles = !!this.files?.touches(c, body, uploads);
-      if (c.type !== 'auth' && !touchesFiles) return this.insert(c, this.prepareCreate(c, principal, body, null, {}), body, null, undefined, batch);
+      if (c.type !== 'auth' && !touchesFiles) return this.insert(c, this.prepareCreate(c, principal, body, null, {}, undefined, request), body, null, undefined, batch);
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.createAsync(c, principal, body, uploads, touchesFiles, batch);
+    return this.createAsync(c, principal, body, uploads, touchesFiles, batch, request);
   }
 
   /** The create of an auth record (password hash) or of one with file changes (`touchesFiles`). */
-  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean, batch?: StepSink): Promise<WriteResult> {
+  private async createAsync(c: Collection, principal: Principal | null, body: Body, uploads: Uploads | null, touchesFiles: boolean, batch?: StepSink, request?: RuleRequest): Promise<WriteResult> {
     const errors: Errors = {};
     const filePlan = touchesFiles && this.files ? await this.files.plan(c, body, uploads, new Map(), errors) : null;
-    const draft = this.prepareCreate(c, principal, body, filePlan, errors);
+    const draft = this.prepareCreate(c, principal, body, filePlan, errors, undefined, request);
     if (draft.password !== null) {
       draft.cols.push('passwordHash');
       draft.vals.push(await hashPassword(draft.password));
@@ -279,7 +281,7 @@ export class RecordWriter {
   async createExternal(c: Collection, body: Body, verified: boolean, extra: (id: string) => WriteStep[], request?: RequestRef): Promise<string> {
     const on = this.lifecycle.of(c);
     if (on?.beforeCreate) await on.beforeCreate({ collection: c, principal: null, record: body, request });
-    const draft = this.prepareCreate(c, null, body, null, {}, { verified });
+    const draft = this.prepareCreate(c, null, body, null, {}, { verified }, request, 'oauth2');
     const out = await this.insert(c, draft, body, null, extra(draft.id));
     if (on?.afterCreate) await on.afterCreate({ collection: c, principal: null, record: this.store.codec(c).fromRow(out.row), request });
     return draft.id;
@@ -288,10 +290,11 @@ export class RecordWriter {
   /**
    * The validated row of a create, without the password hash (hashing is async): 403 on a denied
    * create rule, 400 with every field error (those already in `errors` included). `external`: an
-   * OAuth2 sign-up (`verified` from the provider, no password).
+   * OAuth2 sign-up (`verified` from the provider, no password). `request` and `context`: the
+   * create rule's `@request.query.*`, `.headers.*` and `@request.context` (RuleBook.check).
    */
-  private prepareCreate(c: Collection, principal: Principal | null, body: Body, filePlan: FilePlan | null, errors: Errors, external?: { verified: boolean }): CreateDraft {
-    const check = this.store.rules.check(c, 'createRule', principal, body, 'POST');
+  private prepareCreate(c: Collection, principal: Principal | null, body: Body, filePlan: FilePlan | null, errors: Errors, external?: { verified: boolean }, request?: RuleRequest, context?: RuleContext): CreateDraft {
+    const check = this.store.rules.check(c, 'createRule', principal, body, 'POST', request, context);
     if (check.kind === 'deny') throw ApiError.forbidden('You are not allowed to create records in this collection.');
     const superuser = !!principal?.superuser;
     let id = newRecordId();
@@ -421,20 +424,20 @@ export class RecordWriter {
    */
   async update(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null = null, batch?: StepSink, request?: RequestRef): Promise<WriteResult> {
     const on = this.lifecycle.of(c);
-    if (!on) return this.updatePlain(c, id, principal, body, uploads, batch);
+    if (!on) return this.updatePlain(c, id, principal, body, uploads, batch, request);
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     if (on.beforeUpdate) await on.beforeUpdate({ collection: c, principal, record: body, request });
-    const out = await this.updatePlain(c, id, principal, body, uploads, batch);
+    const out = await this.updatePlain(c, id, principal, body, uploads, batch, request);
     if (on.afterUpdate) await on.afterUpdate({ collection: c, principal, record: this.store.codec(c).fromRow(out.row), request });
     return out;
   }
 
-  private async updatePlain(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: StepSink): Promise<WriteResult> {
+  private async updatePlain(c: Collection, id: string, principal: Principal | null, body: unknown, uploads: Uploads | null, batch?: StepSink, request?: RuleRequest): Promise<WriteResult> {
     if (!isObject(body)) throw ApiError.badRequest('The request body must be a JSON object.');
     // no record has such an id: 404 before any upload is written under it (fuzz seed 265793528
     // found a 500 when a multipart update named an id with a backtick)
     if (!ID_PATTERN.test(id)) throw ApiError.notFound();
-    const check = this.store.rules.check(c, 'updateRule', principal, body, 'PATCH');
+    const check = this.store.rules.check(c, 'updateRule', principal, body, 'PATCH', request);
     if (check.kind === 'deny') throw ApiError.notFound();
     const superuser = !!principal?.superuser;
     const errors: Errors = {};
@@ -528,12 +531,12 @@ export class RecordWriter {
     const row = on?.beforeDelete || on?.afterDelete ? this.store.reader.get(this.store.sql.records.rowById(c, this.store.codec(c).columns), [id]) : undefined;
     const record = row ? this.store.codec(c).fromRow(row) : null;
     if (on?.beforeDelete && record) await on.beforeDelete({ collection: c, principal, record, request });
-    await this.deletePlain(c, id, principal, batch);
+    await this.deletePlain(c, id, principal, batch, request);
     if (on?.afterDelete && record) await on.afterDelete({ collection: c, principal, record, request });
   }
 
-  private async deletePlain(c: Collection, id: string, principal: Principal | null, batch?: StepSink): Promise<void> {
-    const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE');
+  private async deletePlain(c: Collection, id: string, principal: Principal | null, batch?: StepSink, request?: RuleRequest): Promise<void> {
+    const check = this.store.rules.check(c, 'deleteRule', principal, null, 'DELETE', request);
     if (check.kind === 'deny') throw ApiError.notFound();
     const steps: WriteStep[] = [
       {

@@ -5,7 +5,7 @@
  */
 import type { Collection, RuleName } from '../model/schema.js';
 import type { SqlValue } from '../store/bind.js';
-import { bindParams, compileExpression, type AccountContext } from './compiler.js';
+import { bindParams, compileExpression, type AccountContext, type RuleContext, type RuleRequest } from './compiler.js';
 import type { CompiledExpr, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
 import { boundedCache } from '../cache/bounded.js';
 
@@ -72,14 +72,15 @@ export class RuleBook {
 
   /**
    * Resolves `rule` of `c` for a request. `data` is the request body (for @request.data.*),
-   * `method` the HTTP method.
+   * `method` the operation's method (@request.method), `request` the HTTP request served (for
+   * @request.query.* and @request.headers.*; none: they read NULL), `context` @request.context.
    */
-  check(c: Collection, rule: RuleName, principal: Principal | null, data: Record<string, unknown> | null, method: string): RuleCheck {
+  check(c: Collection, rule: RuleName, principal: Principal | null, data: Record<string, unknown> | null, method: string, request?: RuleRequest | null, context: RuleContext = 'default'): RuleCheck {
     if (principal?.superuser) return ALL;
     const compiled = this.compiled(c, rule);
     if (compiled === 'locked') return DENY;
     if (compiled === 'public') return ALL;
-    const params = bindParams(compiled, { auth: principal ? principal.record : null, data, method, account: principal?.account });
+    const params = bindParams(compiled, { auth: principal ? principal.record : null, data, method, account: principal?.account, request, context });
     return { kind: 'where', sql: compiled.sql, params, readsRecord: compiled.readsRecord };
   }
 

@@ -37,9 +37,62 @@ import { ruleEmitter } from '../store/rule-emitters.js';
 export interface RequestContext {
   auth: Record<string, unknown> | null;
   data: Record<string, unknown> | null;
+  /** the operation's method (`GET` for list and view, `PATCH` for update, …): `@request.method` */
   method: string;
   /** the active account (tenancy): absent without a resolver or an account the principal belongs to */
   account?: AccountContext;
+  /** the HTTP request served, for `@request.query.*` and `@request.headers.*` (absent: NULL) */
+  request?: RuleRequest | null;
+  /** `@request.context` (absent: NULL) */
+  context?: RuleContext;
+}
+
+/**
+ * The HTTP request a rule or filter is evaluated for, as `@request.query.*` and
+ * `@request.headers.*` read it (docs/rules.md, "Request macros"); the HTTP layer's request is one.
+ * `method`: the HTTP method (which headers were read depends on it, see HEADERS); `query`: the
+ * raw query string without `?`; `headers`: the headers the HTTP layer read, by its field names
+ * (its RequestHeaders: `userAgent`, `contentType`, …).
+ */
+export interface RuleRequest {
+  readonly method?: string;
+  readonly query?: string;
+  readonly headers?: object;
+}
+
+/**
+ * `@request.context`, as PocketBase names the ways a rule is reached: `default` (the record
+ * routes, batches and application code), `oauth2` (the create rule of an OAuth2 sign-up),
+ * `realtime` (a subscription's event), `protectedFile` (a file download). svc has no other: it
+ * checks no rule in its password and OTP logins (docs/rules.md, "Request macros").
+ */
+export type RuleContext = 'default' | 'oauth2' | 'realtime' | 'protectedFile';
+
+/**
+ * The headers `@request.headers.<name>` can read, by PocketBase's name (lower case, `-` written
+ * `_`): the HTTP layer's field and whether the header is read on every request (`always`) or only
+ * on requests with a body (POST, PATCH, PUT, DELETE), which is what both transports copy
+ * (src/http/server.ts, node-server.ts). Any other header, or one not read for the request, is NULL.
+ */
+const HEADERS: ReadonlyMap<string, { field: string; always: boolean }> = new Map([
+  ['authorization', { field: 'authorization', always: true }],
+  ['cookie', { field: 'cookie', always: true }],
+  ['x_request_id', { field: 'requestId', always: true }],
+  ['content_type', { field: 'contentType', always: false }],
+  ['user_agent', { field: 'userAgent', always: false }],
+  ['origin', { field: 'origin', always: false }],
+  ['accept', { field: 'accept', always: false }],
+  ['x_forwarded_for', { field: 'forwardedFor', always: false }],
+  ['x_real_ip', { field: 'realIp', always: false }],
+]);
+const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+/** `@request.headers.<name>` for `req`: the header's text, NULL when absent, empty or not read. */
+function headerValue(req: RuleRequest | null | undefined, name: string): SqlValue {
+  const h = HEADERS.get(name);
+  if (!h || !req?.headers || (!h.always && !BODY_METHODS.has(req.method ?? ''))) return null;
+  const v = (req.headers as Record<string, unknown>)[h.field];
+  return typeof v === 'string' && v !== '' ? v : null;
 }
 
 /**
@@ -124,14 +177,17 @@ const FOREIGN_ID = '#';
 /**
  * Resolves every slot of `expr` for one request. `@request.auth.*` is `''` when anonymous and
  * null for a field the auth record lacks, and `@request.auth.id` compared with ids of another
- * collection than the caller's matches none; `@request.data.*` is null when absent;
+ * collection than the caller's matches none; `@request.data.*` (`@request.body.*`) is null when
+ * absent; `@request.query.<name>` is the query parameter's first value, `@request.headers.<name>`
+ * a header as HEADERS says, `@request.context` the context, each null when absent or unknown;
  * `@request.account.id`/`.role` are `''` and `.ids` empty unless the app's tenancy resolver placed
  * the principal in an account (every comparison with them is then false: guardAccount); the
  * datetime macros read one clock instant per call (UTC; src/rules/datetime.ts). Objects/arrays bind as JSON text.
  */
 export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
-  // one instant for every datetime macro of the request
+  // one instant for every datetime macro of the request; the query string parsed once, if read
   let nowMs: number | undefined;
+  let query: URLSearchParams | undefined;
   return expr.params.map((slot) => {
     let value: SqlValue;
     switch (slot.kind) {
@@ -145,6 +201,16 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
         break;
       case 'data':
         value = ctx.data === null ? null : bindValue(readPath(ctx.data, slot.path));
+        break;
+      case 'query':
+        if (ctx.request?.query === undefined) value = null;
+        else value = (query ??= new URLSearchParams(ctx.request.query)).get(slot.path);
+        break;
+      case 'headers':
+        value = headerValue(ctx.request, slot.path);
+        break;
+      case 'context':
+        value = ctx.context ?? null;
         break;
       case 'method':
         value = ctx.method;
@@ -161,7 +227,7 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
         break;
     }
     if (slot.like) return likeValue(value);
-    if ((slot.kind === 'auth' || slot.kind === 'data' || slot.kind === 'date') && slot.scale !== undefined) return scaleValue(value, slot.scale);
+    if ('scale' in slot && slot.scale !== undefined) return scaleValue(value, slot.scale);
     return value;
   });
 }

@@ -172,9 +172,15 @@ function parseMacro(tok: Token): MacroOperand {
   if (text === 'request.account.ids') {
     throw filterError(`@request.account.ids is a list and may only follow "in" (position ${pos})`);
   }
-  for (const source of ['auth', 'data'] as const) {
-    const prefix = `request.${source}.`;
-    if (text.startsWith(prefix)) return make(source, text.slice(prefix.length));
+  if (text === 'request.context') return make('context');
+  // `@request.body.*` is PocketBase's name for `@request.data.*`
+  for (const [name, source] of [['auth', 'auth'], ['data', 'data'], ['body', 'data'], ['query', 'query'], ['headers', 'headers']] as const) {
+    const prefix = `request.${name}.`;
+    if (!text.startsWith(prefix)) continue;
+    const path = text.slice(prefix.length);
+    // a header is one name (`x_token`: lower case, `-` written `_`), as PocketBase spells it
+    if (source === 'headers' && path.includes('.')) break;
+    return make(source, path);
   }
   throw filterError(`unknown macro ${quoteSnippet('@' + text)} at position ${pos}`);
 }

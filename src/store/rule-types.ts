@@ -27,9 +27,16 @@ export interface FieldOperand {
 }
 export interface MacroOperand {
   type: 'macro';
-  /** `date`: a datetime macro (`@now`, `@todayStart`, …: src/rules/datetime.ts), its name in `path` */
-  macro: 'auth' | 'data' | 'method' | 'account.id' | 'account.role' | 'date';
-  /** Dotted path after `@request.auth.` / `@request.data.`, the datetime macro's name; '' for the other macros. */
+  /**
+   * `data`: `@request.data.*` or its PocketBase name `@request.body.*`; `query`, `headers`:
+   * `@request.query.*`, `@request.headers.*`; `context`: `@request.context`; `date`: a datetime
+   * macro (`@now`, `@todayStart`, …: src/rules/datetime.ts), its name in `path`.
+   */
+  macro: 'auth' | 'data' | 'query' | 'headers' | 'context' | 'method' | 'account.id' | 'account.role' | 'date';
+  /**
+   * Dotted path after `@request.auth.` / `.data.` / `.body.` / `.query.`, the header name after
+   * `@request.headers.`, the datetime macro's name; '' for the other macros.
+   */
   path: string;
   pos: number;
 }
@@ -88,6 +95,10 @@ export type ParamSlot =
   /** @request.auth.<field>; `of`: an `id` compared with record ids of that collection (see bindParams) */
   | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string }
   | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
+  /** @request.query.<name> (`query`) or @request.headers.<name> (`headers`): see bindParams */
+  | { kind: 'query' | 'headers'; path: string; like?: boolean; scale?: number }
+  /** @request.context: what the request is (`default`, `realtime`, `protectedFile`) */
+  | { kind: 'context'; like?: boolean }
   | { kind: 'method'; like?: boolean }
   /** @request.account.id / .role, or `ids` (a JSON array of the principal's account ids, for `in`) */
   | { kind: 'account'; field: 'id' | 'role' | 'ids'; like?: boolean }

@@ -1,6 +1,6 @@
 /**
  * PocketBase's additions to the filter grammar end to end (docs/rules.md, "PocketBase's
- * additions"), through real HTTP lists and rules: datetime macros. Runs on SQLite, and on
+ * additions"), through real HTTP lists and rules: datetime macros, request macros. Runs on SQLite, and on
  * PostgreSQL with `npx tsx test/pg-suite.ts test/e2e/rules-pocketbase.test.ts`.
  */
 import { test, after, before } from 'node:test';
@@ -20,6 +20,14 @@ before(async () => {
     // only events from yesterday on are listed to anyone; creating one in the past is refused
     listRule: 'at >= @yesterday', viewRule: '@public', createRule: '@request.data.at > @now', updateRule: null, deleteRule: null,
   });
+  await srv.createCollection({
+    name: 'gated', type: 'base', fields: [{ name: 'title', type: 'text' }],
+    listRule: "@request.query.key = 'open'", viewRule: "@request.context = 'default' && @request.query.key != 'shut'",
+    createRule: "@request.body.title != 'no' && @request.headers.user_agent != 'bad-agent' && @request.context = 'default'",
+    updateRule: "@request.query.confirm = 'yes'",
+    deleteRule: '@request.headers.x_custom = null && @request.headers.authorization = null',
+  });
+  ids.set('gated', (await seed(srv, 'gated', { title: 'g' })).id);
   for (const [title, at] of [['old', day(-3)], ['recent', day(-0.5)], ['soon', day(0.5)], ['next_year', day(400)]] as const) {
     ids.set(title, (await seed(srv, 'events', { title, at, n: 1 })).id);
   }
@@ -59,4 +67,24 @@ test('an unknown macro is a 400 in the error envelope', async () => {
   assert.match(r.body.message, /^Invalid filter: unknown macro "@nowish" at position 6\.$/);
   const bad = await srv.api('PATCH', '/api/collections/events', { body: { listRule: 'at > @today' }, token: srv.suToken });
   assertError(bad, 400);
+});
+
+test('request macros: query, body, headers and context in rules', async () => {
+  const base = '/api/collections/gated/records';
+  const list = async (q: string) => srv.api('GET', `${base}${q}`, { token: null });
+  assert.equal((await list('?key=open')).body.items.length, 1);
+  assert.equal((await list('?key=shut')).body.items.length, 0);
+  assert.equal((await list('')).body.items.length, 0);
+  const id = ids.get('gated')!;
+  assert.equal((await srv.api('GET', `${base}/${id}`, { token: null })).status, 200);
+  assert.equal((await srv.api('GET', `${base}/${id}?key=shut`, { token: null })).status, 404);
+  // @request.body is the request body; user_agent is read on requests with a body
+  assertError(await srv.api('POST', base, { body: { title: 'no' }, token: null }), 403);
+  assertError(await srv.api('POST', base, { body: { title: 'ok' }, token: null, headers: { 'user-agent': 'bad-agent' } }), 403);
+  const made = await srv.api('POST', base, { body: { title: 'ok' }, token: null, headers: { 'user-agent': 'good-agent' } });
+  assert.equal(made.status, 201, made.text);
+  assertError(await srv.api('PATCH', `${base}/${made.body.id}`, { body: { title: 'x' }, token: null }), 404);
+  assert.equal((await srv.api('PATCH', `${base}/${made.body.id}?confirm=yes`, { body: { title: 'x' }, token: null })).status, 200);
+  // a header svc does not read is NULL
+  assert.equal((await srv.api('DELETE', `${base}/${made.body.id}`, { token: null, headers: { 'x-custom': '1' } })).status, 204);
 });

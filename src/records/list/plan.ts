@@ -13,7 +13,7 @@ import type { Collection } from '../../model/schema.js';
 import type { Principal } from '../../rules/access.js';
 import type { ListSql, Store } from '../../store/store.js';
 import type { RecordCodec } from '../record-codec.js';
-import { bindParams, compileExpression } from '../../rules/compiler.js';
+import { bindParams, compileExpression, type RuleRequest } from '../../rules/compiler.js';
 import type { CompiledExpr } from '../../store/rule-types.js';
 import { Where } from '../record-scope.js';
 import { searchPlan, type SearchPlan } from '../search.js';
@@ -108,12 +108,13 @@ export class ListPlanner {
   }
 
   /**
-   * The scope of one list request, with its paging mode (Scope.cursor).
+   * The scope of one list request, with its paging mode (Scope.cursor). `request`: the HTTP
+   * request served, for `@request.query.*` / `.headers.*` in the list rule and the filter.
    * @throws ApiError 403 when the list rule denies the caller; 400 for a paging mode switched
    *   off, a malformed filter or vector, or vector search when the feature is off
    */
-  scope(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null): Scope {
-    const check = this.store.rules.check(c, 'listRule', principal, null, 'GET');
+  scope(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null, request?: RuleRequest): Scope {
+    const check = this.store.rules.check(c, 'listRule', principal, null, 'GET', request);
     if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can perform this request.');
     const cursor = this.cursorMode(qs);
     const where = new Where();
@@ -122,7 +123,7 @@ export class ListPlanner {
     const drivers: Scope['drivers'] = [];
     if (filterText) {
       const compiled = this.compileFilter(c, filterText, principal);
-      const ctx = { auth: principal?.record ?? null, data: null, method: 'GET', account: principal?.account };
+      const ctx = { auth: principal?.record ?? null, data: null, method: 'GET', account: principal?.account, request, context: 'default' as const };
       where.add(compiled.sql, bindParams(compiled, ctx));
       for (const d of compiled.drivers) drivers.push({ sql: d.sql, params: bindParams({ ...compiled, params: d.params }, ctx) });
     }

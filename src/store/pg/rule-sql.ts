@@ -30,8 +30,10 @@
  * - json paths (`meta.a.b`) read `#>` and dispatch on `jsonb_typeof` (numbers and booleans are
  *   numbers, JSON null is NULL, strings text, objects and arrays their JSON text); multi-valued
  *   fields are sets of `jsonb_array_elements_text` rows.
- * Known differences (values only a hand-built or unusual request produces): a `@request.*` value
- * is numeric text or text here, since a bound parameter reaches PostgreSQL as text: a numeric
+ * Known differences (values only a hand-built or unusual request produces): a `@request.auth.*`
+ * or `@request.data.*` value is numeric text or text here, since a bound parameter reaches
+ * PostgreSQL as text (query parameters, headers, the context and date macros are always text,
+ * and compare as text, as in SQLite): a numeric
  * string and a number compare alike (SQLite tells them apart), and a number compared with a text
  * column reads `5` rather than `5.0`; JSON objects and arrays read as PostgreSQL's jsonb text
  * (`{"a": 1}`, keys reordered) where SQLite keeps the stored text; REAL values that are not
@@ -284,11 +286,24 @@ function dual(v: Val, applied: Affinity, peer: Val): Dual {
     return { n: null, t: slotSql(valueSlot(text), 'text') };
   }
   const slot = v.slot;
-  if ((slot.kind === 'auth' || slot.kind === 'data' || slot.kind === 'date') && slot.scale !== undefined) return { n: slotSql(slot, 'numeric'), t: null };
+  if ('scale' in slot && slot.scale !== undefined) return { n: slotSql(slot, 'numeric'), t: null };
   const t = slotSql(slot, 'text');
   if (applied === 'text' || ('like' in slot && slot.like)) return { n: null, t };
+  // values that are always text (SQLite keeps them text unless a numeric column converts them)
+  if (applied === 'none' && alwaysText(slot)) return { n: null, t };
   if (applied === 'none' && peer.from === 'path' && peer.kind === 'loose') return { n: null, t };
   return { n: numOfText(t), t: textNotNum(t) };
+}
+
+/** The datetime macros bound as numbers (src/rules/datetime.ts); the others are date text. */
+const NUMBER_DATE_MACROS = new Set(['second', 'minute', 'hour', 'weekday', 'day', 'month', 'year']);
+
+/**
+ * Whether a request slot always binds text (or NULL): a query parameter, a header, the context,
+ * a date macro. Such a value compares as text where no numeric column converts it, as in SQLite.
+ */
+function alwaysText(slot: ParamSlot): boolean {
+  return slot.kind === 'query' || slot.kind === 'headers' || slot.kind === 'context' || (slot.kind === 'date' && !NUMBER_DATE_MACROS.has(slot.name));
 }
 
 /** Both operands as Duals, SQLite's affinity rules applied. */

@@ -260,7 +260,8 @@ class RuleEmitter<V, T extends Sql> {
       this.authPaths.add(o.path);
       const of = o.path === 'id' && other?.idsOf ? { of: other.idsOf } : {};
       slot = { kind: 'auth', path: o.path, ...opt, ...of, ...(scale === undefined ? {} : { scale }) };
-    } else if (o.macro === 'data') slot = { kind: 'data', path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    } else if (o.macro === 'data' || o.macro === 'query' || o.macro === 'headers') slot = { kind: o.macro, path: o.path, ...opt, ...(scale === undefined ? {} : { scale }) };
+    else if (o.macro === 'context') slot = { kind: 'context', ...opt };
     else if (o.macro === 'method') slot = { kind: 'method', ...opt };
     else if (o.macro === 'date') slot = { kind: 'date', name: o.path as DateMacro, ...opt, ...(scale === undefined ? {} : { scale }) };
     else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };

@@ -185,8 +185,11 @@ const u1 = rows.users[0];
 const authU1 = { ...Object.fromEntries(Object.entries(u1).filter(([k]) => !(HIDDEN_AUTH_COLUMNS as readonly string[]).includes(k))), collectionId: 'c_users', collectionName: 'users', verified: true, profile: { lang: 'en' } };
 const data = { title: 'Hello', n: 5, s: 'a_b', pct: '50%', price: '1.25', label: 'a', nested: { x: 'Hello' }, flag: true, nul: null, tag: 't1', neg: -1 };
 const CTX: Record<string, RequestContext> = {
-  anon: { auth: null, data, method: 'GET' },
-  u1: { auth: authU1, data, method: 'POST', account: { id: 'acc1', role: 'admin', ids: ['u1', 'u3', 'p01'] } },
+  anon: { auth: null, data, method: 'GET', request: { method: 'GET', query: 'q=Hello&n=5&s=a_b&t=p10', headers: { userAgent: 'agent', authorization: '' } }, context: 'default' },
+  u1: {
+    auth: authU1, data, method: 'POST', account: { id: 'acc1', role: 'admin', ids: ['u1', 'u3', 'p01'] },
+    request: { method: 'POST', query: 'q=hello%20world&n=1.5&price=1.25', headers: { userAgent: 'Hello', authorization: 'Bearer x' } }, context: 'realtime',
+  },
 };
 interface Mode { name: string; opts: CompileOptions; ctx: RequestContext }
 const MODES: Mode[] = [
@@ -274,6 +277,12 @@ const POST_FILTERS = [
   'due < @now', 'due > @yesterday', 'due <= @tomorrow', "due >= @todayStart", 'due <= @todayEnd', 'due > @monthStart || due < @monthEnd', 'due > @yearStart',
   'updated < @yearEnd', 'created < @now && created > @yearStart', 'views < @month', 'views > @day', 'price < @hour', 'price >= @minute', '@second >= 0',
   '@weekday >= 0 && @weekday <= 6', '@year > 2020', "@now > '2024'", 'due ~ @year', "meta.n < @year", 'labels < @now', "@todayStart < @todayEnd",
+  // PocketBase's request macros
+  'title = @request.body.title', 'views = @request.body.n', "@request.body.title ~ 'ell'", 'title = @request.query.q', 'views > @request.query.n',
+  'price >= @request.query.price', 'title ~ @request.query.s', 'id > @request.query.t', 'title = @request.query.missing', '@request.query.missing = null',
+  'labels = @request.query.q', 'tags.name ~ @request.query.s', 'meta.s = @request.query.q', 'meta.n = @request.query.n', 'title = @request.headers.user_agent',
+  "@request.headers.authorization != ''", '@request.headers.authorization = null', '@request.headers.x_custom = null', "@request.context = 'default' && views > 1",
+  "@request.context != 'realtime' || title = 'Hello'", 'title ~ @request.context',
   // documented differences (KNOWN_DIFFERENCES)
   'views = price', 'title = @request.data.n',
 ];
@@ -307,6 +316,8 @@ const ERRORS: Array<[Collection, string, CompileOptions]> = [
   [posts, "title:lower = 'a'", { mode: 'filter', alias: 'r' }],
   [posts, 'created > @nowish', { mode: 'filter', alias: 'r' }],
   [posts, 'created > @now.x', { mode: 'filter', alias: 'r' }],
+  [posts, "@request.headers.a.b = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "@request.body = 'x'", { mode: 'filter', alias: 'r' }],
   [posts, "posts_via_parent.title = 'x'", { mode: 'filter', alias: 'r' }],
 ];
 const SORT_ERRORS = ['nope', 'code', '-tokenKey', ',', 'a-b', Array.from({ length: 17 }, () => 'id').join(',')];

@@ -96,3 +96,42 @@ test('unknown macros are 400', () => {
   }
   assert400(() => compileExpression('due > @now.x', posts, schema, FILTER), /^Invalid filter: unknown macro "@now\.x" at position 7\.$/);
 });
+
+test('@request.body is @request.data; query, headers and context macros compile to request slots', () => {
+  for (const opts of [FILTER, PG]) {
+    const c = (src: string) => compileExpression(src, posts, schema, opts);
+    assert.deepEqual(c('title = @request.body.title').params, c('title = @request.data.title').params);
+    assert.deepEqual(c('title = @request.body.a.b').params, [{ kind: 'data', path: 'a.b' }]);
+    assert.deepEqual(new Set(c("@request.query.q = 'x' && @request.headers.user_agent ~ 'bot' && @request.context != 'realtime'").params.map((p) => p.kind)), new Set(['query', 'headers', 'context', 'value']));
+    assert.deepEqual(c('price < @request.query.max').params, [{ kind: 'query', path: 'max', scale: 2 }]);
+    assert.equal(c("@request.context = 'default'").readsRecord, false);
+  }
+  assert400(() => compileExpression("@request.headers.x.y = 'a'", posts, schema, FILTER), /^Invalid filter: unknown macro "@request\.headers\.x\.y" at position 1\.$/);
+  assert400(() => compileExpression("@request.context.x = 'a'", posts, schema, FILTER), /unknown macro/);
+  assert400(() => compileExpression("@request.body = 'a'", posts, schema, FILTER), /unknown macro/);
+  assert400(() => compileExpression("@request.query = 'a'", posts, schema, FILTER), /unknown macro/);
+});
+
+test('query, header and context values bind per request, NULL when unknown', () => {
+  const e = compileExpression(
+    '@request.query.q = 1 && @request.query.n = 1 && @request.headers.user_agent = 1 && @request.headers.authorization = 1 && @request.headers.x_custom = 1 && @request.context = 1',
+    posts, schema, FILTER,
+  );
+  const headers = { authorization: 'Bearer t', userAgent: 'agent/1', contentType: 'application/json', cookie: '' };
+  const bind = (ctx: Partial<RequestContext>) => bindParams(e, { ...ANON, ...ctx }).filter((_, i) => e.params[i].kind !== 'value');
+  // the first value of a repeated query parameter; a body-only header is not read on a GET
+  assert.deepEqual(bind({ request: { method: 'GET', query: 'q=a%20b&q=c&n=', headers }, context: 'default' }), ['a b', '', null, 'Bearer t', null, 'default']);
+  assert.deepEqual(bind({ request: { method: 'POST', query: '', headers }, context: 'realtime' }), [null, null, 'agent/1', 'Bearer t', null, 'realtime']);
+  // no HTTP request (application code, a realtime event): NULL
+  assert.deepEqual(bind({}), [null, null, null, null, null, null]);
+  assert.deepEqual(bindParams(compileExpression('title ~ @request.query.q', posts, schema, FILTER), { ...ANON, request: { query: 'q=a_b' } }), ['%a\\_b%']);
+});
+
+test('request macros select rows on SQLite', () => {
+  const ctx: RequestContext = { ...ANON, data: { n: 3 }, request: { method: 'PATCH', query: 'min=2&id=soon', headers: { userAgent: 'x' } }, context: 'default' };
+  assert.deepEqual(ids('views >= @request.query.min && views <= @request.body.n', ctx), ['later', 'soon']);
+  assert.deepEqual(ids('id = @request.query.id', ctx), ['soon']);
+  assert.deepEqual(ids("@request.headers.user_agent = 'x' && @request.context = 'default' && views = 1", ctx), ['past']);
+  assert.deepEqual(ids("@request.context = 'realtime'", ctx), []);
+  assert.deepEqual(ids('id = @request.query.missing || @request.query.missing != null', ctx), []);
+});
