@@ -160,9 +160,9 @@ function guardAccount(ast: Expr): Expr {
 /** CompiledExpr.owner: `<field> = @request.auth.id` or `@request.auth.id = <field>`, else null. */
 function ownerShape(ast: Expr, c: Collection): CompiledExpr['owner'] {
   if (ast.type !== 'compare' || ast.op !== '=') return null;
-  const isAuthId = (o: Operand) => o.type === 'macro' && o.macro === 'auth' && o.path === 'id';
+  const isAuthId = (o: Operand) => o.type === 'macro' && o.macro === 'auth' && o.path === 'id' && o.modifier === undefined;
   const side = isAuthId(ast.right) ? ast.left : isAuthId(ast.left) ? ast.right : null;
-  if (side?.type !== 'field' || side.path.length !== 1) return null;
+  if (side?.type !== 'field' || side.path.length !== 1 || side.modifier !== undefined) return null;
   const field = c.fields.find((f) => f.name === side.path[0]);
   if (!field) return null;
   return { field: field.name, of: field.type === 'relation' ? (field.options.collectionId ?? null) : null };
@@ -190,6 +190,10 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
   let query: URLSearchParams | undefined;
   return expr.params.map((slot) => {
     let value: SqlValue;
+    if ('mod' in slot && (slot.mod === 'isset' || slot.mod === 'length')) {
+      value = slot.mod === 'isset' ? (isSet(ctx, slot) ? 1 : 0) : itemCount(slot.kind === 'data' && ctx.data !== null ? readPath(ctx.data, slot.path) : undefined);
+      return slot.like ? likeValue(value) : value;
+    }
     switch (slot.kind) {
       case 'value':
         return slot.value;
@@ -226,10 +230,30 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
         value = dateMacroValue(slot.name, (nowMs ??= Date.now()));
         break;
     }
+    if ('mod' in slot && slot.mod === 'lower' && typeof value === 'string') value = asciiLower(value);
     if (slot.like) return likeValue(value);
     if ('scale' in slot && slot.scale !== undefined) return scaleValue(value, slot.scale);
     return value;
   });
+}
+
+/** `:isset` of a body, query or header slot: the key was sent (a header: read and not empty). */
+function isSet(ctx: RequestContext, slot: ParamSlot): boolean {
+  if (!('path' in slot)) return false;
+  if (slot.kind === 'data') return ctx.data !== null && readPath(ctx.data, slot.path) !== undefined;
+  if (slot.kind === 'query') return ctx.request?.query !== undefined && new URLSearchParams(ctx.request.query).has(slot.path);
+  return slot.kind === 'headers' && headerValue(ctx.request, slot.path) !== null;
+}
+
+/** `:length` of a body value: an array's items; none for null, absent or `''`; one for any other value. */
+function itemCount(v: unknown): number {
+  if (Array.isArray(v)) return v.length;
+  return v === undefined || v === null || v === '' ? 0 : 1;
+}
+
+/** ASCII letters lower-cased, every other character kept: what `lower()` does on both backends. */
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 }
 
 /**

@@ -33,6 +33,8 @@ export interface Token {
   text: string;
   /** 1-based offset of the token's first character. */
   pos: number;
+  /** A path's or macro's modifier, the name after `:` (`title:lower` → `lower`). */
+  modifier?: string;
 }
 
 /** `Invalid filter: <detail>.` as a 400 `bad_request`. */
@@ -98,6 +100,18 @@ export function tokenize(src: string): Token[] {
     }
   };
 
+  /** Reads `:name` after a path or macro into `tok.modifier`, if there is one. */
+  const readModifier = (tok: Token): Token => {
+    if (i < n && src.charCodeAt(i) === 58 /* : */) {
+      if (!(i + 1 < n && isIdentStart(src.charCodeAt(i + 1)))) throw filterError(`expected a modifier name after ":" at position ${i + 2}`);
+      i++;
+      const start = i;
+      while (i < n && isIdentPart(src.charCodeAt(i))) i++;
+      tok.modifier = src.slice(start, i);
+    }
+    return tok;
+  };
+
   while (i < n) {
     const c = src.charCodeAt(i);
     const pos = i + 1;
@@ -137,11 +151,11 @@ export function tokenize(src: string): Token[] {
     } else if (isIdentStart(c)) {
       const text = readPath();
       const kind = KEYWORDS.has(text) ? (text as TokenKind) : 'path';
-      tokens.push({ kind, text, pos });
+      tokens.push(kind === 'path' ? readModifier({ kind, text, pos }) : { kind, text, pos });
     } else if (c === 64 /* @ */) {
       i++;
       if (!(i < n && isIdentStart(src.charCodeAt(i)))) throw filterError(`expected a macro name after "@" at position ${pos}`);
-      tokens.push({ kind: 'macro', text: readPath(), pos });
+      tokens.push(readModifier({ kind: 'macro', text: readPath(), pos }));
     } else {
       const ch = String.fromCodePoint(src.codePointAt(i) ?? c);
       throw filterError(`unexpected character ${quoteSnippet(ch)} at position ${pos}`);

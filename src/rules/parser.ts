@@ -6,7 +6,7 @@
  *   and     := primary ( "&&" primary )*
  *   primary := "(" expr ")" | operand OP operand | operand "in" list
  *   list    := "(" [ literal ( "," literal )* ] ")" | @request.account.ids
- *   operand := path | macro | string | number | true | false | null
+ *   operand := path [ ":" modifier ] | macro [ ":" modifier ] | string | number | true | false | null
  *
  * `@public` is not part of the grammar; callers recognise it before parsing. Hostile input is
  * bounded: at most MAX_SOURCE_LENGTH characters, MAX_DEPTH nested parentheses and MAX_TERMS
@@ -16,7 +16,7 @@
 import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
 import { boundedCache } from '../cache/bounded.js';
 import { isDateMacro } from './datetime.js';
-import type { CompareOp, Expr, InExpr, Literal, MacroOperand, Operand } from '../store/rule-types.js';
+import type { CompareOp, Expr, FieldModifier, InExpr, Literal, MacroModifier, MacroOperand, Operand } from '../store/rule-types.js';
 
 export const MAX_DEPTH = 64;
 export const MAX_TERMS = 1000;
@@ -150,16 +150,60 @@ class Parser {
       case 'path': {
         const path = tok.text.split('.');
         if (path[0] === 'in') throw filterError(`"in" is reserved and cannot be a field name (position ${pos})`);
-        return { type: 'field', path, pos };
+        if (tok.modifier === undefined) return { type: 'field', path, pos };
+        return { type: 'field', path, modifier: fieldModifier(tok), pos };
       }
-      case 'macro':
-        return parseMacro(tok);
+      case 'macro': {
+        const macro = parseMacro(tok);
+        if (tok.modifier !== undefined) macro.modifier = macroModifier(tok, macro);
+        return macro;
+      }
       case 'in':
         throw filterError(`"in" is reserved and cannot be a field name (position ${pos})`);
       default:
         throw filterError(describe(tok));
     }
   }
+}
+
+const FIELD_MODIFIERS: ReadonlySet<string> = new Set<FieldModifier>(['lower', 'length', 'each']);
+const MACRO_MODIFIERS: ReadonlySet<string> = new Set<MacroModifier>(['lower', 'isset', 'length', 'changed']);
+
+function unknownModifier(tok: Token): never {
+  throw filterError(`unknown modifier ${quoteSnippet(':' + tok.modifier)} at position ${tok.pos}`);
+}
+function misplacedModifier(tok: Token, shown: string, why: string): never {
+  throw filterError(`the modifier ${quoteSnippet(':' + tok.modifier)} cannot apply to ${quoteSnippet(shown)} (position ${tok.pos}): ${why}`);
+}
+
+/** A field path's modifier (which fields may take it is checked against the schema when compiling). */
+function fieldModifier(tok: Token): FieldModifier {
+  const m = tok.modifier!;
+  if (FIELD_MODIFIERS.has(m)) return m as FieldModifier;
+  if (MACRO_MODIFIERS.has(m)) misplacedModifier(tok, tok.text, 'it applies to @request.* values');
+  return unknownModifier(tok);
+}
+
+/**
+ * A request macro's modifier: `:lower` on any text macro, `:isset` on the body, query and headers,
+ * `:length` and `:changed` on the body (`:changed` on a field name only).
+ */
+function macroModifier(tok: Token, macro: MacroOperand): MacroModifier {
+  const m = tok.modifier!;
+  const shown = '@' + tok.text;
+  if (m === 'each' && macro.macro === 'data') misplacedModifier(tok, shown, 'svc does not support it on request values');
+  if (!MACRO_MODIFIERS.has(m)) {
+    if (FIELD_MODIFIERS.has(m)) misplacedModifier(tok, shown, 'it applies to fields');
+    unknownModifier(tok);
+  }
+  const body = macro.macro === 'data';
+  const ok =
+    m === 'lower' ? macro.macro !== 'date' && macro.macro !== 'account.id' && macro.macro !== 'account.role'
+    : m === 'isset' ? body || macro.macro === 'query' || macro.macro === 'headers'
+    : m === 'changed' ? body && !macro.path.includes('.')
+    : body;
+  if (!ok) misplacedModifier(tok, shown, m === 'changed' ? 'it applies to @request.body.<field>' : m === 'isset' ? 'it applies to @request.body, .query and .headers' : m === 'length' ? 'it applies to @request.body values' : 'it applies to text values');
+  return m as MacroModifier;
 }
 
 function parseMacro(tok: Token): MacroOperand {

@@ -19,10 +19,22 @@ export interface Literal {
   raw: string;
   pos: number;
 }
+/**
+ * A field path's modifier (docs/rules.md, "Modifiers"): `lower` (lower-cased ASCII), `length`
+ * (the number of items of a select/relation/file field), `each` (every item must match).
+ */
+export type FieldModifier = 'lower' | 'length' | 'each';
+/**
+ * A request macro's modifier: `lower`; `isset` (the key was sent); `length` (items of a body
+ * value); `changed` (a body value was sent and differs from the record's field of that name).
+ */
+export type MacroModifier = 'lower' | 'isset' | 'length' | 'changed';
+
 export interface FieldOperand {
   type: 'field';
   /** Dot-separated segments, e.g. ['author', 'name']. */
   path: string[];
+  modifier?: FieldModifier;
   pos: number;
 }
 export interface MacroOperand {
@@ -38,6 +50,7 @@ export interface MacroOperand {
    * `@request.headers.`, the datetime macro's name; '' for the other macros.
    */
   path: string;
+  modifier?: MacroModifier;
   pos: number;
 }
 export type Operand = Literal | FieldOperand | MacroOperand;
@@ -93,19 +106,22 @@ export type PathMode = 'filter' | 'rule';
 export type ParamSlot =
   | { kind: 'value'; value: SqlValue }
   /** @request.auth.<field>; `of`: an `id` compared with record ids of that collection (see bindParams) */
-  | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string }
-  | { kind: 'data'; path: string; like?: boolean; scale?: number } // @request.data.<field>
+  | { kind: 'auth'; path: string; like?: boolean; scale?: number; of?: string; mod?: SlotModifier }
+  | { kind: 'data'; path: string; like?: boolean; scale?: number; mod?: SlotModifier } // @request.data.<field>
   /** @request.query.<name> (`query`) or @request.headers.<name> (`headers`): see bindParams */
-  | { kind: 'query' | 'headers'; path: string; like?: boolean; scale?: number }
+  | { kind: 'query' | 'headers'; path: string; like?: boolean; scale?: number; mod?: SlotModifier }
   /** @request.context: what the request is (`default`, `realtime`, `protectedFile`) */
-  | { kind: 'context'; like?: boolean }
-  | { kind: 'method'; like?: boolean }
+  | { kind: 'context'; like?: boolean; mod?: SlotModifier }
+  | { kind: 'method'; like?: boolean; mod?: SlotModifier }
   /** @request.account.id / .role, or `ids` (a JSON array of the principal's account ids, for `in`) */
   | { kind: 'account'; field: 'id' | 'role' | 'ids'; like?: boolean }
   /** the current time as a date string (expiry clauses of relation hops) */
   | { kind: 'now' }
   /** a datetime macro (`@now`, `@year`, …; src/rules/datetime.ts), UTC at bind time */
   | { kind: 'date'; name: DateMacro; like?: boolean; scale?: number };
+
+/** A request macro's modifier applied when binding (`:changed` compiles to SQL instead). */
+export type SlotModifier = Exclude<MacroModifier, 'changed'>;
 
 /** A boolean SQL term plus its parameter slots, in `?` order, and facts about what it reads. */
 export interface CompiledExpr {

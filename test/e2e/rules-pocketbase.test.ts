@@ -1,6 +1,6 @@
 /**
  * PocketBase's additions to the filter grammar end to end (docs/rules.md, "PocketBase's
- * additions"), through real HTTP lists and rules: datetime macros, request macros. Runs on SQLite, and on
+ * additions"), through real HTTP lists and rules: datetime macros, request macros, modifiers. Runs on SQLite, and on
  * PostgreSQL with `npx tsx test/pg-suite.ts test/e2e/rules-pocketbase.test.ts`.
  */
 import { test, after, before } from 'node:test';
@@ -28,6 +28,16 @@ before(async () => {
     deleteRule: '@request.headers.x_custom = null && @request.headers.authorization = null',
   });
   ids.set('gated', (await seed(srv, 'gated', { title: 'g' })).id);
+  await srv.createCollection({
+    name: 'items', type: 'base',
+    fields: [{ name: 'title', type: 'text' }, { name: 'tags', type: 'select', options: { values: ['a', 'b', 'c'], maxSelect: 3 } }, { name: 'locked', type: 'bool' }],
+    listRule: '@public', viewRule: '@public', createRule: '@request.body.locked:isset = false && @request.body.tags:length <= 2',
+    // the title may change only while not locked; tags never
+    updateRule: '(locked = false || @request.body.title:changed = false) && @request.body.tags:isset = false', deleteRule: null,
+  });
+  for (const [title, tags, locked] of [['Alpha', ['a', 'b'], false], ['ALPHA', ['a'], true], ['beta', [], false], ['Gamma', ['c', 'a', 'b'], false]] as const) {
+    ids.set(title, (await seed(srv, 'items', { title, tags, locked })).id);
+  }
   for (const [title, at] of [['old', day(-3)], ['recent', day(-0.5)], ['soon', day(0.5)], ['next_year', day(400)]] as const) {
     ids.set(title, (await seed(srv, 'events', { title, at, n: 1 })).id);
   }
@@ -87,4 +97,37 @@ test('request macros: query, body, headers and context in rules', async () => {
   assert.equal((await srv.api('PATCH', `${base}/${made.body.id}?confirm=yes`, { body: { title: 'x' }, token: null })).status, 200);
   // a header svc does not read is NULL
   assert.equal((await srv.api('DELETE', `${base}/${made.body.id}`, { token: null, headers: { 'x-custom': '1' } })).status, 204);
+});
+
+test('modifiers in list filters: :lower, :length, :each', async () => {
+  const titlesOf = async (filter: string): Promise<string[]> => {
+    const r = await srv.api('GET', `/api/collections/items/records${qs({ filter, sort: 'title' })}`, { token: null });
+    assert.equal(r.status, 200, r.text);
+    return r.body.items.map((x: { title: string }) => x.title);
+  };
+  assert.deepEqual(await titlesOf("title:lower = 'alpha'"), ['ALPHA', 'Alpha']);
+  assert.deepEqual(await titlesOf('tags:length = 0'), ['beta']);
+  assert.deepEqual(await titlesOf('tags:length >= 2'), ['Alpha', 'Gamma']);
+  assert.deepEqual(await titlesOf("tags:each = 'a'"), ['ALPHA']);
+  assert.deepEqual(await titlesOf("tags:each in ('a', 'b')"), ['ALPHA', 'Alpha']);
+  assert.deepEqual(await titlesOf("tags = 'b'"), ['Alpha', 'Gamma']);
+  const bad = await srv.api('GET', `/api/collections/items/records${qs({ filter: 'title:length > 1' })}`, { token: null });
+  assertError(bad, 400, 'bad_request');
+  assert.match(bad.body.message, /^Invalid filter: the modifier ":length" cannot apply to "title"/);
+  assertError(await srv.api('GET', `/api/collections/items/records${qs({ filter: "title:upper = 'a'" })}`, { token: null }), 400, 'bad_request');
+});
+
+test('modifiers in rules: :isset, :length, :changed', async () => {
+  const base = '/api/collections/items/records';
+  assertError(await srv.api('POST', base, { body: { title: 'x', locked: false }, token: null }), 403);
+  assertError(await srv.api('POST', base, { body: { title: 'x', tags: ['a', 'b', 'c'] }, token: null }), 403);
+  assert.equal((await srv.api('POST', base, { body: { title: 'x', tags: ['a', 'b'] }, token: null })).status, 201);
+  const locked = ids.get('ALPHA')!;
+  const open = ids.get('beta')!;
+  // the locked record's title cannot change; sending the same title, or not sending it, is no change
+  assertError(await srv.api('PATCH', `${base}/${locked}`, { body: { title: 'other' }, token: null }), 404);
+  assert.equal((await srv.api('PATCH', `${base}/${locked}`, { body: { title: 'ALPHA' }, token: null })).status, 200);
+  assert.equal((await srv.api('PATCH', `${base}/${locked}`, { body: {}, token: null })).status, 200);
+  assert.equal((await srv.api('PATCH', `${base}/${open}`, { body: { title: 'beta 2' }, token: null })).status, 200);
+  assertError(await srv.api('PATCH', `${base}/${open}`, { body: { tags: 'a' }, token: null }), 404);
 });

@@ -83,6 +83,8 @@ export const pgPathDialect: PathDialect = {
   jsonColumn: (col) => `(${col})::text`,
   textParam: '?::text',
   falseSql: 'false',
+  // under "C", lower() folds ASCII letters only, as SQLite's
+  lower: (v) => `lower((${v}) COLLATE "C")`,
 };
 
 /**
@@ -254,6 +256,7 @@ function dual(v: Val, applied: Affinity, peer: Val): Dual {
     switch (v.kind) {
       case 'real':
       case 'int':
+      case 'count':
         return { n: x, t: null };
       case 'text':
       case 'jsoncol':
@@ -300,9 +303,10 @@ const NUMBER_DATE_MACROS = new Set(['second', 'minute', 'hour', 'weekday', 'day'
 
 /**
  * Whether a request slot always binds text (or NULL): a query parameter, a header, the context,
- * a date macro. Such a value compares as text where no numeric column converts it, as in SQLite.
+ * a date macro (not their `:isset` and `:length`, which are numbers). Such a value compares as text where no numeric column converts it, as in SQLite.
  */
 function alwaysText(slot: ParamSlot): boolean {
+  if ('mod' in slot && (slot.mod === 'isset' || slot.mod === 'length')) return false; // numbers
   return slot.kind === 'query' || slot.kind === 'headers' || slot.kind === 'context' || (slot.kind === 'date' && !NUMBER_DATE_MACROS.has(slot.name));
 }
 
@@ -381,6 +385,7 @@ function asText(v: Val): Sql | null {
     case 'real':
       return realTextSql(v.sql);
     case 'int':
+    case 'count':
       return cat('(', v.sql, ')::text');
     case 'json':
       return jsonAsText(v.sql);

@@ -24,7 +24,7 @@
  */
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { Collection, Field } from '../../model/schema.js';
-import type { ParamSlot, PathMode, SchemaLookup } from '../rule-types.js';
+import type { FieldModifier, ParamSlot, PathMode, SchemaLookup } from '../rule-types.js';
 import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn } from '../../rules/paths.js';
 
 /**
@@ -46,6 +46,8 @@ export interface PathDialect {
   textParam: string;
   /** The literal that is false: `0` on SQLite, `false` on PostgreSQL. */
   falseSql: string;
+  /** `v` (text) with ASCII letters lower-cased and every other character kept (SQLite's `lower`). */
+  lower(v: string): string;
 }
 
 /**
@@ -56,9 +58,10 @@ export interface PathDialect {
  * - `text`: a text column (TEXT affinity);
  * - `jsoncol`: a whole json column read as text (TEXT affinity in SQLite);
  * - `loose`: text without affinity (an element of a multi-valued field, a guarded email);
- * - `json`: the value at a path inside a json column (no affinity; any JSON type).
+ * - `json`: the value at a path inside a json column (no affinity; any JSON type);
+ * - `count`: an integer without affinity (an expression: `:length`'s count, `:changed`'s 1/0).
  */
-export type ValueKind = 'real' | 'int' | 'text' | 'jsoncol' | 'loose' | 'json';
+export type ValueKind = 'real' | 'int' | 'text' | 'jsoncol' | 'loose' | 'json' | 'count';
 
 /**
  * Compiles the view rule of a relation hop's target over `alias` (the hop's table), or says it
@@ -93,6 +96,13 @@ export interface ResolvedPath {
   idsOf?: string;
   /** Decimal scale when the path ends on a fixed-point number field (stored scaled). */
   scale?: number;
+  /** The path ends with `:each`: every value of the set must satisfy a comparison, not some. */
+  each?: boolean;
+}
+
+/** A modifier on a path that cannot take it (docs/rules.md, "Modifiers"). */
+function modifierError(modifier: FieldModifier, path: readonly string[], why: string): InvalidQuery {
+  return new InvalidQuery('filter', `Invalid filter: the modifier ":${modifier}" cannot apply to ${JSON.stringify(path.join('.'))}: ${why}.`);
 }
 
 /** Double-quotes an SQL identifier (the same spelling on both backends). */
@@ -171,11 +181,23 @@ export class PathResolver {
   }
 
   /**
-   * Resolves `author.name`, `tags.title`, `meta.a.b`, … to SQL.
+   * Resolves `author.name`, `tags.title`, `meta.a.b`, … to SQL, with the last field's `modifier`
+   * (docs/rules.md, "Modifiers").
    * @throws InvalidQuery for unknown/hidden/encrypted fields, unresolvable relations, sub-paths of
-   *   fields that have none, and chains longer than MAX_RELATION_DEPTH relations.
+   *   fields that have none, chains longer than MAX_RELATION_DEPTH relations, and a modifier on a
+   *   field that cannot take it.
    */
-  resolve(path: readonly string[]): ResolvedPath {
+  resolve(path: readonly string[], modifier?: FieldModifier): ResolvedPath {
+    const out = this.resolvePath(path, modifier);
+    if (modifier === 'lower') {
+      out.value = this.dialect.lower(out.value);
+      out.kind = 'loose'; // an expression: no affinity
+      delete out.scale;
+    }
+    return out;
+  }
+
+  private resolvePath(path: readonly string[], modifier: FieldModifier | undefined): ResolvedPath {
     this.readsRecord = true;
     const d = this.dialect;
     const sources: string[] = [];
@@ -195,11 +217,25 @@ export class PathResolver {
         const out: ResolvedPath = { value: col, valueParams: [], kind: 'text', sources, conds, condParams };
         if (head) out.head = head;
         if (idsOf) out.idsOf = idsOf;
-        if (field && isMultiValued(field)) {
+        const multi = field !== null && isMultiValued(field);
+        if ((modifier === 'length' || modifier === 'each') && !multi) {
+          throw modifierError(modifier, path, 'it applies to select, relation and file fields holding several values');
+        }
+        if (modifier === 'lower' && (field?.type === 'number' || field?.type === 'bool' || field?.type === 'json' || (field === null && seg === 'token_epoch'))) {
+          throw modifierError(modifier, path, 'it applies to text values');
+        }
+        if (modifier === 'length') {
+          out.value = `(SELECT count(*) FROM ${d.elements(col, this.fresh())})`;
+          out.kind = 'count';
+          delete out.idsOf;
+          return out;
+        }
+        if (multi) {
           const each = this.fresh();
           sources.push(d.elements(col, each));
           out.value = `${each}.value`;
           out.kind = 'loose';
+          if (modifier === 'each') out.each = true;
           return out;
         }
         if (field?.type === 'number') out.kind = field.options.mode === 'fixed' ? 'int' : 'real';
@@ -218,6 +254,7 @@ export class PathResolver {
         return out;
       }
       if (field?.type === 'json') {
+        if (modifier !== undefined) throw modifierError(modifier, path, modifier === 'lower' ? 'it applies to text values' : 'it applies to select, relation and file fields holding several values');
         // the remaining segments are identifiers ([A-Za-z_][A-Za-z0-9_]*, the grammar's)
         const out: ResolvedPath = { value: d.jsonPath(col, path.slice(i + 1)), valueParams: [], kind: 'json', sources, conds, condParams };
         if (head) out.head = head;

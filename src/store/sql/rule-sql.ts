@@ -18,7 +18,7 @@ import type { Collection, Field } from '../../model/schema.js';
 import { HIDDEN_AUTH_COLUMNS, isPrivateEmail } from '../../model/schema.js';
 import { parseFilter } from '../../rules/parser.js';
 import { resolveColumn } from '../../rules/paths.js';
-import type { CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, InExpr, Literal, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, InExpr, Literal, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { likeValue, scaleDecimal } from '../../rules/values.js';
 import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';
 
@@ -198,8 +198,8 @@ class RuleEmitter<V, T extends Sql> {
     let { left, right } = e;
     const op = e.op;
     if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
-    const pl = left.type === 'field' ? this.paths.resolve(left.path) : undefined;
-    const pr = right.type === 'field' ? this.paths.resolve(right.path) : undefined;
+    const pl = left.type === 'field' ? this.paths.resolve(left.path, left.modifier) : undefined;
+    const pr = right.type === 'field' ? this.paths.resolve(right.path, right.modifier) : undefined;
     const like = op === '~' || op === '!~';
     const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
     const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
@@ -209,12 +209,33 @@ class RuleEmitter<V, T extends Sql> {
 
     // one side crosses a single-valued relation and the other is a value: an uncorrelated semi-join
     const head = pl && !pr ? pl.head : pr && !pl ? pr.head : undefined;
+    const each = pl?.each || pr?.each;
+    if (each && (isNullLiteral(left) || isNullLiteral(right))) throw eachError(e.pos, 'compared with null');
     if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L.val, sources, conds, condParams, op === '=', head);
     const pred = this.d.predicate(op, L.val, R.val);
+    if (each) return this.every(sources, conds, condParams, this.scalar(op, L.val, R.val, pred));
     if (sources.length > 0) return this.some(head, sources, conds, pred, op === '!=' || op === '!~', condParams);
-    if (op === '!=') return this.d.different(L.val, R.val, pred);
+    return this.scalar(op, L.val, R.val, pred);
+  }
+
+  /** `a op b` over two scalars, given the predicate of `op` (RuleDialect.predicate): never NULL for `!=` and `!~`. */
+  private scalar(op: CompareOp, a: V, b: V, pred: Sql): Sql {
+    if (op === '!=') return this.d.different(a, b, pred);
     if (op === '!~') return { sql: `NOT COALESCE(${pred.sql}, ${this.d.paths.falseSql})`, params: pred.params };
     return pred;
+  }
+
+  /**
+   * `:each` (docs/rules.md, "Modifiers"): the set holds a value and every value satisfies `pred`
+   * (a scalar comparison of one value), as correlated EXISTS / NOT EXISTS over the same sources.
+   */
+  private every(sources: string[], conds: string[], condParams: ParamSlot[], pred: Sql): Frag {
+    const from = `FROM ${sources.join(', ')}${conds.length ? ` WHERE ${conds.join(' AND ')}` : ''}`;
+    const also = conds.length ? ' AND' : ' WHERE';
+    return {
+      sql: `(EXISTS (SELECT 1 ${from}) AND NOT EXISTS (SELECT 1 ${from}${also} NOT COALESCE((${pred.sql}), ${this.d.paths.falseSql})))`,
+      params: [...condParams, ...condParams, ...pred.params],
+    };
   }
 
   /** `x = null` (isNull) / `x != null` under the set semantics of the compiler. */
@@ -227,9 +248,13 @@ class RuleEmitter<V, T extends Sql> {
 
   private inList(e: InExpr): Frag {
     if (e.items.length === 0 && !e.accountIds) return { sql: this.d.paths.falseSql, params: [] };
-    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path) : undefined;
+    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path, e.left.modifier) : undefined;
     const L = this.side(e.left, path, undefined, false);
-    const within = (pred: Sql): Frag => (L.sources.length > 0 ? this.some(path?.head, L.sources, L.conds, pred, false, L.condParams) : pred);
+    if (path?.each && e.items.some((item) => item.value === null)) throw eachError(e.pos, 'with null in the "in" list');
+    const within = (pred: Sql): Frag => {
+      if (path?.each) return this.every(L.sources, L.conds, L.condParams, pred);
+      return L.sources.length > 0 ? this.some(path?.head, L.sources, L.conds, pred, false, L.condParams) : pred;
+    };
     // the principal's accounts, bound as one JSON array (empty without a tenancy resolver: never holds)
     if (e.accountIds) return within(this.d.inAccounts(L.val, this.paths));
     const members = e.items.filter((item) => item.value !== null);
@@ -250,7 +275,10 @@ class RuleEmitter<V, T extends Sql> {
     const plain = { sources: [], conds: [], condParams: [] };
     if (o.type === 'literal') return { val: this.d.literalOperand(literalValue(o, scale, like)), ...plain };
     if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
-    const opt = like ? { like: true } : {};
+    if (o.modifier === 'changed') return { val: this.changed(o), ...plain };
+    const opt = { ...(like ? { like: true } : {}), ...(o.modifier ? { mod: o.modifier } : {}) };
+    // a count or a yes/no is no decimal of the field's scale
+    if (o.modifier === 'isset' || o.modifier === 'length') scale = undefined;
     let slot: ParamSlot;
     if (o.macro === 'auth') {
       const head = o.path.split('.')[0];
@@ -266,6 +294,25 @@ class RuleEmitter<V, T extends Sql> {
     else if (o.macro === 'date') slot = { kind: 'date', name: o.path as DateMacro, ...opt, ...(scale === undefined ? {} : { scale }) };
     else slot = { kind: 'account', field: o.macro === 'account.id' ? 'id' : 'role', ...opt };
     return { val: this.d.macroOperand(slot), ...plain };
+  }
+
+  /**
+   * `@request.body.<field>:changed` (docs/rules.md, "Modifiers"), PocketBase's shorthand for
+   * `(@request.body.<field>:isset = true && @request.body.<field> != <field>)`, as a 1/0 value.
+   * Only on a field holding one value: svc's `!=` on a multi-valued field compares with each
+   * item, which would make any list sent "changed".
+   * @throws InvalidQuery when the collection has no such field, or it holds several values
+   */
+  private changed(o: MacroOperand): V {
+    const pos = o.pos;
+    if (this.paths.resolve([o.path]).sources.length > 0) {
+      throw new InvalidQuery('filter', `Invalid filter: the modifier ":changed" cannot apply to ${JSON.stringify('@request.body.' + o.path)}: it applies to fields holding one value.`);
+    }
+    const body: MacroOperand = { type: 'macro', macro: 'data', path: o.path, pos };
+    const sent = this.compare({ type: 'compare', op: '=', left: { ...body, modifier: 'isset' }, right: { type: 'literal', value: true, raw: '', pos }, pos });
+    const differs = this.compare({ type: 'compare', op: '!=', left: body, right: { type: 'field', path: [o.path], pos }, pos });
+    const value = `(CASE WHEN ${sent.sql} AND ${differs.sql} THEN 1 ELSE 0 END)`;
+    return this.d.pathOperand({ value, valueParams: [...sent.params, ...differs.params], kind: 'count', sources: [], conds: [], condParams: [] }, false);
   }
 
   /**
@@ -291,6 +338,11 @@ class RuleEmitter<V, T extends Sql> {
     }
     return { sql: `${negated ? 'NOT ' : ''}EXISTS (${body})`, params };
   }
+}
+
+/** `:each` where it has no meaning. */
+function eachError(pos: number, why: string): InvalidQuery {
+  return new InvalidQuery('filter', `Invalid filter: a ":each" path cannot be ${why} (position ${pos}).`);
 }
 
 /**

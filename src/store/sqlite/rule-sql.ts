@@ -24,6 +24,7 @@ export const sqlitePathDialect: PathDialect = {
   jsonColumn: (col) => col,
   textParam: '?',
   falseSql: '0',
+  lower: (v) => `lower(${v})`,
 };
 
 const valueSlot = (value: SqlValue): ParamSlot => ({ kind: 'value', value });

@@ -183,7 +183,7 @@ after(async () => {
 // ---- request contexts ----
 const u1 = rows.users[0];
 const authU1 = { ...Object.fromEntries(Object.entries(u1).filter(([k]) => !(HIDDEN_AUTH_COLUMNS as readonly string[]).includes(k))), collectionId: 'c_users', collectionName: 'users', verified: true, profile: { lang: 'en' } };
-const data = { title: 'Hello', n: 5, s: 'a_b', pct: '50%', price: '1.25', label: 'a', nested: { x: 'Hello' }, flag: true, nul: null, tag: 't1', neg: -1 };
+const data = { title: 'Hello', status: 'live', views: 5, labels: ['a'], meta: { n: 5 }, n: 5, s: 'a_b', pct: '50%', price: '1.25', label: 'a', nested: { x: 'Hello' }, flag: true, nul: null, tag: 't1', neg: -1 };
 const CTX: Record<string, RequestContext> = {
   anon: { auth: null, data, method: 'GET', request: { method: 'GET', query: 'q=Hello&n=5&s=a_b&t=p10', headers: { userAgent: 'agent', authorization: '' } }, context: 'default' },
   u1: {
@@ -283,6 +283,20 @@ const POST_FILTERS = [
   'labels = @request.query.q', 'tags.name ~ @request.query.s', 'meta.s = @request.query.q', 'meta.n = @request.query.n', 'title = @request.headers.user_agent',
   "@request.headers.authorization != ''", '@request.headers.authorization = null', '@request.headers.x_custom = null', "@request.context = 'default' && views > 1",
   "@request.context != 'realtime' || title = 'Hello'", 'title ~ @request.context',
+  // modifiers
+  "title:lower = 'hello'", "title:lower = 'ünïcode'", "title:lower != 'hello'", "title:lower > 'b'", 'title:lower = 5', "title:lower ~ 'HEL'", "'hello' = title:lower",
+  'title:lower = body:lower', "status:lower = 'live'", "contact:lower ~ 'example'", "author.name:lower = 'hello'", "tags.name:lower = 'tech'", "labels:lower = 'a'",
+  "id:lower = 'p01'", "author.email:lower ~ 'user'", 'title:lower in (\'hello\', \'abc\')', 'title:lower = null', 'title:lower = @request.query.q:lower',
+  'labels:length = 2', 'labels:length > 0', 'labels:length = 0', 'labels:length < views', "labels:length = '2'", 'tags:length >= 2', 'files:length = 1',
+  'labels:length in (1, 3)', 'parent.labels:length > 1', 'tags:length > price', 'labels:length = @request.body.n',
+  "labels:each = 'a'", "labels:each != 'a'", "labels:each ~ 'A'", "labels:each !~ 'b'", "labels:each > 'a'", "labels:each = 5", "labels:each in ('a', 'b')",
+  "tags:each = 't1'", "tags:each in ('t1', 't2', 't3')", "files:each ~ 'f'", "parent.labels:each = 'c'", "labels:each = status", 'labels:each = @request.body.label',
+  "labels:each in ('a', 'c') && labels:length > 1", 'tags:each in @request.account.ids',
+  '@request.body.title:isset = true', '@request.body.missing:isset = false', '@request.body.nested.x:isset = true', '@request.query.q:isset = true',
+  '@request.query.zz:isset = true', '@request.headers.user_agent:isset = true', '@request.body.title:length = 1', '@request.body.missing:length = 0',
+  "title:lower = @request.body.title:lower", "@request.headers.user_agent:lower = 'hello'", "@request.method:lower = 'post'",
+  '@request.body.title:changed = true', '@request.body.title:changed = false', '@request.body.views:changed = true', '@request.body.status:changed = true',
+  '@request.body.price:changed = false', '@request.body.meta:changed = true',
   // documented differences (KNOWN_DIFFERENCES)
   'views = price', 'title = @request.data.n',
 ];
@@ -313,7 +327,14 @@ const ERRORS: Array<[Collection, string, CompileOptions]> = [
   [users, "note = 'x'", { mode: 'filter', alias: 'r' }],
   [users, "tokenKey = 'x'", { mode: 'filter', alias: 'r' }],
   [posts, "labels ?= 'a'", { mode: 'filter', alias: 'r' }],
-  [posts, "title:lower = 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, "title:upper = 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, "views:lower = 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, 'title:length = 1', { mode: 'filter', alias: 'r' }],
+  [posts, "status:each = 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, 'labels:each = null', { mode: 'filter', alias: 'r' }],
+  [posts, "meta.a:lower = 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, '@request.body.nope:changed = true', { mode: 'filter', alias: 'r' }],
+  [posts, '@request.body.labels:changed = true', { mode: 'filter', alias: 'r' }],
   [posts, 'created > @nowish', { mode: 'filter', alias: 'r' }],
   [posts, 'created > @now.x', { mode: 'filter', alias: 'r' }],
   [posts, "@request.headers.a.b = 'x'", { mode: 'filter', alias: 'r' }],

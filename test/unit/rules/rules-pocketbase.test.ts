@@ -1,6 +1,6 @@
 /**
- * PocketBase's additions to the filter grammar (docs/rules.md, "PocketBase's additions"): datetime
- * macros first. Each form is compiled by both emitters (SQLite and PostgreSQL) and run on a real
+ * PocketBase's additions to the filter grammar (docs/rules.md): datetime macros, request macros,
+ * modifiers. Each form is compiled by both emitters (SQLite and PostgreSQL) and run on a real
  * SQLite database here; test/unit/pg/rule-sql.test.ts runs them on PostgreSQL against SQLite.
  */
 import { test } from 'node:test';
@@ -36,7 +36,8 @@ const day = (offsetDays: number): string => new Date(Date.now() + offsetDays * 8
 const ROWS: Array<[string, string | null, number, string | null]> = [
   ['past', day(-3), 1, '["a","b"]'], ['soon', day(0.5), 2, '["b"]'], ['later', day(40), 3, '[]'], ['long', day(800), 4, null], ['none', null, 5, '["c","a"]'],
 ];
-for (const [id, due, views, labels] of ROWS) db.prepare('INSERT INTO posts (id, due, views, labels) VALUES (?, ?, ?, ?)').run([id, due, views, labels]);
+const TITLES: Record<string, string | null> = { past: 'Hello', soon: 'HELLO', later: 'Ünï', long: null, none: 'x' };
+for (const [id, due, views, labels] of ROWS) db.prepare('INSERT INTO posts (id, due, views, labels, title) VALUES (?, ?, ?, ?, ?)').run([id, due, views, labels, TITLES[id]]);
 
 /** Ids matching `src` on SQLite, after checking the PostgreSQL emitter compiles it with the same slots. */
 function ids(src: string, ctx: RequestContext = ANON): string[] {
@@ -134,4 +135,73 @@ test('request macros select rows on SQLite', () => {
   assert.deepEqual(ids("@request.headers.user_agent = 'x' && @request.context = 'default' && views = 1", ctx), ['past']);
   assert.deepEqual(ids("@request.context = 'realtime'", ctx), []);
   assert.deepEqual(ids('id = @request.query.missing || @request.query.missing != null', ctx), []);
+});
+
+test('field modifiers: :lower, :length, :each', () => {
+  assert.deepEqual(ids("title:lower = 'hello'"), ['past', 'soon']);
+  assert.deepEqual(ids("title:lower = 'ünï'"), []); // ASCII letters only, on both backends
+  assert.deepEqual(ids("title:lower = 'Ünï'"), ['later']);
+  assert.deepEqual(ids("title:lower ~ 'ELL'"), ['past', 'soon']); // LIKE folds ASCII anyway
+  assert.deepEqual(ids("'hello' = title:lower"), ['past', 'soon']);
+  assert.deepEqual(ids("labels:lower = 'a'"), ['none', 'past']);
+  assert.deepEqual(ids('labels:length = 2'), ['none', 'past']);
+  assert.deepEqual(ids('labels:length = 0'), ['later', 'long']);
+  assert.deepEqual(ids('labels:length < views'), ['later', 'long', 'none', 'soon']);
+  assert.deepEqual(ids('labels:length in (1, 2)'), ['none', 'past', 'soon']);
+  assert.deepEqual(ids("labels:each = 'b'"), ['soon']);
+  assert.deepEqual(ids("labels = 'b'"), ['past', 'soon']); // svc's `=` on a set: some value
+  assert.deepEqual(ids("labels:each != 'c'"), ['past', 'soon']);
+  assert.deepEqual(ids("labels:each ~ 'a%'"), []);
+  assert.deepEqual(ids("labels:each !~ 'c'"), ['past', 'soon']);
+  assert.deepEqual(ids("labels:each in ('a', 'b')"), ['past', 'soon']);
+  assert.deepEqual(ids("labels:each > 'a' || labels:length = 0"), ['later', 'long', 'soon']);
+  const e = compileExpression("labels:each = 'b'", posts, schema, FILTER);
+  assert.equal(e.drivers.length, 0);
+  assert.match(e.sql, /^\(EXISTS \(SELECT 1 FROM json_each\(.*\) AND NOT EXISTS \(SELECT 1 FROM json_each\(.* WHERE NOT COALESCE\(\(r_1\.value = \?\), 0\)\)\)$/);
+});
+
+test('request modifiers: :isset, :length, :lower, :changed', () => {
+  const ctx = (data: Record<string, unknown> | null, query = ''): RequestContext => ({ ...ANON, method: 'PATCH', data, request: { method: 'PATCH', query } });
+  const all = ['later', 'long', 'none', 'past', 'soon'];
+  assert.deepEqual(ids('@request.body.title:isset = true', ctx({ title: null })), all);
+  assert.deepEqual(ids('@request.body.title:isset = false', ctx({})), all);
+  assert.deepEqual(ids('@request.body.title:isset = true', ctx(null)), []);
+  assert.deepEqual(ids('@request.body.a.b:isset = true', ctx({ a: { b: 1 } })), all);
+  assert.deepEqual(ids('@request.query.q:isset = true', ctx(null, 'q=')), all);
+  assert.deepEqual(ids('@request.query.q:isset = true', ctx(null, 'p=1')), []);
+  assert.deepEqual(ids('@request.headers.user_agent:isset = true', { ...ANON, request: { method: 'POST', headers: { userAgent: 'x' } } }), all);
+  assert.deepEqual(ids('@request.body.labels:length = views', ctx({ labels: ['a', 'b'] })), ['soon']);
+  assert.deepEqual(ids('@request.body.labels:length = 0', ctx({ labels: '' })), all);
+  assert.deepEqual(ids('@request.body.labels:length = 1', ctx({ labels: 'a' })), all);
+  assert.deepEqual(ids('title:lower = @request.body.t:lower', ctx({ t: 'hELLO' })), ['past', 'soon']);
+  assert.deepEqual(ids("@request.query.q:lower = 'abc'", ctx(null, 'q=ABC')), all);
+  // :changed: sent and different from the stored value (NULL counts as different)
+  assert.deepEqual(ids('@request.body.title:changed = true', ctx({ title: 'Hello' })), ['later', 'long', 'none', 'soon']);
+  assert.deepEqual(ids('@request.body.title:changed = false', ctx({ title: 'Hello' })), ['past']);
+  assert.deepEqual(ids('@request.body.title:changed = true', ctx({ views: 1 })), []);
+  assert.deepEqual(bindParams(compileExpression('@request.body.title:isset = true && @request.body.n:length > 0', posts, schema, FILTER), ctx({ title: 1 })), [1, 1, 0, 0]);
+});
+
+test('a modifier where it cannot apply is 400', () => {
+  const bad: Array<[string, RegExp]> = [
+    ["title:upper = 'a'", /^Invalid filter: unknown modifier ":upper" at position 1\.$/],
+    ["title: = 'a'", /^Invalid filter: expected a modifier name after ":" at position 7\.$/],
+    ['title:length = 1', /^Invalid filter: the modifier ":length" cannot apply to "title": it applies to select, relation and file fields holding several values\.$/],
+    ["status:each = 'a'", /cannot apply to "status"/],
+    ["views:lower = 'a'", /^Invalid filter: the modifier ":lower" cannot apply to "views": it applies to text values\.$/],
+    ['title:isset = true', /^Invalid filter: the modifier ":isset" cannot apply to "title" \(position 1\): it applies to @request\.\* values\.$/],
+    ['@request.auth.id:length = 1', /cannot apply to "@request\.auth\.id"/],
+    ['@request.auth.id:isset = true', /it applies to @request\.body, \.query and \.headers/],
+    ['@request.body.a.b:changed = true', /it applies to @request\.body\.<field>/],
+    ['@request.body.nope:changed = true', /^Invalid filter: unknown field "nope"\.$/],
+    ['@request.body.labels:changed = true', /^Invalid filter: the modifier ":changed" cannot apply to "@request\.body\.labels": it applies to fields holding one value\.$/],
+    ["@request.body.labels:each = 'a'", /svc does not support it on request values/],
+    ['@request.query.q:each = 1', /it applies to fields/],
+    ['@now:lower = 1', /it applies to text values/],
+    ['labels:each = null', /^Invalid filter: a ":each" path cannot be compared with null \(position 13\)\.$/],
+    ["labels:each in ('a', null)", /cannot be with null in the "in" list/],
+  ];
+  for (const [src, re] of bad) {
+    for (const opts of [FILTER, PG]) assert400(() => compileExpression(src, posts, schema, opts), re);
+  }
 });
