@@ -11,7 +11,7 @@ import { ApiError } from '../errors/api-error.js';
 export const MAX_SOURCE_LENGTH = 8192;
 
 export type TokenKind =
-  | 'op' // = != > >= < <= ~ !~
+  | 'op' // = != > >= < <= ~ !~, and each after `?` (any-of: ?= ?!= …)
   | 'and' // &&
   | 'or' // ||
   | 'lparen'
@@ -57,6 +57,8 @@ const ESCAPES = new Map<string, string>([
   ['r', '\r'],
 ]);
 const KEYWORDS = new Set(['in', 'true', 'false', 'null']);
+/** The any-of operators, longest first so `?!=` is not read as `?!` … */
+const ANY_OF = ['?!=', '?!~', '?>=', '?<=', '?=', '?>', '?<', '?~'];
 
 function isIdentStart(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95; // A-Z a-z _
@@ -120,7 +122,13 @@ export function tokenize(src: string): Token[] {
       continue;
     }
     const two = src.slice(i, i + 2);
-    if (two === '&&' || two === '||') {
+    if (c === 63 /* ? */) {
+      // an any-of operator: `?` then one of the comparison operators
+      const op = ANY_OF.find((o) => src.startsWith(o, i));
+      if (op === undefined) throw filterError(`expected a comparison operator after "?" at position ${pos}`);
+      tokens.push({ kind: 'op', text: op, pos });
+      i += op.length;
+    } else if (two === '&&' || two === '||') {
       tokens.push({ kind: two === '&&' ? 'and' : 'or', text: two, pos });
       i += 2;
     } else if (two === '!=' || two === '>=' || two === '<=' || two === '!~') {

@@ -4,7 +4,7 @@
  *
  *   expr    := and ( "||" and )*
  *   and     := primary ( "&&" primary )*
- *   primary := "(" expr ")" | operand OP operand | operand "in" list
+ *   primary := "(" expr ")" | operand OP operand | operand "in" list   (OP: = != > … or ?= ?!= … )
  *   list    := "(" [ literal ( "," literal )* ] ")" | @request.account.ids
  *   operand := path [ ":" modifier ] | macro [ ":" modifier ] | string | number | true | false | null
  *
@@ -16,7 +16,7 @@
 import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
 import { boundedCache } from '../cache/bounded.js';
 import { isDateMacro } from './datetime.js';
-import type { CompareOp, Expr, FieldModifier, InExpr, Literal, MacroModifier, MacroOperand, Operand } from '../store/rule-types.js';
+import type { AnyOfOp, CompareOp, Expr, FieldModifier, InExpr, Literal, MacroModifier, MacroOperand, Operand } from '../store/rule-types.js';
 
 export const MAX_DEPTH = 64;
 export const MAX_TERMS = 1000;
@@ -103,7 +103,7 @@ class Parser {
     if (op.kind === 'in') return this.parseIn(left, op.pos);
     if (op.kind !== 'op') throw filterError(`${describe(op)}; expected a comparison operator`);
     this.countTerm(op.pos);
-    return { type: 'compare', op: op.text as CompareOp, left, right: this.parseOperand(), pos: op.pos };
+    return { type: 'compare', op: op.text as CompareOp | AnyOfOp, left, right: this.parseOperand(), pos: op.pos };
   }
 
   private parseIn(left: Operand, pos: number): InExpr {

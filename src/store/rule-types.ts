@@ -11,6 +11,11 @@ import type { SqlValue } from './bind.js';
 // ---- the parsed filter tree (src/rules/parser.ts) -------------------------------------------
 
 export type CompareOp = '=' | '!=' | '>' | '>=' | '<' | '<=' | '~' | '!~';
+/**
+ * PocketBase's any-of operators (docs/rules.md, "Any-of operators"): `?op` holds when some value
+ * of the set satisfies `op` (for `?!=`, `?!~`: some value is different / does not match).
+ */
+export type AnyOfOp = `?${CompareOp}`;
 
 export interface Literal {
   type: 'literal';
@@ -57,7 +62,7 @@ export type Operand = Literal | FieldOperand | MacroOperand;
 
 export interface CompareExpr {
   type: 'compare';
-  op: CompareOp;
+  op: CompareOp | AnyOfOp;
   left: Operand;
   right: Operand;
   pos: number;

@@ -1,6 +1,6 @@
 /**
  * PocketBase's additions to the filter grammar end to end (docs/rules.md, "PocketBase's
- * additions"), through real HTTP lists and rules: datetime macros, request macros, modifiers. Runs on SQLite, and on
+ * additions"), through real HTTP lists and rules: datetime macros, request macros, modifiers, any-of operators. Runs on SQLite, and on
  * PostgreSQL with `npx tsx test/pg-suite.ts test/e2e/rules-pocketbase.test.ts`.
  */
 import { test, after, before } from 'node:test';
@@ -130,4 +130,19 @@ test('modifiers in rules: :isset, :length, :changed', async () => {
   assert.equal((await srv.api('PATCH', `${base}/${locked}`, { body: {}, token: null })).status, 200);
   assert.equal((await srv.api('PATCH', `${base}/${open}`, { body: { title: 'beta 2' }, token: null })).status, 200);
   assertError(await srv.api('PATCH', `${base}/${open}`, { body: { tags: 'a' }, token: null }), 404);
+});
+
+test('any-of operators in list filters', async () => {
+  const titlesOf = async (filter: string): Promise<string[]> => {
+    const r = await srv.api('GET', `/api/collections/items/records${qs({ filter, sort: 'title', perPage: 50 })}`, { token: null });
+    assert.equal(r.status, 200, r.text);
+    return r.body.items.map((x: { title: string }) => x.title).filter((t: string) => ['ALPHA', 'Alpha', 'Gamma', 'beta', 'beta 2'].includes(t));
+  };
+  assert.deepEqual(await titlesOf("tags ?= 'b'"), await titlesOf("tags = 'b'"));
+  assert.deepEqual(await titlesOf("tags ?= 'b'"), ['Alpha', 'Gamma']);
+  assert.deepEqual(await titlesOf("tags != 'a'"), ['beta 2']);
+  assert.deepEqual(await titlesOf("tags ?!= 'a'"), ['Alpha', 'Gamma']);
+  assert.deepEqual(await titlesOf("tags ?!~ 'A'"), ['Alpha', 'Gamma']);
+  assert.deepEqual(await titlesOf("tags ?> 'b'"), ['Gamma']);
+  assertError(await srv.api('GET', `/api/collections/items/records${qs({ filter: "tags ?? 'a'" })}`, { token: null }), 400, 'bad_request');
 });

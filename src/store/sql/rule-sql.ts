@@ -196,7 +196,9 @@ class RuleEmitter<V, T extends Sql> {
 
   private compare(e: CompareExpr): Frag {
     let { left, right } = e;
-    const op = e.op;
+    // `?op` (any-of): some value satisfies `op`; it differs from `op` only for `!=` and `!~` over a set
+    const anyOf = e.op[0] === '?';
+    const op = (anyOf ? e.op.slice(1) : e.op) as CompareOp;
     if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
     const pl = left.type === 'field' ? this.paths.resolve(left.path, left.modifier) : undefined;
     const pr = right.type === 'field' ? this.paths.resolve(right.path, right.modifier) : undefined;
@@ -211,9 +213,15 @@ class RuleEmitter<V, T extends Sql> {
     const head = pl && !pr ? pl.head : pr && !pl ? pr.head : undefined;
     const each = pl?.each || pr?.each;
     if (each && (isNullLiteral(left) || isNullLiteral(right))) throw eachError(e.pos, 'compared with null');
+    if (each && anyOf) throw eachError(e.pos, `compared with the any-of operator "${e.op}"`);
     if (isNullLiteral(right) && (op === '=' || op === '!=')) return this.nullTest(L.val, sources, conds, condParams, op === '=', head);
     const pred = this.d.predicate(op, L.val, R.val);
     if (each) return this.every(sources, conds, condParams, this.scalar(op, L.val, R.val, pred));
+    if (sources.length > 0 && anyOf && (op === '!=' || op === '!~')) {
+      // some value is different / does not match; never a driver (it holds for most rows)
+      const some = this.some(head, sources, conds, this.scalar(op, L.val, R.val, pred), false, condParams);
+      return { sql: some.sql, params: some.params };
+    }
     if (sources.length > 0) return this.some(head, sources, conds, pred, op === '!=' || op === '!~', condParams);
     return this.scalar(op, L.val, R.val, pred);
   }

@@ -297,6 +297,11 @@ const POST_FILTERS = [
   "title:lower = @request.body.title:lower", "@request.headers.user_agent:lower = 'hello'", "@request.method:lower = 'post'",
   '@request.body.title:changed = true', '@request.body.title:changed = false', '@request.body.views:changed = true', '@request.body.status:changed = true',
   '@request.body.price:changed = false', '@request.body.meta:changed = true',
+  // any-of operators
+  "labels ?= 'a'", "labels ?!= 'a'", "labels ?> 'a'", "labels ?>= 'b'", "labels ?< 'b'", "labels ?<= 'a'", "labels ?~ 'A'", "labels ?!~ 'b'", 'labels ?= 5',
+  "tags ?!= 't1'", "tags.name ?= 'Tech'", "tags.name ?!= 'news'", "tags.name ?!~ 'e'", 'tags.weight ?> 2', "author.name ?!= 'Hello'", "author.team.name ?!~ 'e'",
+  "parent.labels ?!= 'c'", "title ?!= 'Hello'", "title ?!~ 'hello'", 'views ?!= 5', 'labels ?= null', 'labels ?!= null', 'meta.n ?!= 5', "files ?!~ '_2'",
+  'labels ?!= @request.body.label', 'tags.name ?!= @request.query.q', "labels:lower ?!= 'a'", 'labels ?!= status',
   // documented differences (KNOWN_DIFFERENCES)
   'views = price', 'title = @request.data.n',
 ];
@@ -326,7 +331,8 @@ const ERRORS: Array<[Collection, string, CompileOptions]> = [
   [posts, 'parent.parent.parent.parent.parent.parent.parent.title = 1', { mode: 'filter', alias: 'r' }],
   [users, "note = 'x'", { mode: 'filter', alias: 'r' }],
   [users, "tokenKey = 'x'", { mode: 'filter', alias: 'r' }],
-  [posts, "labels ?= 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, "labels ? = 'a'", { mode: 'filter', alias: 'r' }],
+  [posts, "labels:each ?= 'a'", { mode: 'filter', alias: 'r' }],
   [posts, "title:upper = 'a'", { mode: 'filter', alias: 'r' }],
   [posts, "views:lower = 'a'", { mode: 'filter', alias: 'r' }],
   [posts, 'title:length = 1', { mode: 'filter', alias: 'r' }],

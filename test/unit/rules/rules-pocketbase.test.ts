@@ -205,3 +205,26 @@ test('a modifier where it cannot apply is 400', () => {
     for (const opts of [FILTER, PG]) assert400(() => compileExpression(src, posts, schema, opts), re);
   }
 });
+
+test('any-of operators: some value satisfies the comparison', () => {
+  // for = < <= > >= ~ svc's own operators already mean "some value": ?op compiles to the same SQL
+  for (const [any, plain] of [["labels ?= 'a'", "labels = 'a'"], ["labels ?> 'a'", "labels > 'a'"], ["labels ?~ 'A'", "labels ~ 'A'"], ['labels ?<= views', 'labels <= views'], ["title ?= 'x'", "title = 'x'"]]) {
+    for (const opts of [FILTER, PG]) assert.equal(compileExpression(any, posts, schema, opts).sql, compileExpression(plain, posts, schema, opts).sql, any);
+  }
+  assert.deepEqual(ids("labels ?= 'a'"), ['none', 'past']);
+  // `!=` on a set: no value equals; `?!=`: some value differs
+  assert.deepEqual(ids("labels != 'a'"), ['later', 'long', 'soon']);
+  assert.deepEqual(ids("labels ?!= 'a'"), ['none', 'past', 'soon']);
+  assert.deepEqual(ids("labels !~ 'b'"), ['later', 'long', 'none']);
+  assert.deepEqual(ids("labels ?!~ 'b'"), ['none', 'past']);
+  assert.deepEqual(ids("labels ?>= 'b' && labels ?< 'b'"), ['none', 'past']);
+  assert.deepEqual(ids("title ?!= 'Hello'"), ['later', 'long', 'none', 'soon']); // a scalar: as !=
+  assert.deepEqual(ids("title ?!~ 'hello'"), ['later', 'long', 'none']);
+  assert.deepEqual(ids('labels ?= null'), ids('labels = null'));
+  assert.deepEqual(ids('labels ?!= null'), ids('labels != null'));
+  assert.equal(compileExpression("labels ?!= 'a'", posts, schema, FILTER).drivers.length, 0);
+  assert400(() => compileExpression("labels:each ?= 'a'", posts, schema, FILTER), /any-of operator "\?="/);
+  assert400(() => compileExpression("labels ? = 'a'", posts, schema, FILTER), /^Invalid filter: expected a comparison operator after "\?" at position 8\.$/);
+  assert400(() => compileExpression("labels ?in ('a')", posts, schema, FILTER), /expected a comparison operator after "\?"/);
+  assert400(() => compileExpression("labels ?? 'a'", posts, schema, FILTER), /expected a comparison operator after "\?"/);
+});
