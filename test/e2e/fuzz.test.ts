@@ -1,6 +1,7 @@
 /**
  * Fuzzing against the running server (issue 12): seeded and bounded property runs over list
- * queries, record bodies, multipart bodies and collection definitions (test/helpers/fuzz.ts).
+ * queries (PocketBase's modifiers, any-of operators and macros among the filters), record bodies,
+ * multipart bodies and collection definitions (test/helpers/fuzz.ts).
  * Zero 5xx, zero dropped connections, every error the documented envelope, the server alive
  * after every batch. SVC_FUZZ_SEED replays a run; SVC_FUZZ_RUNS changes its size.
  * A longer run: `npm run fuzz -- --minutes=N`.

@@ -50,13 +50,23 @@ const nasty = fc.oneof(
   fc.constantFrom('', ' ', "'", '"', '\\', '%', '_', '\u0000', '\u001f', '😀', 'null', 'NaN', '1e999', '-0', '0x10', '((', '))', '&&', '||', '@request', '@request.auth.id', '@collection.x', '.', '..', '*', '-', ',', ';DROP TABLE x;--'),
 );
 
-const fieldPath = fc.oneof(fc.constantFrom(...FIELDS, ...AUTH_FIELDS), fc.constantFrom('owner.nick', 'owner.email', 'owner.secret', 'owners.nick', 'meta.a.b', 'owner.owner.x', 'title.x'), nasty);
+// PocketBase's modifiers (docs/rules.md, "Modifiers"), valid and not, on any path
+const modifier = fc.constantFrom('', '', '', ':lower', ':length', ':each', ':isset', ':changed', ':upper', ':');
+const fieldPath = fc.oneof(
+  fc.constantFrom(...FIELDS, ...AUTH_FIELDS), fc.constantFrom('owner.nick', 'owner.email', 'owner.secret', 'owners.nick', 'meta.a.b', 'owner.owner.x', 'title.x'), nasty,
+  fc.tuple(fc.constantFrom(...FIELDS, 'owners.nick', 'owner.email'), modifier).map(([f, m]) => f + m),
+);
 const literal = fc.oneof(
   fc.integer().map(String), fc.double({ noNaN: true, noDefaultInfinity: true }).map(String), fc.constantFrom('null', 'true', 'false'),
   nasty.map((s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`), nasty.map((s) => `"${s}"`), nasty,
   fc.constantFrom('@request.auth.id', '@request.auth.passwordHash', '@request.auth.collectionName', '@request.data.x', '@request.method', '@request.account.ids', '@request.nope'),
+  // PocketBase's request and datetime macros (docs/rules.md), with modifiers, valid and not
+  fc.tuple(
+    fc.constantFrom('@request.body.title', '@request.body.kinds', '@request.query.q', '@request.query.filter', '@request.headers.user_agent', '@request.headers.x_y', '@request.context', '@now', '@yesterday', '@todayEnd', '@monthStart', '@year', '@weekday', '@nowish', '@request.headers.a.b'),
+    modifier,
+  ).map(([m, mod]) => m + mod),
 );
-const op = fc.constantFrom('=', '!=', '>', '>=', '<', '<=', '~', '!~', 'in', '==', '=>', '');
+const op = fc.constantFrom('=', '!=', '>', '>=', '<', '<=', '~', '!~', 'in', '==', '=>', '', '?=', '?!=', '?>', '?>=', '?<', '?<=', '?~', '?!~', '?', '?in');
 const cmp = fc.tuple(fieldPath, op, literal).map(([f, o, v]) => (o === 'in' ? `${f} in (${v}, ${v})` : `${f} ${o} ${v}`));
 /** Filters: comparisons joined by && and ||, parenthesised, sometimes broken. */
 export const filterArb: fc.Arbitrary<string> = fc.letrec<{ expr: string }>((tie) => ({

@@ -1,7 +1,8 @@
 /**
  * Differential test of the rule compiler: random (seeded) filters run as SQL against a real
  * in-memory libsql database must select exactly the rows that a small JS evaluator of the same
- * AST selects. The evaluator restates the semantics documented in src/rules/compiler.ts.
+ * AST selects. The evaluator restates the semantics documented in src/rules/compiler.ts and
+ * docs/rules.md (PocketBase's modifiers, any-of operators, request and datetime macros included).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +11,7 @@ import { bindAll } from '../../../src/store/bind.js';
 import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field, type FieldOptions, type FieldType } from '../../../src/model/schema.js';
 import { bindParams, compileExpression, type RequestContext } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
+import { dateMacroValue } from '../../../src/rules/datetime.js';
 import type { Expr, Literal, Operand, SchemaLookup } from '../../../src/store/rule-types.js';
 
 type Val = string | number | null;
@@ -155,18 +157,48 @@ function literal(l: Literal, scale: number | undefined, likeOp: boolean): Val {
   if (likeOp) return v === null ? null : wrap(String(v));
   return scale !== undefined && typeof v === 'number' ? Math.round(v * 10 ** scale) : v;
 }
+/** A field path's values with its modifier applied (`:each` is applied by the comparison). */
+function fieldSide(row: Row, o: Operand & { type: 'field' }): Side {
+  const s = pathSide(row, o.path);
+  if (o.modifier === 'lower') return { vals: s.vals.map((v) => (typeof v === 'string' ? lowerAscii(v) : v)) };
+  if (o.modifier === 'length') return { vals: [elements(row[o.path[0]]).length] };
+  return s;
+}
+const readBody = (ctx: RequestContext, path: string): unknown => (ctx.data === null ? undefined : ctx.data[path]);
+function macroValue(o: Operand & { type: 'macro' }, row: Row, ctx: RequestContext): Val {
+  const query = new URLSearchParams(ctx.request?.query ?? '');
+  // the one header the generator reads: user_agent, read on requests with a body
+  const sent = (ctx.request?.headers ?? {}) as Record<string, string>;
+  const headers: Record<string, string> = ctx.request?.method === 'POST' && sent.userAgent ? { user_agent: sent.userAgent } : {};
+  if (o.modifier === 'isset') return (o.macro === 'data' ? readBody(ctx, o.path) !== undefined : o.macro === 'query' ? query.has(o.path) : !!headers[o.path]) ? 1 : 0;
+  if (o.modifier === 'length') {
+    const v = readBody(ctx, o.path);
+    return Array.isArray(v) ? v.length : v === undefined || v === null || v === '' ? 0 : 1;
+  }
+  if (o.modifier === 'changed') {
+    const v = readBody(ctx, o.path);
+    return v !== undefined && !same(fromJson(v), row[o.path] ?? null) ? 1 : 0;
+  }
+  let v: Val;
+  if (o.macro === 'auth') v = ctx.auth === null ? '' : ((ctx.auth[o.path] as Val) ?? null);
+  else if (o.macro === 'data') v = fromJson(readBody(ctx, o.path));
+  else if (o.macro === 'query') v = ctx.request ? query.get(o.path) : null;
+  else if (o.macro === 'headers') v = headers[o.path] || null;
+  else if (o.macro === 'context') v = ctx.context ?? null;
+  else if (o.macro === 'date') v = dateMacroValue(o.path as Parameters<typeof dateMacroValue>[0], Date.now());
+  else v = o.macro === 'method' ? ctx.method : '';
+  return o.modifier === 'lower' && typeof v === 'string' ? lowerAscii(v) : v;
+}
 function side(o: Operand, row: Row, ctx: RequestContext, scale: number | undefined, likeOp: boolean): Side {
   if (o.type === 'field') {
-    const s = pathSide(row, o.path);
+    const s = fieldSide(row, o);
     return likeOp ? { vals: s.vals.map((v) => (v === null ? null : wrap(String(v)))) } : s;
   }
   if (o.type === 'literal') return { vals: [literal(o, scale, likeOp)] };
-  let v: Val;
-  if (o.macro === 'auth') v = ctx.auth === null ? '' : ((ctx.auth[o.path] as Val) ?? null);
-  else if (o.macro === 'data') v = ctx.data === null ? null : ((ctx.data[o.path] as Val) ?? null);
-  else v = o.macro === 'method' ? ctx.method : '';
+  const v = macroValue(o, row, ctx);
   return { vals: [likeOp && v !== null ? wrap(String(v)) : v] };
 }
+const isEach = (o: Operand) => o.type === 'field' && o.modifier === 'each';
 const isAccount = (o: Operand) => o.type === 'macro' && o.macro.startsWith('account.');
 function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
   if (e.type === 'and') return e.terms.every((t) => evaluate(t, row, ctx));
@@ -177,21 +209,32 @@ function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
     if (e.accountIds) return false;
     const L = side(e.left, row, ctx, undefined, false);
     const members = e.items.filter((i) => i.value !== null).map((i) => literal(i, L.scale, false));
+    if (isEach(e.left)) return L.vals.length > 0 && L.vals.every((l) => members.some((m) => cmp(l, m) === 0));
     const hit = L.vals.some((l) => members.some((m) => cmp(l, m) === 0));
     return hit || (members.length < e.items.length && !L.vals.some((v) => v !== null));
   }
   let { left, right } = e;
+  const anyOf = e.op.startsWith('?');
+  const op = e.op.replace('?', '');
   const isNull = (o: Operand) => o.type === 'literal' && o.value === null;
-  if ((e.op === '=' || e.op === '!=') && isNull(left) && !isNull(right)) [left, right] = [right, left];
-  const likeOp = e.op === '~' || e.op === '!~';
+  if ((op === '=' || op === '!=') && isNull(left) && !isNull(right)) [left, right] = [right, left];
+  const likeOp = op === '~' || op === '!~';
   const lp = left.type === 'field' ? pathSide(row, left.path).scale : undefined;
   const rp = right.type === 'field' ? pathSide(row, right.path).scale : undefined;
   const L = side(left, row, ctx, likeOp ? undefined : rp, false);
   const R = side(right, row, ctx, likeOp ? undefined : lp, likeOp);
-  if (isNull(right) && (e.op === '=' || e.op === '!=')) return L.vals.some((v) => v !== null) === (e.op === '!=');
-  const any = (pred: (l: Val, r: Val) => boolean) => L.vals.some((l) => R.vals.some((r) => pred(l, r)));
+  if (isNull(right) && (op === '=' || op === '!=')) return L.vals.some((v) => v !== null) === (op === '!=');
+  // :each: there is a value, and every value satisfies the comparison (one side is a set)
+  const each = isEach(left) || isEach(right);
+  const any = (pred: (l: Val, r: Val) => boolean) =>
+    each ? L.vals.length > 0 && R.vals.length > 0 && L.vals.every((l) => R.vals.every((r) => pred(l, r))) : L.vals.some((l) => R.vals.some((r) => pred(l, r)));
   const c = (fn: (n: number) => boolean) => any((l, r) => { const x = cmp(l, r); return x !== null && fn(x); });
-  switch (e.op) {
+  if (each && op === '!~') return any((l, r) => !like(l, r));
+  if (each && op === '!=') return any((l, r) => !same(l, r));
+  // ?!= / ?!~: some value differs / does not match
+  if (anyOf && op === '!~') return any((l, r) => !like(l, r));
+  if (anyOf && op === '!=') return any((l, r) => !same(l, r));
+  switch (op) {
     case '=': return c((x) => x === 0);
     case '>': return c((x) => x > 0);
     case '>=': return c((x) => x >= 0);
@@ -201,6 +244,7 @@ function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
     case '!~': return !any(like);
     case '!=': return !any(same);
   }
+  throw new Error(`unknown operator ${e.op}`);
 }
 
 // ---- random filters ----
@@ -227,6 +271,19 @@ const LEAVES: (() => string)[] = [
   () => `@request.method = ${q(pick(['GET', 'POST']))}`, () => `@request.auth.name ${pick(ALL_OPS)} author.name`, () => `author in @request.account.ids`,
   () => `@request.account.id ${pick(ALL_OPS)} ${pick(["''", 'null', "'acme'"])}`, () => `@request.account.role in ${list(() => pick(["''", 'null', "'x'"]))}`, () => `id in ${list(() => q(`p${1 + Math.floor(rnd() * 45)}`))}`, () => `created ${pick(CMP_OPS)} '2024-01-15'`,
   () => `${q(pick(TEXTS))} ${pick(ALL_OPS)} title`, () => `null ${pick(['=', '!='])} ${pick(['title', 'author.name', 'labels'])}`,
+  // PocketBase's additions (docs/rules.md): modifiers, any-of operators, request and datetime macros
+  () => `title:lower ${pick(ALL_OPS)} ${text()}`, () => `${q(pick(TEXTS))} ${pick(ALL_OPS)} title:lower`, () => `labels:lower ${pick(ALL_OPS)} ${q(pick(['A', 'b', 'C']))}`,
+  () => `author.name:lower ${pick(ALL_OPS)} ${text()}`, () => `title:lower in ${list(text)}`, () => `title:lower ${pick(ALL_OPS)} tags.name:lower`,
+  () => `labels:length ${pick(CMP_OPS)} ${pick(['0', '1', '2', '3'])}`, () => `tags:length ${pick(CMP_OPS)} ${pick(['0', '1', '2'])}`, () => `labels:length in (0, 2)`,
+  () => `labels:each ${pick(ALL_OPS)} ${q(pick([...LABELS, 'x']))}`, () => `labels:each in ${list(() => q(pick(LABELS)))}`, () => `tags:each ${pick(['=', '!=', '<', '>='])} ${q(pick(['t1', 't3', 'ghost']))}`,
+  () => `labels ?${pick(ALL_OPS)} ${q(pick(LABELS))}`, () => `tags.name ?${pick(ALL_OPS)} ${q(pick(['news', 'tech', 'a_b', 'e', '']))}`, () => `title ?${pick(ALL_OPS)} ${text()}`,
+  () => `author.team.name ?${pick(ALL_OPS)} ${q(pick(['Red', 'red', 'e']))}`, () => `tags ?${pick(['=', '!='])} ${pick(["'t1'", 'null'])}`, () => `labels ?${pick(ALL_OPS)} labels:lower`,
+  () => `title ${pick(ALL_OPS)} @request.body.title`, () => `title:lower ${pick(['=', '!=', '~'])} @request.query.q:lower`, () => `@request.query.q ${pick(ALL_OPS)} title`,
+  () => `@request.query.missing ${pick(['=', '!='])} null`, () => `@request.headers.user_agent ${pick(['=', '!='])} ${q(pick(['agent', 'x']))}`, () => `@request.context = ${q(pick(['default', 'realtime']))}`,
+  () => `@request.body.title:isset = ${pick(['true', 'false'])}`, () => `@request.query.q:isset = ${pick(['true', 'false'])}`, () => `@request.body.labels:length ${pick(CMP_OPS)} ${pick(['0', '1', '2'])}`,
+  () => `@request.body.title:changed = ${pick(['true', 'false'])}`, () => `@request.body.status:changed = ${pick(['true', 'false'])}`,
+  () => `created ${pick(CMP_OPS)} ${pick(['@now', '@yesterday', '@todayStart', '@monthEnd', '@yearStart'])}`, () => `views ${pick(CMP_OPS)} ${pick(['@month', '@day', '@weekday'])}`,
+  () => `@year ${pick(CMP_OPS)} ${pick(['2024', '2030', 'views'])}`,
 ];
 function genFilter(depth = 0): string {
   if (depth >= 3 || rnd() < 0.45) return pick(LEAVES)();
@@ -239,8 +296,11 @@ test('compiled SQL selects exactly what the reference evaluator selects', () => 
   const db = setupDb();
   const contexts: RequestContext[] = [
     { auth: null, data: null, method: 'GET' },
-    { auth: { id: 'u2', name: rows.users[1].name, collectionId: 'c_users', collectionName: 'users' }, data: { title: 'hello' }, method: 'POST' },
-    { auth: { id: 'u5', name: 'a_b', collectionId: 'c_users' }, data: { title: 'a%b' }, method: 'GET' },
+    {
+      auth: { id: 'u2', name: rows.users[1].name, collectionId: 'c_users', collectionName: 'users' }, data: { title: 'hello', labels: ['a', 'b'], status: 'live' }, method: 'POST',
+      request: { method: 'POST', query: 'q=HELLO', headers: { userAgent: 'agent' } }, context: 'default',
+    },
+    { auth: { id: 'u5', name: 'a_b', collectionId: 'c_users' }, data: { title: 'a%b', labels: 'c' }, method: 'GET', request: { method: 'GET', query: 'q=world&q=x', headers: { userAgent: 'agent' } }, context: 'realtime' },
   ];
   let interesting = 0;
   const runs = 1500;
