@@ -6,6 +6,8 @@
  * |------------------------------------|--------------------------------------------------|
  * | filter parse + compile (cold)      | JSON.parse of the same expression's tree as JSON |
  * | filter compile (parsed tree cached)| same                                             |
+ * | the same two for a filter of PocketBase's forms (modifiers, any-of, macros) | same |
+ * | binding that filter for a request (bindParams)     | same                                             |
  * | rule check (RuleBook.check + bind) | JSON.stringify of one post record                |
  * | record serialization (codec)       | JSON.stringify of the same record / list page    |
  * | JWT verify, uncached and cached    | one HMAC-SHA256 of the token's signing input     |
@@ -19,9 +21,10 @@ import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
 import { CollectionRegistry } from '../src/collections/collection-registry.js';
 import { RuleBook, type Principal } from '../src/rules/access.js';
-import { compileExpression } from '../src/rules/compiler.js';
+import { bindParams, compileExpression } from '../src/rules/compiler.js';
 import { parseFilter } from '../src/rules/parser.js';
 import { buildCodec } from '../src/records/record-codec.js';
+import * as sqliteJson from '../src/store/sqlite/record-json.js';
 import { TokenService } from '../src/auth/tokens.js';
 import { normalizeFieldDefinition } from '../src/collections/fields/index.js';
 import { authSystemFields } from '../src/model/auth-schema.js';
@@ -79,7 +82,7 @@ function schema(): { registry: CollectionRegistry; users: Collection; posts: Col
 /** Runs every micro benchmark; `timeMs` is tinybench's time budget per task. */
 export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
   const { registry, users, posts } = schema();
-  const codec = buildCodec(posts);
+  const codec = buildCodec(posts, sqliteJson); // the SQLite store's record columns
   const row = [postId('a', 42), '2026-11-23 04:01:50.404Z', '2026-11-23 04:01:50.404Z', 'Post 42: notes on benchmark a',
     description(42), 1n, JSON.stringify([TAGS[2], TAGS[3]]), userId(7)];
   const record = codec.fromRow(row);
@@ -90,6 +93,11 @@ export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
   const filterSrc = 'title ~ "bench" && (public = true || author = @request.auth.id) && created > "2024-01-01"';
   const treeJson = JSON.stringify(parseFilter(filterSrc));
   let cold = 0;
+  // the same shape with PocketBase's forms (docs/rules.md): a modifier, an any-of operator on a
+  // multi-valued field, an item count, a datetime and a query macro
+  const pbSrc = 'title:lower ~ "bench" && (public = true || author = @request.auth.id) && tags ?!= "x" && tags:length > 0 && created > @yesterday && @request.query.q != ""';
+  const pbCompiled = compileExpression(pbSrc, posts, registry, { mode: 'filter', alias: 'r' });
+  const pbCtx = { auth: principal.record, data: null, method: 'GET', request: { method: 'GET', query: 'q=bench&page=2' }, context: 'default' as const };
 
   const secret = Buffer.alloc(32, 7);
   const tokens = new TokenService(secret);
@@ -166,6 +174,15 @@ export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
     pair('cursor decode (stateless)', 'baseline: JSON.parse(base64url decode)');
     pair('cursor decode (signed)', 'baseline: JSON.parse(base64url decode)');
   }
+
+  // last, so the tasks above run as before they were added (bench/README.md, "Micro benchmarks")
+  add('PocketBase-form filter parse + compile (cold)', () =>
+    compileExpression(`${pbSrc} && title != "x${cold++}"`, posts, registry, { mode: 'filter', alias: 'r' }));
+  add('PocketBase-form filter compile (parsed tree cached)', () => compileExpression(pbSrc, posts, registry, { mode: 'filter', alias: 'r' }));
+  add('PocketBase-form filter bind (bindParams)', () => bindParams(pbCompiled, pbCtx));
+  pair('PocketBase-form filter parse + compile (cold)', 'baseline: JSON.parse(filter tree)');
+  pair('PocketBase-form filter compile (parsed tree cached)', 'baseline: JSON.parse(filter tree)');
+  pair('PocketBase-form filter bind (bindParams)', 'baseline: JSON.parse(filter tree)');
 
   await bench.run();
   const stats = new Map<string, { ops: number; rme: number }>();
