@@ -5,8 +5,9 @@
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
 import { startSvc, type Svc } from '../helpers/server.js';
-import { assertError, dumpServerLog, qs, seed } from '../helpers/records-fixtures.js';
+import { assertError, dumpServerLog, qs, seed, signup } from '../helpers/records-fixtures.js';
 
 let srv: Svc;
 const day = (offsetDays: number): string => new Date(Date.now() + offsetDays * 86_400_000).toISOString().replace('T', ' ');
@@ -38,6 +39,12 @@ before(async () => {
   for (const [title, tags, locked] of [['Alpha', ['a', 'b'], false], ['ALPHA', ['a'], true], ['beta', [], false], ['Gamma', ['c', 'a', 'b'], false]] as const) {
     ids.set(title, (await seed(srv, 'items', { title, tags, locked })).id);
   }
+  // reachable only through realtime, and only through file downloads
+  await srv.createCollection({ name: 'live_only', type: 'base', fields: [{ name: 'title', type: 'text' }], listRule: "@request.context = 'realtime'", viewRule: "@request.context = 'realtime'" });
+  await srv.createCollection({
+    name: 'files_only', type: 'base', fields: [{ name: 'doc', type: 'file', options: { maxSelect: 1, maxSize: 65536 } }],
+    listRule: "@request.context = 'protectedFile'", viewRule: "@request.context = 'protectedFile'",
+  });
   for (const [title, at] of [['old', day(-3)], ['recent', day(-0.5)], ['soon', day(0.5)], ['next_year', day(400)]] as const) {
     ids.set(title, (await seed(srv, 'events', { title, at, n: 1 })).id);
   }
@@ -145,4 +152,47 @@ test('any-of operators in list filters', async () => {
   assert.deepEqual(await titlesOf("tags ?!~ 'A'"), ['Alpha', 'Gamma']);
   assert.deepEqual(await titlesOf("tags ?> 'b'"), ['Gamma']);
   assertError(await srv.api('GET', `/api/collections/items/records${qs({ filter: "tags ?? 'a'" })}`, { token: null }), 400, 'bad_request');
+});
+
+test('@request.context: realtime for subscriptions, protectedFile for downloads', async () => {
+  // REST reads run in the default context
+  assert.equal((await srv.api('GET', '/api/collections/live_only/records', { token: null })).body.items.length, 0);
+  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
+  const frames: any[] = [];
+  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+  await new Promise<void>((res, rej) => {
+    ws.once('open', () => res());
+    ws.once('error', rej);
+  });
+  const waitFor = async (pred: (f: any) => boolean): Promise<any> => {
+    for (let i = 0; i < 100; i++) {
+      const hit = frames.find(pred);
+      if (hit) return hit;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no such frame; frames: ${JSON.stringify(frames)}`);
+  };
+  await waitFor((f) => f.type === 'connect');
+  // a realtime subscriber who is no superuser (superusers pass every rule)
+  await srv.createCollection({ name: 'people', type: 'auth', fields: [], createRule: '@public', listRule: null, viewRule: null, updateRule: null, deleteRule: null });
+  const user = await signup(srv, 'people', 'ann@example.com');
+  ws.send(JSON.stringify({ action: 'auth', token: user.token }));
+  await waitFor((f) => f.type === 'auth');
+  ws.send(JSON.stringify({ action: 'subscribe', topic: 'live_only' }));
+  await waitFor((f) => f.type === 'ack' && f.topic === 'live_only');
+  const rec = await seed(srv, 'live_only', { title: 'seen live' });
+  const ev = await waitFor((f) => f.type === 'event' && f.topic === 'live_only');
+  assert.equal(ev.record.id, rec.id);
+  ws.close();
+  assertError(await srv.api('GET', `/api/collections/live_only/records/${rec.id}`, { token: null }), 404);
+
+  const fd = new FormData();
+  fd.append('doc', new Blob(['hello'], { type: 'text/plain' }), 'note.txt');
+  const made = await fetch(`${srv.url}/api/collections/files_only/records`, { method: 'POST', body: fd, headers: { authorization: `Bearer ${srv.suToken}` } });
+  const doc = await made.json() as { id: string; doc: string };
+  assert.equal(made.status, 201, JSON.stringify(doc));
+  assertError(await srv.api('GET', `/api/collections/files_only/records/${doc.id}`, { token: null }), 404);
+  const file = await fetch(`${srv.url}/api/files/files_only/${doc.id}/${doc.doc}`);
+  assert.equal(file.status, 200);
+  assert.equal(await file.text(), 'hello');
 });
