@@ -2,7 +2,8 @@
  * WebSocket endpoints on both HTTP engines (issue 25: the node:http adapter upgrades through `ws`,
  * uWS natively): messages both ways, the open request's path and query, close codes, refused
  * upgrades answered with their status, unknown paths 404, and a consumer that stops reading
- * dropped with 1008 once its queue passes the limit. Real sockets on loopback.
+ * dropped with 1008 once its queue passes the limit (the server's close code; the client's may be
+ * 1006, see the test). Real sockets on loopback.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,7 +53,8 @@ for (const e of ENGINES) {
       close: (_c, code) => closes.push(code),
     };
     const refused: WsRoute = { pattern: '/ws/full', upgrade: () => errorReply(new ApiError(503, 'overloaded', 'full')), open: () => assert.fail('opened'), message: () => {}, close: () => {} };
-    const flood: WsRoute = { pattern: '/ws/flood', maxBackpressure: 64 * 1024, open: (c) => { slow = c; }, message: () => {}, close: () => {} };
+    const floodCloses: number[] = [];
+    const flood: WsRoute = { pattern: '/ws/flood', maxBackpressure: 64 * 1024, open: (c) => { slow = c; }, message: () => {}, close: (_c, code) => floodCloses.push(code) };
     const srv = e.make(options([echo, refused, flood]));
     const port = await srv.listen();
     const base = `ws://127.0.0.1:${port}`;
@@ -76,6 +78,7 @@ for (const e of ENGINES) {
 
       // a consumer that stops reading: the server's queue passes 64 KiB and the connection is dropped
       const reader = new WebSocket(`${base}/ws/flood`);
+      reader.on('error', () => {}); // a frame cut short by the drop (see below)
       await opened(reader);
       (reader as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
       const code = closedWith(reader);
@@ -87,7 +90,12 @@ for (const e of ENGINES) {
       }
       assert.ok(refusedAt > 0, 'send() refused once the queue passed the limit');
       (reader as unknown as { _socket: { resume(): void } })._socket.resume();
-      assert.equal(await code, WS_SLOW_CONSUMER);
+      // The server ends the connection with 1008. The client reads that close frame when the bytes
+      // before it arrive whole; an engine dropping a consumer whose socket buffers are full may
+      // cut the frame it was sending (uWS does on a busy machine), and the client then sees 1006.
+      assert.ok([WS_SLOW_CONSUMER, 1006].includes(await code));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(floodCloses, [WS_SLOW_CONSUMER], 'the server closed the slow consumer with 1008');
     } finally {
       await srv.drain(1000);
     }
