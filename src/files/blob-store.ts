@@ -9,7 +9,8 @@
  *   `/api/meta` capability `objectStore`).
  */
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, readFile, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** What a download needs of a stored object. */
@@ -46,6 +47,9 @@ export interface BlobStore {
   pruneDir(prefix: string): Promise<void>;
 }
 
+/** The folder under the root where `put` writes a file before linking it into place; backups skip it. */
+export const PARTIAL_DIR = '.partial';
+
 /** Chunk size of streamed local reads. */
 const STREAM_CHUNK = 256 * 1024;
 
@@ -62,16 +66,32 @@ export class LocalBlobStore implements BlobStore {
     return join(this.root, ...key.split('/'));
   }
 
+  /**
+   * Writes the bytes to a file of `<root>/.partial/` and links it into place, so a concurrent
+   * reader sees the whole object or none (a thumbnail is stat'ed by other requests while it is
+   * made, src/files/thumbs.ts). The link fails with EEXIST when the key exists.
+   */
   async put(key: string, data: Buffer): Promise<void> {
     const path = this.path(key);
-    for (let attempt = 0; ; attempt++) {
-      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-      try {
-        return await writeFile(path, data, { flag: 'wx', mode: 0o600 });
-      } catch (err) {
-        // the empty folder was pruned by a failed write in between: make it again, once
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt > 0) throw err;
+    const partialDir = join(this.root, PARTIAL_DIR);
+    await mkdir(partialDir, { recursive: true, mode: 0o700 });
+    const partial = join(partialDir, randomBytes(12).toString('hex'));
+    await writeFile(partial, data, { flag: 'wx', mode: 0o600 });
+    try {
+      for (let attempt = 0; ; attempt++) {
+        await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+        try {
+          return await link(partial, path);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          // a file system without hard links: write in place (readers may see a partial file)
+          if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return await writeFile(path, data, { flag: 'wx', mode: 0o600 });
+          // the empty folder was pruned by a failed write in between: make it again, once
+          if (code !== 'ENOENT' || attempt > 0) throw err;
+        }
       }
+    } finally {
+      await unlink(partial).catch(() => undefined);
     }
   }
 

@@ -30,6 +30,7 @@ import { pipeline } from 'node:stream/promises';
 import Database from 'libsql';
 import { create as tarCreate, extract as tarExtract } from 'tar';
 import { DIR_MODE, FILE_MODE, databasePath, ensureDataDir } from '../files/data-paths.js';
+import { PARTIAL_DIR } from '../files/blob-store.js';
 import { acquireDataDirLock, LOCK_FILE_NAME } from '../config/data-dir-lock.js';
 
 /** The manifest format this module writes and reads. */
@@ -132,6 +133,7 @@ function copyTree(src: string, dst: string, tolerateVanished: boolean): { files:
   mkdirSync(dst, { mode: DIR_MODE });
   chmodSync(dst, DIR_MODE);
   for (const e of entries) {
+    if (e.name === PARTIAL_DIR) continue; // files being written (src/files/blob-store.ts)
     const from = join(src, e.name);
     const to = join(dst, e.name);
     if (e.isDirectory()) {
