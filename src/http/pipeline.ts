@@ -24,6 +24,22 @@ export interface HttpServerOptions extends AdmissionLimits {
   onUnexpected: (err: unknown, req: Req) => void;
   /** WebSocket endpoints (registered before the routes, so `/*` never shadows them) */
   websockets?: WsRoute[];
+  /**
+   * Called once for every request that ended, after its request-log record (metrics and the
+   * logs store; docs/operations.md): each must be cheap and must not throw.
+   */
+  requestObservers?: ReadonlyArray<(end: RequestEnd) => void>;
+}
+
+/** A request that ended, as `HttpServerOptions.requestObservers` see it. */
+export interface RequestEnd {
+  req: Req;
+  /** the matched route's pattern (`/api/collections/:collection/records`); null when none matched */
+  route: string | null;
+  /** the status answered; 499 when the client went away first */
+  status: number;
+  /** milliseconds from arrival to the end of the reply, fractional */
+  durationMs: number;
 }
 
 /** Headers every reply carries (the API answers any origin; docs/api.md). */
@@ -129,6 +145,8 @@ export abstract class Exchange {
   limit = 0;
   /** the route's handler, run once a buffered body arrived */
   handler: Handler | null = null;
+  /** the matched route's pattern, for the request observers */
+  route: string | null = null;
   /**
    * called when the client goes away after the reply began: ends an event stream; an engine
    * waiting on backpressure in `sendChunk` sets it to resolve its wait as 'aborted'
@@ -137,7 +155,7 @@ export abstract class Exchange {
 
   /**
    * @param req the request, copied out of the engine already
-   * @param start `process.hrtime.bigint()` at its arrival (0n when the request log is off)
+   * @param start `process.hrtime.bigint()` at its arrival (0n when `Pipeline.timed` is false)
    */
   constructor(readonly req: Req, readonly start: bigint) {}
 
@@ -196,9 +214,24 @@ export class Pipeline {
    * @param capRequests refuse requests past `maxInFlight` with 503 (uWS); node:http caps its
    *   connections instead (node-server.ts)
    */
+  /** Whether a request's arrival time is needed (request log or observers): engines read the clock only then. */
+  readonly timed: boolean;
+  private readonly observers: ReadonlyArray<(end: RequestEnd) => void>;
+
   constructor(readonly opts: HttpServerOptions, private capRequests: boolean) {
     this.admission = new Admission(opts);
     this.table = new RouteTable(opts.routes);
+    this.observers = opts.requestObservers ?? [];
+    this.timed = opts.logger.requestsEnabled || this.observers.length > 0;
+  }
+
+  /** A request ended with `status`: its request-log record, then the observers. */
+  private ended(x: Exchange, status: number): void {
+    const req = x.req;
+    this.opts.logger.request(req.method, req.path, status, elapsedMs(x.start));
+    if (this.observers.length === 0) return;
+    const end: RequestEnd = { req, route: x.route, status, durationMs: Number(process.hrtime.bigint() - x.start) / 1e6 };
+    for (const observe of this.observers) observe(end);
   }
 
   /** Stops admitting bodies and resolves when no request is in flight, or after `timeoutMs`. */
@@ -221,6 +254,7 @@ export class Pipeline {
   serve(x: Exchange, route: Route | undefined, paramCount: number, rawParam: (i: number) => string): void {
     if (this.capRequests && this.inFlight > this.opts.maxInFlight) return this.finish(x, errorReply(OVERLOADED()));
     if (!route) return this.finish(x, errorReply(ApiError.notFound()));
+    x.route = route.pattern;
     const req = x.req;
     const bad = decodeParams(paramCount, rawParam, req.params);
     if (bad) return this.finish(x, bad);
@@ -315,7 +349,7 @@ export class Pipeline {
     x.gone?.();
     if (!x.done) {
       x.done = true;
-      this.opts.logger.request(x.req.method, x.req.path, 499, elapsedMs(x.start));
+      this.ended(x, 499);
       this.release();
     }
   }
@@ -369,7 +403,7 @@ export class Pipeline {
     const stream = reply.stream && reply.stream.size > 0 && !bodiless ? reply.stream : null;
     // The request record is written before the reply leaves (stderr is a synchronous pipe on
     // Linux), so a client never holds an answer whose record is not in the log yet.
-    if (!stream) this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(x.start));
+    if (!stream) this.ended(x, reply.status);
     x.write(() => {
       this.head(x, reply);
       if (!x.closing && this.draining) x.header('Connection', 'close');
@@ -422,7 +456,7 @@ export class Pipeline {
     } finally {
       if (!finished && !x.aborted) x.close();
       await Promise.resolve(it?.return?.()).catch(() => undefined);
-      this.opts.logger.request(x.req.method, x.req.path, x.aborted && !finished ? 499 : status, elapsedMs(x.start));
+      this.ended(x, x.aborted && !finished ? 499 : status);
       this.release();
     }
   }
@@ -443,7 +477,7 @@ export class Pipeline {
     });
     this.release(); // a long-lived stream is not a request in flight
     const transport = x.eventTransport(events.maxQueuedBytes ?? 1024 * 1024);
-    x.gone = openEventStream(events, transport, () => this.opts.logger.request(req.method, req.path, reply.status, elapsedMs(x.start)), (err) => this.opts.onUnexpected(err, req)).gone;
+    x.gone = openEventStream(events, transport, () => this.ended(x, reply.status), (err) => this.opts.onUnexpected(err, req)).gone;
   }
 
   private release(): void {

@@ -159,8 +159,8 @@ export class HttpServer {
    */
   private handle(res: UWS.HttpResponse, ureq: UWS.HttpRequest, c: CompiledRoute, method: string): void {
     const route = c.route;
-    // the clock is read only for the request log (its duration_ms)
-    const start = this.logger.requestsEnabled ? process.hrtime.bigint() : 0n;
+    // the clock is read only for the request log (its duration_ms) and the request observers
+    const start = this.pipeline.timed ? process.hrtime.bigint() : 0n;
     const hasBody = BODY_METHODS.has(method);
     this.pipeline.arrive();
     const headers = readHeaders(ureq, hasBody || !!route.clientHeaders, !!route.fileHeaders);
