@@ -10,7 +10,7 @@ import type { Store } from './store/store.js';
 import { RULE_NAMES } from './model/schema.js';
 import { startTtlCollector } from './records/ttl-gc.js';
 import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';
-import { httpEngine } from './meta/version-info.js';
+import { httpEngine, productVersion } from './meta/version-info.js';
 import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
@@ -44,6 +44,8 @@ import { uploadRoutes } from './api/uploads.js';
 import { UploadStore } from './uploads/upload-store.js';
 import { resolveBudgets } from './uploads/budgets.js';
 import { openDurableUploads } from './uploads/durable.js';
+import { backupRoutes } from './api/backups.js';
+import { BackupFolder, applyPendingRestore, checkCronPattern } from './ops/backup-folder.js';
 
 export { MAX_BODY_BYTES };
 
@@ -63,6 +65,10 @@ export interface RunningServer {
 export async function startServer(config: ServeConfig, logger: Logger, app?: AppDefinition<AppHandle>): Promise<RunningServer> {
   if (app) config = withAppOptions(config, app);
   const engine = httpEngine();
+  // a restore asked for over HTTP (POST /api/backups/{key}/restore) is applied before the
+  // database opens, under the lock `svc serve` holds (docs/operations.md, "Backups over HTTP")
+  if (!config.databaseUrl) await applyPendingRestore(config.dataDir, logger);
+  const backupSchedule = backupScheduleFromEnv(process.env);
   const data = await openDataDir(config, logger);
   const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = data;
   const { reader, registry, sql } = store;
@@ -121,6 +127,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     }
   }
 
+  const backups = backend === 'sqlite' ? new BackupFolder(config.dataDir, productVersion().svc, logger) : null;
+  const fileTokens = new FileTokens(secret);
   const realtime = buildRealtime(ctx, relay);
   const appRoutes = ctx.app.routes(ctx.auth);
   const routes: Route[] = [
@@ -136,7 +144,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...(appRoutes.some((r) => r.method === 'post' && r.pattern === '/api/batch') ? [] : batchRoutes(ctx)),
     ...authRoutes(ctx),
     ...authSdkRoutes(ctx),
-    ...fileRoutes(ctx, { storage: files.storage, tokens: new FileTokens(secret), thumbs: new Thumbnails(files.storage) }),
+    ...fileRoutes(ctx, { storage: files.storage, tokens: fileTokens, thumbs: new Thumbnails(files.storage) }),
+    ...backupRoutes(ctx, { folder: backups, tokens: fileTokens }),
     ...authSessionRoutes(ctx),
     ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     ...adminRoutes(ctx),
@@ -180,6 +189,12 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   // on PostgreSQL each job's tick runs on the one instance that claims it first
   const stopJobs = ctx.app.startJobs(backend === 'sqlite' ? undefined : claimTick);
   mailQueue.start();
+  let stopBackups = async (): Promise<void> => {};
+  if (backupSchedule && !backups) logger.warn('SERVICE_BACKUP_CRON is ignored on PostgreSQL: back the database up with pg_dump', 'backups');
+  if (backupSchedule && backups) {
+    stopBackups = backups.schedule(backupSchedule.cron, backupSchedule.keep);
+    logger.info(`scheduled backups: "${backupSchedule.cron}" (SERVICE_BACKUP_CRON), keeping the ${backupSchedule.keep} newest (SERVICE_BACKUP_KEEP)`, 'backups');
+  }
   // one collector runs at a time cluster-wide (PostgreSQL: an advisory lock; others skip the round)
   const stopTtl = startTtlCollector(store, logger, Number(process.env.SERVICE_TTL_GC_INTERVAL_MS) || undefined, (c) => files.bulkDeleted(c), (fn) => runOnce('ttl-collector', fn));
   const address = `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -203,6 +218,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         realtime.close();
         await http.drain();
         await stopJobs(); // running jobs finish (they may still write)
+        await stopBackups(); // a scheduled backup being made finishes
         await services.close(); // auth mail, the mail queue and its backend, the slow-query log
         await closeData();
         uploads?.close(); // after the last write: the owner file is held until the store closes
@@ -226,6 +242,22 @@ function withAppOptions(config: ServeConfig, app: AppDefinition<AppHandle>): Ser
     features,
     pagination: { ...config.pagination, offset: p.offset ?? config.pagination.offset, cursor: p.cursor ?? config.pagination.cursor, cursorToken: p.cursorToken ?? config.pagination.cursorToken },
   };
+}
+
+/**
+ * The backup schedule of `SERVICE_BACKUP_CRON` (a cron pattern)
+ * and `SERVICE_BACKUP_KEEP` (scheduled backups kept, a positive integer, default 3); null
+ * without a pattern (docs/operations.md, "Backups over HTTP").
+ * @throws Error when the pattern is invalid or SERVICE_BACKUP_KEEP is not a positive integer
+ */
+function backupScheduleFromEnv(env: NodeJS.ProcessEnv): { cron: string; keep: number } | null {
+  const cron = env.SERVICE_BACKUP_CRON?.trim();
+  const keepText = env.SERVICE_BACKUP_KEEP?.trim() || '3';
+  const keep = Number(keepText);
+  if (!/^\d+$/.test(keepText) || !Number.isSafeInteger(keep) || keep < 1) throw new Error(`SERVICE_BACKUP_KEEP must be a positive integer, not "${keepText}"`);
+  if (!cron) return null;
+  checkCronPattern(cron);
+  return { cron, keep };
 }
 
 /** Startup warns once per `@public` rule (docs/rules.md: the only way to open an operation). */

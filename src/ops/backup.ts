@@ -14,6 +14,10 @@
  * that names it and deleted after the commit that drops it, so every file a snapshotted record
  * names is copied unless it is deleted while the backup runs (such a vanished file is skipped).
  *
+ * The backups the server makes over HTTP live in `<dataDir>/backups/` (src/ops/backup-folder.ts):
+ * a backup copies only the entries above, so it never holds that folder, and a restore keeps it
+ * (with the pending-restore marker inside) rather than replacing it.
+ *
  * Restore validates the backup before touching the target, builds the new contents in a staging
  * folder inside the data directory, moves the old entries aside, moves the new ones in, and only
  * then deletes the old ones: a failed restore leaves the old data in place. Everything restored
@@ -39,9 +43,11 @@ const MANIFEST = 'manifest.json';
 const DB = 'data.db';
 const STORAGE = 'storage';
 const KEY_FILES = ['token_secret', 'encryption_key'] as const;
+/** The folder of a data directory that holds the server's own backups (src/ops/backup-folder.ts). */
+export const BACKUPS_DIR = 'backups';
 
 /** Error codes: the CLI reports them as `{error: {code, message}}` (exit 1). */
-export type BackupErrorCode = 'usage' | 'exists' | 'not_found' | 'no_database' | 'invalid_backup' | 'not_empty' | 'io';
+export type BackupErrorCode = 'usage' | 'exists' | 'not_found' | 'no_database' | 'invalid_backup' | 'not_empty' | 'busy' | 'io';
 
 /** A refused or failed backup or restore; `code` says which (see {@link BackupErrorCode}). */
 export class BackupError extends Error {
@@ -200,6 +206,11 @@ function isInside(dir: string, p: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
 }
 
+/** Whether `p` is inside `dataDir` other than in its backups folder (where backups may live). */
+function isInsideData(dataDir: string, p: string): boolean {
+  return isInside(dataDir, p) && !(isInside(join(dataDir, BACKUPS_DIR), p) && p !== join(dataDir, BACKUPS_DIR));
+}
+
 /** Whether anything (file, folder, dangling link) exists at `p`. */
 function exists(p: string): boolean {
   try {
@@ -215,7 +226,8 @@ function exists(p: string): boolean {
  * (see the module comment for the contents). Takes no lock, so it works while a server runs.
  * Nothing is left at `target` when it fails.
  * @param dataDir absolute data directory
- * @param target path of the backup to create (resolved against the working directory)
+ * @param target path of the backup to create (resolved against the working directory); it may
+ *   lie in the data directory's backups folder ({@link BACKUPS_DIR}), nowhere else inside it
  * @param opts.version product version recorded in the manifest
  * @throws BackupError `exists` (target exists), `usage` (target inside the data directory),
  *   `no_database` (no data.db in dataDir), `io` (any I/O or database error)
@@ -223,8 +235,8 @@ function exists(p: string): boolean {
 export async function createBackup(dataDir: string, target: string, opts: { version?: string } = {}): Promise<BackupResult> {
   const out = resolve(target);
   if (exists(out)) throw new BackupError('exists', `${out} already exists; choose a new backup path`);
-  if (isInside(dataDir, out)) {
-    throw new BackupError('usage', `the backup ${out} cannot be inside the data directory ${dataDir}`);
+  if (isInsideData(dataDir, out)) {
+    throw new BackupError('usage', `the backup ${out} cannot be inside the data directory ${dataDir} (but in its ${BACKUPS_DIR}/ folder)`);
   }
   if (!existsSync(databasePath(dataDir))) throw new BackupError('no_database', `no database in ${dataDir} (expected ${databasePath(dataDir)})`);
   const asTar = out.endsWith('.tar');
@@ -329,22 +341,25 @@ async function unpackTar(file: string): Promise<string> {
   return dir;
 }
 
-/** The entries of the data directory a restore replaces: all but the lock and our staging folders. */
+/** The entries of the data directory a restore replaces: all but the lock, the backups folder and our staging folders. */
 function dataEntries(dataDir: string): string[] {
-  return readdirSync(dataDir).filter((n) => n !== LOCK_FILE_NAME && !n.startsWith(`${LOCK_FILE_NAME}.`) && !n.startsWith('.restore-'));
+  return readdirSync(dataDir).filter((n) => n !== LOCK_FILE_NAME && n !== BACKUPS_DIR && !n.startsWith(`${LOCK_FILE_NAME}.`) && !n.startsWith('.restore-'));
 }
 
 /**
  * Restores the backup at `source` (a backup directory or tar file) into `dataDir`, holding the
- * data-directory lock throughout. The backup is validated before the target is touched.
+ * data-directory lock throughout. The backup is validated before the target is touched. The
+ * data directory's backups folder ({@link BACKUPS_DIR}) is kept, and `source` may lie in it.
  * @param dataDir absolute data directory (created 0700 when missing)
  * @param opts.force replace existing contents (moved aside, deleted only after success)
+ * @param opts.lockHeld the caller holds the data directory's lock already (`svc serve` applying a
+ *   pending restore at start, src/ops/backup-folder.ts): it is not taken again
  * @throws BackupError `not_found` (no backup at source), `invalid_backup` (manifest, database,
  *   keys or files missing or damaged), `usage` (backup inside dataDir), `not_empty` (dataDir has contents and not `force`),
  *   `io` (I/O error; the old contents are back in place)
  * @throws LockError when a live process holds the data directory's lock
  */
-export async function restoreBackup(source: string, dataDir: string, opts: { force?: boolean } = {}): Promise<RestoreResult> {
+export async function restoreBackup(source: string, dataDir: string, opts: { force?: boolean; lockHeld?: boolean } = {}): Promise<RestoreResult> {
   const src = resolve(source);
   let st;
   try {
@@ -352,7 +367,7 @@ export async function restoreBackup(source: string, dataDir: string, opts: { for
   } catch {
     throw new BackupError('not_found', `no backup at ${src}`);
   }
-  if (isInside(dataDir, src)) throw new BackupError('usage', `the backup ${src} cannot be inside the data directory ${dataDir} it replaces`);
+  if (isInsideData(dataDir, src)) throw new BackupError('usage', `the backup ${src} cannot be inside the data directory ${dataDir} it replaces (but in its ${BACKUPS_DIR}/ folder)`);
   const unpacked = st.isDirectory() ? null : await unpackTar(src);
   const from = unpacked ?? src;
   try {
@@ -363,7 +378,7 @@ export async function restoreBackup(source: string, dataDir: string, opts: { for
       throw new BackupError('invalid_backup', `${src} cannot be read as a backup (${(err as Error).message})`);
     }
     ensureDataDir(dataDir);
-    const lock = acquireDataDirLock(dataDir, { ignore: false });
+    const lock = acquireDataDirLock(dataDir, { ignore: opts.lockHeld === true });
     try {
       const old = dataEntries(dataDir);
       if (old.length && !opts.force) {
