@@ -17,6 +17,7 @@ import { RecordsPage } from './components/records-page';
 import { CollectionEditor } from './components/collection-editor';
 import { SettingsPage } from './components/settings-page';
 import { FeaturesPage } from './components/features-page';
+import { BackupsPage } from './components/backups-page';
 
 interface Toast {
   id: number;
@@ -161,6 +162,7 @@ function Page() {
     return <RecordsPage key={c.id} collection={c} />;
   }
   if (parts[0] === 'settings') return <SettingsPage />;
+  if (parts[0] === 'backups') return <BackupsPage />;
   if (parts[0] === 'features' && hasFeatures) return <FeaturesPage />;
   if (parts.length === 0) return <Loading />;
   return <NotFound what="There is no such page." />;
