@@ -15,6 +15,7 @@ import type { Route } from './http/types.js';
 import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
 import { probeRoutes } from './api/probes.js';
+import { openApiRoutes } from './api/openapi.js';
 import { adminRoutes } from './api/admin.js';
 import { INSTALL_TOKEN_TTL_MS, installRoutes, newInstallState, type InstallState } from './api/install.js';
 import { staticRoutes } from './api/static.js';
@@ -133,6 +134,8 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const appRoutes = ctx.app.routes(ctx.auth);
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
+    // the OpenAPI document lists the whole table, read when it is first asked for (docs/api.md, "OpenAPI document")
+    ...openApiRoutes(ctx, { public: /^(1|true|yes)$/i.test(process.env.SERVICE_OPENAPI_PUBLIC ?? ''), routes: () => routes }),
     ...settingsRoutes(ctx.features, ctx.auth, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
