@@ -15,6 +15,7 @@ import { Shell } from './components/shell';
 import { Loading } from './components/ui';
 import { RecordsPage } from './components/records-page';
 import { CollectionEditor } from './components/collection-editor';
+import { ApiPage } from './components/api-page';
 import { SettingsPage } from './components/settings-page';
 import { FeaturesPage } from './components/features-page';
 import { BackupsPage } from './components/backups-page';
@@ -159,6 +160,7 @@ function Page() {
     const c = collections.find((x) => x.name === parts[1] || x.id === parts[1]);
     if (!c) return <NotFound what={`The collection “${parts[1]}” does not exist.`} />;
     if (parts[2] === 'edit') return <CollectionEditor key={c.id} collection={c} />;
+    if (parts[2] === 'api') return <ApiPage key={c.id} collection={c} />;
     return <RecordsPage key={c.id} collection={c} />;
   }
   if (parts[0] === 'settings') return <SettingsPage />;

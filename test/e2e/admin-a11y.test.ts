@@ -101,6 +101,9 @@ for (const [label, opts] of [
     await page.goto(`${srv.url}/_/collections/members/edit`);
     await page.getByRole('heading', { name: 'Edit members' }).waitFor();
     await check('auth collection editor');
+    await page.goto(`${srv.url}/_/collections/posts/api`);
+    await page.locator('.api-op').first().waitFor();
+    await check('collection API');
     await page.goto(`${srv.url}/_/settings`);
     await page.getByRole('cell', { name: 'site', exact: true }).waitFor();
     await check('settings');

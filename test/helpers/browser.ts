@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core';
-import { SU_EMAIL, SU_PASSWORD } from './server.js';
+import { SU_EMAIL, SU_PASSWORD, startSvc, type Svc } from './server.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** A skip reason when no browser can run here, else false. */
@@ -32,6 +32,25 @@ export async function watchedPage(browser: Browser, problems: string[]): Promise
   });
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   return page;
+}
+
+/** A server, a browser and a watched page on it (`problems` collects the page's errors); `stop()` closes both. */
+export interface AdminSession {
+  srv: Svc;
+  browser: Browser;
+  page: Page;
+  problems: string[];
+  stop(): Promise<void>;
+}
+
+/** Starts a server (`startSvc(opts)`), lets `prepare` set it up, then opens a browser and a watched page. */
+export async function adminSession(opts: Parameters<typeof startSvc>[0] = {}, prepare: (srv: Svc) => Promise<unknown> = async () => undefined): Promise<AdminSession> {
+  const srv = await startSvc(opts);
+  await prepare(srv);
+  const browser = await launchBrowser();
+  const problems: string[] = [];
+  const page = await watchedPage(browser, problems);
+  return { srv, browser, page, problems, stop: async () => { await browser.close(); await srv.stop(); } };
 }
 
 /**

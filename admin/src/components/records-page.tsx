@@ -198,6 +198,9 @@ export function RecordsPage({ collection }: { collection: Collection }) {
           <a class="btn" href={href(`/collections/${encodeURIComponent(collection.name)}/edit`)} onClick={(e) => linkClick(e, `/collections/${encodeURIComponent(collection.name)}/edit`)}>
             Edit collection
           </a>
+          <a class="btn" href={href(`/collections/${encodeURIComponent(collection.name)}/api`)} onClick={(e) => linkClick(e, `/collections/${encodeURIComponent(collection.name)}/api`)}>
+            API
+          </a>
           <button type="button" class="btn" onClick={() => setReload((n) => n + 1)}>Refresh</button>
           <button type="button" class="btn btn-primary" onClick={() => setEditing('new')}>New record</button>
         </div>
