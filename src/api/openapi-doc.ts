@@ -342,7 +342,15 @@ export function buildOpenApi(input: OpenApiInput): Json {
     (paths[path] ??= {})[method] = op;
     described.add(`${method} ${pathKey(path)}`);
   };
-  for (const [method, path, op] of fixedOperations()) add(method, path, operation(path, method, op));
+  // a fixed route is described only where the table serves it (an app may move or drop /api/state)
+  const table = input.routes.flatMap((r) => {
+    const path = openApiPath(r.pattern);
+    return path ? [{ method: r.method === 'del' ? 'delete' : r.method, path }] : [];
+  });
+  const served = new Set(table.map((r) => `${r.method} ${pathKey(r.path)}`));
+  for (const [method, path, op] of fixedOperations()) {
+    if (served.has(`${method === 'head' ? 'get' : method} ${pathKey(path)}`)) add(method, path, operation(path, method, op));
+  }
   const tags: Json[] = ['Probes', 'Install', 'Collections', 'Records', 'Batch', 'Auth', 'Files', 'Realtime', 'Settings'].map((name) => ({ name }));
   const list = input.collections.slice().sort((a, b) => a.name.localeCompare(b.name));
   const stems = collectionStems(list);
@@ -353,10 +361,8 @@ export function buildOpenApi(input: OpenApiInput): Json {
     tags.push({ name: c.name, description: `The ${c.type} collection \`${c.name}\`` });
   }
   // the rest of the route table (an app's routes and capabilities): listed, not described
-  for (const r of input.routes) {
-    const path = openApiPath(r.pattern);
-    const method = r.method === 'del' ? 'delete' : r.method;
-    if (!path || !['get', 'post', 'put', 'patch', 'delete', 'head'].includes(method) || described.has(`${method} ${pathKey(path)}`)) continue;
+  for (const { method, path } of table) {
+    if (!['get', 'post', 'put', 'patch', 'delete', 'head'].includes(method) || described.has(`${method} ${pathKey(path)}`)) continue;
     add(method, path, operation(path, method, { tag: 'Other', summary: `${method.toUpperCase()} ${path}`, who: 'see docs/api.md', ok: [200, 'Success'], errors: [400, 401, 403, 404] }));
     if (!tags.some((t) => t.name === 'Other')) tags.push({ name: 'Other', description: 'Routes of the server\'s table this document lists without describing (an app\'s routes, optional capabilities)' });
   }

@@ -260,3 +260,17 @@ test('SERVICE_OPENAPI_PUBLIC=1: anyone reads it, with only the readable collecti
     await pub.stop();
   }
 });
+
+test('an app\'s routes are listed and a moved route is described where it is served', async () => {
+  const app = await startSvc({ args: [`--app=${join(ROOT, 'test', 'fixtures', 'app-features.mjs')}`] });
+  try {
+    const doc = await getDoc(app.suToken, app);
+    assert.equal((await new Validator().validate(doc)).valid, true);
+    assert.equal(doc.paths['/api/state'], undefined, 'the app moved the state route');
+    assert.deepEqual(doc.paths['/api/flags-state'].get.tags, ['Other']);
+    assert.deepEqual(doc.paths['/api/checkout'].get.tags, ['Other']);
+    assert.ok(doc.paths['/api/health'].get && doc.paths['/api/collections'].get);
+  } finally {
+    await app.stop();
+  }
+});
