@@ -7,7 +7,12 @@ const compiled = new URL('../dist/devtool/main.js', import.meta.url);
 if (existsSync(compiled)) {
   await import(compiled.href);
 } else {
-  const { register } = await import('tsx/esm/api');
-  register();
+  // tsx is a devDependency: an installed package has dist/ (package.json "prepack") and never gets here
+  const tsx = await import('tsx/esm/api').catch(() => null);
+  if (!tsx) {
+    process.stderr.write('devtool: dist/ is missing and tsx is not installed; run `npm run build` in the package folder\n');
+    process.exit(1);
+  }
+  tsx.register();
   await import(new URL('../devtool/main.ts', import.meta.url).href);
 }

@@ -15,7 +15,12 @@ const compiled = new URL('../dist/cli/main.js', import.meta.url);
 if (existsSync(compiled)) {
   await import(compiled.href);
 } else {
-  const { register } = await import('tsx/esm/api');
-  register();
+  // tsx is a devDependency: an installed package has dist/ (package.json "prepack") and never gets here
+  const tsx = await import('tsx/esm/api').catch(() => null);
+  if (!tsx) {
+    process.stderr.write('svc: dist/ is missing and tsx is not installed; run `npm run build` in the package folder\n');
+    process.exit(1);
+  }
+  tsx.register();
   await import(new URL('../cli/main.ts', import.meta.url).href);
 }
