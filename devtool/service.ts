@@ -1,6 +1,6 @@
 /**
  * The service binary under a dev session: `svc serve --public=<served root> --data-dir=<data>/data`
- * on the session host and a free port (docs/devtool.md).
+ * on the session host and the `--port` given, else a free one (docs/devtool.md).
  *
  * - It runs in its own process group, so a terminal's Ctrl-C reaches only the dev process, which
  *   then stops it with one SIGTERM (a second signal would make `svc` skip its shutdown).
@@ -17,6 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isAlive } from './lock.js';
@@ -58,13 +59,13 @@ export interface ServiceProcess {
  * Spawns the service and resolves once it listens.
  * @throws Error with the reason when it exits (or reports an error) before listening
  */
-export function startService(opts: { host: string; publicDir: string; dataDir: string; env?: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream }): Promise<ServiceProcess> {
+export function startService(opts: { host: string; port?: number; publicDir: string; dataDir: string; env?: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream }): Promise<ServiceProcess> {
   const env = { ...(opts.env ?? process.env) };
   // the flags below decide; variables of the same settings must not argue with them
   delete env.SERVICE_HTTP;
   delete env.SERVICE_PUBLIC;
   delete env.SERVICE_DATA_DIR;
-  const args = ['--import', WATCHDOG, serviceBin(env), 'serve', `--http=${urlHost(opts.host)}:0`, `--public=${opts.publicDir}`, `--data-dir=${opts.dataDir}`, '--no-request-log', '--json'];
+  const args = ['--import', WATCHDOG, serviceBin(env), 'serve', `--http=${urlHost(opts.host)}:${opts.port ?? 0}`, `--public=${opts.publicDir}`, `--data-dir=${opts.dataDir}`, '--no-request-log', '--json'];
   const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env });
   const exited = new Promise<number | string | null>((resolve) => proc.once('exit', (code, signal) => resolve(code ?? signal)));
   return new Promise((resolve, reject) => {
@@ -171,6 +172,26 @@ export async function sweepOrphan(svcPid: number, origin: string): Promise<boole
     await waitGone(svcPid, 2000);
   }
   return true;
+}
+
+/**
+ * Why `port` on `host` cannot be listened on, or null when it can: a listen with the port held
+ * exclusively, closed at once (docs/devtool.md, `--port`). Checked before the service binary
+ * starts so a taken port gets a clear message; a server sharing the port (SO_REUSEPORT) counts
+ * as taking it. Port 0 is always free.
+ */
+export function portProblem(host: string, port: number): Promise<string | null> {
+  if (port === 0) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') resolve(`port ${port} on ${host} is already in use; choose another with --port (or leave --port out for a free one)`);
+      else if (err.code === 'EACCES') resolve(`port ${port} on ${host} needs privileges this process lacks; choose a port above 1023`);
+      else if (err.code === 'EADDRNOTAVAIL') resolve(`${host} is not an address of this machine (--host)`);
+      else resolve(`cannot listen on ${host}:${port}: ${err.message}`);
+    });
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
 }
 
 /** Whether an HTTP GET of `url` gets any response (readiness: the server answers, even 404). */

@@ -6,8 +6,9 @@
  * it; `--force` stops a live session first; `--ignore-lock` takes nothing and publishes nothing),
  * sweep what a stale lock file names and drop it, reset `dev.ndjson`, read the site settings (the
  * URL prefix and which source folders exist are fixed for the session), start the control server,
- * start the service binary on the served root and, while it boots, build (generation 1); wait
- * until it answers the ready path, publish `dev.json` atomically, then watch the sources.
+ * check that `--port` is free (a taken one ends the session, exit 1), start the service binary on
+ * the served root and, while it boots, build (generation 1); wait until it answers the ready
+ * path, publish `dev.json` atomically, then watch the sources.
  *
  * Rebuilds: an observed edit moves the status to `building` at once (the debounce is part of the
  * build); edits that arrive while a build runs set `pending` and cause one more build right after.
@@ -28,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { startControlServer, type ControlServer } from './control-server.js';
 import { BuildError } from './errors.js';
 import { HeldLock, readLockInfo, removeLockInfo, writeLockInfo, type LockInfo } from './lock.js';
-import { answers, startService, sweepOrphan, waitGone, type ServiceProcess } from './service.js';
+import { answers, portProblem, startService, sweepOrphan, waitGone, type ServiceProcess } from './service.js';
 import { SOURCE_DIRS, dataPaths, loadSiteConfig, type SiteConfig, type SourceDir } from './site.js';
 import { liveReloadSnippet } from './snippet.js';
 import type { BuildStatus, StatusObject } from './status.js';
@@ -46,6 +47,8 @@ export interface SessionOptions {
   siteDir: string;
   dataDir: string;
   host: string;
+  /** the site's port (`--port`); 0 or absent: a free one chosen by the system */
+  port?: number;
   liveReload: boolean;
   /** readiness probe path (default: the URL prefix, `/` for unprefixed sites) */
   readyPath?: string;
@@ -178,7 +181,16 @@ export async function runSession(o: SessionOptions): Promise<number> {
   mkdirSync(work.out, { recursive: true });
   if (mountDir) mkdirSync(mountDir, { recursive: true });
   await waitForPreviousService(work.serviceData);
-  const serviceStarting = startService({ host: o.host, publicDir: servedDir, dataDir: work.serviceData, env: o.env, stdout: o.stdout });
+  // a taken --port is said plainly before the build (the service's own error is vaguer); checked
+  // once a crashed session's service has let go of the port
+  const portTaken = await portProblem(o.host, o.port ?? 0);
+  if (portTaken) {
+    warn(portTaken);
+    await control.close();
+    release();
+    return 1;
+  }
+  const serviceStarting = startService({ host: o.host, port: o.port, publicDir: servedDir, dataDir: work.serviceData, env: o.env, stdout: o.stdout });
   serviceStarting.catch(() => {}); // awaited below
   // the Markdown and YAML libraries load only now, also while the service boots
   const { SiteBuilder, mirrorTree } = await import('./build.js');

@@ -24,6 +24,7 @@ export class DevCommand extends DevtoolCommand {
     `,
     examples: [
       ['Serve the starter site in the foreground', '$0 dev examples/site'],
+      ['Serve it on port 4000 of every interface', '$0 dev examples/site --host=0.0.0.0 --port=4000'],
       ['Start a background session', '$0 dev --background'],
     ],
   });
@@ -33,6 +34,7 @@ export class DevCommand extends DevtoolCommand {
   force = Option.Boolean('--force', false, { description: 'Stop a live session first, then start fresh' });
   ignoreLock = Option.Boolean('--ignore-lock', false, { description: 'Start an untracked instance (no lock, no dev.json)' });
   host = Option.String('--host', '127.0.0.1', { description: 'Bind address of the site and control ports' });
+  port = Option.String('--port', { description: 'Port of the site (default: a free one; the control port is always a free one)' });
   liveReload = Option.Boolean('--live-reload', true, { description: 'Inject the live-reload snippet and send reload events (--no-live-reload disables)' });
   readyPath = Option.String('--ready-path', { description: 'Path probed for readiness (default the URL prefix, /)' });
   urlPrefix = Option.String('--url-prefix', { description: 'URL prefix of the site (overrides site.json "base")' });
@@ -43,6 +45,8 @@ export class DevCommand extends DevtoolCommand {
       throw new UsageError('--ignore-lock cannot be combined with --background or --force');
     }
     if (this.readyPath !== undefined && !this.readyPath.startsWith('/')) throw new UsageError('--ready-path must start with /');
+    const port = this.port === undefined ? 0 : Number(this.port);
+    if (!/^\d+$/.test(this.port ?? '0') || port > 65535) throw new UsageError('--port must be an integer from 0 to 65535 (0: a free one)');
     const siteDir = resolve(this.dir ?? '.');
     if (!existsSync(siteDir) || !statSync(siteDir).isDirectory()) return this.fail('site', `the site directory ${siteDir} does not exist`);
     const dataDir = resolveDataDir(siteDir, this.dataDir);
@@ -52,6 +56,7 @@ export class DevCommand extends DevtoolCommand {
         this.note(`devtool: detected a coding agent (${mode.agent.provider}, from ${mode.agent.variable}); starting in the background. Set ${OPT_OUT_VAR}=0 to run in the foreground.`);
       }
       const childArgs = [`--data-dir=${dataDir}`, `--host=${this.host}`];
+      if (port) childArgs.push(`--port=${port}`);
       if (!this.liveReload) childArgs.push('--no-live-reload');
       if (this.readyPath !== undefined) childArgs.push(`--ready-path=${this.readyPath}`);
       if (this.urlPrefix !== undefined) childArgs.push(`--url-prefix=${this.urlPrefix}`);
@@ -64,6 +69,7 @@ export class DevCommand extends DevtoolCommand {
       siteDir,
       dataDir,
       host: this.host,
+      port,
       liveReload: this.liveReload,
       readyPath: this.readyPath,
       urlPrefix: this.urlPrefix,
