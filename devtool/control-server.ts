@@ -12,10 +12,24 @@
  *   session (a restarted server) or an older cursor (notices were missed: a full refresh instead
  *   of replaying a possibly incomplete delta), false when it is current or absent. Under
  *   `--no-live-reload` the stream still opens but carries no reload events.
+ * - Build errors (for the page overlay of snippet.ts): `ready` also carries `error`, the failure
+ *   of the latest build or null, and a failed build sends `event: build-error` with
+ *   `{file, line, message, generation}` and no id (the cursor counts reloads only). The next
+ *   successful build's `reload` clears it. Under `--no-live-reload` no build-error events either.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { StatusObject } from './status.js';
+
+/**
+ * Where a build failed, as the page overlay shows it: `file` relative to the site directory and
+ * its 1-based `line` (null when the failure names no source, such as an I/O error), and the reason.
+ */
+export interface BuildFailure {
+  file: string | null;
+  line: number | null;
+  message: string;
+}
 
 /** Keep-alive comment interval on idle reload streams. */
 const PING_MS = 15_000;
@@ -36,8 +50,10 @@ export interface ControlServer {
   url: string;
   /** the current reload cursor (successful rebuilds announced) */
   cursor(): number;
-  /** announces a successful rebuild: bumps the cursor and sends `reload` to every stream */
+  /** announces a successful rebuild: clears the build failure, bumps the cursor and sends `reload` to every stream */
   reload(generation: number): void;
+  /** announces a failed build: keeps `failure` for new streams' `ready` and sends `build-error` to every stream */
+  buildFailed(failure: BuildFailure, generation: number): void;
   /** number of open reload streams */
   clients(): number;
   close(): Promise<void>;
@@ -51,6 +67,7 @@ export function urlHost(host: string): string {
 /** Starts the control server on `opts.host`, port chosen by the system. */
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   let cursor = 0;
+  let failure: BuildFailure | null = null;
   const streams = new Set<ServerResponse>();
   const sockets = new Set<Socket>();
   const cors = { 'access-control-allow-origin': '*' };
@@ -65,7 +82,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
       refresh = session !== opts.session || !Number.isInteger(seen) || seen !== cursor;
     }
     res.writeHead(200, { ...cors, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.write(`retry: 1000\nevent: ready\nid: ${opts.session}.${cursor}\ndata: ${JSON.stringify({ session: opts.session, cursor, refresh })}\n\n`);
+    res.write(`retry: 1000\nevent: ready\nid: ${opts.session}.${cursor}\ndata: ${JSON.stringify({ session: opts.session, cursor, refresh, error: failure })}\n\n`);
     streams.add(res);
     const ping = setInterval(() => res.write(': ping\n\n'), PING_MS);
     res.on('close', () => {
@@ -116,9 +133,16 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     cursor: () => cursor,
     clients: () => streams.size,
     reload(generation: number) {
+      failure = null;
       if (!opts.liveReload) return;
       cursor++;
       const frame = `event: reload\nid: ${opts.session}.${cursor}\ndata: ${JSON.stringify({ cursor, generation })}\n\n`;
+      for (const s of streams) s.write(frame);
+    },
+    buildFailed(f: BuildFailure, generation: number) {
+      failure = f;
+      if (!opts.liveReload) return;
+      const frame = `event: build-error\ndata: ${JSON.stringify({ ...f, generation })}\n\n`;
       for (const s of streams) s.write(frame);
     },
     close() {

@@ -14,7 +14,8 @@
  * build); edits that arrive while a build runs set `pending` and cause one more build right after.
  * Each finished build bumps the generation, on success and on failure; a success clears the
  * error, refreshes the staged served root (prefixed sites) and sends a reload event; a failure
- * keeps the tail of the captured output in `build.error` and sends nothing. Each rebuild's output
+ * keeps the tail of the captured output in `build.error` and sends no reload, only a
+ * `build-error` event with the file, line and reason for the page overlay (snippet.ts). Each rebuild's output
  * is captured fresh into `last-build.log` (never the initial build's); `dev.ndjson` gets one event
  * per start and per finish.
  *
@@ -26,7 +27,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSyn
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startControlServer, type ControlServer } from './control-server.js';
+import { startControlServer, type BuildFailure, type ControlServer } from './control-server.js';
 import { BuildError } from './errors.js';
 import { HeldLock, readLockInfo, removeLockInfo, writeLockInfo, type LockInfo } from './lock.js';
 import { answers, portProblem, startService, sweepOrphan, waitGone, type ServiceProcess } from './service.js';
@@ -212,14 +213,17 @@ export async function runSession(o: SessionOptions): Promise<number> {
     state.status = 'building';
     event({ generation: state.generation, status: 'building', duration_ms: 0, error: null });
     const t0 = performance.now();
-    let ok = true;
+    let failure: BuildFailure | null = null;
     try {
       await builder.build();
       if (mountDir) mirrorTree(work.out, mountDir);
     } catch (err) {
-      ok = false;
+      failure = err instanceof BuildError
+        ? { file: err.file, line: err.line, message: err.reason }
+        : { file: null, line: null, message: err instanceof Error ? err.message : String(err) };
       captured.push(err instanceof BuildError ? `build failed: ${err.message}` : `build failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     }
+    const ok = failure === null;
     const durationMs = Math.round(performance.now() - t0);
     const output = captured.join('\n');
     if (!initial && tracked) writeFileSync(paths.lastBuildLog, `${output}\n`);
@@ -229,7 +233,8 @@ export async function runSession(o: SessionOptions): Promise<number> {
     state.error = ok ? null : tail(output, ERROR_TAIL_CHARS);
     event({ generation: state.generation, status: state.status, duration_ms: durationMs, error: state.error });
     say(`build ${state.generation} ${ok ? 'ok' : 'failed'} in ${durationMs} ms${ok ? '' : `:\n${output}`}`);
-    if (ok && !initial) control.reload(state.generation);
+    if (failure) control.buildFailed(failure, state.generation);
+    else if (!initial) control.reload(state.generation);
     return ok;
   };
 
