@@ -11,7 +11,8 @@
  *    suite tests), so npm needs only the cached tarballs, not the registry's metadata. A
  *    dependency missing from the cache skips the test with a message that says so.
  * 3. From that project: the README's embedding example runs as written, `npx svc version --json`
- *    answers, and `svc serve` (the command npx runs) serves the API, the admin UI and a
+ *    answers, `devtool` builds a site and runs a dev session (which spawns the installed
+ *    bin/svc.js), and `svc serve` (the command npx runs) serves the API, the admin UI and a
  *    superuser sign-in (argon2 on its worker thread) on the test backend.
  */
 import { after, before, test } from 'node:test';
@@ -36,14 +37,15 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 const NOT_COPIED = new Set(['node_modules', 'dist', '.git', 'svc_data', '.scratch']);
 
 /**
- * The environment of the commands run here: no SERVICE_* variable of the developer's shell, no
- * npm lifecycle variables of an enclosing `npm test` (they name this repository's package), no
- * NODE_PATH (it could reach this repository's node_modules), no test-runner context.
+ * The environment of the commands run here: no SERVICE_* or DEVTOOL_* variable of the
+ * developer's shell, no npm lifecycle variables of an enclosing `npm test` (they name this
+ * repository's package), no NODE_PATH (it could reach this repository's node_modules), no
+ * test-runner context.
  */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('SERVICE_') || k === 'NODE_PATH' || k === 'NODE_TEST_CONTEXT') continue;
+    if (k.startsWith('SERVICE_') || k.startsWith('DEVTOOL_') || k === 'NODE_PATH' || k === 'NODE_TEST_CONTEXT') continue;
     if (/^npm_/i.test(k) && !/^npm_config_(cache|registry|userconfig)$/i.test(k)) continue;
     env[k] = v;
   }
@@ -195,6 +197,27 @@ test('the tarball installs into a fresh project and runs from there', { timeout:
     const v = JSON.parse(r.stdout) as { svc: string; components: Record<string, string> };
     assert.equal(v.svc, pkg.version);
     assert.match(v.components.libsql, /^\d+\.\d+/);
+  });
+
+  await t.test('devtool build and a background devtool dev session', async () => {
+    const site = join(app, 'site');
+    mkdirSync(join(site, 'content'), { recursive: true });
+    writeFileSync(join(site, 'content', 'index.md'), '---\ntitle: Home\n---\n# Installed\n');
+    const build = run('npx', ['--offline', 'devtool', 'build', '--json'], site, 20_000);
+    assert.equal(build.status, 0, show(build));
+    assert.equal((JSON.parse(build.stdout) as { pages: number }).pages, 1);
+    // the session spawns the installed package's bin/svc.js (devtool/service.ts)
+    const devtool = join(app, 'node_modules', '.bin', 'devtool');
+    const dev = run(devtool, ['dev', '--background', '--json'], site, 40_000);
+    try {
+      assert.equal(dev.status, 0, show(dev));
+      const page = await fetch((JSON.parse(dev.stdout) as { url: string }).url);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<h1[^>]*>Installed<\/h1>[\s\S]*data-devtool-live-reload/);
+    } finally {
+      const stop = run(devtool, ['dev', 'stop'], site, 20_000);
+      assert.equal(stop.status, 0, show(stop));
+    }
   });
 
   await t.test('svc serve: the API, the admin UI and a superuser sign-in', async () => {
