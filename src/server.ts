@@ -109,7 +109,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   }
   warnPublicRules(store, logger);
   // no superuser yet: a one-time install link, logged once listening (docs/admin.md, "First start")
-  const install: InstallState = store.sql.auth.superuserCount() === 0 ? newInstallState() : { token: null, expiresAt: 0 };
+  const install: InstallState = (await store.sql.auth.superuserCount()) === 0 ? newInstallState() : { token: null, expiresAt: 0 };
 
   // resumable uploads (docs/files.md): routes only with the feature; durable with its own
   let uploads: UploadStore | null = null;

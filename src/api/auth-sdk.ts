@@ -106,10 +106,10 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
         if (!Number.isInteger(duration) || (duration as number) < 0 || (duration as number) > TOKEN_TTL_S) {
           throw ApiError.validation({ duration: { code: 'validation_value', message: `Must be a whole number of seconds from 0 (the default, ${TOKEN_TTL_S}) to ${TOKEN_TTL_S}.` } });
         }
-        const rec = auth.loadAuthRecord(c, req.params[1]);
+        const rec = await auth.loadAuthRecord(c, req.params[1]);
         if (!rec) throw ApiError.notFound();
         const token = await auth.impersonate(c, rec, req, (duration as number) || TOKEN_TTL_S);
-        return json(200, body(c, token, rec));
+        return json(200, await body(c, token, rec));
       },
     },
     {
@@ -151,7 +151,7 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
         const provider = m[2] === undefined ? undefined : unquote(m[2]);
         const c = await linkOwner(req, recordId);
         const items = c
-          ? ctx.store.sql.externalAuths.list(c.id, [recordId]).filter((l) => provider === undefined || l.provider === provider)
+          ? (await ctx.store.sql.externalAuths.list(c.id, [recordId])).filter((l) => provider === undefined || l.provider === provider)
             .map((l) => ({ collectionName: '_externalAuths', id: linkId(c.id, recordId, l.provider), collectionRef: c.id, recordRef: recordId, provider: l.provider, providerId: l.providerId }))
           : [];
         const perPage = Math.max(1, Number(q.get('perPage')) || 30);
@@ -182,6 +182,7 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
     if (!p) return null;
     if (!p.superuser) return String(p.record.id) === recordId ? p.collection : null;
     // record ids are unique across auth collections (docs/auth.md, "Auth collections")
-    return ctx.store.registry.all().find((c) => c.type === 'auth' && auth.loadAuthRecord(c, recordId) !== null) ?? null;
+    for (const c of ctx.store.registry.all()) if (c.type === 'auth' && (await auth.loadAuthRecord(c, recordId)) !== null) return c;
+    return null;
   }
 }

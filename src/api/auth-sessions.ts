@@ -31,7 +31,7 @@ export function authSessionRoutes(ctx: ApiContext): Route[] {
         const c = authCollection(req);
         requireTableStore(c);
         const p = requireOwnCollection(c, await auth.resolve(req));
-        return json(200, JSON.stringify({ items: auth.sessions.list(c, String(p.record.id), p.sid) }));
+        return json(200, JSON.stringify({ items: await auth.sessions.list(c, String(p.record.id), p.sid) }));
       },
     },
     {

@@ -29,19 +29,19 @@ import type { MethodRoute } from '../auth/methods/method.js';
 export function authReplies(ctx: ApiContext) {
   const { store } = ctx;
   const insecure = ctx.config.insecureCookies;
-  const body = (c: Collection, token: string, record: Record<string, unknown>, meta?: Record<string, unknown>) => {
+  const body = async (c: Collection, token: string, record: Record<string, unknown>, meta?: Record<string, unknown>): Promise<string> => {
     const codec = store.codec(c);
     const visible: Record<string, unknown> = {};
     for (const k of Object.keys(record)) if (k !== 'passwordHash' && k !== 'tokenKey' && k !== 'token_epoch') visible[k] = record[k];
     const self = { superuser: false, collection: c, record };
     hidePrivate(c, visible, self);
-    withLinks(store, c, visible, self);
+    await withLinks(store, c, visible, self);
     return `{"token":${JSON.stringify(token)},"record":${codec.stringify(visible)}${meta ? `,"meta":${JSON.stringify(meta)}` : ''}}`;
   };
   /** A sign-in's answer: `{token, record, meta?}` with cookies, or the pending second-factor JSON without. */
-  const signedIn = (c: Collection, out: SignInOutcome): Reply => {
+  const signedIn = async (c: Collection, out: SignInOutcome): Promise<Reply> => {
     if (!out.session) return json(200, JSON.stringify(out.pending));
-    return json(200, body(c, out.session.token, out.record, out.meta), sessionCookies(out.session, insecure));
+    return json(200, await body(c, out.session.token, out.record, out.meta), sessionCookies(out.session, insecure));
   };
   const authCollection = (req: Req): Collection => {
     const c = store.collection(req.params[0]);
@@ -89,7 +89,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
           after: app.hasAuthHook('afterRefresh') ? (rec: Record<string, unknown>) => app.authHook('afterRefresh', 'refresh', c, rec, req) : undefined,
         };
         const { record, session } = await auth.refresh(c, await auth.resolve(req), req, around);
-        return json(200, body(c, session.token, record), sessionCookies(session, insecure));
+        return json(200, await body(c, session.token, record), sessionCookies(session, insecure));
       },
     },
     {
@@ -132,7 +132,7 @@ export function authRoutes(ctx: ApiContext): Route[] {
         const { outcome, session } = await auth.twoFactorAction(req.params[1], c, jsonBody(req), req);
         if (outcome.kind === 'none') return noContent();
         if (outcome.kind === 'json') return json(200, JSON.stringify(outcome.body));
-        const rec = body(c, session!.token, outcome.record);
+        const rec = await body(c, session!.token, outcome.record);
         const extra = `,"managementToken":${JSON.stringify(outcome.managementToken)}${outcome.recoveryCodes ? `,"recoveryCodes":${JSON.stringify(outcome.recoveryCodes)}` : ''}`;
         return json(200, `{"status":"authenticated",${rec.slice(1, -1)}${extra}}`, sessionCookies(session!, insecure));
       },

@@ -150,7 +150,7 @@ export function batchRoutes(ctx: ApiContext): Route[] {
           if (action === 'upsert') {
             const id = it.body.id;
             // PocketBase's upsert: an update when the id names an existing record (whoever may see it), else a create
-            const exists = typeof id === 'string' && id !== '' && store.reader.get(store.sql.records.rowById(c, '"id"'), [id]) !== undefined;
+            const exists = typeof id === 'string' && id !== '' && (await store.reader.get(store.sql.records.rowById(c, '"id"'), [id])) !== undefined;
             action = exists ? 'update' : 'create';
             it.id = exists ? (id as string) : '';
             if (exists) refusePasswordChange(c, it.body);

@@ -115,7 +115,7 @@ export function fileRoutes(ctx: ApiContext, deps: FileDeps): Route[] {
     const c = store.registry.find(col);
     if (!c) throw ApiError.notFound();
     const principal = await caller(req);
-    const rec = reads.viewSync(c, recordId, principal, { expand: null, projection: null }, req, 'protectedFile')!;
+    const rec = await reads.view(c, recordId, principal, { expand: null, projection: null }, req, 'protectedFile');
     const field = c.fields.find((f) => f.type === 'file' && fileNames(rec[f.name]).includes(filename));
     if (!field || (field.options.protected && !principal)) throw ApiError.notFound();
     const original = deps.storage.key(c.id, recordId, filename);

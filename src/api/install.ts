@@ -53,9 +53,9 @@ const sameToken = (a: string, b: string): boolean => {
  * clients off loopback; `opts.dataDir` / `opts.databaseUrl` say where the superuser is written.
  */
 export function installRoutes(ctx: ApiContext, state: InstallState, opts: { allowRemote: boolean; dataDir: string; databaseUrl?: string }): Route[] {
-  const installed = () => ctx.store.sql.auth.superuserCount() > 0;
+  const installed = async (): Promise<boolean> => (await ctx.store.sql.auth.superuserCount()) > 0;
   const install = async (req: Req) => {
-    if (installed()) throw ApiError.notFound('A superuser exists: sign in at /_/.');
+    if (await installed()) throw ApiError.notFound('A superuser exists: sign in at /_/.');
     const address = ctx.auth.limits.clientIp(req);
     if (!opts.allowRemote && !isLoopback(address)) throw ApiError.forbidden('The install link works only from the server\'s own machine (loopback); set SERVICE_INSTALL_ALLOW_REMOTE=true to allow others.');
     const b = jsonBody(req);
@@ -75,7 +75,7 @@ export function installRoutes(ctx: ApiContext, state: InstallState, opts: { allo
     }
   };
   return [
-    { method: 'get', pattern: '/api/_/install', handler: () => json(200, JSON.stringify({ installed: installed() })) },
+    { method: 'get', pattern: '/api/_/install', handler: async () => json(200, JSON.stringify({ installed: await installed() })) },
     { method: 'post', pattern: '/api/_/install', handler: install },
   ];
 }

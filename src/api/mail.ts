@@ -73,7 +73,7 @@ export function mailRoutes(ctx: ApiContext): Route[] {
       return json(200, '{"verified":true}');
     },
   }, {
-    method: 'get', pattern: '/api/senders', handler: async (req) => json(200, JSON.stringify({ items: senders.list(await accountOf(req)) })),
+    method: 'get', pattern: '/api/senders', handler: async (req) => json(200, JSON.stringify({ items: await senders.list(await accountOf(req)) })),
   }, {
     method: 'post', pattern: '/api/mail/webhooks/:provider',
     extraHeaders: ['x-webhook-timestamp', 'x-webhook-signature', 'x-account-id'],

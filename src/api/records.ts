@@ -14,6 +14,9 @@ import { sessionCookies } from './cookies.js';
 
 const BASE = '/api/collections/:col/records';
 
+/** A record cache entry: the rendered body and the stored row. */
+type CachedRecord = { body: string; row?: unknown[] };
+
 export function recordRoutes(ctx: ApiContext): Route[] {
   const { store, reads, writes, auth } = ctx;
 
@@ -23,27 +26,21 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     return typeof body === 'string' ? json(status, body, headers) : body.then((b) => json(status, b, headers));
   };
 
-  /** A record's rendered body and stored row from the record cache, read and cached on a miss; 404 when absent. */
-  const cachedRecord = (c: Collection, id: string): { body: string; row?: unknown[] } => {
+  /**
+   * A record's rendered body and stored row from the record cache, synchronously on a hit; on a
+   * miss read (a promise), and cached when nothing committed meanwhile. 404 when absent.
+   */
+  const cachedRecord = (c: Collection, id: string): CachedRecord | Promise<CachedRecord> => {
     const version = store.registry.version(c.id);
     const hit = store.caches.records.entry(c.id, id, version);
     if (hit !== undefined) return hit;
-    const row = reads.rowById(c, id);
-    if (row === undefined) throw ApiError.notFound();
-    const codec = store.codec(c);
-    const body = codec.stringify(codec.fromRow(row));
-    store.caches.records.set(c.id, id, version, body, row);
-    return { body, row };
+    return missedRecord(c, id, version);
   };
 
-  /** cachedRecord with its miss read off the main thread (PostgreSQL: RecordReader.readsOffThread). */
-  const cachedRecordOffThread = async (c: Collection, id: string): Promise<{ body: string; row?: unknown[] }> => {
-    const version = store.registry.version(c.id);
-    const hit = store.caches.records.entry(c.id, id, version);
-    if (hit !== undefined) return hit;
+  const missedRecord = async (c: Collection, id: string, version: number): Promise<CachedRecord> => {
     const codec = store.codec(c);
     const commits = store.writer.commits;
-    const row = await reads.rowByIdOffThread(c, id);
+    const row = await reads.rowById(c, id);
     if (row === undefined) throw ApiError.notFound();
     const body = codec.stringify(codec.fromRow(row));
     // kept only when nothing committed during the read (the entry could be stale) and the schema is the same
@@ -51,54 +48,35 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     return { body, row };
   };
 
-  /**
-   * A view on PostgreSQL: the same paths as below, each read off the main thread (the pool), so
-   * the main thread serves other requests during the round trip to the server.
-   */
-  const viewOffThread = async (req: Req, c: Collection, principal: Principal | null): Promise<Reply> => {
-    if (req.query === '' && c.type === 'base' && !c.options.ttl_field) {
-      const owner = principal?.superuser ? null : store.rules.ownerColumn(c, 'viewRule');
-      if (owner !== null) {
-        const hit = await cachedRecordOffThread(c, req.params[1]);
-        if (!ownerMatches(owner, hit.row?.[owner.index], principal)) throw ApiError.notFound();
-        return json(200, hit.body);
-      }
-      if (store.rules.check(c, 'viewRule', principal, null, 'GET', req).kind === 'all') return json(200, (await cachedRecordOffThread(c, req.params[1])).body);
-    }
-    const shape = readShape(req.query);
-    const codec = store.codec(c);
-    const rec = shape.expand ? await reads.view(c, req.params[1], principal, shape, req) : await reads.viewOffThread(c, req.params[1], principal, shape, req);
-    return json(200, codec.stringify(rec));
-  };
-
   const view = (req: Req): Reply | Promise<Reply> => {
     const c = store.collection(req.params[0]);
     const principal = auth.resolve(req);
-    if (reads.readsOffThread) return principal instanceof Promise ? principal.then((p) => viewOffThread(req, c, p)) : viewOffThread(req, c, principal);
-    const codec = store.codec(c);
-    if (!(principal instanceof Promise)) {
-      // The record cache (record-cache.ts) serves plain views of base collections whose view rule
-      // is open to the caller, or is exactly `<field> = @request.auth.id` (RuleBook.ownerColumn).
-      if (req.query === '' && c.type === 'base' && !c.options.ttl_field) {
-        // The owner shape is checked first: it is memoized, and a full rule check would bind
-        // parameters only to discard them. Superusers bypass rules, so they take the open path.
-        const owner = principal?.superuser ? null : store.rules.ownerColumn(c, 'viewRule');
-        if (owner !== null) {
-          const hit = cachedRecord(c, req.params[1]);
+    return principal instanceof Promise ? principal.then((p) => viewAs(req, c, p)) : viewAs(req, c, principal);
+  };
+
+  /** A view by a resolved caller: synchronous when the record cache answers (no read). */
+  const viewAs = (req: Req, c: Collection, principal: Principal | null): Reply | Promise<Reply> => {
+    // The record cache (record-cache.ts) serves plain views of base collections whose view rule
+    // is open to the caller, or is exactly `<field> = @request.auth.id` (RuleBook.ownerColumn).
+    if (req.query === '' && c.type === 'base' && !c.options.ttl_field) {
+      // The owner shape is checked first: it is memoized, and a full rule check would bind
+      // parameters only to discard them. Superusers bypass rules, so they take the open path.
+      const owner = principal?.superuser ? null : store.rules.ownerColumn(c, 'viewRule');
+      if (owner !== null) {
+        const ownerReply = (hit: CachedRecord): Reply => {
           if (!ownerMatches(owner, hit.row?.[owner.index], principal)) throw ApiError.notFound();
           return json(200, hit.body);
-        }
-        if (store.rules.check(c, 'viewRule', principal, null, 'GET', req).kind === 'all') return json(200, cachedRecord(c, req.params[1]).body);
+        };
+        const hit = cachedRecord(c, req.params[1]);
+        return hit instanceof Promise ? hit.then(ownerReply) : ownerReply(hit);
       }
-      const shape = readShape(req.query);
-      if (!shape.expand) return json(200, codec.stringify(reads.viewSync(c, req.params[1], principal, shape, req)!));
+      if (store.rules.check(c, 'viewRule', principal, null, 'GET', req).kind === 'all') {
+        const hit = cachedRecord(c, req.params[1]);
+        return hit instanceof Promise ? hit.then((h) => json(200, h.body)) : json(200, hit.body);
+      }
     }
-    const shape = readShape(req.query);
-    return (async () => {
-      const p = await principal;
-      const rec = await reads.view(c, req.params[1], p, shape, req);
-      return json(200, codec.stringify(rec));
-    })();
+    const codec = store.codec(c);
+    return reads.view(c, req.params[1], principal, readShape(req.query), req).then((rec) => json(200, codec.stringify(rec)));
   };
 
   /**
@@ -120,7 +98,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
       method: 'get', pattern: `${BASE}/:id/abilities`, handler: async (req) => {
         const c = store.collection(req.params[0]);
         const principal = await auth.resolve(req);
-        return json(200, JSON.stringify(reads.abilities(c, req.params[1], principal, req)));
+        return json(200, JSON.stringify(await reads.abilities(c, req.params[1], principal, req)));
       },
     },
     {
@@ -148,14 +126,14 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const changesPassword = c.type === 'auth' && typeof body === 'object' && body !== null && 'password' in body;
         const app = ctx.app;
         if (changesPassword && app.hasAuthHook('beforePasswordChange')) {
-          const target = auth.loadAuthRecord(c, req.params[1]);
+          const target = await auth.loadAuthRecord(c, req.params[1]);
           if (target) await app.authHook('beforePasswordChange', 'password_change', c, target, req);
         }
         const { row, passwordChanged } = await writes.update(c, req.params[1], principal, body, input.uploads, undefined, req);
         // Every other session ends; the owner gets fresh auth and CSRF cookies.
         const session = passwordChanged ? await auth.afterPasswordChange(c, req.params[1], principal, req) : undefined;
         if (passwordChanged && app.hasAuthHook('afterPasswordChange')) {
-          const changed = auth.loadAuthRecord(c, req.params[1]);
+          const changed = await auth.loadAuthRecord(c, req.params[1]);
           if (changed) await app.authHook('afterPasswordChange', 'password_change', c, changed, req);
         }
         const headers = session ? sessionCookies(session, ctx.config.insecureCookies) : undefined;

@@ -51,21 +51,21 @@ export function uploadRoutes(ctx: ApiContext, uploads: UploadStore, maxChunkBody
   };
 
   /** Rule 1: the update rule over the existing record with an empty proposed update; 404 when absent or denied. */
-  const preauthorize = (c: Collection, id: string, principal: Principal): void => {
+  const preauthorize = async (c: Collection, id: string, principal: Principal): Promise<void> => {
     const check = store.rules.check(c, 'updateRule', principal, {}, 'PATCH');
     if (check.kind === 'deny') throw ApiError.notFound();
     const where = new Where();
     where.add(store.sql.list.ID_EQUALS, [id]);
     where.addRule(check);
     where.addTtl(c);
-    if (!store.reader.get(store.sql.records.selectOne(c, '1', where.sql()), where.params)) throw ApiError.notFound();
+    if (!(await store.reader.get(store.sql.records.selectOne(c, '1', where.sql()), where.params))) throw ApiError.notFound();
   };
 
   const create = async (req: Req): Promise<Reply> => {
     const { principal, key } = await principalOf(req);
     const c = store.collection(req.params[0]);
     const recordId = req.params[1];
-    preauthorize(c, recordId, principal);
+    await preauthorize(c, recordId, principal);
     const raw = jsonBody(req);
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw ApiError.badRequest('The request body must be a JSON object {field, filename, length, mimetype?}.');
     const body = raw as Record<string, unknown>;

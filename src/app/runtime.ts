@@ -284,7 +284,7 @@ export class AppRuntime {
   private async batch(ops: BatchOp[], actor: AuthRecord | null | 'superuser'): Promise<Array<Record<string, unknown> | null>> {
     if (!Array.isArray(ops) || ops.length === 0 || ops.length > 1000) throw new TypeError('app.batch: give 1 to 1,000 writes');
     const { store } = this.ctx;
-    const principal = this.actorPrincipal(actor);
+    const principal = await this.actorPrincipal(actor);
     const { settled, failed } = await runWriteBatch(store.writer, ops.map((op) => async (sink): Promise<Record<string, unknown> | null> => {
       const c = store.collection(op.collection);
       if (op.action === 'create') return store.codec(c).visibleFromRow((await this.ctx.writes.create(c, principal, { ...op.data }, null, sink)).row);
@@ -299,7 +299,7 @@ export class AppRuntime {
     return settled.map((x) => (x as PromiseFulfilledResult<Record<string, unknown> | null>).value);
   }
 
-  private actorPrincipal(actor: AuthRecord | null | 'superuser'): Principal | null {
+  private async actorPrincipal(actor: AuthRecord | null | 'superuser'): Promise<Principal | null> {
     if (actor === null) return null;
     if (actor === 'superuser') return { superuser: true, collection: this.ctx.store.registry.find('_superusers')!, record: { id: '' } };
     return this.principalOf(actor);
@@ -307,10 +307,10 @@ export class AppRuntime {
 
   // ----- the records handle -----
 
-  private principalOf(auth: AuthRecord): Principal {
+  private async principalOf(auth: AuthRecord): Promise<Principal> {
     const c = this.ctx.store.registry.byId(String(auth.collectionId)) ?? this.ctx.store.registry.find(String(auth.collectionName));
     if (!c || c.type !== 'auth') throw new Error('asUser: not an auth record');
-    const record = loadAuthRecord(this.ctx.store, c, String(auth.id));
+    const record = await loadAuthRecord(this.ctx.store, c, String(auth.id));
     if (!record) throw ApiError.notFound();
     return { superuser: c.name === '_superusers', collection: c, record };
   }
@@ -318,30 +318,30 @@ export class AppRuntime {
   /** `actor`: 'superuser' (application code's default), null (anonymous) or an auth record. */
   private recordsHandle(name: string, actor: AuthRecord | null | 'superuser'): RecordsHandle {
     const { store, reads } = this.ctx;
-    const principal = (): Principal | null => {
+    const principal = async (): Promise<Principal | null> => {
       if (actor === null) return null;
       if (actor === 'superuser') return { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
       return this.principalOf(actor);
     };
     const col = () => store.collection(name);
     return {
-      get: (id) => asApiError((async () => reads.view(col(), id, principal(), { expand: null, projection: null }))()),
+      get: (id) => asApiError((async () => reads.view(col(), id, await principal(), { expand: null, projection: null }))()),
       list: (query = {}) => asApiError((async () => {
         const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
-        const body = await reads.list(col(), principal(), parseListQuery(qs));
+        const body = await reads.list(col(), await principal(), parseListQuery(qs));
         return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
       })()),
       create: (data) => asApiError((async () => {
         const c = col();
-        const out = await this.ctx.writes.create(c, principal(), { ...data }, null);
+        const out = await this.ctx.writes.create(c, await principal(), { ...data }, null);
         return store.codec(c).visibleFromRow(out.row);
       })()),
       update: (id, data) => asApiError((async () => {
         const c = col();
-        const out = await this.ctx.writes.update(c, id, principal(), { ...data }, null);
+        const out = await this.ctx.writes.update(c, id, await principal(), { ...data }, null);
         return store.codec(c).visibleFromRow(out.row);
       })()),
-      delete: (id) => asApiError((async () => this.ctx.writes.delete(col(), id, principal()))()),
+      delete: (id) => asApiError((async () => this.ctx.writes.delete(col(), id, await principal()))()),
       asUser: (auth) => this.recordsHandle(name, auth),
     };
   }
@@ -517,7 +517,7 @@ class CustomMethod implements AuthMethod {
       throw this.rt.appError(err, `auth method ${this.slug}.complete`);
     }
     const id = typeof out === 'string' ? out : out?.id;
-    const record = typeof id === 'string' ? loadAuthRecord(this.store, c, id) : null;
+    const record = typeof id === 'string' ? await loadAuthRecord(this.store, c, id) : null;
     if (!record) throw this.rt.appError(new Error(`complete answered ${JSON.stringify(id)}, which names no record of "${c.name}"`), `auth method ${this.slug}.complete`);
     return { record };
   }

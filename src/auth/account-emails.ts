@@ -60,7 +60,7 @@ export class AccountEmails {
   private async deliver(kind: AuthTokenKind, collectionId: string, email: string): Promise<void> {
     const c = this.store.registry.byId(collectionId);
     if (!c || c.type !== 'auth') return;
-    const found = this.store.sql.auth.byEmail(c, email);
+    const found = await this.store.sql.auth.byEmail(c, email);
     if (!found) return;
     const { id, email: to, verified } = found;
     if (kind === 'verify' && verified) return;
@@ -77,7 +77,7 @@ export class AccountEmails {
   async confirmVerification(c: Collection, body: unknown): Promise<void> {
     const b = isObject(body) ? body : {};
     if (typeof b.token !== 'string' || b.token === '') throw ApiError.validation({ token: { code: 'validation_required', message: 'Missing required value.' } });
-    const found = this.tokens.find('verify', c, b.token);
+    const found = await this.tokens.find('verify', c, b.token);
     if (!found) throw badToken();
     await this.run([
       this.tokens.consumeStep(found, BAD_TOKEN),
@@ -100,7 +100,7 @@ export class AccountEmails {
     checkNewPassword(b, minPasswordLength(c), errors);
     if (typeof b.token !== 'string' || b.token === '') errors.token = { code: 'validation_required', message: 'Missing required value.' };
     if (Object.keys(errors).length) throw ApiError.validation(errors);
-    const found = this.tokens.find('reset', c, b.token);
+    const found = await this.tokens.find('reset', c, b.token);
     if (!found) throw badToken();
     const hash = await hashPassword(b.password as string);
     await this.run([
@@ -140,16 +140,16 @@ export class AccountEmails {
    * password cannot confirm). Consumes nothing.
    * @returns the token found, its record and the new address
    */
-  async checkEmailChange(c: Collection, body: unknown, load: (c: Collection, id: string) => Record<string, unknown> | null): Promise<{ found: FoundToken; recordId: string; email: string }> {
+  async checkEmailChange(c: Collection, body: unknown, load: (c: Collection, id: string) => Promise<Record<string, unknown> | null>): Promise<{ found: FoundToken; recordId: string; email: string }> {
     const b = isObject(body) ? body : {};
     const errors: Record<string, { code: string; message: string }> = {};
     const missing = { code: 'validation_required', message: 'Missing required value.' };
     if (typeof b.token !== 'string' || b.token === '') errors.token = missing;
     if (typeof b.password !== 'string' || b.password === '') errors.password = missing;
     if (Object.keys(errors).length) throw ApiError.validation(errors);
-    const found = this.tokens.find('email_change', c, b.token);
+    const found = await this.tokens.find('email_change', c, b.token);
     if (!found) throw badToken();
-    const rec = load(c, found.recordId);
+    const rec = await load(c, found.recordId);
     if (!rec) throw badToken();
     if (!(await verifyPassword(typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string))) {
       throw ApiError.invalidCredentials();

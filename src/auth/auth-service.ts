@@ -176,9 +176,10 @@ export interface IssuedSession {
  * The whole auth record `id` of `c` (with `passwordHash`, `tokenKey` and `token_epoch`) or null;
  * one point read, no cache. Also what an app's code reads before the auth service exists.
  */
-export function loadAuthRecord(store: Store, c: Collection, id: string): Record<string, unknown> | null {
+export async function loadAuthRecord(store: Store, c: Collection, id: string): Promise<Record<string, unknown> | null> {
+  // the codec of the statement's columns, even if the schema changes during the read
   const codec = store.codec(c);
-  const row = store.sql.auth.recordRow(c, store.registry.version(c.id), codec.columns, id);
+  const row = await store.sql.auth.recordRow(c, store.registry.version(c.id), codec.columns, id);
   if (!row) return null;
   const rec = codec.fromRow(row);
   rec.passwordHash = row[codec.width];
@@ -251,18 +252,21 @@ export class AuthService {
    * every change this process makes to the row; `_superusers` is never cached because the CLI
    * writes it from another process). Callers must not mutate it.
    */
-  private callerRecord(c: Collection, id: string): Record<string, unknown> | null {
+  private callerRecord(c: Collection, id: string): Record<string, unknown> | null | Promise<Record<string, unknown> | null> {
     if (c.system) return this.loadAuthRecord(c, id);
     const version = this.store.registry.version(c.id);
     const hit = this.store.caches.authRecords.get(c.id, id, version);
     if (hit) return hit;
-    const rec = this.loadAuthRecord(c, id);
-    if (rec) this.store.caches.authRecords.set(c.id, id, version, rec);
-    return rec;
+    const commits = this.store.writer.commits;
+    return this.loadAuthRecord(c, id).then((rec) => {
+      // kept only when nothing committed during the read (a revoking write could have been missed)
+      if (rec && this.store.writer.commits === commits && this.store.registry.version(c.id) === version) this.store.caches.authRecords.set(c.id, id, version, rec);
+      return rec;
+    });
   }
 
   /** The whole auth record (with `passwordHash`, `tokenKey` and `token_epoch`) or null; one point read (loadAuthRecord). */
-  loadAuthRecord(c: Collection, id: string): Record<string, unknown> | null {
+  loadAuthRecord(c: Collection, id: string): Promise<Record<string, unknown> | null> {
     return loadAuthRecord(this.store, c, id);
   }
 
@@ -291,6 +295,12 @@ export class AuthService {
     const c = this.store.registry.byId(claims.collectionId);
     if (!c || c.type !== 'auth') return invalid(viaCookie);
     const rec = this.callerRecord(c, claims.id);
+    // a cached caller record answers at once; a read answers later
+    return rec instanceof Promise ? rec.then((r) => this.resolveAs(req, token, viaCookie, c, r)) : this.resolveAs(req, token, viaCookie, c, rec);
+  }
+
+  /** resolve, once the token's record is read: null (anonymous) or invalid when it is gone. */
+  private resolveAs(req: ClientInfo, token: string, viaCookie: boolean, c: Collection, rec: Record<string, unknown> | null): AuthPrincipal | null | Promise<AuthPrincipal | null> {
     if (!rec) return invalid(viaCookie);
     const tokenKey = String(rec.tokenKey);
     const principalOf = (cl: TokenClaims): AuthPrincipal | null => {
@@ -309,9 +319,7 @@ export class AuthService {
       if (viaCookie && UNSAFE.has(req.method) && !(req.headers.csrf && safeEqual(req.headers.csrf, cl.csrf))) return null;
       // Table store: the session row must still exist. A token without one is refused there.
       if (!cl.sid) return sessionMode(c) === 'table' ? invalid(viaCookie) : principalOf(cl);
-      // on PostgreSQL the session's read goes through the pool (Sessions.offThread)
-      if (this.sessions.offThread) return this.sessions.checkOffThread(c, String(rec.id), cl.sid).then((ok) => (ok ? principalOf(cl) : invalid(viaCookie)));
-      return this.sessions.check(c, String(rec.id), cl.sid) ? principalOf(cl) : invalid(viaCookie);
+      return this.sessions.check(c, String(rec.id), cl.sid).then((ok) => (ok ? principalOf(cl) : invalid(viaCookie)));
     };
     const hit = this.tokens.cached(token, tokenKey);
     const principal = hit ? check(hit) : this.tokens.verify(token, tokenKey).then(check);
@@ -361,7 +369,7 @@ export class AuthService {
     const { keepSid, mfa = false, authTime } = grant;
     checkVerified(c, rec);
     const id = String(rec.id);
-    if (!mfa && this.twoFactor.needsFactor(c, id)) throw new ApiError(401, 'unauthorized', 'A second factor is required: complete the two-factor ceremony.');
+    if (!mfa && (await this.twoFactor.needsFactor(c, id))) throw new ApiError(401, 'unauthorized', 'A second factor is required: complete the two-factor ceremony.');
     let sid = keepSid;
     if (sid) this.sessions.touch(sid);
     else if (sessionMode(c) === 'table') sid = await this.sessions.create(c, id, { userAgent: req.headers.userAgent, ip: this.limits.clientIp(req) });
@@ -430,7 +438,7 @@ export class AuthService {
     }
     const outcome = await this.twoFactor.action(action, c, body, caller?.record ?? null, caller?.authTime);
     if (outcome.kind !== 'session') return { outcome };
-    const fresh = this.loadAuthRecord(c, String(outcome.record.id)) ?? outcome.record;
+    const fresh = (await this.loadAuthRecord(c, String(outcome.record.id))) ?? outcome.record;
     outcome.record = fresh;
     const session = await this.issueSession(c, fresh, client, { mfa: true, authTime: outcome.authTime });
     await this.hooks.authSuccess?.(outcome.method, c, fresh, client);
@@ -494,7 +502,7 @@ export class AuthService {
     const owner = !!principal && principal.collection.id === c.id && principal.record.id === recordId;
     let keep: string | null = null;
     let session: IssuedSession | undefined;
-    const fresh = owner ? this.loadAuthRecord(c, recordId) : null;
+    const fresh = owner ? await this.loadAuthRecord(c, recordId) : null;
     if (fresh) {
       try {
         session = await this.issueSession(c, fresh, req, { keepSid: principal!.sid, mfa: !!principal!.mfa, authTime: principal!.authTime });

@@ -67,12 +67,12 @@ export class AuthTokens {
    * The unexpired token of `kind` for collection `c`, or null (malformed, unknown, used, expired,
    * another kind or another collection). Does not consume it: see {@link consumeStep}.
    */
-  find(kind: AuthTokenKind, c: Collection, token: unknown): FoundToken | null {
+  async find(kind: AuthTokenKind, c: Collection, token: unknown): Promise<FoundToken | null> {
     if (typeof token !== 'string' || token.length > 200) return null;
     const dot = token.indexOf('.');
     const selector = dot > 0 ? token.slice(0, dot) : '';
     const verifier = dot > 0 ? token.slice(dot + 1) : token;
-    const row = this.store.sql.authTokens.find(selector, kind, c.id);
+    const row = await this.store.sql.authTokens.find(selector, kind, c.id);
     // Hash and compare even without a row, so a miss costs what a hit costs.
     const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(sha256(verifier), stored.length === 32 ? stored : Buffer.alloc(32));

@@ -106,21 +106,8 @@ export class SessionStore {
    * True when session `sid` exists and belongs to the record (one point read). Schedules a
    * `last_seen` refresh when the stored one is over a minute old.
    */
-  check(c: Collection, recordId: string, sid: string): boolean {
-    return this.seen(sid, this.store.sql.sessions.lastSeen(c.id, recordId, sid));
-  }
-
-  /**
-   * Whether check should read off the main thread (checkOffThread): on PostgreSQL, where a
-   * main-thread read blocks for a round trip to the server; every authenticated request makes one.
-   */
-  get offThread(): boolean {
-    return this.store.sql.kind === 'postgres';
-  }
-
-  /** check with its read off the main thread (the reader's pool). */
-  async checkOffThread(c: Collection, recordId: string, sid: string): Promise<boolean> {
-    return this.seen(sid, await this.store.sql.sessions.lastSeenOffThread(c.id, recordId, sid));
+  async check(c: Collection, recordId: string, sid: string): Promise<boolean> {
+    return this.seen(sid, await this.store.sql.sessions.lastSeen(c.id, recordId, sid));
   }
 
   /** Whether a session was found (`lastSeen` defined); schedules a refresh of a stale `last_seen`. */
@@ -141,9 +128,9 @@ export class SessionStore {
   }
 
   /** The owner's live sessions, newest first; `is_current` marks `currentSid`. */
-  list(c: Collection, recordId: string, currentSid: string | undefined): SessionView[] {
+  async list(c: Collection, recordId: string, currentSid: string | undefined): Promise<SessionView[]> {
     const cutoff = stamp(Date.now() - TOKEN_TTL_S * 1000);
-    return this.store.sql.sessions.list(c.id, recordId, cutoff).map((r) => ({ ...r, is_current: r.id === currentSid }));
+    return (await this.store.sql.sessions.list(c.id, recordId, cutoff)).map((r) => ({ ...r, is_current: r.id === currentSid }));
   }
 
   /** Ends one of the owner's sessions; 404 when unknown or owned by someone else. */

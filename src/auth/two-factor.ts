@@ -101,14 +101,14 @@ export class TwoFactor {
     private store: Store,
     private secret: Buffer,
     private webauthn: WebAuthnMethod,
-    private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    private loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
   ) {}
 
   /** The factor kinds a record has; `exceptPasskey`: a credential that does not count (one just used to sign in). */
-  factorsOf(c: Collection, recordId: string, exceptPasskey?: string): FactorKind[] {
+  async factorsOf(c: Collection, recordId: string, exceptPasskey?: string): Promise<FactorKind[]> {
     const out: FactorKind[] = [];
-    if (this.store.sql.mfa.totpFactors(c.id, recordId).length) out.push('totp');
-    if (this.store.sql.passkeys.list(c.id, recordId).some((k) => k.id !== exceptPasskey)) out.push('webauthn');
+    if ((await this.store.sql.mfa.totpFactors(c.id, recordId)).length) out.push('totp');
+    if ((await this.store.sql.passkeys.list(c.id, recordId)).some((k) => k.id !== exceptPasskey)) out.push('webauthn');
     return out;
   }
 
@@ -118,10 +118,10 @@ export class TwoFactor {
   }
 
   /** True when a session for `recordId` must carry the two-factor claim. */
-  needsFactor(c: Collection, recordId: string): boolean {
+  async needsFactor(c: Collection, recordId: string): Promise<boolean> {
     const policy = twoFactorPolicy(c);
     if (policy === 'disabled') return false;
-    return policy === 'required' || this.factorsOf(c, recordId).length > 0;
+    return policy === 'required' || (await this.factorsOf(c, recordId)).length > 0;
   }
 
   /**
@@ -134,7 +134,7 @@ export class TwoFactor {
   async gate(c: Collection, recordId: string, method: SignInTag, usedPasskey?: string): Promise<PendingLogin | null> {
     const policy = twoFactorPolicy(c);
     if (policy === 'disabled') return null;
-    const factors = this.factorsOf(c, recordId, usedPasskey);
+    const factors = await this.factorsOf(c, recordId, usedPasskey);
     if (factors.length || (usedPasskey !== undefined && policy === 'required')) return this.pending(c, recordId, 'login', 'factor_required', factors, method, usedPasskey);
     if (policy === 'required') return this.pending(c, recordId, 'enroll', 'enrollment_required', this.available(c), method);
     return null;
@@ -150,7 +150,7 @@ export class TwoFactor {
     if (usedPasskey !== undefined) data.usedPasskey = usedPasskey;
     if (authTime !== undefined) data.authTime = authTime;
     const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify(data));
-    return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: this.store.sql.mfa.recoveryCodes(c.id, recordId).length };
+    return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: (await this.store.sql.mfa.recoveryCodes(c.id, recordId)).length };
   }
 
   private async newAttempt(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], ttlMs: number, data = ''): Promise<string> {
@@ -162,10 +162,10 @@ export class TwoFactor {
   }
 
   /** The live attempt a token names, of one of `purposes`; 401 otherwise. */
-  private attempt(c: Collection, token: unknown, purposes: readonly MfaAttemptRow['purpose'][]): MfaAttemptRow {
+  private async attempt(c: Collection, token: unknown, purposes: readonly MfaAttemptRow['purpose'][]): Promise<MfaAttemptRow> {
     if (typeof token !== 'string' || token === '') throw ApiError.validation({ pendingToken: { code: 'validation_required', message: 'Missing required value.' } });
     const dot = token.indexOf('.');
-    const row = token.length <= 200 && dot > 0 ? this.store.sql.mfa.attempt(token.slice(0, dot), c.id) : undefined;
+    const row = token.length <= 200 && dot > 0 ? await this.store.sql.mfa.attempt(token.slice(0, dot), c.id) : undefined;
     const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(sha256(dot > 0 ? token.slice(dot + 1) : token), stored.length === 32 ? stored : Buffer.alloc(32));
     if (!row || !equal || row.expires <= Date.now() || !purposes.includes(row.purpose)) throw BAD_TOKEN();
@@ -192,8 +192,8 @@ export class TwoFactor {
     throw BAD_PROOF();
   }
 
-  private record(c: Collection, id: string): Record<string, unknown> {
-    const rec = this.loadRecord(c, id);
+  private async record(c: Collection, id: string): Promise<Record<string, unknown>> {
+    const rec = await this.loadRecord(c, id);
     if (!rec) throw BAD_TOKEN();
     return rec;
   }
@@ -222,7 +222,7 @@ export class TwoFactor {
   private async enroll(c: Collection, caller: Record<string, unknown> | null, callerAuthTime?: number): Promise<CeremonyOutcome> {
     if (!caller) throw ApiError.unauthorized();
     const id = String(caller.id);
-    if (this.factorsOf(c, id).length) throw ApiError.conflict('A second factor is enrolled already; add another with a management token (enroll-begin with the managementToken as pendingToken).');
+    if ((await this.factorsOf(c, id)).length) throw ApiError.conflict('A second factor is enrolled already; add another with a management token (enroll-begin with the managementToken as pendingToken).');
     return { kind: 'json', body: await this.pending(c, id, 'enroll', 'enrollment_required', this.available(c), 'refresh', undefined, callerAuthTime) };
   }
 
@@ -232,11 +232,11 @@ export class TwoFactor {
   }
 
   private async enrollBegin(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
-    const a = this.attempt(c, b.pendingToken, ['enroll', 'manage']);
+    const a = await this.attempt(c, b.pendingToken, ['enroll', 'manage']);
     const factor = this.factorOf(b, this.available(c));
-    const rec = this.record(c, a.recordId);
+    const rec = await this.record(c, a.recordId);
     if (factor === 'webauthn') {
-      return { kind: 'json', body: await this.webauthn.registrationOptions(c, rec, 'mfa_webauthn_enroll', this.store.sql.passkeys.list(c.id, a.recordId)) };
+      return { kind: 'json', body: await this.webauthn.registrationOptions(c, rec, 'mfa_webauthn_enroll', await this.store.sql.passkeys.list(c.id, a.recordId)) };
     }
     const { generateSecret, generateURI } = await otplib();
     const secret = generateSecret();
@@ -247,9 +247,9 @@ export class TwoFactor {
   }
 
   private async enrollComplete(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
-    const a = this.attempt(c, b.pendingToken, ['enroll', 'manage']);
+    const a = await this.attempt(c, b.pendingToken, ['enroll', 'manage']);
     const factor = this.factorOf(b, this.available(c));
-    const first = this.factorsOf(c, a.recordId).length === 0;
+    const first = (await this.factorsOf(c, a.recordId)).length === 0;
     const steps: WriteStep[] = [];
     if (factor === 'totp') {
       const data = parseJson(a.data);
@@ -294,16 +294,16 @@ export class TwoFactor {
   }
 
   private async initiate(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
-    const a = this.attempt(c, b.pendingToken, ['login']);
+    const a = await this.attempt(c, b.pendingToken, ['login']);
     this.factorOf(b, ['webauthn']);
     const used = parseJson(a.data)?.usedPasskey;
-    const keys = this.store.sql.passkeys.list(c.id, a.recordId).filter((k) => k.id !== used);
+    const keys = (await this.store.sql.passkeys.list(c.id, a.recordId)).filter((k) => k.id !== used);
     if (!keys.length) throw ApiError.validation({ factor: { code: 'validation_value', message: used ? 'The account has no other passkey than the one that signed in.' : 'The account has no passkey.' } });
     return { kind: 'json', body: await this.webauthn.assertionOptions(c, 'mfa_webauthn_login', a.recordId, keys) };
   }
 
   private async complete(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
-    const a = this.attempt(c, b.pendingToken, ['login']);
+    const a = await this.attempt(c, b.pendingToken, ['login']);
     const factor = this.factorOf(b, ['totp', 'webauthn', 'recovery']);
     await this.reserveProof(c, a);
     const steps: WriteStep[] = [];
@@ -311,7 +311,7 @@ export class TwoFactor {
     if (factor === 'totp') {
       let hit: { id: string; step: number } | null = null;
       const otp = await otplib();
-      for (const f of this.store.sql.mfa.totpFactors(c.id, a.recordId)) {
+      for (const f of await this.store.sql.mfa.totpFactors(c.id, a.recordId)) {
         const step = totpStep(otp, String(decryptStored(c.id, TOTP_FIELD, f.id, f.secret) ?? ''), b.code);
         if (step !== null && step > f.lastStep) hit = { id: f.id, step };
       }
@@ -320,7 +320,7 @@ export class TwoFactor {
     } else if (factor === 'recovery') {
       const code = normalizeRecoveryCode(b.code);
       const mac = createHmac('sha256', this.secret).update(`${a.recordId}.${code}`).digest();
-      const row = this.store.sql.mfa.recoveryCodes(c.id, a.recordId).find((r) => {
+      const row = (await this.store.sql.mfa.recoveryCodes(c.id, a.recordId)).find((r) => {
         const h = Buffer.from(r.hash, 'hex');
         return h.length === 32 && timingSafeEqual(h, mac);
       });
@@ -344,18 +344,18 @@ export class TwoFactor {
   }
 
   private async replaceRecovery(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
-    const a = this.attempt(c, b.pendingToken, ['manage']);
-    if (!this.factorsOf(c, a.recordId).length) throw ApiError.validation({ pendingToken: { code: 'validation_value', message: 'The account has no second factor to recover.' } });
+    const a = await this.attempt(c, b.pendingToken, ['manage']);
+    if (!(await this.factorsOf(c, a.recordId)).length) throw ApiError.validation({ pendingToken: { code: 'validation_value', message: 'The account has no second factor to recover.' } });
     const codes = newRecoveryCodes();
     await this.write([this.consumeManage(a), ...this.recoverySteps(c, a.recordId, codes)]);
     return { kind: 'json', body: { recoveryCodes: codes } };
   }
 
   private async remove(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
-    const a = this.attempt(c, b.pendingToken, ['manage']);
+    const a = await this.attempt(c, b.pendingToken, ['manage']);
     const factor = this.factorOf(b, ['totp', 'webauthn']);
-    const totp = this.store.sql.mfa.totpFactors(c.id, a.recordId);
-    const keys = this.store.sql.passkeys.list(c.id, a.recordId);
+    const totp = await this.store.sql.mfa.totpFactors(c.id, a.recordId);
+    const keys = await this.store.sql.passkeys.list(c.id, a.recordId);
     const credentialId = typeof b.credentialId === 'string' && b.credentialId ? b.credentialId : null;
     const removing = factor === 'totp' ? totp.length : credentialId ? keys.filter((k) => k.id === credentialId).length : keys.filter((k) => k.factor).length;
     if (!removing) throw ApiError.notFound();
@@ -397,7 +397,7 @@ export class TwoFactor {
     // a completed sign-in is a sign-in now; a renewal keeps the sign-in time it came with
     const authTime = method !== 'refresh' ? Math.floor(Date.now() / 1000) : typeof data?.authTime === 'number' ? data.authTime : undefined;
     const managementToken = await this.newAttempt(c, a.recordId, 'manage', MFA_MANAGE_TTL_MS, authTime === undefined ? '' : JSON.stringify({ authTime }));
-    return { kind: 'session', record: this.record(c, a.recordId), managementToken, recoveryCodes, method, authTime };
+    return { kind: 'session', record: await this.record(c, a.recordId), managementToken, recoveryCodes, method, authTime };
   }
 
   private write(steps: WriteStep[]): Promise<unknown> {

@@ -21,7 +21,7 @@ export const FILE_TOKEN_TTL_S = 120;
 /** How a verifier finds the auth collection and the whole auth record (hidden columns included). */
 export interface AuthRecordSource {
   collection(id: string): Collection | undefined;
-  record(c: Collection, id: string): Record<string, unknown> | null;
+  record(c: Collection, id: string): Promise<Record<string, unknown> | null>;
 }
 
 export class FileTokens {
@@ -52,7 +52,7 @@ export class FileTokens {
     if (claims.type !== 'file' || typeof claims.id !== 'string' || typeof claims.collectionId !== 'string') return null;
     const c = source.collection(claims.collectionId);
     if (!c || c.type !== 'auth') return null;
-    const rec = source.record(c, claims.id);
+    const rec = await source.record(c, claims.id);
     if (!rec || typeof rec.tokenKey !== 'string') return null;
     try {
       await jwtVerify(token, this.key(rec.tokenKey), { algorithms: ['HS256'], requiredClaims: ['exp'] });

@@ -118,11 +118,11 @@ export class RecordFiles {
   }
 
   /** Stored values of the file fields of a record by field name (a point read with `read`, the caller's reader); empty when absent. */
-  currentValues(read: RowGet, c: Collection, id: string): Map<string, SqlValue> {
+  async currentValues(read: RowGet, c: Collection, id: string): Promise<Map<string, SqlValue>> {
     const fields = fileFields(c);
     const out = new Map<string, SqlValue>();
     if (!fields.length) return out;
-    const row = this.store.sql.files.values(read, c, fields.map((f) => f.name), id);
+    const row = await this.store.sql.files.values(read, c, fields.map((f) => f.name), id);
     if (row) fields.forEach((f, i) => out.set(f.name, row[i] as SqlValue));
     return out;
   }
@@ -197,7 +197,7 @@ export class RecordFiles {
     const fields = fileFields(c);
     const names = fields.map((f) => f.name);
     return this.storage.sweep(c.id, async (ids) => {
-      const rows = this.store.sql.files.referenced(c, names, ids);
+      const rows = await this.store.sql.files.referenced(c, names, ids);
       const out = new Map<string, Set<string>>();
       for (const row of rows) out.set(String(row[0]), new Set(fields.flatMap((_f, i) => fileNames(row[i + 1]))));
       return out;

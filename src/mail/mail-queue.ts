@@ -34,7 +34,7 @@ export class DurableMailQueue {
    * `check_suppression`; then it is not sent); null: none is. `delays`: RETRY_DELAYS_MS unless a
    * test shortens them.
    */
-  constructor(private store: Store, private backend: MailTransport, private logger: Logger, private isSuppressed: ((msg: MailMessage, account: string) => boolean) | null = null, private delays: readonly number[] = RETRY_DELAYS_MS) {}
+  constructor(private store: Store, private backend: MailTransport, private logger: Logger, private isSuppressed: ((msg: MailMessage, account: string) => Promise<boolean>) | null = null, private delays: readonly number[] = RETRY_DELAYS_MS) {}
 
   /**
    * Stores `msg` for delivery from `queue`; resolves once the row is committed (from then on it
@@ -63,7 +63,7 @@ export class DurableMailQueue {
   }
 
   /** Messages waiting (pending) and given up (failed). */
-  counts(): { pending: number; failed: number } {
+  counts(): Promise<{ pending: number; failed: number }> {
     return this.store.sql.mail.counts();
   }
 
@@ -71,7 +71,7 @@ export class DurableMailQueue {
   async whenIdle(): Promise<void> {
     for (;;) {
       await Promise.allSettled([...this.inFlight.values()]);
-      const next = this.store.sql.mail.nextDue();
+      const next = await this.store.sql.mail.nextDue();
       if (this.inFlight.size === 0 && (next === undefined || next > Date.now())) return;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -93,11 +93,11 @@ export class DurableMailQueue {
       this.again = true;
       return;
     }
-    setImmediate(() => this.pump());
+    setImmediate(() => void this.pump());
   }
 
   /** Starts deliveries of due rows up to the concurrency; then sleeps until the next one is due. */
-  private pump(): void {
+  private async pump(): Promise<void> {
     if (!this.running || this.pumping) return;
     this.pumping = true;
     try {
@@ -105,7 +105,9 @@ export class DurableMailQueue {
         this.again = false;
         const free = CONCURRENCY - this.inFlight.size;
         if (free <= 0) break;
-        const rows = this.store.sql.mail.due(Date.now(), free + this.inFlight.size).filter((r) => !this.inFlight.has(r.id)).slice(0, free);
+        const due = await this.store.sql.mail.due(Date.now(), free + this.inFlight.size);
+        if (!this.running) return; // closed during the read: nothing new starts
+        const rows = due.filter((r) => !this.inFlight.has(r.id)).slice(0, free);
         for (const row of rows) {
           const run = this.deliver(row.id, row.message, row.attempts, row.account).finally(() => {
             this.inFlight.delete(row.id);
@@ -114,23 +116,30 @@ export class DurableMailQueue {
           this.inFlight.set(row.id, run);
         }
       } while (this.again);
-      if (this.inFlight.size === 0) this.sleepUntilDue();
+      if (this.inFlight.size === 0) await this.sleepUntilDue();
     } catch (err) {
       this.logger.error(`mail queue: ${(err as Error)?.message ?? String(err)}`, 'mail');
-      this.sleepUntilDue(1_000);
+      await this.sleepUntilDue(1_000);
     } finally {
       this.pumping = false;
+      // a wake during the last read (a message queued meanwhile) pumps again
+      if (this.again) this.wake();
     }
   }
 
-  private sleepUntilDue(atLeastMs = 0): void {
+  private async sleepUntilDue(atLeastMs = 0): Promise<void> {
+    // after a failure (`atLeastMs`) a failing read only leaves the minimum wait
+    const next = await this.store.sql.mail.nextDue().catch((err: unknown) => {
+      if (!atLeastMs) throw err;
+      return undefined;
+    });
+    if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);
-    const next = this.store.sql.mail.nextDue();
     if (next === undefined && !atLeastMs) return;
     const wait = Math.max(atLeastMs, next === undefined ? 0 : next - Date.now(), 0);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.pump();
+      void this.pump();
     }, Math.min(wait, 60_000));
     this.timer.unref();
   }
@@ -143,7 +152,7 @@ export class DurableMailQueue {
       await this.write(this.store.sql.mail.failedStep(id, attempts + 1, 'the stored message is not JSON', null, Date.now()));
       return;
     }
-    if (this.isSuppressed?.(msg, account)) {
+    if (this.isSuppressed && (await this.isSuppressed(msg, account))) {
       this.logger.info(`mail to ${msg.to} not sent: the recipient is suppressed (bounce or complaint)`, 'mail');
       await this.write(this.store.sql.mail.failedStep(id, attempts, 'the recipient is suppressed', null, Date.now()));
       return;

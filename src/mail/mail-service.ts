@@ -174,14 +174,14 @@ export class MailService {
     readonly transport: MailTransport,
     private queue: DurableMailQueue,
     private queued: boolean,
-    private policy: { suppressed?: (email: string, account: string) => boolean; verifiedSender?: (account: string, from: string) => boolean } = {},
+    private policy: { suppressed?: (email: string, account: string) => Promise<boolean>; verifiedSender?: (account: string, from: string) => Promise<boolean> } = {},
   ) {}
 
-  private check(message: unknown, account: string): TransportMessage {
+  private async check(message: unknown, account: string): Promise<TransportMessage> {
     const msg = checkMessage(message);
-    if (this.policy.suppressed?.(addressOf(msg.to), account)) throw new MailError('RecipientSuppressed', `to: ${addressOf(msg.to)} is suppressed (a hard bounce or a complaint was recorded)`, 'to');
+    if (this.policy.suppressed && (await this.policy.suppressed(addressOf(msg.to), account))) throw new MailError('RecipientSuppressed', `to: ${addressOf(msg.to)} is suppressed (a hard bounce or a complaint was recorded)`, 'to');
     // an account-scoped send under require_verified_sender; a send for no account (system, superuser) is not checked
-    if (account && this.policy.verifiedSender && !(msg.from && this.policy.verifiedSender(account, msg.from))) {
+    if (account && this.policy.verifiedSender && !(msg.from && (await this.policy.verifiedSender(account, msg.from)))) {
       throw new MailError('SenderNotVerified', `from: ${msg.from ? addressOf(msg.from) : '(none)'} is not a verified sender of account ${account}`, 'from');
     }
     return msg;
@@ -193,7 +193,7 @@ export class MailService {
    * @throws MailError before anything is sent; the backend's error when delivery fails
    */
   async send(message: MailMessage, options: { account?: string } = {}): Promise<void> {
-    await this.transport.send(this.check(message, options.account ?? ''));
+    await this.transport.send(await this.check(message, options.account ?? ''));
   }
 
   /**
@@ -204,7 +204,7 @@ export class MailService {
   async enqueue(message: MailMessage, options: { queue?: string; account?: string } = {}): Promise<void> {
     if (!this.queued) throw new MailError('UnknownJobKind', 'enqueue needs mail configured: give the app definition a `mail` group (or a `mailer`)');
     const account = options.account ?? '';
-    const msg = this.check(message, account);
+    const msg = await this.check(message, account);
     const name = options.queue ?? 'default';
     if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new TypeError('queue: 1 to 64 letters, digits, ".", "_" or "-"');
     await this.queue.enqueue(msg, name, account);

@@ -63,7 +63,7 @@ export class SenderIdentities {
       if (err instanceof MailError) throw ApiError.validation({ email: { code: 'validation_invalid_email', message: 'Must be a valid email address.' } });
       throw err;
     }
-    const existing = this.store.sql.mail.sender(account, address);
+    const existing = await this.store.sql.mail.sender(account, address);
     if (existing?.status === 'verified') return { sender: view(existing), created: false };
     const now = Date.now();
     if (existing && now - existing.sentAt < RESEND_AFTER_MS) throw ApiError.tooManyRequests();
@@ -83,19 +83,19 @@ export class SenderIdentities {
    * @throws ApiError 404 for an unknown id, another account's, a wrong or absent token
    */
   async verify(account: string, id: string, token: unknown): Promise<void> {
-    const row = this.store.sql.mail.senderById(id);
+    const row = await this.store.sql.mail.senderById(id);
     if (!row || row.account !== account || typeof token !== 'string' || token === '') throw ApiError.notFound();
     if (row.status === 'verified') return;
     await this.write([this.store.sql.mail.verifySenderStep(id, this.hash(token), nowDate(), NOT_FOUND)]);
   }
 
   /** The identities of `account`, oldest first. */
-  list(account: string): SenderView[] {
-    return this.store.sql.mail.senders(account).map(view);
+  async list(account: string): Promise<SenderView[]> {
+    return (await this.store.sql.mail.senders(account)).map(view);
   }
 
   /** Whether `from` is a verified identity of `account`. */
-  verified(account: string, from: string): boolean {
-    return this.store.sql.mail.sender(account, addressOf(from))?.status === 'verified';
+  async verified(account: string, from: string): Promise<boolean> {
+    return (await this.store.sql.mail.sender(account, addressOf(from)))?.status === 'verified';
   }
 }

@@ -215,7 +215,7 @@ export function importRelationsKnown(store: Store): RelationsKnown {
     let ids = seen.get(target.id);
     if (!ids) seen.set(target.id, (ids = new Set()));
     if (ids.has(id)) return true;
-    if (ids.size >= 1_000_000 || !store.reader.get(store.sql.records.rowById(target, '"id"'), [id])) return false;
+    if (ids.size >= 1_000_000 || !store.reader.getSync(store.sql.records.rowById(target, '"id"'), [id])) return false;
     ids.add(id);
     return true;
   };
@@ -239,15 +239,15 @@ export async function importRecords(store: Store, writes: RecordWriter, c: Colle
   const key = options.upsert?.key;
   const keySql = key && key !== 'id' ? store.sql.records.selectOne(c, '"id"', ` WHERE r.${store.sql.records.ident(key)} = ?`) : store.sql.records.rowById(c, '"id"');
   /** The id of the record a row's key names, under `upsert`, or undefined. */
-  const existing = (v: Record<string, unknown>): string | undefined => {
+  const existing = async (v: Record<string, unknown>): Promise<string | undefined> => {
     const k = key === undefined ? undefined : v[key];
     if ((typeof k !== 'string' && typeof k !== 'number') || k === '') return undefined;
-    return store.reader.get(keySql, [k])?.[0] as string | undefined;
+    return (await store.reader.get(keySql, [k]))?.[0] as string | undefined;
   };
   /** A row's write: an update of the record its key names (under `upsert`), else a create; resolves once committed. */
-  const create = (r: SourceRow, batch?: WriteBatch): Promise<unknown> => {
-    if (!r.value) return Promise.reject(new ApiError(400, 'bad_request', r.error!));
-    const id = existing(r.value);
+  const create = async (r: SourceRow, batch?: WriteBatch): Promise<unknown> => {
+    if (!r.value) throw new ApiError(400, 'bad_request', r.error!);
+    const id = await existing(r.value);
     if (id === undefined) return writes.create(c, su, r.value, null, batch);
     const { id: _, ...body } = r.value;
     return writes.update(c, id, su, body, null, batch).then((out) => {
@@ -376,8 +376,8 @@ export async function importLinks(store: Store, c: Collection, rows: AsyncIterab
     let problem = r.error;
     if (!problem && v) {
       if (typeof v.record !== 'string' || typeof v.provider !== 'string' || typeof v.providerId !== 'string' || !v.record || !v.provider || !v.providerId) problem = 'a link row needs record, provider and providerId (strings)';
-      else if (!store.reader.get(store.sql.records.rowById(c, '"id"'), [v.record])) problem = `no record "${v.record}" in ${c.name}`;
-      else if (store.sql.externalAuths.recordFor(c.id, v.provider, v.providerId)) problem = `${v.provider} account ${v.providerId} is already linked`;
+      else if (!(await store.reader.get(store.sql.records.rowById(c, '"id"'), [v.record]))) problem = `no record "${v.record}" in ${c.name}`;
+      else if (await store.sql.externalAuths.recordFor(c.id, v.provider, v.providerId)) problem = `${v.provider} account ${v.providerId} is already linked`;
     }
     if (problem) {
       refuse(r.n, problem);

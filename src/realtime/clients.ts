@@ -73,6 +73,8 @@ export class RealtimeClient {
   resolvedAt = 0;
   /** the token is being re-checked: nothing is delivered until it is */
   checking = false;
+  /** the re-check under way (settles once `checking` is false again), or null */
+  checked: Promise<void> | null = null;
   /** bumped whenever the caller or `checking` changes (native memberships are decided again) */
   authVersion = 0;
   expiry: NodeJS.Timeout | null = null;
@@ -204,6 +206,7 @@ export class Clients {
     const token = client.token;
     const done = (p: AuthPrincipal | null) => {
       client.checking = false;
+      client.checked = null;
       client.authVersion++;
       this.settle(client, token, p);
     };
@@ -216,7 +219,7 @@ export class Clients {
     if (out instanceof Promise) {
       client.checking = true;
       client.authVersion++;
-      out.then(done, () => done(null));
+      client.checked = out.then(done, () => done(null));
     } else done(out);
   }
 

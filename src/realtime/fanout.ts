@@ -104,7 +104,12 @@ export class Fanout {
     const entries = [...perCollection];
     // tenancy: callers whose account context is due a re-check are resolved again first
     const stale = this.clients.staleAccounts(perCollection.keys());
-    if (stale.size) return this.clients.refresh(stale).then(() => this.deliverFrom(entries, 0));
+    // a caller whose token is being re-checked (its record changed in this batch or just before,
+    // and the check reads it) is waited for, so the batch reaches it as the check decides
+    const checks: Array<Promise<void>> = [];
+    for (const cid of perCollection.keys()) for (const sub of this.topics.byCollection.get(cid) ?? []) if (sub.client.checked) checks.push(sub.client.checked);
+    if (stale.size) checks.push(this.clients.refresh(stale));
+    if (checks.length) return Promise.all(checks).then(() => this.deliverFrom(entries, 0));
     return this.deliverFrom(entries, 0);
   }
 
@@ -180,11 +185,24 @@ export class Fanout {
 
     // The stored rows of created and updated records (expired rows are not sent), once.
     const upserts = changes.filter((ch) => ch.op !== 'delete').map((ch) => ch.id);
-    const rows = upserts.length ? this.visibility.rowsById(c, upserts) : new Map<string, unknown[]>();
+    const queried = [...audiences.values()].some((a) => !a.owner && !(a.rule.kind === 'all' && a.filterSql === null));
+    if (!upserts.length && !queried) {
+      this.send(c, changes, audiences, natives, upserts, new Map(), false);
+      return;
+    }
+    // verdicts are for the callers as they are now: one that changes during the reads gets nothing
+    for (const a of audiences.values()) a.authVersions = a.subs.map((sub) => sub.client.authVersion);
+    return this.decideAndSend(c, changes, audiences, natives, upserts);
+  }
 
-    const pending = this.visibility.decideCostly(c, audiences, changes, upserts, rows);
-    if (pending) return pending.then(() => this.send(c, changes, audiences, natives, upserts, rows, true));
-    this.send(c, changes, audiences, natives, upserts, rows, false);
+  /** Reads the batch's rows, decides the groups' verdicts (through promise reads), then sends. */
+  private async decideAndSend(c: Collection, changes: Change[], audiences: Map<string, Audience>, natives: Map<string, NativeGroup> | undefined, upserts: string[]): Promise<void> {
+    const rows = upserts.length ? await this.visibility.rowsById(c, upserts) : new Map<string, unknown[]>();
+    const costly = this.visibility.decideCostly(c, audiences, changes, upserts, rows);
+    if (costly) await costly;
+    const queried = this.visibility.decideQueried(c, audiences, changes, upserts, rows);
+    if (queried) await queried;
+    this.send(c, changes, audiences, natives, upserts, rows, true);
   }
 
   /**

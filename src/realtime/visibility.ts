@@ -4,8 +4,10 @@
  * collection) or view rule (a subscription to one record) for that caller, the subscription's
  * filter, the expiry field (an expired row is never sent). A group shares one verdict, so one
  * SQL query per group and commit decides for every socket in it; a delete is decided on the row
- * as it was (the writer reports it). Costly batches are decided off the main thread under the
- * filter budget (RealtimeLimits.filterBudgetMs), failing closed.
+ * as it was (the writer reports it). Every query-decided verdict is decided ahead of the sends,
+ * through the reader's promise reads (decideQueried; on PostgreSQL the main thread goes on
+ * meanwhile); costly batches go to the reader pool under the filter budget
+ * (RealtimeLimits.filterBudgetMs), failing closed.
  */
 import type { Collection } from '../model/schema.js';
 import type { Store } from '../store/store.js';
@@ -47,9 +49,9 @@ export interface Audience {
   filterSql: string | null;
   filterParams: SqlValue[];
   subs: Subscription[];
-  /** ids visible to this audience, decided lazily per batch */
+  /** ids visible to this audience, decided ahead per batch (Visibility.decideQueried, decideCostly) */
   visible?: Set<string>;
-  /** deleted ids visible to it (decided ahead, off the main thread, for a costly batch) */
+  /** deleted ids visible to it (decided ahead with `visible`) */
   deleted?: Set<string>;
   /** decided off the main thread: the clients' authVersion then (a caller changed since gets nothing) */
   authVersions?: number[];
@@ -110,13 +112,7 @@ export class Visibility {
         continue;
       }
       try {
-        a.visible = new Set();
-        for (let i = 0; i < ids.length; i += 500) {
-          const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
-          for (const r of this.store.reader.all(q.sql, q.params)) a.visible.add(String(r[0]));
-        }
-        a.deleted = new Set();
-        for (const ch of deletes) if (this.oldRowHolds(c, a, ch.old!)) a.deleted.add(ch.id);
+        await this.decideOne(c, a, ids, deletes);
       } catch (err) {
         a.visible = new Set();
         a.deleted = new Set();
@@ -171,23 +167,46 @@ export class Visibility {
       if (open) return true;
       if (!ch.old) return false; // nothing to decide on: fail closed
       if (a.owner) return ownerMatches(a.owner.column, ch.old[a.owner.field], a.owner.principal);
-      if (a.deleted) return a.deleted.has(ch.id);
-      return this.oldRowHolds(c, a, ch.old);
+      // decided ahead (decideQueried, decideCostly); undecided: fail closed
+      return a.deleted?.has(ch.id) ?? false;
     }
     if (open) return rows.has(ch.id);
     if (a.owner) {
       const row = rows.get(ch.id);
       return row !== undefined && ownerMatches(a.owner.column, row[a.owner.column.index], a.owner.principal);
     }
-    if (!a.visible) {
-      a.visible = new Set();
-      const ids = upserts.filter((id) => rows.has(id));
-      for (let i = 0; i < ids.length; i += 500) {
-        const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
-        for (const r of this.store.reader.all(q.sql, q.params)) a.visible.add(String(r[0]));
-      }
+    // decided ahead (decideQueried, decideCostly); undecided: fail closed
+    return a.visible?.has(ch.id) ?? false;
+  }
+
+  /**
+   * Decides ahead, through the reader's promise reads, the verdicts of the groups a query decides
+   * (neither open to all nor owner-shaped) that decideCostly left: `visible` for the batch's
+   * upserts, `deleted` for its deletes. Null when no group needs a query. On SQLite the reads
+   * answer at once, on PostgreSQL from the pool (the main thread is not blocked meanwhile).
+   */
+  decideQueried(c: Collection, audiences: Map<string, Audience>, changes: Change[], upserts: string[], rows: Map<string, unknown[]>): Promise<void> | null {
+    const need: Audience[] = [];
+    for (const a of audiences.values()) if (!a.owner && !(a.rule.kind === 'all' && a.filterSql === null) && !a.visible) need.push(a);
+    if (!need.length) return null;
+    const ids = upserts.filter((id) => rows.has(id));
+    const deletes = changes.filter((ch) => ch.op === 'delete' && ch.old);
+    return (async () => {
+      for (const a of need) await this.decideOne(c, a, ids, deletes);
+    })();
+  }
+
+  /** One group's verdicts on the batch's upserts `ids` (their rows read) and `deletes`, read on the main thread's reader. */
+  private async decideOne(c: Collection, a: Audience, ids: string[], deletes: Change[]): Promise<void> {
+    const visible = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
+      for (const r of await this.store.reader.all(q.sql, q.params)) visible.add(String(r[0]));
     }
-    return a.visible.has(ch.id);
+    const deleted = new Set<string>();
+    for (const ch of deletes) if (await this.oldRowHolds(c, a, ch.old!)) deleted.add(ch.id);
+    a.visible = visible;
+    a.deleted = deleted;
   }
 
   /** The query answering which of `ids` (at most 500) an audience's rule and filter let it see. */
@@ -200,10 +219,10 @@ export class Visibility {
   }
 
   /** The rule and filter over a deleted row, as it was. */
-  private oldRowHolds(c: Collection, a: Audience, old: Record<string, unknown>): boolean {
+  private async oldRowHolds(c: Collection, a: Audience, old: Record<string, unknown>): Promise<boolean> {
     try {
       const q = this.rowHoldsQuery(c, a, old);
-      return this.store.reader.get(q.sql, q.params) !== undefined;
+      return (await this.store.reader.get(q.sql, q.params)) !== undefined;
     } catch {
       return false; // e.g. a column dropped since: fail closed
     }
@@ -221,7 +240,7 @@ export class Visibility {
   }
 
   /** Rows (codec columns) of records by id, without expired ones. */
-  rowsById(c: Collection, ids: string[]): Map<string, unknown[]> {
+  async rowsById(c: Collection, ids: string[]): Promise<Map<string, unknown[]>> {
     const codec = this.store.codec(c);
     const out = new Map<string, unknown[]>();
     for (let i = 0; i < ids.length; i += 500) {
@@ -229,7 +248,7 @@ export class Visibility {
       const where = new Where();
       where.add(this.store.sql.list.idIn(chunk.length), chunk);
       where.addTtl(c);
-      for (const row of this.store.reader.all(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params)) out.set(String(row[0]), row);
+      for (const row of await this.store.reader.all(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params)) out.set(String(row[0]), row);
     }
     return out;
   }

@@ -40,7 +40,7 @@ export interface CursorState {
 
 /** The parts of the store a stateful codec needs: a point read and a write job. */
 export interface CursorStateStore {
-  get(sql: string, params: SqlValue[]): unknown[] | undefined;
+  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined>;
   write(steps: WriteStep[]): Promise<unknown>;
 }
 
@@ -144,10 +144,12 @@ export class CursorCodec {
   }
 
   /**
-   * Decodes a token (the binding is the caller's to check).
+   * Decodes a token (the binding is the caller's to check): at once, or a promise for a stateful
+   * token (its state is read from the store).
    * @throws ApiError 400 malformed, oversized or forged token; 410 unknown or expired stateful id
+   *   (a stateful token's 410 as a rejection)
    */
-  read(token: string): CursorState {
+  read(token: string): CursorState | Promise<CursorState> {
     if (token.length > MAX_CURSOR_LENGTH) throw ApiError.badRequest(`Invalid cursor: tokens are at most ${MAX_CURSOR_LENGTH} characters.`);
     if (this.kind === 'stateful') return this.readState(token);
     let body = token;
@@ -169,13 +171,17 @@ export class CursorCodec {
     return fromWire(wire);
   }
 
-  private readState(token: string): CursorState {
+  private readState(token: string): CursorState | Promise<CursorState> {
     if (!STATE_ID.test(token)) throw malformed();
-    const row = this.states!.get(SELECT_CURSOR, [token.slice(0, 22)]);
-    if (!row || Number(row[1]) <= Date.now()) throw new ApiError(410, 'gone', 'The cursor is unknown or has expired; start again from the first page.');
-    const payload = JSON.parse(String(row[0])) as { n: unknown; p: unknown };
-    const wire = token.endsWith('n') ? payload.n : payload.p;
-    if (!wire) throw new ApiError(410, 'gone', 'The cursor is unknown or has expired; start again from the first page.');
-    return fromWire(wire);
+    return this.states!.get(SELECT_CURSOR, [token.slice(0, 22)]).then((row) => stateOf(token, row));
   }
+}
+
+/** A stateful token's state from its `_cursorStates` row. @throws ApiError 410 when unknown or expired */
+function stateOf(token: string, row: unknown[] | undefined): CursorState {
+  if (!row || Number(row[1]) <= Date.now()) throw new ApiError(410, 'gone', 'The cursor is unknown or has expired; start again from the first page.');
+  const payload = JSON.parse(String(row[0])) as { n: unknown; p: unknown };
+  const wire = token.endsWith('n') ? payload.n : payload.p;
+  if (!wire) throw new ApiError(410, 'gone', 'The cursor is unknown or has expired; start again from the first page.');
+  return fromWire(wire);
 }

@@ -2,8 +2,9 @@
  * Record reads: view, list, abilities and expand (docs/api.md, "Records", "List records"). Lists
  * (offset and cursor paging, search, vector) live in records-list.ts.
  *
- * Cheap reads run on the main thread; a list page whose plan scans or sorts without an index,
- * every count, search and vector query go to the reader pool (Reader.allAuto / allOffThread).
+ * Reads return promises on both backends (src/store/backend.ts, SqlReader). On SQLite cheap reads
+ * run on the main thread; a list page whose plan scans or sorts without an index, every count,
+ * search and vector query go to the reader pool (Reader.allAuto / allOffThread).
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
@@ -64,10 +65,10 @@ export function listConfigFrom(
  * Adds `externalAuths: [{provider, providerId}]` to an auth record viewed by its owner or a
  * superuser (docs/auth.md, "OAuth2 and passkeys"); one indexed read.
  */
-export function withLinks(store: Store, c: Collection, rec: Record<string, unknown>, principal: Principal | null): void {
+export async function withLinks(store: Store, c: Collection, rec: Record<string, unknown>, principal: Principal | null): Promise<void> {
   if (c.type !== 'auth') return;
   if (!principal?.superuser && !(principal && principal.collection.id === c.id && principal.record.id === rec.id)) return;
-  rec.externalAuths = store.sql.externalAuths.list(c.id, [String(rec.id)]).map((l) => ({ provider: l.provider, providerId: l.providerId }));
+  rec.externalAuths = (await store.sql.externalAuths.list(c.id, [String(rec.id)])).map((l) => ({ provider: l.provider, providerId: l.providerId }));
 }
 
 export class RecordReader {
@@ -87,28 +88,9 @@ export class RecordReader {
   }
 
   /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */
-  rowById(c: Collection, id: string): unknown[] | undefined {
+  rowById(c: Collection, id: string): Promise<unknown[] | undefined> {
     const codec = this.store.codec(c);
     return this.store.reader.get(this.store.sql.records.rowById(c, codec.columns), [id]);
-  }
-
-  /**
-   * rowById read off the main thread (the PostgreSQL pool: the main thread is not blocked for the
-   * round trip to the server, see readsOffThread).
-   */
-  rowByIdOffThread(c: Collection, id: string): Promise<unknown[] | undefined> {
-    const codec = this.store.codec(c);
-    return this.store.reader.getOffThread(this.store.sql.records.rowById(c, codec.columns), [id]);
-  }
-
-  /**
-   * Whether reads of one record should go off the main thread: on PostgreSQL a synchronous read
-   * blocks the main thread for a network round trip (the sync bridge, src/store/pg/reader.ts),
-   * while the pool's reads overlap (measured in bench/cluster.ts, "get with cache bypassed");
-   * on SQLite a point read is a few microseconds on the main thread.
-   */
-  get readsOffThread(): boolean {
-    return this.store.sql.kind === 'postgres';
   }
 
   /**
@@ -116,9 +98,11 @@ export class RecordReader {
    * `context`: the view rule's `@request.query.*`, `.headers.*` and `@request.context` (RuleBook.check).
    */
   async view(c: Collection, id: string, principal: Principal | null, shape: ReadShape, request?: RuleRequest, context?: RuleContext): Promise<Record<string, unknown>> {
-    const bare = { expand: null, projection: null };
-    const rec = this.readsOffThread ? await this.viewOffThread(c, id, principal, bare, request, context) : this.viewSync(c, id, principal, bare, request, context)!;
-    const [out] = await this.finish(c, [rec], principal, shape);
+    // the codec of the statement's columns, even if the schema changes during the read
+    const { sql, params, codec } = this.viewQuery(c, id, principal, request, context);
+    const row = await this.store.reader.get(sql, params);
+    if (!shape.expand) return this.viewed(c, codec, row, principal, shape);
+    const [out] = await this.finish(c, [await this.viewed(c, codec, row, principal, { expand: null, projection: null })], principal, shape);
     return out;
   }
 
@@ -130,20 +114,6 @@ export class RecordReader {
     if (shape.expand && !principal?.superuser) this.checkExpand(c, shape.expand, '', 0);
     if (shape.expand && recs.length) await this.expand(c, recs, shape.expand, principal, 0);
     return shape.projection ? recs.map((r) => projected(r, shape)) : recs;
-  }
-
-  /** Synchronous view for the fast path (no expand): returns null when expand is requested. */
-  viewSync(c: Collection, id: string, principal: Principal | null, shape: ReadShape, request?: RuleRequest, context?: RuleContext): Record<string, unknown> | null {
-    if (shape.expand) return null;
-    const { sql, params, codec } = this.viewQuery(c, id, principal, request, context);
-    return this.viewed(c, codec, this.store.reader.get(sql, params), principal, shape);
-  }
-
-  /** viewSync with its read off the main thread (readsOffThread); no expand. */
-  async viewOffThread(c: Collection, id: string, principal: Principal | null, shape: ReadShape, request?: RuleRequest, context?: RuleContext): Promise<Record<string, unknown>> {
-    // the codec of the statement's columns, even if the schema changes during the read
-    const { sql, params, codec } = this.viewQuery(c, id, principal, request, context);
-    return this.viewed(c, codec, await this.store.reader.getOffThread(sql, params), principal, shape);
   }
 
   /** The view's statement under the caller's view rule. @throws ApiError 404 when the rule denies */
@@ -167,16 +137,16 @@ export class RecordReader {
   }
 
   /** The viewed record from its row (404 when none), private fields hidden, links and projection applied. */
-  private viewed(c: Collection, codec: RecordCodec, row: unknown[] | undefined, principal: Principal | null, shape: ReadShape): Record<string, unknown> {
+  private async viewed(c: Collection, codec: RecordCodec, row: unknown[] | undefined, principal: Principal | null, shape: ReadShape): Promise<Record<string, unknown>> {
     if (!row) throw ApiError.notFound();
     const rec = codec.fromRow(row);
     hidePrivate(c, rec, principal);
-    withLinks(this.store, c, rec, principal);
+    await withLinks(this.store, c, rec, principal);
     return projected(rec, shape);
   }
 
   /** `{view, update, delete}` for a record the caller can view (404 otherwise). */
-  abilities(c: Collection, id: string, principal: Principal | null, request?: RuleRequest): Record<string, boolean> {
+  async abilities(c: Collection, id: string, principal: Principal | null, request?: RuleRequest): Promise<Record<string, boolean>> {
     const view = this.store.rules.check(c, 'viewRule', principal, null, 'GET', request);
     if (view.kind === 'deny') throw ApiError.notFound();
     const where = new Where();
@@ -194,7 +164,7 @@ export class RecordReader {
         colParams.push(...check.params);
       }
     }
-    const row = this.store.reader.get(this.store.sql.records.selectOne(c, cols.join(', '), where.sql()), [...colParams, ...where.params]);
+    const row = await this.store.reader.get(this.store.sql.records.selectOne(c, cols.join(', '), where.sql()), [...colParams, ...where.params]);
     if (!row) throw ApiError.notFound();
     return { view: true, update: Number(row[0]) === 1, delete: Number(row[1]) === 1 };
   }

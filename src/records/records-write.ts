@@ -347,7 +347,15 @@ export class RecordWriter {
       if (!check.readsRecord) {
         // A rule on request data alone (`@request.auth.id != ''`) needs no row: it is decided here
         // on the read connection, and the writer thread (the throughput limit) does not see it.
-        if (!this.requestRuleHolds(check.sql, check.params)) throw CREATE_DENIED();
+        const holds = this.requestRuleHolds(check.sql, check.params);
+        // a verdict known already decides at once; one read on a miss is awaited first
+        if (holds instanceof Promise) {
+          return holds.then((ok) => {
+            if (!ok) throw CREATE_DENIED();
+            return this.queueInsert(c, id, filePlan, steps, vals, batch);
+          });
+        }
+        if (!holds) throw CREATE_DENIED();
       } else {
         steps.push({
           sql: this.store.sql.records.createRuleGuard(c, check.sql),
@@ -357,6 +365,11 @@ export class RecordWriter {
         });
       }
     }
+    return this.queueInsert(c, id, filePlan, steps, vals, batch);
+  }
+
+  /** Queues an insert's steps (with its files) and answers the stored row. */
+  private queueInsert(c: Collection, id: string, filePlan: FilePlan | null, steps: WriteStep[], vals: SqlValue[], batch?: StepSink): Promise<WriteResult> {
     // The stored row is exactly what was inserted (no column defaults or triggers change it), so it
     // is answered from these values instead of a read-back statement on the writer thread.
     const row = vals.slice(0, 3 + c.fields.length);
@@ -401,7 +414,7 @@ export class RecordWriter {
    * The verdict of a rule that reads no record: a pure function of its SQL and bound values, so it
    * is cached by them (bounded) and SQLite is asked once per distinct caller, not once per create.
    */
-  private requestRuleHolds(sql: string, raw: SqlValue[]): boolean {
+  private requestRuleHolds(sql: string, raw: SqlValue[]): boolean | Promise<boolean> {
     let key = sql;
     const params: SqlValue[] = [];
     for (const r of raw) {
@@ -409,12 +422,13 @@ export class RecordWriter {
       params.push(p);
       key += `\u0000${typeof p}:${String(p)}`;
     }
-    let v = this.ruleVerdicts.get(key);
-    if (v === undefined) {
-      v = !!this.store.reader.get(this.store.sql.records.requestRuleHolds(sql), params);
-      this.ruleVerdicts.set(key, v);
-    }
-    return v;
+    const v = this.ruleVerdicts.get(key);
+    if (v !== undefined) return v;
+    // the verdict depends on the bound values only (no table is read), so it never goes stale
+    return this.store.reader.get(this.store.sql.records.requestRuleHolds(sql), params).then((row) => {
+      this.ruleVerdicts.set(key, !!row);
+      return !!row;
+    });
   }
 
   /**
@@ -449,7 +463,7 @@ export class RecordWriter {
     };
     const now = nowDate();
     const filePlan = this.files?.touches(c, body, uploads)
-      ? await this.files.plan(c, body, uploads, this.files.currentValues((sql, p) => this.store.reader.get(sql, p), c, id), errors)
+      ? await this.files.plan(c, body, uploads, await this.files.currentValues((sql, p) => this.store.reader.get(sql, p), c, id), errors)
       : null;
 
     for (const f of c.fields) {
@@ -528,7 +542,7 @@ export class RecordWriter {
    */
   async delete(c: Collection, id: string, principal: Principal | null, batch?: StepSink, request?: RequestRef): Promise<void> {
     const on = this.lifecycle.of(c);
-    const row = on?.beforeDelete || on?.afterDelete ? this.store.reader.get(this.store.sql.records.rowById(c, this.store.codec(c).columns), [id]) : undefined;
+    const row = on?.beforeDelete || on?.afterDelete ? await this.store.reader.get(this.store.sql.records.rowById(c, this.store.codec(c).columns), [id]) : undefined;
     const record = row ? this.store.codec(c).fromRow(row) : null;
     if (on?.beforeDelete && record) await on.beforeDelete({ collection: c, principal, record, request });
     await this.deletePlain(c, id, principal, batch, request);
@@ -564,7 +578,7 @@ export class RecordWriter {
   private async passwordChange(c: Collection, id: string, principal: Principal | null, body: Body, check: { kind: string; sql?: string; params?: SqlValue[] }): Promise<void> {
     if (principal?.superuser) return;
     const where = check.kind === 'where';
-    const row = this.store.reader.get(this.store.sql.records.passwordAndRule(c, where ? check.sql! : ''), [...(where ? check.params! : []), id]);
+    const row = await this.store.reader.get(this.store.sql.records.passwordAndRule(c, where ? check.sql! : ''), [...(where ? check.params! : []), id]);
     const denied = !!row && Number(row[1]) !== 1;
     const phc = row && !denied && typeof row[0] === 'string' && row[0] ? row[0] : null;
     const old = typeof body.oldPassword === 'string' ? body.oldPassword : '';

@@ -245,12 +245,12 @@ export class FeatureService {
     const key = `${name}\u0000${subject}`;
     const hit = this.assigned.get(key);
     if (hit !== undefined) return hit;
-    let v = this.store.sql.settings.assignment(name, subject);
+    let v = await this.store.sql.settings.assignment(name, subject);
     if (v === undefined) {
       v = this.bucket(e, subject);
       await this.write([this.store.sql.settings.assignStep(name, subject, v, nowDate())]);
       // a concurrent first resolve (another process) may have won: the stored one counts
-      v = this.store.sql.settings.assignment(name, subject) ?? v;
+      v = (await this.store.sql.settings.assignment(name, subject)) ?? v;
     }
     this.assigned.set(key, v);
     return v;
@@ -277,7 +277,7 @@ export class FeatureService {
     return text;
   }
 
-  /** The state without a write: null when a sticky experiment has no stored variant for the subject yet. */
+  /** The state without a read or a write: null when a sticky experiment has no variant known here for the subject yet. */
   private stateSync(subject: string): { flags: Record<string, boolean>; experiments: Record<string, string> } | null {
     const flags: Record<string, boolean> = {};
     for (const f of this.flags) flags[f.name] = this.flag(f.name);
@@ -288,9 +288,9 @@ export class FeatureService {
         continue;
       }
       const key = `${e.name}\u0000${subject}`;
-      const v = this.assigned.get(key) ?? this.store.sql.settings.assignment(e.name, subject);
+      // a variant not known here yet is read (or first written) on the asynchronous path, state
+      const v = this.assigned.get(key);
       if (v === undefined) return null;
-      this.assigned.set(key, v);
       experiments[e.name] = v;
     }
     return { flags, experiments };

@@ -5,9 +5,8 @@
  * src/store/shared/auth-sql.ts, session-sql.ts and token-sql.ts; a Store hands them out as
  * `store.sql.auth`, `store.sql.sessions` and `store.sql.authTokens`.
  *
- * Reads run at once on the store's main-thread reader and return raw values (never throwing for a
- * missing row); writes are returned as write-job steps (src/store/write-job.ts) that the caller
- * runs, alone or inside a larger job, through the store's writer. Parameters are passed as the
+ * Reads return promises of raw values (never rejecting for a missing row: undefined or empty);
+ * writes are returned as write-job steps (src/store/write-job.ts) that the caller runs, alone or inside a larger job, through the store's writer. Parameters are passed as the
  * values to store (strings, numbers); callers may still pass the steps through `bindValue`.
  */
 import type { Collection } from '../model/schema.js';
@@ -32,15 +31,15 @@ export interface AuthRecordStore {
    * registry's) and cached, so the per-request caller resolution costs one map look-up and one
    * point read.
    */
-  recordRow(c: Collection, version: number, columns: string, id: string): unknown[] | undefined;
+  recordRow(c: Collection, version: number, columns: string, id: string): Promise<unknown[] | undefined>;
   /**
    * The id of the first record of `c` whose identity field equals `identity` (`email` compared
    * case-insensitively, other fields exactly; `fields` are the collection's identityFields), or
    * undefined.
    */
-  idByIdentity(c: Collection, fields: readonly string[], identity: string): string | undefined;
+  idByIdentity(c: Collection, fields: readonly string[], identity: string): Promise<string | undefined>;
   /** `{id, email, verified}` of the record of `c` with that email (case-insensitive), or undefined. */
-  byEmail(c: Collection, email: string): { id: string; email: string; verified: boolean } | undefined;
+  byEmail(c: Collection, email: string): Promise<{ id: string; email: string; verified: boolean } | undefined>;
   /**
    * Step setting `verified` = true and `updated` = `now` on record `recordId` while its email is
    * still `email` (case-insensitive); fails the job with `fail` when no row changed.
@@ -58,7 +57,7 @@ export interface AuthRecordStore {
   /** Steps deleting a collection's rows in every {@link AUTH_SIDE_TABLES} table (with the collection's drop). */
   collectionSideRowsDeleteSteps(collectionId: string): WriteStep[];
   /** How many superusers exist (startup hint). */
-  superuserCount(): number;
+  superuserCount(): Promise<number>;
 }
 
 /** A `_sessions` row (table session store), timestamps as stored (`YYYY-MM-DD HH:MM:SS.sssZ`). */
@@ -81,13 +80,11 @@ export interface SessionRowStore {
    */
   createSteps(collectionId: string, recordId: string, cutoff: string, row: Omit<SessionRow, 'last_seen'>): WriteStep[];
   /** `last_seen` of session `sid` if it exists and belongs to the record, else undefined (one point read). */
-  lastSeen(collectionId: string, recordId: string, sid: string): string | undefined;
-  /** lastSeen read off the main thread (the reader's pool: PostgreSQL's, where a main-thread read blocks for a round trip). */
-  lastSeenOffThread(collectionId: string, recordId: string, sid: string): Promise<string | undefined>;
+  lastSeen(collectionId: string, recordId: string, sid: string): Promise<string | undefined>;
   /** Step setting the session's `last_seen` to `now`. */
   touchStep(sid: string, now: string): WriteStep;
   /** The owner's sessions last seen at or after `cutoff`, newest first. */
-  list(collectionId: string, recordId: string, cutoff: string): SessionRow[];
+  list(collectionId: string, recordId: string, cutoff: string): Promise<SessionRow[]>;
   /** Step deleting one of the owner's sessions; fails the job with `fail` when none was deleted. */
   revokeStep(collectionId: string, recordId: string, sid: string, fail: StepFail): WriteStep;
   /** Steps deleting the record's sessions, all of them or all but `keepSid`. */
@@ -113,21 +110,21 @@ export interface AuthTokenRowStore {
   /** Steps deleting every token expired at `nowMs` (epoch ms), then inserting `row`. */
   issueSteps(row: AuthTokenRow, nowMs: number): WriteStep[];
   /** `{hash, recordId, email, expires}` of token `selector` of that kind and collection, or undefined. */
-  find(selector: string, kind: string, collectionId: string): Pick<AuthTokenRow, 'hash' | 'recordId' | 'email' | 'expires'> | undefined;
+  find(selector: string, kind: string, collectionId: string): Promise<Pick<AuthTokenRow, 'hash' | 'recordId' | 'email' | 'expires'> | undefined>;
   /** Step deleting token `selector`; fails the job with `fail` when it is gone (used meanwhile). */
   consumeStep(selector: string, fail: StepFail): WriteStep;
   /** Steps deleting every token of `kind` for the record. */
   dropAllSteps(kind: string, collectionId: string, recordId: string): WriteStep[];
   /** The newest token of `kind` for the record (one-time codes are looked up by record), or undefined. */
-  latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined;
+  latest(kind: string, collectionId: string, recordId: string): Promise<Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined>;
 }
 
 /** OAuth2 provider links (`_externalAuths`; docs/auth.md, "OAuth2 and passkeys"). */
 export interface ExternalAuthRowStore {
   /** The record of `collectionId` linked to the provider account, or undefined. */
-  recordFor(collectionId: string, provider: string, providerId: string): string | undefined;
+  recordFor(collectionId: string, provider: string, providerId: string): Promise<string | undefined>;
   /** The links of these records (oldest first per record). */
-  list(collectionId: string, recordIds: readonly string[]): { recordId: string; provider: string; providerId: string }[];
+  list(collectionId: string, recordIds: readonly string[]): Promise<{ recordId: string; provider: string; providerId: string }[]>;
   /**
    * Step inserting a link; a provider account linked already fails the job with a constraint error.
    * `confirmed`: the link was made under an email address someone proved (the provider vouched
@@ -173,13 +170,13 @@ export interface PasskeyView {
 /** WebAuthn credentials (`_passkeys`; docs/auth.md, "OAuth2 and passkeys"). */
 export interface PasskeyRowStore {
   /** The record's sign-in passkeys (not second factors), oldest first. */
-  signInKeys(collectionId: string, recordId: string): PasskeyView[];
+  signInKeys(collectionId: string, recordId: string): Promise<PasskeyView[]>;
   /** Step deleting one of the record's sign-in passkeys (not a second factor); fails with `fail` when there is none. */
   removeSignInStep(collectionId: string, recordId: string, id: string, fail: StepFail): WriteStep;
   /** The credential `credentialId` of the collection, or undefined. */
-  find(collectionId: string, credentialId: string): PasskeyRow | undefined;
+  find(collectionId: string, credentialId: string): Promise<PasskeyRow | undefined>;
   /** A record's credentials, oldest first; only second factors (or only sign-in passkeys) with `factor`. */
-  list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[];
+  list(collectionId: string, recordId: string, factor?: boolean): Promise<PasskeyRow[]>;
   /** Step deleting one of the record's credentials (or all its second-factor ones without `id`). */
   removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep;
   /**
@@ -217,20 +214,20 @@ export interface MfaAttemptRow {
 /** Second factors (docs/auth.md, "Two-factor sign-in"; docs/api.md, "Two-factor"). */
 export interface MfaRowStore {
   /** The record's TOTP factors (secrets as stored: encrypted). */
-  totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[];
+  totpFactors(collectionId: string, recordId: string): Promise<{ id: string; secret: string; lastStep: number }[]>;
   addTotpStep(id: string, collectionId: string, recordId: string, secret: string, lastStep: number, created: string): WriteStep;
   /** Step accepting time step `step` of a TOTP factor; fails with `fail` unless it is newer than the last accepted one (reuse). */
   useTotpStep(id: string, step: number, fail: StepFail): WriteStep;
   /** Step deleting the record's TOTP factors. */
   removeTotpStep(collectionId: string, recordId: string): WriteStep;
   /** The record's unused recovery codes (hashed). */
-  recoveryCodes(collectionId: string, recordId: string): { id: string; hash: string }[];
+  recoveryCodes(collectionId: string, recordId: string): Promise<{ id: string; hash: string }[]>;
   /** Steps replacing the record's recovery codes with `codes` (none: delete them). */
   replaceRecoveryStep(collectionId: string, recordId: string, codes: { id: string; hash: string }[], created: string): WriteStep[];
   /** Step spending one recovery code; fails with `fail` when it was spent meanwhile. */
   useRecoveryStep(id: string, fail: StepFail): WriteStep;
   /** An attempt by selector in a collection, or undefined. */
-  attempt(id: string, collectionId: string): MfaAttemptRow | undefined;
+  attempt(id: string, collectionId: string): Promise<MfaAttemptRow | undefined>;
   /** Steps dropping expired attempts, then inserting `row`. */
   addAttemptSteps(row: MfaAttemptRow, created: string, nowMs: number): WriteStep[];
   setAttemptDataStep(id: string, data: string): WriteStep;
@@ -241,7 +238,7 @@ export interface MfaRowStore {
   /** Step deleting the record's attempts of these purposes. */
   dropAttemptsStep(collectionId: string, recordId: string, purposes: readonly string[]): WriteStep;
   /** Proofs submitted for the account after `sinceMs` (the durable account limit). */
-  triesSince(collectionId: string, recordId: string, sinceMs: number): number;
+  triesSince(collectionId: string, recordId: string, sinceMs: number): Promise<number>;
   /**
    * Steps reserving one proof before it is checked, in one job: the attempt's `tries` go up by one
    * unless it has `maxTries` already or expired at `nowMs` (the job then fails with

@@ -19,19 +19,29 @@ import type { StepResult, WriteStep } from './write-job.js';
 export type BackendKind = 'sqlite' | 'postgres';
 
 /**
- * Reads. Synchronous reads run on the main thread (SQLite: its own connection; PostgreSQL: a
- * blocking bridge to a worker thread, for the paths that are not asynchronous yet); the
- * `…OffThread`, `…Balanced` and `…Auto` reads may run on a pool and take a time budget in
- * milliseconds (0: none), past which they reject with ReadBudgetExceeded
- * (src/store/read-budget.ts).
+ * Reads. `get`, `all` and `plan` return promises on both backends: SQLite reads on the main
+ * thread's own connection and settles at once (libsql is synchronous), PostgreSQL reads on a
+ * connection pool while the main thread goes on. The `…OffThread`, `…Balanced` and `…Auto` reads
+ * choose between the main thread and a pool of reader threads on SQLite (on PostgreSQL every read
+ * is on the pool) and take a time budget in milliseconds (0: none), past which they reject with
+ * ReadBudgetExceeded (src/store/read-budget.ts).
+ *
+ * `getSync`, `allSync` and `planSync` answer synchronously: on PostgreSQL through a blocking
+ * bridge to a worker thread (src/store/pg/reader.ts), for the callers not converted yet.
  */
 export interface SqlReader {
   /** The first row, or undefined. */
-  get(sql: string, params: SqlValue[]): unknown[] | undefined;
+  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined>;
   /** Every row. */
-  all(sql: string, params: SqlValue[]): unknown[][];
+  all(sql: string, params: SqlValue[]): Promise<unknown[][]>;
   /** The query plan's details, one line a step, in SQLite's EXPLAIN QUERY PLAN wording. */
-  plan(sql: string, params: SqlValue[]): string[];
+  plan(sql: string, params: SqlValue[]): Promise<string[]>;
+  /** get, synchronously (PostgreSQL: blocks the main thread for the round trip). */
+  getSync(sql: string, params: SqlValue[]): unknown[] | undefined;
+  /** all, synchronously (PostgreSQL: blocks the main thread for the round trip). */
+  allSync(sql: string, params: SqlValue[]): unknown[][];
+  /** plan, synchronously (PostgreSQL: blocks the main thread for the round trip when not cached). */
+  planSync(sql: string, params: SqlValue[]): string[];
   /** Whether the statement is worth running off the main thread (a full scan, a temp sort…). */
   isExpensive(sql: string, params: SqlValue[], visits?: number): boolean;
   allOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[][]>;

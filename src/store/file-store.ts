@@ -10,14 +10,14 @@ import type { StepFail } from './auth-store.js';
 import type { WriteStep } from './write-job.js';
 
 /** A point read: the first row of a statement, or undefined / null. */
-export type RowGet = (sql: string, params: SqlValue[]) => unknown[] | undefined | null;
+export type RowGet = (sql: string, params: SqlValue[]) => Promise<unknown[] | undefined | null>;
 
 export interface FileStore {
   /**
    * The stored values of columns `fields` (file field names) of record `id` of `c`, in that
    * order, read with `get` (the caller's reader); undefined when the record is absent.
    */
-  values(get: RowGet, c: Collection, fields: readonly string[], id: string): unknown[] | undefined | null;
+  values(get: RowGet, c: Collection, fields: readonly string[], id: string): Promise<unknown[] | undefined | null>;
   /**
    * A guard step for an update: the job fails with `fail` when record `id` exists and any
    * column of `before` (field name → stored value read earlier) holds another value now.
@@ -25,7 +25,7 @@ export interface FileStore {
   unchangedGuardStep(c: Collection, id: string, before: ReadonlyMap<string, SqlValue>, fail: StepFail): WriteStep;
   /**
    * Rows `[id, ...values of fields]` of the records of `c` among `ids` (absent ids give no row),
-   * read on the store's main-thread reader.
+   * read on the store's reader.
    */
-  referenced(c: Collection, fields: readonly string[], ids: string[]): unknown[][];
+  referenced(c: Collection, fields: readonly string[], ids: string[]): Promise<unknown[][]>;
 }

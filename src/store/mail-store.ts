@@ -32,27 +32,27 @@ export interface MailRowStore {
   /** Step queueing a message, due at `dueMs` (epoch ms). */
   enqueueStep(id: string, queue: string, message: string, account: string, nowMs: number): WriteStep;
   /** Up to `limit` pending messages due at `nowMs`, oldest first. */
-  due(nowMs: number, limit: number): QueuedMail[];
+  due(nowMs: number, limit: number): Promise<QueuedMail[]>;
   /** The earliest `next_at` (epoch ms) of a pending message, or undefined when none is pending. */
-  nextDue(): number | undefined;
+  nextDue(): Promise<number | undefined>;
   /** Step removing a delivered message. */
   deliveredStep(id: string): WriteStep;
   /** Step recording a failed attempt: due again at `nextMs`, or `failed` for good when `nextMs` is null. */
   failedStep(id: string, attempts: number, error: string, nextMs: number | null, nowMs: number): WriteStep;
   /** Messages by status (pending, failed) for operators and tests. */
-  counts(): { pending: number; failed: number };
+  counts(): Promise<{ pending: number; failed: number }>;
 
   /** Whether `email` is suppressed (globally, or for `account` when given). */
-  suppressed(email: string, account: string): boolean;
+  suppressed(email: string, account: string): Promise<boolean>;
   /** Step recording a suppression (hard bounce or complaint) of `email` for `account` ('' = global). */
   suppressStep(email: string, account: string, reason: string, now: string): WriteStep;
 
   /** The sender identity `email` of `account`, or undefined. */
-  sender(account: string, email: string): SenderRow | undefined;
+  sender(account: string, email: string): Promise<SenderRow | undefined>;
   /** A sender identity by id. */
-  senderById(id: string): SenderRow | undefined;
+  senderById(id: string): Promise<SenderRow | undefined>;
   /** The sender identities of `account`, oldest first. */
-  senders(account: string): SenderRow[];
+  senders(account: string): Promise<SenderRow[]>;
   /** Step creating or refreshing a pending identity (new token hash and send time). */
   putSenderStep(row: SenderRow, now: string): WriteStep;
   /** Step marking an identity verified (guarded on the token hash). */

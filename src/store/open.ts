@@ -58,12 +58,12 @@ export async function openSqliteStore(dbPath: string, logger: Logger, readers: n
   const reader = new Reader(dbPath, readers);
   writer.onCommit = () => reader.endSnapshot();
   // system tables of a database made by an older version (PostgreSQL's bootstrap does it in its DDL)
-  const upgrade = linkUpgradeSteps((table, column) => reader.get('SELECT 1 FROM pragma_table_info(?) WHERE "name" = ?', [table, column]) !== undefined);
+  const upgrade = linkUpgradeSteps((table, column) => reader.getSync('SELECT 1 FROM pragma_table_info(?) WHERE "name" = ?', [table, column]) !== undefined);
   if (upgrade.length) await writer.write(upgrade.map((sql) => ({ sql, params: [] })));
   const sql = sqliteStores(reader);
   registry.load(sql.schema.loadAll());
   // record tables made before every table had its `created` index (docs/operations.md, "Upgrades")
-  const unindexed = registry.all().filter((c) => !c.system && reader.get('SELECT 1 FROM sqlite_master WHERE "type" = \'index\' AND "name" = ?', [createdIndexName(c)]) === undefined);
+  const unindexed = registry.all().filter((c) => !c.system && reader.getSync('SELECT 1 FROM sqlite_master WHERE "type" = \'index\' AND "name" = ?', [createdIndexName(c)]) === undefined);
   for (const c of unindexed) logger.info(`indexing "created" of collection "${c.name}"`);
   if (unindexed.length) await writer.write(unindexed.map((c) => ({ sql: createdIndexSql(c), params: [] })));
   const store = new Store(registry, reader, writer, sql);

@@ -27,7 +27,7 @@ export interface SettingsRowStore {
    */
   changedAllSteps(): WriteStep[];
   /** The persisted variant of `subject` in a sticky experiment, or undefined. */
-  assignment(experiment: string, subject: string): string | undefined;
+  assignment(experiment: string, subject: string): Promise<string | undefined>;
   /** Step persisting a first assignment (a concurrent first one wins; this one is then ignored). */
   assignStep(experiment: string, subject: string, variant: string, now: string): WriteStep;
 }

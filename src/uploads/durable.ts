@@ -69,7 +69,7 @@ function checkLengthLimit(store: Store, budgets: UploadBudgets): void {
   if (budgets.max_upload_bytes > DURABLE_MAX_UPLOAD_BYTES) throw new UploadStoreError(`max_upload_bytes ${budgets.max_upload_bytes} is above the persistence mode's cap of ${DURABLE_MAX_UPLOAD_BYTES} bytes`);
   try {
     // zeroblob is not materialised: this only asks the connection whether such a value may exist
-    store.reader.get('SELECT length(zeroblob(?))', [budgets.max_upload_bytes + 16 * 1024 + 256]);
+    store.reader.getSync('SELECT length(zeroblob(?))', [budgets.max_upload_bytes + 16 * 1024 + 256]);
   } catch (err) {
     throw new UploadStoreError(`this database connection cannot hold a payload of max_upload_bytes (${budgets.max_upload_bytes}) plus its metadata: ${err instanceof Error ? err.message : String(err)}`);
   }

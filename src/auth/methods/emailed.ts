@@ -48,7 +48,7 @@ export abstract class EmailedMethod implements AuthMethod {
     protected limits: AuthRateLimits,
     protected queue: BackgroundQueue,
     protected transport: MailTransport,
-    protected loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    protected loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
   ) {}
 
   enabled(c: Collection): boolean {
@@ -63,7 +63,7 @@ export abstract class EmailedMethod implements AuthMethod {
     this.queue.push(async () => {
       const now = this.store.registry.byId(collectionId);
       if (!now || now.type !== 'auth' || !this.enabled(now)) return;
-      const found = this.findRecord(now, identity);
+      const found = await this.findRecord(now, identity);
       if (!found) return;
       const to = String(found.email ?? '');
       if (!isValidEmail(to) || /[\r\n]/.test(to)) return; // no address to send to; never inject headers
@@ -78,8 +78,8 @@ export abstract class EmailedMethod implements AuthMethod {
   protected abstract issue(c: Collection, recordId: string, to: string): Promise<MailMessage>;
 
   /** The whole auth record an identity names (any identity field), or null. */
-  protected findRecord(c: Collection, identity: string): Record<string, unknown> | null {
-    const id = this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity);
+  protected async findRecord(c: Collection, identity: string): Promise<Record<string, unknown> | null> {
+    const id = await this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity);
     return id === undefined ? null : this.loadRecord(c, id);
   }
 

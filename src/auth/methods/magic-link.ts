@@ -46,7 +46,7 @@ export class MagicLinkMethod extends EmailedMethod {
   readonly stores = ['_authTokens'] as const;
   readonly checkOptions = magicLinkOptions.checkOptions;
 
-  constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Record<string, unknown> | null, private tokens: AuthTokens) {
+  constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>, private tokens: AuthTokens) {
     super(store, limits, queue, transport, loadRecord);
   }
 
@@ -76,10 +76,10 @@ export class MagicLinkMethod extends EmailedMethod {
     const token = isObject(body) ? body.token : undefined;
     this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, typeof token === 'string' ? token.split('.')[0] : ''), this.slug);
     if (typeof token !== 'string' || token === '') throw required('token');
-    const found = this.tokens.find('magic_link', c, token);
+    const found = await this.tokens.find('magic_link', c, token);
     if (!found) throw ApiError.validation(BAD_TOKEN.data);
     await this.run([this.tokens.consumeStep(found, BAD_TOKEN)]);
-    const rec = this.loadRecord(c, found.recordId);
+    const rec = await this.loadRecord(c, found.recordId);
     if (!rec) throw ApiError.validation(BAD_TOKEN.data);
     return { record: rec };
   }

@@ -106,7 +106,7 @@ export class OAuth2Method implements AuthMethod {
     private limits: AuthRateLimits,
     private tokens: AuthTokens,
     private state: OAuth2StateOptions,
-    private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    private loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
     private access: CallerAccess,
     private signup: ExternalSignup | null,
   ) {}
@@ -250,7 +250,7 @@ export class OAuth2Method implements AuthMethod {
     const profile = await fetchProfile(p, endpoints, accessToken);
     const meta = { provider: p.name, id: profile.id, email: profile.email, name: profile.name, avatarURL: profile.avatarURL, isNew: false, rawUser: profile.raw };
 
-    const linked = this.store.sql.externalAuths.recordFor(c.id, p.name, profile.id);
+    const linked = await this.store.sql.externalAuths.recordFor(c.id, p.name, profile.id);
     if (caller) {
       // an authenticated user adds the provider to their own record; the link is confirmed only
       // when the record's address is proven: someone signed in to an unverified record may not
@@ -261,16 +261,16 @@ export class OAuth2Method implements AuthMethod {
       if (linked === undefined) this.access.requireRecent(caller);
       const verified = caller.record.verified === true || Number(caller.record.verified) === 1;
       if (linked === undefined) await this.link(c, own, p.name, profile.id, verified);
-      return { record: this.mustLoad(c, own), meta };
+      return { record: await this.mustLoad(c, own), meta };
     }
-    if (linked !== undefined) return { record: this.mustLoad(c, linked), meta };
+    if (linked !== undefined) return { record: await this.mustLoad(c, linked), meta };
 
     // first sign-in: a new record with its link, in one write job
     if (!profile.email) throw ApiError.validation({ provider: { code: 'validation_value', message: 'The provider did not share an email address; ask for its email scope.' } });
     // auth records always hold an email (a required system field), so an address the provider
     // does not vouch for makes no account: its holder could not be told from the address's owner
     if (!profile.emailVerified) throw ApiError.validation(NOT_VOUCHED);
-    if (this.store.sql.auth.byEmail(c, profile.email)) {
+    if (await this.store.sql.auth.byEmail(c, profile.email)) {
       throw ApiError.conflict('An account with this email already exists. Sign in to it, then complete this provider\'s sign-in while signed in to link it.');
     }
     if (!this.signup) throw ApiError.notFound();
@@ -278,7 +278,7 @@ export class OAuth2Method implements AuthMethod {
     const nameField = c.fields.find((f) => f.name === 'name' && f.type === 'text');
     if (nameField && profile.name && fields.name === undefined) fields.name = profile.name.slice(0, Number(nameField.options.max) > 0 ? Number(nameField.options.max) : 200);
     const id = await this.signup(c, fields, true, (recordId) => [this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate(), true)]);
-    return { record: this.mustLoad(c, id), meta: { ...meta, isNew: true } };
+    return { record: await this.mustLoad(c, id), meta: { ...meta, isNew: true } };
   }
 
   /** Unlinks a provider from a record (DELETE …/records/:id/external-auths/:provider); 404 when not linked. */
@@ -292,7 +292,7 @@ export class OAuth2Method implements AuthMethod {
    * anonymous).
    */
   private async consumeState(c: Collection, p: ProviderOptions, state: string, initiator: string): Promise<void> {
-    const found = this.tokens.find('oauth_state', c, state);
+    const found = await this.tokens.find('oauth_state', c, state);
     if (!found) throw ApiError.validation(BAD_STATE);
     // consumed whatever follows: a state that was tried with the wrong provider is spent too
     await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_STATE })]);
@@ -345,8 +345,8 @@ export class OAuth2Method implements AuthMethod {
     }
   }
 
-  private mustLoad(c: Collection, id: string): Record<string, unknown> {
-    const rec = this.loadRecord(c, id);
+  private async mustLoad(c: Collection, id: string): Promise<Record<string, unknown>> {
+    const rec = await this.loadRecord(c, id);
     if (!rec) throw ApiError.notFound();
     return rec;
   }

@@ -46,7 +46,7 @@ export class OtpMethod extends EmailedMethod {
   /** wrong tries per code row (bounded: rows expire; the least recently tried of 10,000 go first) */
   private tries = boundedCache<string, number>(10_000);
 
-  constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Record<string, unknown> | null, private secret: Buffer) {
+  constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>, private secret: Buffer) {
     super(store, limits, queue, transport, loadRecord);
   }
 
@@ -116,8 +116,8 @@ export class OtpMethod extends EmailedMethod {
     if (typeof b.code !== 'string' && typeof b.code !== 'number') throw required('code');
     const code = String(b.code);
     if (!/^\d{6}$/.test(code)) throw ApiError.validation(BAD_CODE.data);
-    const rec = this.findRecord(c, identity);
-    const row = rec ? this.store.sql.authTokens.latest('otp', c.id, String(rec.id)) : undefined;
+    const rec = await this.findRecord(c, identity);
+    const row = rec ? await this.store.sql.authTokens.latest('otp', c.id, String(rec.id)) : undefined;
     // compare even without a row, so a miss costs what a hit costs
     const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(this.hash(row?.id ?? '-', code), stored.length === 32 ? stored : Buffer.alloc(32));

@@ -25,7 +25,7 @@ export class PasswordMethod implements AuthMethod {
   constructor(
     private store: Store,
     private limits: AuthRateLimits,
-    private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    private loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
   ) {}
 
   /** On unless `options.auth.methods.password.enabled` is false. */
@@ -45,8 +45,8 @@ export class PasswordMethod implements AuthMethod {
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     const identity = b.identity as string;
     const fields = c.options.auth?.identityFields ?? ['email'];
-    const id = this.store.sql.auth.idByIdentity(c, fields, identity);
-    const rec = id !== undefined ? this.loadRecord(c, id) : null;
+    const id = await this.store.sql.auth.idByIdentity(c, fields, identity);
+    const rec = id !== undefined ? await this.loadRecord(c, id) : null;
     const ok = await verifyPassword(rec && typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string);
     if (!ok || !rec) throw ApiError.invalidCredentials();
     return { record: rec };

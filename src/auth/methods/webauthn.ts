@@ -105,10 +105,10 @@ export class WebAuthnMethod implements AuthMethod {
     private limits: AuthRateLimits,
     private tokens: AuthTokens,
     private secret: Buffer,
-    private loadRecord: (c: Collection, id: string) => Record<string, unknown> | null,
+    private loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
     private access: CallerAccess,
     /** the record's second-factor kinds, a passkey `exceptPasskey` not counted (TwoFactor.factorsOf) */
-    private factorsOf: (c: Collection, recordId: string, exceptPasskey: string) => readonly string[],
+    private factorsOf: (c: Collection, recordId: string, exceptPasskey: string) => Promise<readonly string[]>,
   ) {}
 
   enabled(c: Collection): boolean {
@@ -138,7 +138,7 @@ export class WebAuthnMethod implements AuthMethod {
   /** Consumes a ceremony of `kind`: 400 when it is malformed, unknown, expired or used. */
   private async consume(kind: AuthTokenKind, c: Collection, ceremonyId: unknown): Promise<FoundToken & { ceremonyId: string }> {
     if (typeof ceremonyId !== 'string' || ceremonyId === '') throw ApiError.validation({ ceremonyId: { code: 'validation_required', message: 'Missing required value.' } });
-    const found = this.tokens.find(kind, c, ceremonyId);
+    const found = await this.tokens.find(kind, c, ceremonyId);
     if (!found) throw ApiError.validation(BAD_CEREMONY);
     await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_CEREMONY })]);
     return { ...found, ceremonyId };
@@ -148,8 +148,8 @@ export class WebAuthnMethod implements AuthMethod {
    * Registration begin (POST …/auth/webauthn/register/begin) for the signed-in record: creation
    * options with `challenge`, `rpId`, `rpName` and `ceremonyId`.
    */
-  registerBegin(c: Collection, record: Record<string, unknown>): Promise<Record<string, unknown>> {
-    return this.registrationOptions(c, record, 'webauthn_register', this.store.sql.passkeys.list(c.id, String(record.id)));
+  async registerBegin(c: Collection, record: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return this.registrationOptions(c, record, 'webauthn_register', await this.store.sql.passkeys.list(c.id, String(record.id)));
   }
 
   /**
@@ -263,7 +263,7 @@ export class WebAuthnMethod implements AuthMethod {
     if (b.userHandle !== undefined && b.userHandle !== null && b.userHandle !== '') byteString(b, 'userHandle', errors);
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     const ceremony = await this.consume(kind, c, b.ceremonyId);
-    const key = this.store.sql.passkeys.find(c.id, b.credentialId as string);
+    const key = await this.store.sql.passkeys.find(c.id, b.credentialId as string);
     const refused = () => fieldError('signature', 'The passkey assertion could not be verified.');
     if (!key) throw fieldError('credentialId', 'No such passkey is registered in this collection.');
     if ((ceremony.recordId !== '' && ceremony.recordId !== key.recordId) || !accept(key)) throw refused();
@@ -299,7 +299,7 @@ export class WebAuthnMethod implements AuthMethod {
    * The record's sign-in passkeys (GET …/records/:id/passkeys): id, created, lastUsed; second
    * factors are managed by the two-factor ceremonies and not listed.
    */
-  signInKeys(c: Collection, recordId: string): PasskeyView[] {
+  signInKeys(c: Collection, recordId: string): Promise<PasskeyView[]> {
     return this.store.sql.passkeys.signInKeys(c.id, recordId);
   }
 
@@ -340,7 +340,7 @@ export class WebAuthnMethod implements AuthMethod {
       {
         verb: 'get', path: 'records/:id/passkeys', handle: async (c, [recordId], _body, client) => {
           await this.requireOwner(c, recordId, client);
-          return { items: this.signInKeys(c, recordId) };
+          return { items: await this.signInKeys(c, recordId) };
         },
       },
       {
@@ -348,7 +348,7 @@ export class WebAuthnMethod implements AuthMethod {
           await this.requireOwner(c, recordId, client);
           // a sign-in passkey counts as a second factor: under `required` the last factor stays,
           // as with the two-factor `remove` action
-          if (twoFactorPolicy(c) === 'required' && this.signInKeys(c, recordId).some((k) => k.id === passkeyId) && this.factorsOf(c, recordId, passkeyId).length === 0) {
+          if (twoFactorPolicy(c) === 'required' && (await this.signInKeys(c, recordId)).some((k) => k.id === passkeyId) && (await this.factorsOf(c, recordId, passkeyId)).length === 0) {
             throw ApiError.validation({ passkeyId: { code: 'validation_value', message: 'This passkey is the last second factor and the collection requires one: enroll another first.' } });
           }
           await this.deleteSignInKey(c, recordId, passkeyId);
@@ -363,7 +363,7 @@ export class WebAuthnMethod implements AuthMethod {
     const p = await this.access.resolve(client);
     if (!p) throw ApiError.unauthorized();
     const own = p.collection.id === c.id && p.record.id === recordId;
-    if (!own && !(p.superuser && this.loadRecord(c, recordId))) throw ApiError.notFound();
+    if (!own && !(p.superuser && (await this.loadRecord(c, recordId)))) throw ApiError.notFound();
   }
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
@@ -374,7 +374,7 @@ export class WebAuthnMethod implements AuthMethod {
     // complete); the answer is the same either way.
     let bound = '';
     if (typeof identity === 'string' && identity.trim() !== '') {
-      bound = this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim()) ?? '-';
+      bound = (await this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim())) ?? '-';
     }
     return this.assertionOptions(c, 'webauthn_login', bound, []);
   }
@@ -383,7 +383,7 @@ export class WebAuthnMethod implements AuthMethod {
     const b = isObject(body) ? body : {};
     this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKeys(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
     const { key, userVerified } = await this.verifyAssertion(c, 'webauthn_login', b, () => true);
-    const record = this.loadRecord(c, key.recordId);
+    const record = await this.loadRecord(c, key.recordId);
     if (!record) throw fieldError('signature', 'The passkey assertion could not be verified.');
     return { record, passkey: { id: key.id, userVerified } };
   }

@@ -34,7 +34,7 @@ export class ListCounts {
     // anything else may walk the table and goes to the reader pool.
     let row: unknown[] | undefined;
     try {
-      row = filtered && !isSmall(s) ? await this.store.reader.getOffThread(sql, params, this.cfg.timeBudgetMs ?? 0) : this.store.reader.get(sql, params);
+      row = filtered && !isSmall(s) ? await this.store.reader.getOffThread(sql, params, this.cfg.timeBudgetMs ?? 0) : await this.store.reader.get(sql, params);
     } catch (err) {
       throw overBudget(err) || err;
     }
@@ -57,13 +57,14 @@ export class ListCounts {
   }
 
   /** Rows of a collection's table (an unfiltered COUNT(*), cached until a create or delete). */
-  tableRows(c: Collection): number {
+  async tableRows(c: Collection): Promise<number> {
     const sql = this.L.countSql(this.L.fromRecords(c.name), '');
     const gen = this.store.caches.generation(c.id, false);
     let n = this.store.caches.counts.get(sql, gen);
     if (n === undefined) {
-      n = Number(this.store.reader.get(sql, [])?.[0] ?? 0);
-      this.store.caches.counts.set(sql, gen, n);
+      n = Number((await this.store.reader.get(sql, []))?.[0] ?? 0);
+      // kept only when no create or delete landed during the read
+      if (this.store.caches.generation(c.id, false) === gen) this.store.caches.counts.set(sql, gen, n);
     }
     return n;
   }

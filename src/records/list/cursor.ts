@@ -33,7 +33,7 @@ export class CursorPages {
     const keys = this.K.cursorSortKeys(qs.sort, s.c, this.store.registry, !!s.principal?.superuser);
     const binding = bindingHash([s.c.id, this.K.sortSignature(keys), s.filterText, s.search?.text ?? '']);
     const token = qs.cursor ?? '';
-    const state = token === '' ? null : this.cfg.tokens.read(token);
+    const state = token === '' ? null : await this.cfg.tokens.read(token);
     if (state && state.binding !== binding) throw ApiError.badRequest('Invalid cursor: it was issued for another collection, sort, filter or search.');
     const from = state ? await this.boundaryValues(s, keys, state) : null;
     const none = !!s.search && !s.search.match; // the search reduced to nothing: no rows

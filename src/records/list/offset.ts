@@ -89,7 +89,7 @@ export class OffsetPages {
         // else here.
         items = chunks((await this.planner.runOne(s, renderSql(), pageParams, visits, 'balanced'))?.[0]);
       } else if (small && s.c.type !== 'base') {
-        items = chunks(this.store.reader.get(renderSql(), pageParams)?.[0]);
+        items = chunks((await this.store.reader.get(renderSql(), pageParams))?.[0]);
       } else if (s.c.type === 'base') {
         // A small scope's ids (a semi-join's rows read and sorted: up to SMALL_SCOPE_ROWS) are
         // found on a reader thread while one is free, else here (Reader.getBalanced).
@@ -113,7 +113,7 @@ export class OffsetPages {
     let rows: unknown[][] | null = null;
     if (s.vector) {
       const probe = s.vector.malformedProbe;
-      if (probe && this.store.reader.get(probe, [])) throw malformedStored(s.vector);
+      if (probe && (await this.store.reader.get(probe, []))) throw malformedStored(s.vector);
       rows = await this.nearestByIndex(s, select, order, page, perPage);
     }
     rows ??= await this.planner.run(s, sql, params, page * perPage);
@@ -166,8 +166,8 @@ export class OffsetPages {
       // only along an index (a step that sorts would cost a sort of the scope), and descending
       // only without NULLs, which come last and which no row value can seek past
       const step = this.L.walkStepSql(by.column, s.from, s.where.sql(), order);
-      const indexed = !this.store.reader.plan(step, [...s.where.params, 0]).some((d) => d.includes('TEMP B-TREE'));
-      const usable = indexed && !(by.desc && this.store.reader.get(this.L.hasNullSql(by.column, s.from, s.where.sql()), s.where.params));
+      const indexed = !(await this.store.reader.plan(step, [...s.where.params, 0])).some((d) => d.includes('TEMP B-TREE'));
+      const usable = indexed && !(by.desc && (await this.store.reader.get(this.L.hasNullSql(by.column, s.from, s.where.sql()), s.where.params)));
       walk = { points: [], end: !usable, pending: null };
       walks.set(key, gen, walk);
     }
@@ -207,7 +207,7 @@ export class OffsetPages {
       const sql = this.L.walkStepSql(by.column, s.from, where.sql(), order);
       const params = [...where.params, WALK_STEP - 1];
       const unfiltered = s.where.parts.length === 0 && s.from === this.L.fromRecords(s.c.name);
-      const rows = unfiltered ? this.store.reader.all(sql, params) : await this.planner.run(s, sql, params, WALK_STEP);
+      const rows = unfiltered ? await this.store.reader.all(sql, params) : await this.planner.run(s, sql, params, WALK_STEP);
       const row = rows[0];
       // the end of the scope, or rows without a sort value (a row value cannot seek past them)
       if (!row || row[0] === null) {

@@ -113,7 +113,7 @@ export class ListPlanner {
    * @throws ApiError 403 when the list rule denies the caller; 400 for a paging mode switched
    *   off, a malformed filter or vector, or vector search when the feature is off
    */
-  scope(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null, request?: RuleRequest): Scope {
+  scope(c: Collection, principal: Principal | null, qs: ListQuery, trace: QueryTrace | null, request?: RuleRequest): Scope | Promise<Scope> {
     const check = this.store.rules.check(c, 'listRule', principal, null, 'GET', request);
     if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can perform this request.');
     const cursor = this.cursorMode(qs);
@@ -140,8 +140,12 @@ export class ListPlanner {
     if (vsrc && !this.cfg.vector) throw ApiError.badRequest('Vector search is not available on this server (feature vector).');
     const vector = vsrc ? parseVector(vsrc, c) : null;
     const scope: Scope = { c, codec: this.store.codec(c), principal, from, where, filterText, search, vector, trace, drivers, driverRows: null, cursor };
-    scope.driverRows = this.driverRows(scope);
-    return scope;
+    // a filter without relation semi-joins reads nothing here: the scope is ready at once
+    if (!drivers.length || search || vector) return scope;
+    return this.driverRows(scope).then((n) => {
+      scope.driverRows = n;
+      return scope;
+    });
   }
 
   /** @throws ApiError 400 for parameters of a paging mode that is switched off */
@@ -222,21 +226,21 @@ export class ListPlanner {
    * Every query of the list can then read its rows through that index, so this many rows bounds
    * their cost (driveOrder; SMALL_SCOPE_ROWS).
    */
-  private driverRows(s: Scope): number | null {
-    if (!s.drivers.length || s.search || s.vector) return null;
+  private async driverRows(s: Scope): Promise<number | null> {
     const reader = this.store.reader;
-    const bound = Math.max(DRIVER_MIN_BOUND, Math.ceil(this.counts.tableRows(s.c) / 8));
+    const bound = Math.max(DRIVER_MIN_BOUND, Math.ceil((await this.counts.tableRows(s.c)) / 8));
     let best: number | null = null;
     for (const d of s.drivers) {
       const sql = this.L.boundedCountSql(s.c.name, d.sql);
       const params = [...d.params, bound];
-      if (!reader.plan(sql, params).some((row) => /^SEARCH r USING (COVERING )?INDEX/.test(row))) continue;
+      if (!(await reader.plan(sql, params)).some((row) => /^SEARCH r USING (COVERING )?INDEX/.test(row))) continue;
       const key = `drv\u0000${sql}\u0000${params.map(String).join('\u0001')}`;
       const gen = `${this.store.caches.generation(s.c.id, true)}:${this.store.writer.commits}`;
       let n = this.store.caches.counts.get(key, gen);
       if (n === undefined) {
-        n = Number(reader.get(sql, params)?.[0] ?? 0);
-        this.store.caches.counts.set(key, gen, n);
+        n = Number((await reader.get(sql, params))?.[0] ?? 0);
+        // kept only when nothing committed during the read
+        if (`${this.store.caches.generation(s.c.id, true)}:${this.store.writer.commits}` === gen) this.store.caches.counts.set(key, gen, n);
       }
       if (best === null || n < best) best = n;
     }

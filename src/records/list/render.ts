@@ -45,7 +45,8 @@ export class PageRenderer {
    * the cache are rendered in one query and kept. A record's rendering never depends on the
    * caller in a base collection (rules choose rows, not what a row shows), so every caller shares
    * the entries; every write to a record drops its entry (the change feed, Caches). Everything runs synchronously in one event-loop turn, inside one read snapshot, so
-   * the ids, the cache and the rendered rows agree.
+   * the ids, the cache and the rendered rows agree: SQLite only (its reads are synchronous on the
+   * main thread; PostgreSQL pages take pageFromPoolIds).
    */
   pageFromRowCache(s: Scope, where: Where, order: string[], rendered: string, params: SqlValue[], visits: number, bounded: boolean): Buffer[] | null {
     const reader = this.store.reader;
@@ -53,7 +54,7 @@ export class PageRenderer {
     // `bounded`: a walk's page in an unfiltered scope reads at most WALK_STEP + perPage index entries
     if (!bounded && reader.isExpensive(sql, params, visits)) return null;
     if (s.trace) { s.trace.sql = idsSql; s.trace.params = params; }
-    const text = reader.get(idsSql, params)?.[0] as string | null | undefined;
+    const text = reader.getSync(idsSql, params)?.[0] as string | null | undefined;
     return this.bodiesOf(s, text ? text.split('\u001f') : [], rendered);
   }
 
@@ -118,7 +119,7 @@ export class PageRenderer {
     // `cachedOnly`: the caller renders the missing ones itself (off the main thread), fillBodies
     if (!missing.length || cachedOnly) return bodies;
     // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
-    const rows = this.store.reader.all(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
+    const rows = this.store.reader.allSync(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
     return this.fillBodies(s, ids, bodies, rows[0]?.[0] as string | null | undefined);
   }
 

@@ -50,8 +50,8 @@ function compactRow(row: unknown[], jsonb: boolean[], from: number): unknown[] {
 export class PgFileSql implements FileStore {
   constructor(private reader: PgReader) {}
 
-  values(get: RowGet, c: Collection, fields: readonly string[], id: string): unknown[] | undefined | null {
-    const row = get(`SELECT ${fields.map(q).join(', ')} FROM ${q(c.name)} WHERE "id" = ?`, [id]);
+  async values(get: RowGet, c: Collection, fields: readonly string[], id: string): Promise<unknown[] | undefined | null> {
+    const row = await get(`SELECT ${fields.map(q).join(', ')} FROM ${q(c.name)} WHERE "id" = ?`, [id]);
     return row ? compactRow(row, jsonbColumns(c, fields), 0) : row;
   }
 
@@ -66,11 +66,11 @@ export class PgFileSql implements FileStore {
     };
   }
 
-  referenced(c: Collection, fields: readonly string[], ids: string[]): unknown[][] {
+  async referenced(c: Collection, fields: readonly string[], ids: string[]): Promise<unknown[][]> {
     if (!ids.length) return [];
     const cols = fields.map(q);
     const sql = `SELECT "id"${cols.length ? `, ${cols.join(', ')}` : ''} FROM ${q(c.name)} WHERE "id" IN (${ids.map(() => '?').join(',')})`;
     const jsonb = jsonbColumns(c, fields);
-    return this.reader.all(sql, ids).map((r) => compactRow(r, jsonb, 1));
+    return (await this.reader.all(sql, ids)).map((r) => compactRow(r, jsonb, 1));
   }
 }

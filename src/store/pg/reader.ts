@@ -6,26 +6,27 @@
  * `readTypes`: integers as BigInt, booleans as 1n/0n, float and numeric as numbers, bytea as
  * Buffer, jsonb and everything else as text).
  *
- * Two paths, as on SQLite:
+ * Two paths:
  *
- * - Synchronous reads (`get`, `all`, `plan`) go through a SYNC BRIDGE: a worker thread
- *   (workers/pg-reader.ts) owns one pg.Client; the main thread posts the statement on a
- *   MessagePort and blocks in `Atomics.wait` on a SharedArrayBuffer flag until the worker has
- *   posted the answer, which it takes with `receiveMessageOnPort`. The main thread is blocked for
- *   the whole round trip to the server, so only cheap reads belong here (isExpensive decides, as on
- *   SQLite). The bridge connection has `statement_timeout` at 90 % of `bridgeTimeoutMs`, so a slow
+ * - Asynchronous reads (`get`, `all`, `plan`, `allOffThread`, `getOffThread`, and `getAuto`,
+ *   `allAuto`, `getBalanced`, which on SQLite may stay on the main thread and here always go to
+ *   the pool: every read is a round trip) use a pg.Pool directly: the driver is asynchronous
+ *   already, no worker is needed. A time budget (`budgetMs`) counts the wait for a connection too; past it the read
+ *   rejects with ReadBudgetExceeded (the SQLite reader's class) and, unlike on SQLite, the
+ *   statement is stopped on the server: `pg_cancel_backend` at the deadline, and as a backstop a
+ *   `statement_timeout` of the budget plus BUDGET_BACKSTOP_MS on the connection; the connection
+ *   is then discarded rather than returned to the pool.
+ * - Synchronous reads (`getSync`, `allSync`, `planSync`, `runSync`), for the callers not converted
+ *   to promises yet, go through a SYNC BRIDGE: a worker thread (workers/pg-reader.ts) owns one
+ *   pg.Client; the main thread posts the statement on a MessagePort and blocks in `Atomics.wait`
+ *   on a SharedArrayBuffer flag until the worker has posted the answer, which it takes with
+ *   `receiveMessageOnPort`. The main thread is blocked for the whole round trip to the server.
+ *   The bridge connection has `statement_timeout` at 90 % of `bridgeTimeoutMs`, so a slow
  *   statement fails with SQLSTATE 57014 and the bridge stays up; past `bridgeTimeoutMs` (a stopped
  *   server, a silent network) the main thread stops waiting, throws PgBridgeTimeout and resets the
  *   bridge (a new worker and connection for the next read; the old backend is terminated). A
  *   connection that fails (killed backend, server restart) is replaced and the read tried once
  *   more, in the worker.
- * - Asynchronous reads (`allOffThread`, `getOffThread`, and the `*Auto` / `getBalanced` reads the
- *   plan sends there) use a pg.Pool directly: the driver is asynchronous already, no worker is
- *   needed. A time budget (`budgetMs`) counts the wait for a connection too; past it the read
- *   rejects with ReadBudgetExceeded (the SQLite reader's class) and, unlike on SQLite, the
- *   statement is stopped on the server: `pg_cancel_backend` at the deadline, and as a backstop a
- *   `statement_timeout` of the budget plus BUDGET_BACKSTOP_MS on the connection; the connection
- *   is then discarded rather than returned to the pool.
  *
  * Read snapshots (option `snapshots`, off by default): the bridge reads of one event-loop turn
  * share one `REPEATABLE READ READ ONLY` transaction, begun with the turn's first read (pipelined
@@ -44,7 +45,8 @@
  * spirit of SQLite's EXPLAIN QUERY PLAN (see planDetails), so the domain's plan tests
  * (`SEARCH r USING INDEX`, `TEMP B-TREE`) read the same on both backends. `isExpensive` applies the
  * SQLite reader's rules to them and also calls expensive any plan PostgreSQL estimates above
- * `costThreshold` (PLAN_COST_EXPENSIVE by default).
+ * `costThreshold` (PLAN_COST_EXPENSIVE by default); it reads the plan on the bridge, and the
+ * domain asks it only on SQLite (this reader's `…Auto` reads do not consult it).
  */
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
@@ -344,6 +346,9 @@ function firstIndex(node: PgPlanNode): string | null {
   return null;
 }
 
+/** The first row of a result, or undefined. */
+const first = (rows: unknown[][]): unknown[] | undefined => rows[0];
+
 /** A pool client as this reader keeps it: the statement_timeout it has (ms; 0 none). */
 const timeouts = new WeakMap<pg.PoolClient, number>();
 
@@ -496,21 +501,40 @@ export class PgReader {
     return rows;
   }
 
-  /** First row or undefined, on the main thread (blocks it for the round trip). */
-  get(sql: string, params: SqlValue[]): unknown[] | undefined {
+  /** First row or undefined, on a pool connection (the main thread goes on meanwhile). */
+  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined> {
+    return this.pooled(toPgPlaceholders(sql), params, 0).then(first);
+  }
+
+  /** All rows, on a pool connection. */
+  all(sql: string, params: SqlValue[]): Promise<unknown[][]> {
+    return this.pooled(toPgPlaceholders(sql), params, 0);
+  }
+
+  /** First row or undefined, on the bridge (blocks the main thread for the round trip). */
+  getSync(sql: string, params: SqlValue[]): unknown[] | undefined {
     return this.bridged(sql, params, this.snapshots, true)[0];
   }
 
-  /** All rows, on the main thread (blocks it for the round trip). */
-  all(sql: string, params: SqlValue[]): unknown[][] {
+  /** All rows, on the bridge (blocks the main thread for the round trip). */
+  allSync(sql: string, params: SqlValue[]): unknown[][] {
     return this.bridged(sql, params, this.snapshots, true);
   }
 
   /**
-   * The plan strings of `sql` (see planDetails), cached per SQL text until invalidate(). Runs in
-   * the current snapshot when one is open; starts none.
+   * The plan strings of `sql` (see planDetails), cached per SQL text until invalidate(); a plan not
+   * cached yet is read with EXPLAIN on a pool connection.
    */
-  plan(sql: string, params: SqlValue[]): string[] {
+  async plan(sql: string, params: SqlValue[]): Promise<string[]> {
+    const p = this.plans.get(sql);
+    if (p !== undefined) return p.details;
+    return this.explained(sql, await this.pooled(toPgPlaceholders(`EXPLAIN (FORMAT JSON) ${sql}`), params, 0)).details;
+  }
+
+  /**
+   * plan on the bridge. Runs in the current snapshot when one is open; starts none.
+   */
+  planSync(sql: string, params: SqlValue[]): string[] {
     return this.explain(sql, params).details;
   }
 
@@ -522,12 +546,17 @@ export class PgReader {
   private explain(sql: string, params: SqlValue[]): { details: string[]; cost: number } {
     let p = this.plans.get(sql);
     if (p === undefined) {
-      const rows = this.bridged(`EXPLAIN (FORMAT JSON) ${sql}`, params, this.inSnapshot, false);
-      const doc = JSON.parse(String(rows[0][0])) as Array<{ Plan: PgPlanNode }>;
-      const root = doc[0].Plan;
-      p = { details: planDetails(root), cost: Number(root['Total Cost'] ?? 0) };
-      this.plans.set(sql, p);
+      p = this.explained(sql, this.bridged(`EXPLAIN (FORMAT JSON) ${sql}`, params, this.inSnapshot, false));
     }
+    return p;
+  }
+
+  /** The plan of `sql` from its EXPLAIN (FORMAT JSON) rows, cached. */
+  private explained(sql: string, rows: unknown[][]): { details: string[]; cost: number } {
+    const doc = JSON.parse(String(rows[0][0])) as Array<{ Plan: PgPlanNode }>;
+    const root = doc[0].Plan;
+    const p = { details: planDetails(root), cost: Number(root['Total Cost'] ?? 0) };
+    this.plans.set(sql, p);
     return p;
   }
 
@@ -565,9 +594,9 @@ export class PgReader {
     return (await this.pooled(toPgPlaceholders(sql), params, budgetMs))[0];
   }
 
-  /** The first row of a bounded read: on the pool while a connection is free (workerFree), else on the bridge. */
-  getBalanced(sql: string, params: SqlValue[], budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
-    return this.workerFree() ? this.getOffThread(sql, params, budgetMs) : this.get(sql, params);
+  /** The first row of a bounded read: on the pool, as every read here (the SQLite reader may keep it on its main thread). */
+  getBalanced(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
+    return this.getOffThread(sql, params, budgetMs);
   }
 
   /** Whether a pool read would start soon (at most BALANCED_QUEUE waiting per connection). */
@@ -575,14 +604,17 @@ export class PgReader {
     return !this.closed && this.inFlight < this.poolSize + BALANCED_QUEUE;
   }
 
-  /** The first row, where the plan says it is cheapest to read (`budgetMs`: see allOffThread). */
-  getAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
-    return this.isExpensive(sql, params, visits) ? this.getOffThread(sql, params, budgetMs) : this.get(sql, params);
+  /**
+   * The first row, on the pool whatever its plan (`budgetMs`: see allOffThread): on SQLite a cheap
+   * read stays on the main thread, here every read is a round trip the main thread need not wait for.
+   */
+  getAuto(sql: string, params: SqlValue[], _visits = 0, budgetMs = 0): Promise<unknown[] | undefined> {
+    return this.getOffThread(sql, params, budgetMs);
   }
 
-  /** All rows, where the plan says they are cheapest to read (`budgetMs`: see allOffThread). */
-  allAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[][] | Promise<unknown[][]> {
-    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params, budgetMs) : this.all(sql, params);
+  /** All rows, on the pool whatever its plan (see getAuto). */
+  allAuto(sql: string, params: SqlValue[], _visits = 0, budgetMs = 0): Promise<unknown[][]> {
+    return this.allOffThread(sql, params, budgetMs);
   }
 
   private pooled(text: string, params: SqlValue[], budgetMs: number): Promise<unknown[][]> {

@@ -46,7 +46,7 @@ export class PgSchemaSql implements SchemaStore {
    */
   loadAll(): Collection[] {
     this.reader.endSnapshot();
-    const rows = this.reader.all(SELECT_ALL, []);
+    const rows = this.reader.allSync(SELECT_ALL, []);
     this.reader.endSnapshot();
     return rows.map(rowToCollection);
   }

@@ -76,7 +76,7 @@ export class AuthSql implements AuthRecordStore {
 
   constructor(private reader: SqlReader, private dialect: AuthSqlDialect) {}
 
-  recordRow(c: Collection, version: number, columns: string, id: string): unknown[] | undefined {
+  recordRow(c: Collection, version: number, columns: string, id: string): Promise<unknown[] | undefined> {
     const key = `${c.id}:${version}`;
     let sql = this.recordSelect.get(key);
     if (!sql) {
@@ -86,15 +86,15 @@ export class AuthSql implements AuthRecordStore {
     return this.reader.get(sql, [id]);
   }
 
-  idByIdentity(c: Collection, fields: readonly string[], identity: string): string | undefined {
+  async idByIdentity(c: Collection, fields: readonly string[], identity: string): Promise<string | undefined> {
     if (!fields.length && this.dialect.skipEmptyIdentity) return undefined;
     const where = fields.map((f) => (f === 'email' ? this.dialect.emailMatch : this.dialect.fieldMatch(q(f)))).join(' OR ');
-    const row = this.reader.get(`SELECT "id" FROM ${q(c.name)} WHERE ${where} LIMIT 1`, fields.map(() => identity));
+    const row = await this.reader.get(`SELECT "id" FROM ${q(c.name)} WHERE ${where} LIMIT 1`, fields.map(() => identity));
     return row ? String(row[0]) : undefined;
   }
 
-  byEmail(c: Collection, email: string): { id: string; email: string; verified: boolean } | undefined {
-    const row = this.reader.get(`SELECT "id", "email", "verified" FROM ${q(c.name)} WHERE ${this.dialect.emailMatch} LIMIT 1`, [email]);
+  async byEmail(c: Collection, email: string): Promise<{ id: string; email: string; verified: boolean } | undefined> {
+    const row = await this.reader.get(`SELECT "id", "email", "verified" FROM ${q(c.name)} WHERE ${this.dialect.emailMatch} LIMIT 1`, [email]);
     return row ? { id: String(row[0]), email: String(row[1]), verified: Number(row[2]) === 1 } : undefined;
   }
 
@@ -124,8 +124,8 @@ export class AuthSql implements AuthRecordStore {
     return collectionSideRowsDeleteSteps(collectionId);
   }
 
-  superuserCount(): number {
-    const row = this.reader.get('SELECT count(*) FROM "_superusers"', []);
+  async superuserCount(): Promise<number> {
+    const row = await this.reader.get('SELECT count(*) FROM "_superusers"', []);
     return Number(row?.[0] ?? 0);
   }
 }

@@ -49,17 +49,17 @@ const IN_CHUNK = 500;
 export class ExternalAuthSql implements ExternalAuthRowStore {
   constructor(private reader: SqlReader, private dialect: LinkSqlDialect) {}
 
-  recordFor(collectionId: string, provider: string, providerId: string): string | undefined {
-    const row = this.reader.get('SELECT "recordId" FROM "_externalAuths" WHERE "collectionId" = ? AND "provider" = ? AND "providerId" = ?', [collectionId, provider, providerId]);
+  async recordFor(collectionId: string, provider: string, providerId: string): Promise<string | undefined> {
+    const row = await this.reader.get('SELECT "recordId" FROM "_externalAuths" WHERE "collectionId" = ? AND "provider" = ? AND "providerId" = ?', [collectionId, provider, providerId]);
     return row ? String(row[0]) : undefined;
   }
 
-  list(collectionId: string, recordIds: readonly string[]): { recordId: string; provider: string; providerId: string }[] {
+  async list(collectionId: string, recordIds: readonly string[]): Promise<{ recordId: string; provider: string; providerId: string }[]> {
     if (!recordIds.length) return [];
     const out: { recordId: string; provider: string; providerId: string }[] = [];
     for (let i = 0; i < recordIds.length; i += IN_CHUNK) {
       const ids = recordIds.slice(i, i + IN_CHUNK);
-      const rows = this.reader.all(
+      const rows = await this.reader.all(
         `SELECT "recordId","provider","providerId" FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" IN (${ids.map(() => '?').join(',')}) ORDER BY ${this.dialect.externalAuthOrder}`,
         [collectionId, ...ids],
       );
@@ -94,18 +94,18 @@ const passkey = (r: unknown[]): PasskeyRow => ({ id: String(r[0]), recordId: Str
 export class PasskeySql implements PasskeyRowStore {
   constructor(private reader: SqlReader, private dialect: LinkSqlDialect) {}
 
-  find(collectionId: string, credentialId: string): PasskeyRow | undefined {
-    const r = this.reader.get(`SELECT ${COLS} FROM "_passkeys" WHERE "id" = ? AND "collectionId" = ?`, [credentialId, collectionId]);
+  async find(collectionId: string, credentialId: string): Promise<PasskeyRow | undefined> {
+    const r = await this.reader.get(`SELECT ${COLS} FROM "_passkeys" WHERE "id" = ? AND "collectionId" = ?`, [credentialId, collectionId]);
     return r ? passkey(r) : undefined;
   }
 
-  list(collectionId: string, recordId: string, factor?: boolean): PasskeyRow[] {
+  async list(collectionId: string, recordId: string, factor?: boolean): Promise<PasskeyRow[]> {
     const only = factor === undefined ? '' : ` AND "factor" = ${factor ? 1 : 0}`;
-    return this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId]).map(passkey);
+    return (await this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId])).map(passkey);
   }
 
-  signInKeys(collectionId: string, recordId: string): PasskeyView[] {
-    return this.reader.all(`SELECT "id","created","lastUsed" FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0 ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId])
+  async signInKeys(collectionId: string, recordId: string): Promise<PasskeyView[]> {
+    return (await this.reader.all(`SELECT "id","created","lastUsed" FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0 ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId]))
       .map((r) => ({ id: String(r[0]), created: String(r[1]), lastUsed: r[2] === null || r[2] === undefined ? '' : String(r[2]) }));
   }
 

@@ -94,13 +94,13 @@ export class MailSql implements MailRowStore {
     };
   }
 
-  due(nowMs: number, limit: number): QueuedMail[] {
-    return this.reader.all('SELECT "id","queue","message","attempts","account" FROM "_mailQueue" WHERE "status" = \'pending\' AND "next_at" <= ? ORDER BY "next_at", "created" LIMIT ?', [this.dialect.ms(nowMs), this.dialect.limit(limit)])
+  async due(nowMs: number, limit: number): Promise<QueuedMail[]> {
+    return (await this.reader.all('SELECT "id","queue","message","attempts","account" FROM "_mailQueue" WHERE "status" = \'pending\' AND "next_at" <= ? ORDER BY "next_at", "created" LIMIT ?', [this.dialect.ms(nowMs), this.dialect.limit(limit)]))
       .map((r) => ({ id: String(r[0]), queue: String(r[1]), message: String(r[2]), attempts: Number(r[3]), account: String(r[4]) }));
   }
 
-  nextDue(): number | undefined {
-    const r = this.reader.get('SELECT min("next_at") FROM "_mailQueue" WHERE "status" = \'pending\'', []);
+  async nextDue(): Promise<number | undefined> {
+    const r = await this.reader.get('SELECT min("next_at") FROM "_mailQueue" WHERE "status" = \'pending\'', []);
     return r && r[0] !== null && r[0] !== undefined ? Number(r[0]) : undefined;
   }
 
@@ -115,13 +115,13 @@ export class MailSql implements MailRowStore {
     };
   }
 
-  counts(): { pending: number; failed: number } {
-    const r = this.reader.get('SELECT count(*) FILTER (WHERE "status" = \'pending\'), count(*) FILTER (WHERE "status" = \'failed\') FROM "_mailQueue"', []);
+  async counts(): Promise<{ pending: number; failed: number }> {
+    const r = await this.reader.get('SELECT count(*) FILTER (WHERE "status" = \'pending\'), count(*) FILTER (WHERE "status" = \'failed\') FROM "_mailQueue"', []);
     return { pending: Number(r?.[0] ?? 0), failed: Number(r?.[1] ?? 0) };
   }
 
-  suppressed(email: string, account: string): boolean {
-    return !!this.reader.get(`SELECT 1 FROM "_suppressions" WHERE ${this.dialect.emailMatch} AND "account" IN ('', ?) LIMIT 1`, [email, account]);
+  async suppressed(email: string, account: string): Promise<boolean> {
+    return !!(await this.reader.get(`SELECT 1 FROM "_suppressions" WHERE ${this.dialect.emailMatch} AND "account" IN ('', ?) LIMIT 1`, [email, account]));
   }
 
   suppressStep(email: string, account: string, reason: string, now: string): WriteStep {
@@ -131,18 +131,18 @@ export class MailSql implements MailRowStore {
     };
   }
 
-  sender(account: string, email: string): SenderRow | undefined {
-    const r = this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = ? AND ${this.dialect.emailMatch}`, [account, email]);
+  async sender(account: string, email: string): Promise<SenderRow | undefined> {
+    const r = await this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = ? AND ${this.dialect.emailMatch}`, [account, email]);
     return r ? senderOf(r) : undefined;
   }
 
-  senderById(id: string): SenderRow | undefined {
-    const r = this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "id" = ?`, [id]);
+  async senderById(id: string): Promise<SenderRow | undefined> {
+    const r = await this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "id" = ?`, [id]);
     return r ? senderOf(r) : undefined;
   }
 
-  senders(account: string): SenderRow[] {
-    return this.reader.all(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = ? ORDER BY ${this.dialect.sendersOrder}`, [account]).map(senderOf);
+  async senders(account: string): Promise<SenderRow[]> {
+    return (await this.reader.all(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = ? ORDER BY ${this.dialect.sendersOrder}`, [account])).map(senderOf);
   }
 
   putSenderStep(row: SenderRow, now: string): WriteStep {

@@ -44,8 +44,8 @@ export class MfaSql implements MfaRowStore {
   /** `accountLock`: that backend's {@link MFA_ACCOUNT_LOCK} ('' for none). */
   constructor(private reader: SqlReader, private totpOrder: string, private accountLock = '') {}
 
-  totpFactors(collectionId: string, recordId: string): { id: string; secret: string; lastStep: number }[] {
-    return this.reader.all(`SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY ${this.totpOrder}`, [collectionId, recordId])
+  async totpFactors(collectionId: string, recordId: string): Promise<{ id: string; secret: string; lastStep: number }[]> {
+    return (await this.reader.all(`SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY ${this.totpOrder}`, [collectionId, recordId]))
       .map((r) => ({ id: String(r[0]), secret: String(r[1]), lastStep: Number(r[2]) }));
   }
 
@@ -61,8 +61,8 @@ export class MfaSql implements MfaRowStore {
     return { sql: 'DELETE FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] };
   }
 
-  recoveryCodes(collectionId: string, recordId: string): { id: string; hash: string }[] {
-    return this.reader.all('SELECT "id","hash" FROM "_recoveryCodes" WHERE "collectionId" = ? AND "recordId" = ?', [collectionId, recordId])
+  async recoveryCodes(collectionId: string, recordId: string): Promise<{ id: string; hash: string }[]> {
+    return (await this.reader.all('SELECT "id","hash" FROM "_recoveryCodes" WHERE "collectionId" = ? AND "recordId" = ?', [collectionId, recordId]))
       .map((r) => ({ id: String(r[0]), hash: String(r[1]) }));
   }
 
@@ -77,8 +77,8 @@ export class MfaSql implements MfaRowStore {
     return { sql: 'DELETE FROM "_recoveryCodes" WHERE "id" = ?', params: [id], expect: 'change', fail };
   }
 
-  attempt(id: string, collectionId: string): MfaAttemptRow | undefined {
-    const r = this.reader.get('SELECT "id","hash","recordId","purpose","tries","data","expires" FROM "_mfaAttempts" WHERE "id" = ? AND "collectionId" = ?', [id, collectionId]);
+  async attempt(id: string, collectionId: string): Promise<MfaAttemptRow | undefined> {
+    const r = await this.reader.get('SELECT "id","hash","recordId","purpose","tries","data","expires" FROM "_mfaAttempts" WHERE "id" = ? AND "collectionId" = ?', [id, collectionId]);
     return r
       ? { id: String(r[0]), hash: String(r[1]), collectionId, recordId: String(r[2]), purpose: String(r[3]) as MfaAttemptRow['purpose'], tries: Number(r[4]), data: String(r[5]), expires: Number(r[6]) }
       : undefined;
@@ -114,8 +114,8 @@ export class MfaSql implements MfaRowStore {
     return { sql: `DELETE FROM "_mfaAttempts" WHERE "collectionId" = ? AND "recordId" = ? AND ${among}`, params: [collectionId, recordId, ...purposes] };
   }
 
-  triesSince(collectionId: string, recordId: string, sinceMs: number): number {
-    const r = this.reader.get('SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?', [collectionId, recordId, sinceMs]);
+  async triesSince(collectionId: string, recordId: string, sinceMs: number): Promise<number> {
+    const r = await this.reader.get('SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?', [collectionId, recordId, sinceMs]);
     return r ? Number(r[0]) : 0;
   }
 

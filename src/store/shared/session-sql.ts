@@ -40,13 +40,8 @@ export class SessionSql implements SessionRowStore {
     ];
   }
 
-  lastSeen(collectionId: string, recordId: string, sid: string): string | undefined {
-    const row = this.reader.get(LAST_SEEN, [sid, collectionId, recordId]);
-    return row ? String(row[0]) : undefined;
-  }
-
-  async lastSeenOffThread(collectionId: string, recordId: string, sid: string): Promise<string | undefined> {
-    const row = await this.reader.getOffThread(LAST_SEEN, [sid, collectionId, recordId]);
+  async lastSeen(collectionId: string, recordId: string, sid: string): Promise<string | undefined> {
+    const row = await this.reader.get(LAST_SEEN, [sid, collectionId, recordId]);
     return row ? String(row[0]) : undefined;
   }
 
@@ -54,8 +49,8 @@ export class SessionSql implements SessionRowStore {
     return { sql: 'UPDATE "_sessions" SET "last_seen" = ? WHERE "id" = ?', params: [now, sid] };
   }
 
-  list(collectionId: string, recordId: string, cutoff: string): SessionRow[] {
-    const rows = this.reader.all(
+  async list(collectionId: string, recordId: string, cutoff: string): Promise<SessionRow[]> {
+    const rows = await this.reader.all(
       `SELECT "id","created","last_seen","user_agent","ip" FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" >= ? ORDER BY "created" DESC, ${this.tieBreak} DESC`,
       [collectionId, recordId, cutoff],
     );

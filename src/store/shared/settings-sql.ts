@@ -63,12 +63,12 @@ export class SettingsSql implements SettingsRowStore {
   constructor(private reader: SqlReader, private dialect: SettingsSqlDialect) {}
 
   all(): Setting[] {
-    return this.reader.all(`SELECT "key","value","created","updated" FROM "_settings" ORDER BY ${this.dialect.keyOrder}`, [])
+    return this.reader.allSync(`SELECT "key","value","created","updated" FROM "_settings" ORDER BY ${this.dialect.keyOrder}`, [])
       .map((r) => ({ key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) }));
   }
 
   get(key: string): Setting | undefined {
-    const r = this.reader.get('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = ?', [key]);
+    const r = this.reader.getSync('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = ?', [key]);
     return r ? { key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) } : undefined;
   }
 
@@ -91,8 +91,8 @@ export class SettingsSql implements SettingsRowStore {
     ];
   }
 
-  assignment(experiment: string, subject: string): string | undefined {
-    const r = this.reader.get('SELECT "variant" FROM "_assignments" WHERE "experiment" = ? AND "subject" = ?', [experiment, subject]);
+  async assignment(experiment: string, subject: string): Promise<string | undefined> {
+    const r = await this.reader.get('SELECT "variant" FROM "_assignments" WHERE "experiment" = ? AND "subject" = ?', [experiment, subject]);
     return r ? String(r[0]) : undefined;
   }
 

@@ -36,8 +36,8 @@ export class TokenSql implements AuthTokenRowStore {
     ];
   }
 
-  find(selector: string, kind: string, collectionId: string): Pick<AuthTokenRow, 'hash' | 'recordId' | 'email' | 'expires'> | undefined {
-    const row = this.reader.get('SELECT "hash","recordId","email","expires" FROM "_authTokens" WHERE "id" = ? AND "kind" = ? AND "collectionId" = ?', [selector, kind, collectionId]);
+  async find(selector: string, kind: string, collectionId: string): Promise<Pick<AuthTokenRow, 'hash' | 'recordId' | 'email' | 'expires'> | undefined> {
+    const row = await this.reader.get('SELECT "hash","recordId","email","expires" FROM "_authTokens" WHERE "id" = ? AND "kind" = ? AND "collectionId" = ?', [selector, kind, collectionId]);
     return row ? { hash: String(row[0]), recordId: String(row[1]), email: String(row[2]), expires: Number(row[3]) } : undefined;
   }
 
@@ -45,8 +45,8 @@ export class TokenSql implements AuthTokenRowStore {
     return { sql: 'DELETE FROM "_authTokens" WHERE "id" = ?', params: [selector], expect: 'change', fail };
   }
 
-  latest(kind: string, collectionId: string, recordId: string): Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined {
-    const row = this.reader.get(
+  async latest(kind: string, collectionId: string, recordId: string): Promise<Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined> {
+    const row = await this.reader.get(
       `SELECT "id","hash","email","expires" FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ? ORDER BY "created" DESC, ${this.tieBreak} DESC LIMIT 1`,
       [collectionId, recordId, kind],
     );

@@ -71,11 +71,11 @@ export class UploadSql implements UploadRowStore {
   constructor(private reader: SqlReader, private dialect: UploadSqlDialect, private ddl: readonly string[]) {}
 
   schemaState(): UploadSchemaState {
-    const have = this.reader.all(this.dialect.tablesSql, TABLES).map((r) => String(r[0]));
+    const have = this.reader.allSync(this.dialect.tablesSql, TABLES).map((r) => String(r[0]));
     if (!have.length) return { kind: 'absent' };
     if (have.length < TABLES.length) return { kind: 'partial', tables: have };
     const settings = new Map<string, string>();
-    for (const r of this.reader.all('SELECT "key", "value" FROM "_uploadStore"', [])) settings.set(String(r[0]), String(r[1]));
+    for (const r of this.reader.allSync('SELECT "key", "value" FROM "_uploadStore"', [])) settings.set(String(r[0]), String(r[1]));
     return { kind: 'present', settings };
   }
 
@@ -91,7 +91,7 @@ export class UploadSql implements UploadRowStore {
   }
 
   sessions(): UploadRow[] {
-    return this.reader.all(`SELECT ${COL_LIST} FROM "_uploadSessions" ORDER BY "created"`, []).map((r) => {
+    return this.reader.allSync(`SELECT ${COL_LIST} FROM "_uploadSessions" ORDER BY "created"`, []).map((r) => {
       const out = {} as Record<string, unknown>;
       COLS.forEach((c, i) => (out[c] = r[i]));
       return out as unknown as UploadRow;
@@ -99,16 +99,16 @@ export class UploadSql implements UploadRowStore {
   }
 
   pageSizes(id: string): Array<[number, number]> {
-    return this.reader.all('SELECT "page", length("data") FROM "_uploadPayloads" WHERE "session" = ? ORDER BY "page"', [id]).map((r) => [Number(r[0]), Number(r[1])]);
+    return this.reader.allSync('SELECT "page", length("data") FROM "_uploadPayloads" WHERE "session" = ? ORDER BY "page"', [id]).map((r) => [Number(r[0]), Number(r[1])]);
   }
 
   page(id: string, page: number): Buffer | undefined {
-    const r = this.reader.get('SELECT "data" FROM "_uploadPayloads" WHERE "session" = ? AND "page" = ?', [id, page]);
+    const r = this.reader.getSync('SELECT "data" FROM "_uploadPayloads" WHERE "session" = ? AND "page" = ?', [id, page]);
     return r ? (r[0] as Buffer) : undefined;
   }
 
   orphanPayloads(): string[] {
-    return this.reader.all('SELECT DISTINCT "session" FROM "_uploadPayloads" p WHERE NOT EXISTS (SELECT 1 FROM "_uploadSessions" s WHERE s."id" = p."session")', []).map((r) => String(r[0]));
+    return this.reader.allSync('SELECT DISTINCT "session" FROM "_uploadPayloads" p WHERE NOT EXISTS (SELECT 1 FROM "_uploadSessions" s WHERE s."id" = p."session")', []).map((r) => String(r[0]));
   }
 
   insertSteps(row: { id: string; principalCollection: string; principalId: string; collectionId: string; recordId: string; fieldId: string; filename: string; mimetype: string; length: number; created: number; expires: number }): WriteStep[] {

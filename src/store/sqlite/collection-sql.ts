@@ -272,7 +272,7 @@ const SCHEMA_OBJECTS_SQL = `SELECT "name", "sql" FROM sqlite_master WHERE "type"
  */
 export function staleFullTextIndexes(reader: SqlReader, searchable: Collection[]): { stale: Collection[]; steps: WriteStep[] } {
   const master = new Map<string, string>();
-  for (const row of reader.all(SCHEMA_OBJECTS_SQL, [])) master.set(String(row[0]), String(row[1]));
+  for (const row of reader.allSync(SCHEMA_OBJECTS_SQL, [])) master.set(String(row[0]), String(row[1]));
   const stale = searchable.filter((c) => {
     const names = [ftsTableName(c), ...ftsTriggerNames(c)];
     return ftsCreateSql(c).some((sql, i) => master.get(names[i]) !== sql);

@@ -13,7 +13,7 @@ import { q } from './sql-ident.js';
 export class SqliteFileSql implements FileStore {
   constructor(private reader: Reader) {}
 
-  values(get: RowGet, c: Collection, fields: readonly string[], id: string): unknown[] | undefined | null {
+  values(get: RowGet, c: Collection, fields: readonly string[], id: string): Promise<unknown[] | undefined | null> {
     return get(`SELECT ${fields.map(q).join(', ')} FROM ${q(c.name)} WHERE "id" = ?`, [id]);
   }
 
@@ -27,7 +27,7 @@ export class SqliteFileSql implements FileStore {
     };
   }
 
-  referenced(c: Collection, fields: readonly string[], ids: string[]): unknown[][] {
+  referenced(c: Collection, fields: readonly string[], ids: string[]): Promise<unknown[][]> {
     const cols = fields.map(q);
     const sql = `SELECT "id"${cols.length ? `, ${cols.join(', ')}` : ''} FROM ${q(c.name)} WHERE "id" IN (${ids.map(() => '?').join(',')})`;
     return this.reader.all(sql, ids);

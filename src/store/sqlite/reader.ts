@@ -276,8 +276,29 @@ export class Reader {
     this.planner = openPlanner(this.path);
   }
 
-  /** First row or undefined, on the main thread. */
-  get(sql: string, params: SqlValue[]): unknown[] | undefined {
+  /**
+   * First row or undefined, read on the main thread's connection; the promise is settled at once
+   * (libsql is synchronous: the read itself costs no extra turn, only the caller's `await`).
+   */
+  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined> {
+    try {
+      return Promise.resolve(this.getSync(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** All rows, read on the main thread's connection; settled at once (see get). */
+  all(sql: string, params: SqlValue[]): Promise<unknown[][]> {
+    try {
+      return Promise.resolve(this.allSync(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** First row or undefined, on the main thread, synchronously. */
+  getSync(sql: string, params: SqlValue[]): unknown[] | undefined {
     if (this.queue.length) this.pump(); // a busy main thread still feeds the threads (pump)
     if (!this.inSnapshot) this.beginSnapshot();
     try {
@@ -288,8 +309,8 @@ export class Reader {
     }
   }
 
-  /** All rows, on the main thread. */
-  all(sql: string, params: SqlValue[]): unknown[][] {
+  /** All rows, on the main thread, synchronously. */
+  allSync(sql: string, params: SqlValue[]): unknown[][] {
     if (this.queue.length) this.pump();
     if (!this.inSnapshot) this.beginSnapshot();
     try {
@@ -309,7 +330,7 @@ export class Reader {
     if (visits > DEEP_OFFSET) return true;
     let v = this.planCache.get(sql);
     if (v === undefined) {
-      v = expensivePlan(sql, this.plan(sql, params));
+      v = expensivePlan(sql, this.planSync(sql, params));
       this.planCache.set(sql, v);
     }
     return v;
@@ -320,7 +341,16 @@ export class Reader {
    * … (country=?)`), cached per SQL text until the schema changes. SQLite's plan does not depend
    * on the bound values here (no STAT4 in this build), only on the schema and `sqlite_stat1`.
    */
-  plan(sql: string, params: SqlValue[]): string[] {
+  plan(sql: string, params: SqlValue[]): Promise<string[]> {
+    try {
+      return Promise.resolve(this.planSync(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** plan, synchronously. */
+  planSync(sql: string, params: SqlValue[]): string[] {
     let p = this.plans.get(sql);
     if (p === undefined) {
       p = (this.planner.prepare(`EXPLAIN QUERY PLAN ${sql}`).raw(true).all(params) as unknown[][]).map((row) => String(row[row.length - 1]));
@@ -343,7 +373,7 @@ export class Reader {
    * @throws ReadBudgetExceeded past the budget; the SQLite error of the statement otherwise
    */
   async allOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[][]> {
-    if (!this.pool) return this.all(sql, params);
+    if (!this.pool) return this.allSync(sql, params);
     return this.offThread('all', sql, params, budgetMs) as Promise<unknown[][]>;
   }
 
@@ -355,7 +385,7 @@ export class Reader {
    * @throws ReadBudgetExceeded past the budget; the SQLite error of the statement otherwise
    */
   async getOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
-    if (!this.pool) return this.get(sql, params);
+    if (!this.pool) return this.getSync(sql, params);
     return ((await this.offThread('get', sql, params, budgetMs)) as unknown[] | null) ?? undefined;
   }
 
@@ -369,7 +399,7 @@ export class Reader {
    * @throws ReadBudgetExceeded past the budget (on a worker); the SQLite error otherwise
    */
   getBalanced(sql: string, params: SqlValue[], budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
-    if (!this.workerFree()) return this.get(sql, params);
+    if (!this.workerFree()) return this.getSync(sql, params);
     return (this.offThread('get', sql, params, budgetMs, true) as Promise<unknown[] | null>).then((row) => row ?? undefined);
   }
 
@@ -519,12 +549,12 @@ export class Reader {
 
   /** The first row, where the plan says it is cheapest to read (`budgetMs`: see allOffThread). */
   getAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
-    return this.isExpensive(sql, params, visits) ? this.getOffThread(sql, params, budgetMs) : this.get(sql, params);
+    return this.isExpensive(sql, params, visits) ? this.getOffThread(sql, params, budgetMs) : this.getSync(sql, params);
   }
 
   /** All rows, where the plan says they are cheapest to read (`budgetMs`: see allOffThread). */
   allAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[][] | Promise<unknown[][]> {
-    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params, budgetMs) : this.all(sql, params);
+    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params, budgetMs) : this.allSync(sql, params);
   }
 
   /**

@@ -64,7 +64,7 @@ test('MailService: send goes through the mailer, refused messages reach none; en
 
   const bare = new MailService(new PluginTransport(outbox), queue, false);
   await assert.rejects(bare.enqueue({ to: 'a@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'UnknownJobKind');
-  const suppressing = new MailService(new PluginTransport(outbox), queue, true, { suppressed: (email) => email === 'gone@example.com' });
+  const suppressing = new MailService(new PluginTransport(outbox), queue, true, { suppressed: async (email) => email === 'gone@example.com' });
   await assert.rejects(suppressing.send({ to: 'Gone <GONE@example.com>', subject: 's', text: 't' }), (e: MailError) => e.code === 'RecipientSuppressed');
   await assert.rejects(suppressing.enqueue({ to: 'gone@example.com', subject: 's', text: 't' }), (e: MailError) => e.code === 'RecipientSuppressed');
 

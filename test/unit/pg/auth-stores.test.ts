@@ -118,34 +118,34 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   // ---- auth records -------------------------------------------------------------------------
   await job('insert users', [insertUser('u1', 'Alice@Example.com', 'alice'), insertUser('u2', 'bob@example.com', 'Bob')], 'ok');
   const fields = ['email', 'username'] as const;
-  assert.equal(see('identity email any case', b.auth.idByIdentity(USERS, fields, 'ALICE@example.COM')), 'u1');
-  assert.equal(see('identity username', b.auth.idByIdentity(USERS, fields, 'Bob')), 'u2');
-  assert.equal(see('identity username is exact', b.auth.idByIdentity(USERS, ['username'], 'bob')), undefined);
-  assert.equal(see('identity email only', b.auth.idByIdentity(USERS, ['email'], 'alice')), undefined);
-  assert.equal(see('identity missing', b.auth.idByIdentity(USERS, fields, 'nobody@example.com')), undefined);
-  assert.deepEqual(see('byEmail', b.auth.byEmail(USERS, 'alice@EXAMPLE.com')), { id: 'u1', email: 'Alice@Example.com', verified: false });
-  assert.equal(see('byEmail missing', b.auth.byEmail(USERS, 'carol@example.com')), undefined);
+  assert.equal(see('identity email any case', (await b.auth.idByIdentity(USERS, fields, 'ALICE@example.COM'))), 'u1');
+  assert.equal(see('identity username', (await b.auth.idByIdentity(USERS, fields, 'Bob'))), 'u2');
+  assert.equal(see('identity username is exact', (await b.auth.idByIdentity(USERS, ['username'], 'bob'))), undefined);
+  assert.equal(see('identity email only', (await b.auth.idByIdentity(USERS, ['email'], 'alice'))), undefined);
+  assert.equal(see('identity missing', (await b.auth.idByIdentity(USERS, fields, 'nobody@example.com'))), undefined);
+  assert.deepEqual(see('byEmail', (await b.auth.byEmail(USERS, 'alice@EXAMPLE.com'))), { id: 'u1', email: 'Alice@Example.com', verified: false });
+  assert.equal(see('byEmail missing', (await b.auth.byEmail(USERS, 'carol@example.com'))), undefined);
   // the whole row: the codec's columns, then passwordHash, tokenKey, token_epoch (integers as BigInt)
-  assert.deepEqual(see('recordRow v1', b.auth.recordRow(USERS, 1, 'r."id", r."email", r."verified"', 'u1')), ['u1', 'Alice@Example.com', 0n, 'hash-u1', 'key-u1', 0n]);
-  assert.deepEqual(see('recordRow v1 cached', b.auth.recordRow(USERS, 1, 'ignored: cached per version', 'u2')), ['u2', 'bob@example.com', 0n, 'hash-u2', 'key-u2', 0n]);
-  assert.deepEqual(see('recordRow v2', b.auth.recordRow(USERS, 2, 'r."username"', 'u2')), ['Bob', 'hash-u2', 'key-u2', 0n]);
-  assert.equal(see('recordRow missing', b.auth.recordRow(USERS, 2, 'r."username"', 'nope')), undefined);
+  assert.deepEqual(see('recordRow v1', (await b.auth.recordRow(USERS, 1, 'r."id", r."email", r."verified"', 'u1'))), ['u1', 'Alice@Example.com', 0n, 'hash-u1', 'key-u1', 0n]);
+  assert.deepEqual(see('recordRow v1 cached', (await b.auth.recordRow(USERS, 1, 'ignored: cached per version', 'u2'))), ['u2', 'bob@example.com', 0n, 'hash-u2', 'key-u2', 0n]);
+  assert.deepEqual(see('recordRow v2', (await b.auth.recordRow(USERS, 2, 'r."username"', 'u2'))), ['Bob', 'hash-u2', 'key-u2', 0n]);
+  assert.equal(see('recordRow missing', (await b.auth.recordRow(USERS, 2, 'r."username"', 'nope'))), undefined);
 
   await job('markVerified', [b.auth.markVerifiedStep(USERS, 'u1', 'alice@example.com', T(1), gone('email'))], 'ok');
-  assert.deepEqual(see('byEmail verified', b.auth.byEmail(USERS, 'ALICE@example.com')), { id: 'u1', email: 'Alice@Example.com', verified: true });
+  assert.deepEqual(see('byEmail verified', (await b.auth.byEmail(USERS, 'ALICE@example.com'))), { id: 'u1', email: 'Alice@Example.com', verified: true });
   await job('markVerified email changed', [b.auth.markVerifiedStep(USERS, 'u2', 'old@example.com', T(1), gone('email'))], 'guard:email_gone');
   await job('setPassword', [b.auth.setPasswordStep(USERS, 'u1', 'ALICE@EXAMPLE.COM', 'hash-2', 'key-2', T(2), gone('email'))], 'ok');
   await job('setPassword email changed', [b.auth.setPasswordStep(USERS, 'u1', 'x@example.com', 'hash-3', 'key-3', T(2), gone('email'))], 'guard:email_gone');
   await job('setPassword missing record', [b.auth.setPasswordStep(USERS, 'zz', 'alice@example.com', 'hash-3', 'key-3', T(2), gone('email'))], 'guard:email_gone');
   await job('bumpEpoch x2', [b.auth.bumpEpochStep(USERS, 'u1'), b.auth.bumpEpochStep(USERS, 'u1')], 'ok');
-  assert.deepEqual(see('recordRow after updates', b.auth.recordRow(USERS, 3, 'r."verified", r."updated"', 'u1')), [1n, T(2), 'hash-2', 'key-2', 2n]);
+  assert.deepEqual(see('recordRow after updates', (await b.auth.recordRow(USERS, 3, 'r."verified", r."updated"', 'u1'))), [1n, T(2), 'hash-2', 'key-2', 2n]);
 
-  assert.equal(see('superusers none', b.auth.superuserCount()), 0);
+  assert.equal(see('superusers none', (await b.auth.superuserCount())), 0);
   await job('insert superuser', [{
     sql: 'INSERT INTO "_superusers" ("id","created","updated","email","emailVisibility","verified","passwordHash","tokenKey") VALUES (?,?,?,?,?,?,?,?)',
     params: ['su1', T(0), T(0), 'root@example.com', 0, 1, 'h', 'k'],
   }], 'ok');
-  assert.equal(see('superusers one', b.auth.superuserCount()), 1);
+  assert.equal(see('superusers one', (await b.auth.superuserCount())), 1);
 
   // ---- sessions ----------------------------------------------------------------------------
   const ua = (id: string, n: number): { id: string; created: string; user_agent: string; ip: string } => ({ id, created: T(n), user_agent: `ua-${id}`, ip: `10.0.0.${n}` });
@@ -153,32 +153,32 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('session s2', b.sessions.createSteps(C, 'u1', T(0), ua('s2', 11)), 'ok');
   await job('session s3 (u2)', b.sessions.createSteps(C, 'u2', T(0), ua('s3', 11)), 'ok');
   await job('session id taken', b.sessions.createSteps(C, 'u2', T(0), ua('s3', 12)), 'constraint');
-  assert.equal(see('lastSeen', b.sessions.lastSeen(C, 'u1', 's1')), T(10));
-  assert.equal(see('lastSeen other owner', b.sessions.lastSeen(C, 'u2', 's1')), undefined);
-  assert.equal(see('lastSeen other collection', b.sessions.lastSeen('other', 'u1', 's1')), undefined);
+  assert.equal(see('lastSeen', (await b.sessions.lastSeen(C, 'u1', 's1'))), T(10));
+  assert.equal(see('lastSeen other owner', (await b.sessions.lastSeen(C, 'u2', 's1'))), undefined);
+  assert.equal(see('lastSeen other collection', (await b.sessions.lastSeen('other', 'u1', 's1'))), undefined);
   await job('touch s1', [b.sessions.touchStep('s1', T(15))], 'ok');
-  assert.equal(see('lastSeen touched', b.sessions.lastSeen(C, 'u1', 's1')), T(15));
-  const listed = see('sessions list', b.sessions.list(C, 'u1', T(0)));
+  assert.equal(see('lastSeen touched', (await b.sessions.lastSeen(C, 'u1', 's1'))), T(15));
+  const listed = see('sessions list', (await b.sessions.list(C, 'u1', T(0))));
   assert.deepEqual(listed, [
     { id: 's2', created: T(11), last_seen: T(11), user_agent: 'ua-s2', ip: '10.0.0.11' },
     { id: 's1', created: T(10), last_seen: T(15), user_agent: 'ua-s1', ip: '10.0.0.10' },
   ]);
-  assert.deepEqual(see('sessions list cutoff', b.sessions.list(C, 'u1', T(12)).map((s) => s.id)), ['s1']);
-  assert.deepEqual(see('sessions list cutoff inclusive', b.sessions.list(C, 'u1', T(11)).map((s) => s.id)), ['s2', 's1']);
+  assert.deepEqual(see('sessions list cutoff', (await b.sessions.list(C, 'u1', T(12))).map((s) => s.id)), ['s1']);
+  assert.deepEqual(see('sessions list cutoff inclusive', (await b.sessions.list(C, 'u1', T(11))).map((s) => s.id)), ['s2', 's1']);
   // a new login drops the owner's sessions last seen before the cutoff (s2), not others' (s3)
   await job('session s4 with cutoff', b.sessions.createSteps(C, 'u1', T(12), ua('s4', 16)), 'ok');
-  assert.deepEqual(see('sessions after expiry', b.sessions.list(C, 'u1', T(0)).map((s) => s.id)), ['s4', 's1']);
-  assert.deepEqual(see('sessions u2 kept', b.sessions.list(C, 'u2', T(0)).map((s) => s.id)), ['s3']);
+  assert.deepEqual(see('sessions after expiry', (await b.sessions.list(C, 'u1', T(0))).map((s) => s.id)), ['s4', 's1']);
+  assert.deepEqual(see('sessions u2 kept', (await b.sessions.list(C, 'u2', T(0))).map((s) => s.id)), ['s3']);
   await job('revoke s1', [b.sessions.revokeStep(C, 'u1', 's1', gone('session'))], 'ok');
   await job('revoke s1 again', [b.sessions.revokeStep(C, 'u1', 's1', gone('session'))], 'guard:session_gone');
   await job('revoke other owner', [b.sessions.revokeStep(C, 'u1', 's3', gone('session'))], 'guard:session_gone');
   await job('session s5', b.sessions.createSteps(C, 'u1', T(0), ua('s5', 17)), 'ok');
   await job('wipe all but s4', b.sessions.wipeSteps(C, 'u1', 's4'), 'ok');
-  assert.deepEqual(see('sessions kept one', b.sessions.list(C, 'u1', T(0)).map((s) => s.id)), ['s4']);
+  assert.deepEqual(see('sessions kept one', (await b.sessions.list(C, 'u1', T(0))).map((s) => s.id)), ['s4']);
   await job('session s6', b.sessions.createSteps(C, 'u1', T(0), ua('s6', 18)), 'ok');
   await job('wipe all', b.sessions.wipeSteps(C, 'u1', null), 'ok');
-  assert.deepEqual(see('sessions wiped', b.sessions.list(C, 'u1', T(0))), []);
-  assert.deepEqual(see('sessions u2 untouched', b.sessions.list(C, 'u2', T(0)).map((s) => s.id)), ['s3']);
+  assert.deepEqual(see('sessions wiped', (await b.sessions.list(C, 'u1', T(0)))), []);
+  assert.deepEqual(see('sessions u2 untouched', (await b.sessions.list(C, 'u2', T(0))).map((s) => s.id)), ['s3']);
 
   // ---- single-use tokens ---------------------------------------------------------------------
   const tok = (id: string, kind: string, recordId: string, created: number, expires: number) =>
@@ -186,26 +186,26 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('issue expired t0', b.tokens.issueSteps(tok('t0', 'verify', 'u1', 20, NOW - 1), NOW - 100), 'ok');
   await job('issue t1', b.tokens.issueSteps(tok('t1', 'verify', 'u1', 21, NOW + 60_000), NOW - 100), 'ok');
   await job('issue t2 reset', b.tokens.issueSteps(tok('t2', 'reset', 'u1', 22, NOW + 60_000), NOW - 100), 'ok');
-  const found = see('token find', b.tokens.find('t1', 'verify', C));
+  const found = see('token find', (await b.tokens.find('t1', 'verify', C)));
   assert.deepEqual(found, { hash: 'h-t1', recordId: 'u1', email: 'Alice@Example.com', expires: NOW + 60_000 });
   assert.equal(typeof found?.expires, 'number');
-  assert.equal(see('token find wrong kind', b.tokens.find('t1', 'reset', C)), undefined);
-  assert.equal(see('token find wrong collection', b.tokens.find('t1', 'verify', 'other')), undefined);
-  assert.deepEqual(see('token expired still there', b.tokens.find('t0', 'verify', C)?.expires), NOW - 1);
+  assert.equal(see('token find wrong kind', (await b.tokens.find('t1', 'reset', C))), undefined);
+  assert.equal(see('token find wrong collection', (await b.tokens.find('t1', 'verify', 'other'))), undefined);
+  assert.deepEqual(see('token expired still there', (await b.tokens.find('t0', 'verify', C))?.expires), NOW - 1);
   // issuing at NOW deletes every token expired at NOW (t0), of any record
   await job('issue t3 at now', b.tokens.issueSteps(tok('t3', 'verify', 'u1', 23, NOW + 1000), NOW), 'ok');
-  assert.equal(see('expired token dropped', b.tokens.find('t0', 'verify', C)), undefined);
-  assert.deepEqual(see('latest verify', b.tokens.latest('verify', C, 'u1')), { id: 't3', hash: 'h-t3', email: 'Alice@Example.com', expires: NOW + 1000 });
-  assert.deepEqual(see('latest reset', b.tokens.latest('reset', C, 'u1')?.id), 't2');
-  assert.equal(see('latest other record', b.tokens.latest('verify', C, 'u2')), undefined);
+  assert.equal(see('expired token dropped', (await b.tokens.find('t0', 'verify', C))), undefined);
+  assert.deepEqual(see('latest verify', (await b.tokens.latest('verify', C, 'u1'))), { id: 't3', hash: 'h-t3', email: 'Alice@Example.com', expires: NOW + 1000 });
+  assert.deepEqual(see('latest reset', (await b.tokens.latest('reset', C, 'u1'))?.id), 't2');
+  assert.equal(see('latest other record', (await b.tokens.latest('verify', C, 'u2'))), undefined);
   await job('consume t1', [b.tokens.consumeStep('t1', gone('token'))], 'ok');
   await job('consume t1 twice', [b.tokens.consumeStep('t1', gone('token'))], 'guard:token_gone');
-  assert.equal(see('consumed token', b.tokens.find('t1', 'verify', C)), undefined);
+  assert.equal(see('consumed token', (await b.tokens.find('t1', 'verify', C))), undefined);
   await job('issue t4 (u2)', b.tokens.issueSteps(tok('t4', 'verify', 'u2', 24, NOW + 1000), NOW), 'ok');
   await job('drop verify u1', b.tokens.dropAllSteps('verify', C, 'u1'), 'ok');
-  assert.equal(see('latest after drop', b.tokens.latest('verify', C, 'u1')), undefined);
-  assert.equal(see('reset kept', b.tokens.find('t2', 'reset', C)?.recordId), 'u1');
-  assert.equal(see('u2 token kept', b.tokens.find('t4', 'verify', C)?.recordId), 'u2');
+  assert.equal(see('latest after drop', (await b.tokens.latest('verify', C, 'u1'))), undefined);
+  assert.equal(see('reset kept', (await b.tokens.find('t2', 'reset', C))?.recordId), 'u1');
+  assert.equal(see('u2 token kept', (await b.tokens.find('t4', 'verify', C))?.recordId), 'u2');
 
   // ---- OAuth2 links --------------------------------------------------------------------------
   await job('link google u1', [b.links.linkStep('e1', C, 'u1', 'google', 'g-1', T(30), true)], 'ok');
@@ -213,26 +213,26 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('link google u2', [b.links.linkStep('e3', C, 'u2', 'google', 'g-2', T(30), false)], 'ok');
   await job('provider account linked already', [b.links.linkStep('e4', C, 'u2', 'google', 'g-1', T(32), true)], 'constraint');
   await job('same account, other collection', [b.links.linkStep('e5', 'other', 'x1', 'google', 'g-1', T(32), false)], 'ok');
-  assert.equal(see('recordFor', b.links.recordFor(C, 'google', 'g-1')), 'u1');
-  assert.equal(see('recordFor other collection', b.links.recordFor('other', 'google', 'g-1')), 'x1');
-  assert.equal(see('recordFor is exact', b.links.recordFor(C, 'google', 'G-1')), undefined);
-  assert.deepEqual(see('links list', b.links.list(C, ['u1', 'u2'])), [
+  assert.equal(see('recordFor', (await b.links.recordFor(C, 'google', 'g-1'))), 'u1');
+  assert.equal(see('recordFor other collection', (await b.links.recordFor('other', 'google', 'g-1'))), 'x1');
+  assert.equal(see('recordFor is exact', (await b.links.recordFor(C, 'google', 'G-1'))), undefined);
+  assert.deepEqual(see('links list', (await b.links.list(C, ['u1', 'u2']))), [
     { recordId: 'u1', provider: 'google', providerId: 'g-1' },
     { recordId: 'u2', provider: 'google', providerId: 'g-2' },
     { recordId: 'u1', provider: 'github', providerId: 'gh-1' },
   ]);
-  assert.deepEqual(see('links list none', b.links.list(C, [])), []);
+  assert.deepEqual(see('links list none', (await b.links.list(C, []))), []);
   // more ids than one IN list holds
   const many = Array.from({ length: 1200 }, (_, i) => `x${i}`);
-  assert.deepEqual(see('links list chunks', b.links.list(C, [...many, 'u2']).map((l) => l.providerId)), ['g-2']);
+  assert.deepEqual(see('links list chunks', (await b.links.list(C, [...many, 'u2'])).map((l) => l.providerId)), ['g-2']);
   await job('unlink github', [b.links.unlinkStep(C, 'u1', 'github', gone('link'))], 'ok');
   await job('unlink github again', [b.links.unlinkStep(C, 'u1', 'github', gone('link'))], 'guard:link_gone');
-  assert.deepEqual(see('links after unlink', b.links.list(C, ['u1']).map((l) => l.provider)), ['google']);
+  assert.deepEqual(see('links after unlink', (await b.links.list(C, ['u1'])).map((l) => l.provider)), ['google']);
   // the unconfirmed links of one record go; its confirmed ones and other records' stay
   await job('link github u1 unconfirmed', [b.links.linkStep('e6', C, 'u1', 'github', 'gh-1', T(33), false)], 'ok');
   await job('drop unconfirmed u1', [b.links.unconfirmedDropStep(C, 'u1')], 'ok');
-  assert.deepEqual(see('links after drop', b.links.list(C, ['u1', 'u2']).map((l) => l.providerId)), ['g-1', 'g-2']);
-  assert.equal(see('other collection untouched', b.links.recordFor('other', 'google', 'g-1')), 'x1');
+  assert.deepEqual(see('links after drop', (await b.links.list(C, ['u1', 'u2'])).map((l) => l.providerId)), ['g-1', 'g-2']);
+  assert.equal(see('other collection untouched', (await b.links.recordFor('other', 'google', 'g-1'))), 'x1');
 
   // ---- passkeys ------------------------------------------------------------------------------
   const key = (id: string, recordId: string, factor: boolean, counter = 0) => ({ id, recordId, publicKey: `pk-${id}`, counter, transports: '["usb","nfc"]', factor });
@@ -241,16 +241,16 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('passkey cred3 factor', [b.passkeys.addStep(C, key('cred3', 'u1', true), T(42))], 'ok');
   await job('passkey cred4 (u2)', [b.passkeys.addStep(C, key('cred4', 'u2', true), T(42))], 'ok');
   await job('credential id taken', [b.passkeys.addStep(C, key('cred1', 'u2', false), T(43))], 'constraint');
-  const cred2 = see('passkey find', b.passkeys.find(C, 'cred2'));
+  const cred2 = see('passkey find', (await b.passkeys.find(C, 'cred2')));
   assert.deepEqual(cred2, { id: 'cred2', recordId: 'u1', publicKey: 'pk-cred2', counter: 4_294_967_295, transports: '["usb","nfc"]', factor: true });
-  assert.equal(see('passkey find other collection', b.passkeys.find('other', 'cred2')), undefined);
-  assert.deepEqual(see('passkeys all', b.passkeys.list(C, 'u1').map((p) => [p.id, p.factor])), [['cred1', false], ['cred2', true], ['cred3', true]]);
-  assert.deepEqual(see('passkeys factors', b.passkeys.list(C, 'u1', true).map((p) => p.id)), ['cred2', 'cred3']);
-  assert.deepEqual(see('passkeys sign-in', b.passkeys.list(C, 'u1', false).map((p) => p.id)), ['cred1']);
+  assert.equal(see('passkey find other collection', (await b.passkeys.find('other', 'cred2'))), undefined);
+  assert.deepEqual(see('passkeys all', (await b.passkeys.list(C, 'u1')).map((p) => [p.id, p.factor])), [['cred1', false], ['cred2', true], ['cred3', true]]);
+  assert.deepEqual(see('passkeys factors', (await b.passkeys.list(C, 'u1', true)).map((p) => p.id)), ['cred2', 'cred3']);
+  assert.deepEqual(see('passkeys sign-in', (await b.passkeys.list(C, 'u1', false)).map((p) => p.id)), ['cred1']);
   await job('passkey use', [b.passkeys.useStep(C, 'cred1', 0, 5, T(44), gone('counter'))], 'ok');
   await job('passkey use, counter moved', [b.passkeys.useStep(C, 'cred1', 0, 6, T(45), gone('counter'))], 'guard:counter_gone');
   await job('passkey use, other collection', [b.passkeys.useStep('other', 'cred1', 5, 6, T(45), gone('counter'))], 'guard:counter_gone');
-  assert.equal(see('passkey counter', b.passkeys.find(C, 'cred1')?.counter), 5);
+  assert.equal(see('passkey counter', (await b.passkeys.find(C, 'cred1'))?.counter), 5);
   assert.equal(see('passkey lastUsed', b.get('SELECT "lastUsed" FROM "_passkeys" WHERE "id" = ?', ['cred1'])?.[0]), T(44));
   await job('passkey remove', [b.passkeys.removeStep(C, 'u1', 'cred1', gone('passkey'))], 'ok');
   await job('passkey remove again', [b.passkeys.removeStep(C, 'u1', 'cred1', gone('passkey'))], 'guard:passkey_gone');
@@ -258,61 +258,61 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('passkey sign-in again', [b.passkeys.addStep(C, key('cred5', 'u1', false), T(46))], 'ok');
   await job('passkey remove factors', [b.passkeys.removeStep(C, 'u1', null, gone('passkey'))], 'ok');
   await job('passkey remove factors when none', [b.passkeys.removeStep(C, 'u1', null, gone('passkey'))], 'ok');
-  assert.deepEqual(see('passkeys after factor removal', b.passkeys.list(C, 'u1').map((p) => p.id)), ['cred5']);
-  assert.deepEqual(see('passkeys u2 kept', b.passkeys.list(C, 'u2').map((p) => p.id)), ['cred4']);
+  assert.deepEqual(see('passkeys after factor removal', (await b.passkeys.list(C, 'u1')).map((p) => p.id)), ['cred5']);
+  assert.deepEqual(see('passkeys u2 kept', (await b.passkeys.list(C, 'u2')).map((p) => p.id)), ['cred4']);
   // a reset's removal: every sign-in passkey of the record, its second factors and others' stay
   await job('passkey factor again', [b.passkeys.addStep(C, key('cred6', 'u1', true), T(47))], 'ok');
   await job('passkey sign-in (u2)', [b.passkeys.addStep(C, key('cred7', 'u2', false), T(47))], 'ok');
   await job('passkey remove sign-in', [b.passkeys.removeAllSignInStep(C, 'u1')], 'ok');
-  assert.deepEqual(see('passkeys after sign-in removal', b.passkeys.list(C, 'u1').map((p) => p.id)), ['cred6']);
-  assert.deepEqual(see('passkeys u2 after sign-in removal', b.passkeys.list(C, 'u2').map((p) => p.id)), ['cred4', 'cred7']);
+  assert.deepEqual(see('passkeys after sign-in removal', (await b.passkeys.list(C, 'u1')).map((p) => p.id)), ['cred6']);
+  assert.deepEqual(see('passkeys u2 after sign-in removal', (await b.passkeys.list(C, 'u2')).map((p) => p.id)), ['cred4', 'cred7']);
 
   // ---- second factors: TOTP ------------------------------------------------------------------
   await job('totp add', [b.mfa.addTotpStep('f1', C, 'u1', 'enc:secret', 0, T(50))], 'ok');
   await job('totp add (u2)', [b.mfa.addTotpStep('f2', C, 'u2', 'enc:other', 7, T(50))], 'ok');
-  assert.deepEqual(see('totp factors', b.mfa.totpFactors(C, 'u1')), [{ id: 'f1', secret: 'enc:secret', lastStep: 0 }]);
+  assert.deepEqual(see('totp factors', (await b.mfa.totpFactors(C, 'u1'))), [{ id: 'f1', secret: 'enc:secret', lastStep: 0 }]);
   await job('totp use 56666666', [b.mfa.useTotpStep('f1', 56_666_666, gone('step'))], 'ok');
   await job('totp reuse', [b.mfa.useTotpStep('f1', 56_666_666, gone('step'))], 'guard:step_gone');
   await job('totp older step', [b.mfa.useTotpStep('f1', 56_666_665, gone('step'))], 'guard:step_gone');
   await job('totp next step', [b.mfa.useTotpStep('f1', 56_666_667, gone('step'))], 'ok');
   await job('totp missing factor', [b.mfa.useTotpStep('nope', 56_666_668, gone('step'))], 'guard:step_gone');
-  assert.deepEqual(see('totp last step', b.mfa.totpFactors(C, 'u1')), [{ id: 'f1', secret: 'enc:secret', lastStep: 56_666_667 }]);
+  assert.deepEqual(see('totp last step', (await b.mfa.totpFactors(C, 'u1'))), [{ id: 'f1', secret: 'enc:secret', lastStep: 56_666_667 }]);
   await job('totp remove', [b.mfa.removeTotpStep(C, 'u1')], 'ok');
-  assert.deepEqual(see('totp removed', b.mfa.totpFactors(C, 'u1')), []);
-  assert.deepEqual(see('totp u2 kept', b.mfa.totpFactors(C, 'u2').map((f) => f.lastStep)), [7]);
+  assert.deepEqual(see('totp removed', (await b.mfa.totpFactors(C, 'u1'))), []);
+  assert.deepEqual(see('totp u2 kept', (await b.mfa.totpFactors(C, 'u2')).map((f) => f.lastStep)), [7]);
 
   // ---- second factors: recovery codes --------------------------------------------------------
   const codes = ['r1', 'r2', 'r3'].map((id) => ({ id, hash: `rh-${id}` }));
   await job('recovery set', b.mfa.replaceRecoveryStep(C, 'u1', codes, T(51)), 'ok');
   await job('recovery set (u2)', b.mfa.replaceRecoveryStep(C, 'u2', [{ id: 'q1', hash: 'qh' }], T(51)), 'ok');
   const sorted = (xs: { id: string; hash: string }[]) => [...xs].sort((a, b2) => a.id.localeCompare(b2.id));
-  assert.deepEqual(see('recovery codes', sorted(b.mfa.recoveryCodes(C, 'u1'))), codes);
+  assert.deepEqual(see('recovery codes', sorted((await b.mfa.recoveryCodes(C, 'u1')))), codes);
   await job('recovery use r2', [b.mfa.useRecoveryStep('r2', gone('code'))], 'ok');
   await job('recovery reuse r2', [b.mfa.useRecoveryStep('r2', gone('code'))], 'guard:code_gone');
-  assert.deepEqual(see('recovery left', sorted(b.mfa.recoveryCodes(C, 'u1')).map((r) => r.id)), ['r1', 'r3']);
+  assert.deepEqual(see('recovery left', sorted((await b.mfa.recoveryCodes(C, 'u1'))).map((r) => r.id)), ['r1', 'r3']);
   await job('recovery replace', b.mfa.replaceRecoveryStep(C, 'u1', [{ id: 'r4', hash: 'rh-r4' }], T(52)), 'ok');
-  assert.deepEqual(see('recovery replaced', b.mfa.recoveryCodes(C, 'u1')), [{ id: 'r4', hash: 'rh-r4' }]);
+  assert.deepEqual(see('recovery replaced', (await b.mfa.recoveryCodes(C, 'u1'))), [{ id: 'r4', hash: 'rh-r4' }]);
   await job('recovery clear', b.mfa.replaceRecoveryStep(C, 'u1', [], T(53)), 'ok');
-  assert.deepEqual(see('recovery cleared', b.mfa.recoveryCodes(C, 'u1')), []);
-  assert.deepEqual(see('recovery u2 kept', b.mfa.recoveryCodes(C, 'u2')), [{ id: 'q1', hash: 'qh' }]);
+  assert.deepEqual(see('recovery cleared', (await b.mfa.recoveryCodes(C, 'u1'))), []);
+  assert.deepEqual(see('recovery u2 kept', (await b.mfa.recoveryCodes(C, 'u2'))), [{ id: 'q1', hash: 'qh' }]);
 
   // ---- second factors: attempts --------------------------------------------------------------
   const att = (id: string, purpose: 'login' | 'enroll' | 'manage', expires: number, recordId = 'u1') =>
     ({ id, hash: `ah-${id}`, collectionId: C, recordId, purpose, tries: 0, data: '', expires });
   await job('attempt a0 (expiring)', b.mfa.addAttemptSteps(att('a0', 'login', NOW - 1), T(60), NOW - 100), 'ok');
-  assert.equal(see('attempt a0', b.mfa.attempt('a0', C)?.expires), NOW - 1);
+  assert.equal(see('attempt a0', (await b.mfa.attempt('a0', C))?.expires), NOW - 1);
   await job('attempt a1', b.mfa.addAttemptSteps(att('a1', 'login', NOW + 300_000), T(61), NOW), 'ok');
-  assert.equal(see('expired attempt dropped', b.mfa.attempt('a0', C)), undefined);
-  const a1 = see('attempt a1', b.mfa.attempt('a1', C));
+  assert.equal(see('expired attempt dropped', (await b.mfa.attempt('a0', C))), undefined);
+  const a1 = see('attempt a1', (await b.mfa.attempt('a1', C)));
   assert.deepEqual(a1, { id: 'a1', hash: 'ah-a1', collectionId: C, recordId: 'u1', purpose: 'login', tries: 0, data: '', expires: NOW + 300_000 });
-  assert.equal(see('attempt other collection', b.mfa.attempt('a1', 'other')), undefined);
+  assert.equal(see('attempt other collection', (await b.mfa.attempt('a1', 'other'))), undefined);
   await job('attempt data', [b.mfa.setAttemptDataStep('a1', '{"secret":"enc:x","q":"?"}')], 'ok');
-  assert.equal(see('attempt data read', b.mfa.attempt('a1', C)?.data), '{"secret":"enc:x","q":"?"}');
+  assert.equal(see('attempt data read', (await b.mfa.attempt('a1', C))?.data), '{"secret":"enc:x","q":"?"}');
   await job('attempt fail 1', b.mfa.failAttemptSteps('a1', 3), 'ok');
   await job('attempt fail 2', b.mfa.failAttemptSteps('a1', 3), 'ok');
-  assert.equal(see('attempt tries', b.mfa.attempt('a1', C)?.tries), 2);
+  assert.equal(see('attempt tries', (await b.mfa.attempt('a1', C))?.tries), 2);
   await job('attempt fail 3 (limit)', b.mfa.failAttemptSteps('a1', 3), 'ok');
-  assert.equal(see('attempt deleted at the limit', b.mfa.attempt('a1', C)), undefined);
+  assert.equal(see('attempt deleted at the limit', (await b.mfa.attempt('a1', C))), undefined);
   await job('attempt a2', b.mfa.addAttemptSteps(att('a2', 'enroll', NOW + 300_000), T(62), NOW), 'ok');
   await job('attempt consume', [b.mfa.consumeAttemptStep('a2', gone('attempt'))], 'ok');
   await job('attempt consume twice', [b.mfa.consumeAttemptStep('a2', gone('attempt'))], 'guard:attempt_gone');
@@ -324,21 +324,21 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   ], 'ok');
   await job('attempt id taken', b.mfa.addAttemptSteps(att('a3', 'login', NOW + 300_000), T(64), NOW), 'constraint');
   await job('drop enroll+manage', [b.mfa.dropAttemptsStep(C, 'u1', ['enroll', 'manage'])], 'ok');
-  assert.deepEqual(see('attempts left', ['a3', 'a4', 'a5', 'a6'].map((id) => b.mfa.attempt(id, C)?.purpose ?? null)), ['login', null, null, 'enroll']);
+  assert.deepEqual(see('attempts left', await Promise.all(['a3', 'a4', 'a5', 'a6'].map(async (id) => (await b.mfa.attempt(id, C))?.purpose ?? null))), ['login', null, null, 'enroll']);
   await job('drop no purpose', [b.mfa.dropAttemptsStep(C, 'u1', [])], 'ok');
-  assert.equal(see('attempt kept by empty drop', b.mfa.attempt('a3', C)?.purpose), 'login');
+  assert.equal(see('attempt kept by empty drop', (await b.mfa.attempt('a3', C))?.purpose), 'login');
 
   // ---- second factors: the durable account limit ---------------------------------------------
   const WINDOW = 10_000;
-  assert.equal(see('tries none', b.mfa.triesSince(C, 'u1', 0)), 0);
+  assert.equal(see('tries none', (await b.mfa.triesSince(C, 'u1', 0))), 0);
   for (const at of [NOW - 20_000, NOW - 5000, NOW - 1000]) await job(`try at ${at - NOW}`, b.mfa.addTrySteps(C, 'u1', at, WINDOW), 'ok');
   await job('try u2', b.mfa.addTrySteps(C, 'u2', NOW, WINDOW), 'ok');
   // the third try's window (NOW - 11,000) dropped the first
-  assert.equal(see('tries all', b.mfa.triesSince(C, 'u1', 0)), 2);
-  assert.equal(see('tries since', b.mfa.triesSince(C, 'u1', NOW - 5000)), 1);
-  assert.equal(see('tries since is exclusive', b.mfa.triesSince(C, 'u1', NOW - 1000)), 0);
+  assert.equal(see('tries all', (await b.mfa.triesSince(C, 'u1', 0))), 2);
+  assert.equal(see('tries since', (await b.mfa.triesSince(C, 'u1', NOW - 5000))), 1);
+  assert.equal(see('tries since is exclusive', (await b.mfa.triesSince(C, 'u1', NOW - 1000))), 0);
   await job('try at now', b.mfa.addTrySteps(C, 'u1', NOW + 6000, WINDOW), 'ok'); // drops at <= NOW - 4000
-  assert.equal(see('tries after window', b.mfa.triesSince(C, 'u1', 0)), 2);
+  assert.equal(see('tries after window', (await b.mfa.triesSince(C, 'u1', 0))), 2);
 
   // ---- side rows of a deleted record, then of a deleted collection ---------------------------
   await job('session for u1', b.sessions.createSteps(C, 'u1', T(0), ua('s7', 19)), 'ok');
@@ -354,7 +354,7 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   assert.deepEqual(see('u1 side rows kept', sideCounts(b, 'u1')), beforeU1);
   await job('delete collection side rows', b.auth.collectionSideRowsDeleteSteps(C), 'ok');
   assert.deepEqual(see('collection side rows gone', sideCounts(b)), AUTH_SIDE_TABLES.map(() => 0));
-  assert.equal(see('other collection kept', b.links.recordFor('other', 'google', 'g-1')), 'x1');
+  assert.equal(see('other collection kept', (await b.links.recordFor('other', 'google', 'g-1'))), 'x1');
   return seen;
 }
 
@@ -367,7 +367,7 @@ async function pgBackend(server: Postgres): Promise<Backend> {
   return {
     name: 'postgresql',
     write: (steps) => writer.write(steps),
-    get: (sql, params) => reader.get(sql, params),
+    get: (sql, params) => reader.getSync(sql, params),
     auth: new AuthSql(reader, AUTH_DIALECTS.postgres),
     sessions: new SessionSql(reader, SESSION_TIE_BREAK.postgres),
     tokens: new TokenSql(reader, TOKEN_TIE_BREAK.postgres),
@@ -392,7 +392,7 @@ async function sqliteBackend(dir: string): Promise<Backend> {
   return {
     name: 'sqlite',
     write: (steps) => writer.write(steps),
-    get: (sql, params) => reader.get(sql, params),
+    get: (sql, params) => reader.getSync(sql, params),
     auth: new AuthSql(reader, AUTH_DIALECTS.sqlite),
     sessions: new SessionSql(reader, SESSION_TIE_BREAK.sqlite),
     tokens: new TokenSql(reader, TOKEN_TIE_BREAK.sqlite),

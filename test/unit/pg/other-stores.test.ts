@@ -47,7 +47,7 @@ interface Backend {
   name: 'pg' | 'sqlite';
   write(steps: WriteStep[]): Promise<StepResult[]>;
   get: RowGet;
-  all(sql: string, params: SqlValue[]): unknown[][];
+  all(sql: string, params: SqlValue[]): Promise<unknown[][]>;
   settings: SettingsRowStore;
   mail: MailRowStore;
   uploads: UploadRowStore;
@@ -161,13 +161,13 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       out.delete = await outcome(b.write([b.settings.deleteStep('alpha', notFound)]));
       out.deleteMissing = await outcome(b.write([b.settings.deleteStep('alpha', notFound)]));
       out.after = b.settings.all();
-      out.none = b.settings.assignment('exp', 'user1');
+      out.none = (await b.settings.assignment('exp', 'user1'));
       await b.write([b.settings.assignStep('exp', 'user1', 'A', T0)]);
       await b.write([b.settings.assignStep('exp', 'user1', 'B', T1)]);
       await b.write([b.settings.assignStep('exp', 'user2', 'B', T1)]);
-      out.user1 = b.settings.assignment('exp', 'user1');
-      out.user2 = b.settings.assignment('exp', 'user2');
-      out.other = b.settings.assignment('exp2', 'user1');
+      out.user1 = (await b.settings.assignment('exp', 'user1'));
+      out.user2 = (await b.settings.assignment('exp', 'user2'));
+      out.other = (await b.settings.assignment('exp2', 'user1'));
       return out;
     });
     assert.deepEqual(seen.all, [
@@ -187,20 +187,20 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
   test('mail queue: enqueue, due order and limit, retry, give up, deliver, counts', async () => {
     const seen = await differential(async (b) => {
       const out: Record<string, unknown> = {};
-      out.empty = [b.mail.nextDue(), b.mail.counts(), b.mail.due(10_000, 10)];
+      out.empty = [(await b.mail.nextDue()), (await b.mail.counts()), (await b.mail.due(10_000, 10))];
       await b.write([b.mail.enqueueStep('m1', 'default', '{"to":"a@b.c"}', '', 1000)]);
       await b.write([b.mail.enqueueStep('m0', 'default', '{"to":"d@e.f"}', 'acc1', 1000)]);
       await b.write([b.mail.enqueueStep('m3', 'bulk', '{"to":"g@h.i"}', '', 2000)]);
-      out.due1500 = b.mail.due(1500, 10);
-      out.dueLimit = b.mail.due(5000, 2).map((m) => m.id);
-      out.next = b.mail.nextDue();
+      out.due1500 = (await b.mail.due(1500, 10));
+      out.dueLimit = (await b.mail.due(5000, 2)).map((m) => m.id);
+      out.next = (await b.mail.nextDue());
       await b.write([b.mail.failedStep('m1', 1, 'boom', 5000, 1600)]);
-      out.afterRetry = [b.mail.due(1600, 10).map((m) => m.id), b.mail.nextDue(), b.mail.counts()];
+      out.afterRetry = [(await b.mail.due(1600, 10)).map((m) => m.id), (await b.mail.nextDue()), (await b.mail.counts())];
       await b.write([b.mail.failedStep('m0', 3, 'x'.repeat(1500), null, 1700)]);
-      out.afterGiveUp = [b.mail.due(1_000_000, 10).map((m) => [m.id, m.attempts]), b.mail.counts()];
+      out.afterGiveUp = [(await b.mail.due(1_000_000, 10)).map((m) => [m.id, m.attempts]), (await b.mail.counts())];
       await b.write([b.mail.deliveredStep('m3')]);
-      out.afterDeliver = [b.mail.nextDue(), b.mail.counts()];
-      out.rows = b.all('SELECT "id","status","attempts","next_at","last_error","created","updated" FROM "_mailQueue" ORDER BY "id"', [])
+      out.afterDeliver = [(await b.mail.nextDue()), (await b.mail.counts())];
+      out.rows = (await b.all('SELECT "id","status","attempts","next_at","last_error","created","updated" FROM "_mailQueue" ORDER BY "id"', []))
         .map((r) => r.map((v) => (typeof v === 'string' && v.length > 100 ? v.length : typeof v === 'bigint' ? Number(v) : v)));
       return out;
     });
@@ -220,15 +220,15 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
   test('mail suppressions compare addresses case-insensitively, globally or per account', async () => {
     const seen = await differential(async (b) => {
       const out: Record<string, unknown> = {};
-      out.before = b.mail.suppressed('bob@example.com', '');
+      out.before = (await b.mail.suppressed('bob@example.com', ''));
       await b.write([b.mail.suppressStep('Bob@Example.com', '', 'bounce', T0)]);
       await b.write([b.mail.suppressStep('carol@example.com', 'acc1', 'complaint', T0)]);
       await b.write([b.mail.suppressStep('CAROL@example.com', 'acc1', 'bounce', T1)]);
       out.checks = [
-        b.mail.suppressed('bob@example.com', ''), b.mail.suppressed('BOB@EXAMPLE.COM', 'acc9'),
-        b.mail.suppressed('carol@EXAMPLE.com', 'acc1'), b.mail.suppressed('carol@example.com', 'acc2'), b.mail.suppressed('carol@example.com', ''),
+        (await b.mail.suppressed('bob@example.com', '')), (await b.mail.suppressed('BOB@EXAMPLE.COM', 'acc9')),
+        (await b.mail.suppressed('carol@EXAMPLE.com', 'acc1')), (await b.mail.suppressed('carol@example.com', 'acc2')), (await b.mail.suppressed('carol@example.com', '')),
       ];
-      out.rows = b.all('SELECT "email","account","reason","created","updated" FROM "_suppressions" ORDER BY "account", "email"', []);
+      out.rows = (await b.all('SELECT "email","account","reason","created","updated" FROM "_suppressions" ORDER BY "account", "email"', []));
       return out;
     });
     assert.equal(seen.before, false);
@@ -244,15 +244,15 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       await b.write([b.mail.putSenderStep(row('s1', 'Me@Site.org', 'h1', 100), T0)]);
       await b.write([b.mail.putSenderStep({ ...row('s9', 'me@site.org', 'h9', 900), account: 'acc2' }, T0)]);
       await b.write([b.mail.putSenderStep(row('s2', 'ME@site.ORG', 'h2', 200), T1)]); // refresh: same identity
-      out.refreshed = b.mail.sender('acc1', 'me@SITE.org');
+      out.refreshed = (await b.mail.sender('acc1', 'me@SITE.org'));
       out.wrongToken = await outcome(b.write([b.mail.verifySenderStep('s1', 'h1', T2, notFound)]));
       out.verify = await outcome(b.write([b.mail.verifySenderStep('s1', 'h2', T2, notFound)]));
       out.again = await outcome(b.write([b.mail.verifySenderStep('s1', 'h2', T2, notFound)]));
       await b.write([b.mail.putSenderStep(row('s3', 'me@site.org', 'h3', 300), T2)]); // verified: left alone
       await b.write([b.mail.putSenderStep(row('s4', 'other@site.org', 'h4', 400), T0)]);
-      out.byId = [b.mail.senderById('s1'), b.mail.senderById('s2'), b.mail.senderById('s9')?.account];
-      out.list = b.mail.senders('acc1');
-      out.none = [b.mail.sender('acc3', 'me@site.org'), b.mail.senders('acc3')];
+      out.byId = [(await b.mail.senderById('s1')), (await b.mail.senderById('s2')), (await b.mail.senderById('s9'))?.account];
+      out.list = (await b.mail.senders('acc1'));
+      out.none = [(await b.mail.sender('acc3', 'me@site.org')), (await b.mail.senders('acc3'))];
       return out;
     });
     assert.deepEqual(seen.refreshed, { id: 's1', account: 'acc1', email: 'Me@Site.org', status: 'pending', verified_at: null, tokenHash: 'h2', sentAt: 200 });
@@ -342,7 +342,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
 
   test('zero pages: the PostgreSQL expression gives n zero bytes, stored as bytea', async () => {
     for (const n of [1, 10, UPLOAD_PAGE_BYTES]) {
-      const r = pgReader.get(`SELECT ${UPLOAD_DIALECTS.postgres.zeroBytes}`, [n])!;
+      const r = (await pgReader.get(`SELECT ${UPLOAD_DIALECTS.postgres.zeroBytes}`, [n]))!;
       assert.ok(Buffer.isBuffer(r[0]));
       assert.equal((r[0] as Buffer).length, n);
       assert.ok((r[0] as Buffer).every((x) => x === 0));
@@ -375,7 +375,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       };
       await b.write(b.schema.updateSteps(posts, next, afterCreate, [...base, next]));
       out.updated = byId(b.schema.loadAll());
-      out.data = b.get('SELECT "headline","avatar","views" FROM "articles" WHERE "id" = ?', ['r1']);
+      out.data = (await b.get('SELECT "headline","avatar","views" FROM "articles" WHERE "id" = ?', ['r1']));
       await b.write(b.schema.deleteSteps(next, [...base, next], base));
       out.deleted = byId(b.schema.loadAll());
       out.tableGone = (await outcome(Promise.resolve().then(() => b.get('SELECT 1 FROM "articles"', [])))).startsWith('error');
@@ -414,18 +414,18 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       await b.write([{ sql: insert, params: ['r2', T0, T0, 'two', null, null] }]);
       await b.write([{ sql: insert, params: ['r3', T0, T0, 'three', '', '[]'] }]);
       const names = ['avatar', 'docs'];
-      if (b.name === 'pg') rawPg = b.get('SELECT "docs" FROM "posts" WHERE "id" = ?', ['r1'])?.[0];
-      out.values = ['r1', 'r2', 'r3', 'nope'].map((id) => b.files.values(b.get, posts, names, id));
-      out.onlyDocs = b.files.values(b.get, posts, ['docs'], 'r1');
-      out.referenced = b.files.referenced(posts, names, ['r3', 'r1', 'nope', 'r2']).sort((x, y) => String(x[0]).localeCompare(String(y[0])));
-      out.referencedIds = b.files.referenced(posts, [], ['r1']);
+      if (b.name === 'pg') rawPg = (await b.get('SELECT "docs" FROM "posts" WHERE "id" = ?', ['r1']))?.[0];
+      out.values = await Promise.all(['r1', 'r2', 'r3', 'nope'].map((id) => b.files.values(b.get, posts, names, id)));
+      out.onlyDocs = await b.files.values(b.get, posts, ['docs'], 'r1');
+      out.referenced = (await b.files.referenced(posts, names, ['r3', 'r1', 'nope', 'r2'])).sort((x, y) => String(x[0]).localeCompare(String(y[0])));
+      out.referencedIds = await b.files.referenced(posts, [], ['r1']);
 
-      const current = (id: string) => {
-        const row = b.files.values(b.get, posts, names, id)!;
+      const current = async (id: string) => {
+        const row = (await b.files.values(b.get, posts, names, id))!;
         return new Map<string, SqlValue>(names.map((n, i) => [n, row[i] as SqlValue]));
       };
-      const r1 = current('r1');
-      const r2 = current('r2');
+      const r1 = await current('r1');
+      const r2 = await current('r2');
       out.unchanged = [
         await outcome(b.write([b.files.unchangedGuardStep(posts, 'r1', r1, gone)])),
         await outcome(b.write([b.files.unchangedGuardStep(posts, 'r2', r2, gone)])),

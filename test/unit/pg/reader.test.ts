@@ -87,7 +87,7 @@ test('sync reads: every parameter type in, every value type out', { skip }, asyn
   const r = await reader();
   const big = 9007199254740993n;
   const bytes = new Uint8Array([0, 1, 254, 255]);
-  const row = r.get('SELECT ?::text, ?::float8, ?::int8, ?::int8, ?::text IS NULL, ?::bytea, ?::bytea, \'?\' AS literal_not_a_slot', ['it\'s ?', 2.5, 42, big, null, bytes, Buffer.from('hi')]);
+  const row = r.getSync('SELECT ?::text, ?::float8, ?::int8, ?::int8, ?::text IS NULL, ?::bytea, ?::bytea, \'?\' AS literal_not_a_slot', ['it\'s ?', 2.5, 42, big, null, bytes, Buffer.from('hi')]);
   assert.ok(row);
   assert.equal(row[0], 'it\'s ?');
   assert.equal(row[1], 2.5);
@@ -99,7 +99,7 @@ test('sync reads: every parameter type in, every value type out', { skip }, asyn
   assert.equal((row[6] as Buffer).toString(), 'hi');
   assert.equal(row[7], '?');
 
-  const t = r.get('SELECT id, n, i, f, num, s, j, b, flag, at, j::text FROM t WHERE id = ?', ['a'])!;
+  const t = r.getSync('SELECT id, n, i, f, num, s, j, b, flag, at, j::text FROM t WHERE id = ?', ['a'])!;
   assert.equal(t[0], 'a');
   assert.equal(t[1], 9007199254740993n, 'int8 as BigInt, exact');
   assert.equal(t[2], 7n, 'int4 as BigInt, like every SQLite integer');
@@ -113,40 +113,40 @@ test('sync reads: every parameter type in, every value type out', { skip }, asyn
   assert.equal(t[8], 1n);
   assert.equal(typeof t[9], 'string', 'timestamps as the server\'s text');
 
-  const nulls = r.get('SELECT n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['nulls'])!;
+  const nulls = r.getSync('SELECT n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['nulls'])!;
   assert.deepEqual(nulls, [null, null, null, null, null, null, null, null]);
 
-  assert.equal(r.get('SELECT id FROM t WHERE id = ?', ['none']), undefined);
-  const all = r.all('SELECT id FROM t ORDER BY id', []);
+  assert.equal(r.getSync('SELECT id FROM t WHERE id = ?', ['none']), undefined);
+  const all = r.allSync('SELECT id FROM t ORDER BY id', []);
   assert.deepEqual(all, [['a'], ['nulls']]);
-  assert.deepEqual(r.all('SELECT id FROM t WHERE id = ?', ['none']), []);
+  assert.deepEqual(r.allSync('SELECT id FROM t WHERE id = ?', ['none']), []);
   // the same statement again (prepared on the bridge connection by now)
-  for (let k = 0; k < 10; k++) assert.equal(r.get('SELECT n FROM t WHERE id = ?', ['a'])![0], 9007199254740993n);
+  for (let k = 0; k < 10; k++) assert.equal(r.getSync('SELECT n FROM t WHERE id = ?', ['a'])![0], 9007199254740993n);
   // a page of many rows crosses the port whole
-  assert.equal(r.all('SELECT id, pop FROM big r', []).length, BIG_ROWS);
+  assert.equal(r.allSync('SELECT id, pop FROM big r', []).length, BIG_ROWS);
 });
 
 test('sync errors carry the SQLSTATE; a failed read leaves the bridge usable', { skip }, async () => {
   const r = await reader({ snapshots: true });
-  assert.throws(() => r.get('SELECT * FROM no_such_table WHERE id = ?', ['x']), (err: unknown) => err instanceof pg.DatabaseError && errCode('42P01')(err));
-  assert.throws(() => r.get('SELEC 1', []), errCode('42601'));
-  assert.throws(() => r.get('SELECT 1 / ?::int', [0]), errCode('22012'));
-  assert.throws(() => r.get('SELECT ?::int', ['x']), errCode('22P02'));
+  assert.throws(() => r.getSync('SELECT * FROM no_such_table WHERE id = ?', ['x']), (err: unknown) => err instanceof pg.DatabaseError && errCode('42P01')(err));
+  assert.throws(() => r.getSync('SELEC 1', []), errCode('42601'));
+  assert.throws(() => r.getSync('SELECT 1 / ?::int', [0]), errCode('22012'));
+  assert.throws(() => r.getSync('SELECT ?::int', ['x']), errCode('22P02'));
   // inside one turn (one snapshot): an error ended the snapshot; later reads still work
-  assert.equal(r.get('SELECT count(*) FROM t', [])![0], 2n);
-  assert.throws(() => r.get('SELECT 1 / 0', []), errCode('22012'));
-  assert.equal(r.get('SELECT count(*) FROM t', [])![0], 2n);
+  assert.equal(r.getSync('SELECT count(*) FROM t', [])![0], 2n);
+  assert.throws(() => r.getSync('SELECT 1 / 0', []), errCode('22012'));
+  assert.equal(r.getSync('SELECT count(*) FROM t', [])![0], 2n);
   await turn();
-  assert.equal(r.get('SELECT 1', [])![0], 1n);
+  assert.equal(r.getSync('SELECT 1', [])![0], 1n);
 });
 
 test('a snapshot sees one view within a turn, new commits in the next turn; endSnapshot ends it at once', { skip }, async () => {
   const r = await reader({ snapshots: true });
-  const v = (): bigint => r.get('SELECT v FROM counter WHERE id = ?', [1])![0] as bigint;
+  const v = (): bigint => r.getSync('SELECT v FROM counter WHERE id = ?', [1])![0] as bigint;
   const start = v();
   psql('UPDATE counter SET v = v + 1');
   assert.equal(v(), start, 'same turn: the commit made meanwhile is not seen');
-  assert.equal(r.all('SELECT v FROM counter', [])[0][0], start);
+  assert.equal(r.allSync('SELECT v FROM counter', [])[0][0], start);
   r.endSnapshot();
   assert.equal(v(), start + 1n, 'after endSnapshot: seen at once, same turn');
   psql('UPDATE counter SET v = v + 1');
@@ -157,7 +157,7 @@ test('a snapshot sees one view within a turn, new commits in the next turn; endS
 
   // without snapshots (the default) every read sees the latest commit
   const plain = await reader();
-  const w = (): bigint => plain.get('SELECT v FROM counter WHERE id = ?', [1])![0] as bigint;
+  const w = (): bigint => plain.getSync('SELECT v FROM counter WHERE id = ?', [1])![0] as bigint;
   const s2 = w();
   psql('UPDATE counter SET v = v + 1');
   assert.equal(w(), s2 + 1n);
@@ -165,7 +165,7 @@ test('a snapshot sees one view within a turn, new commits in the next turn; endS
 
 test('asynchronous reads on the pool: same shapes, errors with codes, Auto and Balanced routing', { skip }, async () => {
   const r = await reader();
-  const sync = r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
+  const sync = r.getSync('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
   const viaPool = await r.getOffThread('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
   assert.deepEqual(viaPool, sync);
   assert.ok(Buffer.isBuffer(viaPool![7]));
@@ -175,9 +175,10 @@ test('asynchronous reads on the pool: same shapes, errors with codes, Auto and B
   const many = await Promise.all(Array.from({ length: 20 }, (_, k) => r.getOffThread('SELECT ?::int8 * 2', [k])));
   assert.deepEqual(many.map((x) => x![0]), Array.from({ length: 20 }, (_, k) => BigInt(k * 2)));
   assert.equal(r.workerFree(), true);
-  // cheap reads stay synchronous, expensive ones become promises
+  // every read is on the pool, cheap or not
   const cheap = r.getAuto('SELECT r.id FROM big r WHERE r.id = ?', ['r5']);
-  assert.ok(Array.isArray(cheap));
+  assert.ok(cheap instanceof Promise);
+  assert.deepEqual(await cheap, ['r5']);
   const dear = r.allAuto('SELECT r.id FROM big r WHERE r.pop = ? LIMIT 5', [7]);
   assert.ok(dear instanceof Promise);
   assert.deepEqual(await dear, [['r1']]);
@@ -205,9 +206,9 @@ test('a time budget rejects with ReadBudgetExceeded and stops the statement on t
 test('the bridge: statement_timeout answers 57014; past bridgeTimeoutMs it throws, resets, and the next read works', { skip }, async () => {
   const r = await reader({ bridgeTimeoutMs: 600, applicationName: 'rt-bridge' });
   const t0 = performance.now();
-  assert.throws(() => r.get('SELECT pg_sleep(5)', []), errCode('57014'));
+  assert.throws(() => r.getSync('SELECT pg_sleep(5)', []), errCode('57014'));
   assert.ok(performance.now() - t0 < 1500);
-  assert.equal(r.get('SELECT 3', [])![0], 3n);
+  assert.equal(r.getSync('SELECT 3', [])![0], 3n);
   const pid = r.bridgePid!;
   assert.ok(pid > 0);
   await turn();
@@ -215,30 +216,30 @@ test('the bridge: statement_timeout answers 57014; past bridgeTimeoutMs it throw
   process.kill(pid, 'SIGSTOP');
   try {
     const t1 = performance.now();
-    assert.throws(() => r.get('SELECT 4', []), (err: unknown) => err instanceof PgBridgeTimeout);
+    assert.throws(() => r.getSync('SELECT 4', []), (err: unknown) => err instanceof PgBridgeTimeout);
     const waited = performance.now() - t1;
     assert.ok(waited >= 590 && waited < 2000, `gave up after ${waited.toFixed(0)} ms`);
   } finally {
     process.kill(pid, 'SIGCONT');
   }
-  assert.equal(r.get('SELECT 5', [])![0], 5n, 'a new bridge answers');
+  assert.equal(r.getSync('SELECT 5', [])![0], 5n, 'a new bridge answers');
   assert.notEqual(r.bridgePid, pid);
   await until('the abandoned backend to be terminated', async () => (await activity('rt-bridge-sync')).every((a) => a.pid !== pid), 5000);
 });
 
 test('a killed connection: the next read reconnects, on the bridge and on the pool', { skip }, async () => {
   const r = await reader({ applicationName: 'rt-kill', snapshots: true });
-  assert.equal(r.get('SELECT 1', [])![0], 1n);
+  assert.equal(r.getSync('SELECT 1', [])![0], 1n);
   await turn();
   const pid = r.bridgePid!;
   await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-  assert.equal(r.get('SELECT 2', [])![0], 2n);
+  assert.equal(r.getSync('SELECT 2', [])![0], 2n);
   assert.notEqual(r.bridgePid, pid);
   await turn();
   // killed in the middle of a snapshot: the turn goes on with a new one
-  assert.equal(r.get('SELECT 3', [])![0], 3n);
+  assert.equal(r.getSync('SELECT 3', [])![0], 3n);
   psql(`SELECT pg_terminate_backend(${r.bridgePid})`);
-  assert.equal(r.get('SELECT 4', [])![0], 4n);
+  assert.equal(r.getSync('SELECT 4', [])![0], 4n);
   await turn();
   // the pool
   await r.getOffThread('SELECT 1', []);
@@ -249,38 +250,38 @@ test('a killed connection: the next read reconnects, on the bridge and on the po
 test('prepared bridge statements survive a schema change made elsewhere; invalidate drops them', { skip }, async () => {
   const r = await reader();
   await admin.query('CREATE TABLE shape (id text PRIMARY KEY, a integer); INSERT INTO shape VALUES (\'x\', 1)');
-  assert.equal(r.get('SELECT * FROM shape WHERE id = ?', ['x'])!.length, 2);
+  assert.equal(r.getSync('SELECT * FROM shape WHERE id = ?', ['x'])!.length, 2);
   await turn();
   await admin.query('ALTER TABLE shape ADD COLUMN b text DEFAULT \'new\'');
-  assert.deepEqual(r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
+  assert.deepEqual(r.getSync('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
   r.invalidate();
-  assert.deepEqual(r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
+  assert.deepEqual(r.getSync('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
 });
 
 test('plan and isExpensive: indexed against unindexed reads', { skip }, async () => {
   const r = await reader();
   const point = 'SELECT r.id, r.pop FROM big r WHERE r.id = ?';
-  assert.ok(r.plan(point, ['r7']).some((d) => /^SEARCH r USING (COVERING )?INDEX big_pkey$/.test(d)), r.plan(point, ['r7']).join('; '));
+  assert.ok(r.planSync(point, ['r7']).some((d) => /^SEARCH r USING (COVERING )?INDEX big_pkey$/.test(d)), r.planSync(point, ['r7']).join('; '));
   assert.equal(r.isExpensive(point, ['r7']), false);
 
   const indexed = 'SELECT r.id FROM big r WHERE r.country = ? LIMIT 20';
-  assert.ok(r.plan(indexed, ['c3']).some((d) => d === 'SEARCH r USING INDEX big_country'), r.plan(indexed, ['c3']).join('; '));
+  assert.ok(r.planSync(indexed, ['c3']).some((d) => d === 'SEARCH r USING INDEX big_country'), r.planSync(indexed, ['c3']).join('; '));
   assert.equal(r.isExpensive(indexed, ['c3']), false);
 
   const unindexed = 'SELECT r.id FROM big r WHERE r.pop = ? LIMIT 20';
-  assert.deepEqual(r.plan(unindexed, [7]), ['SCAN r']);
+  assert.deepEqual(r.planSync(unindexed, [7]), ['SCAN r']);
   assert.equal(r.isExpensive(unindexed, [7]), true);
 
   const sorted = 'SELECT r.id FROM big r ORDER BY r.pop LIMIT 20';
-  assert.ok(r.plan(sorted, []).includes('USE TEMP B-TREE FOR ORDER BY'), r.plan(sorted, []).join('; '));
+  assert.ok(r.planSync(sorted, []).includes('USE TEMP B-TREE FOR ORDER BY'), r.planSync(sorted, []).join('; '));
   assert.equal(r.isExpensive(sorted, []), true);
 
   const unfilteredScan = 'SELECT r.id FROM big r LIMIT 20';
-  assert.deepEqual(r.plan(unfilteredScan, []), ['SCAN r']);
+  assert.deepEqual(r.planSync(unfilteredScan, []), ['SCAN r']);
   assert.equal(r.isExpensive(unfilteredScan, []), false, 'a scan that stops after its rows is cheap, as on SQLite');
 
-  assert.deepEqual(r.plan('SELECT 1', []), ['SCAN CONSTANT ROW']);
-  const grouped = r.plan('SELECT r.country, count(*) FROM big r GROUP BY r.country', []);
+  assert.deepEqual(r.planSync('SELECT 1', []), ['SCAN CONSTANT ROW']);
+  const grouped = r.planSync('SELECT r.country, count(*) FROM big r GROUP BY r.country', []);
   assert.ok(grouped.some((d) => d.includes('TEMP B-TREE FOR GROUP BY')), grouped.join('; '));
 
   // the cost threshold: a whole-table count is cheap by shape, and its estimate decides
@@ -317,7 +318,7 @@ test('close() leaves no thread and no connection', { skip }, async () => {
   await warm.close();
   const before = threads();
   const r = await PgReader.start(url, { applicationName: 'rt-close' });
-  r.get('SELECT 1', []);
+  r.getSync('SELECT 1', []);
   await Promise.all([r.getOffThread('SELECT 1', []), r.getOffThread('SELECT 2', [])]);
   assert.ok(r.bridgeThreadId !== null);
   assert.ok(threads() > before, 'the bridge runs a thread');
@@ -327,7 +328,7 @@ test('close() leaves no thread and no connection', { skip }, async () => {
   assert.equal(r.bridgeThreadId, null);
   await until('the thread count to come back', async () => threads() <= before, 3000);
   await until('no connection left', async () => (await activity('rt-close-sync')).length + (await activity('rt-close-pool')).length === 0, 3000);
-  assert.throws(() => r.get('SELECT 1', []), /closed/);
+  assert.throws(() => r.getSync('SELECT 1', []), /closed/);
   await assert.rejects(r.getOffThread('SELECT 1', []), /closed/);
 });
 

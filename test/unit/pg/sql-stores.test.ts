@@ -57,7 +57,7 @@ test('a collection through the schema store, a record through the record stateme
   assert.deepEqual(loaded?.fields.map((f) => f.name), ['title', 'n', 'tags']);
   const cols = ['id', 'created', 'updated', 'title', 'n', 'tags'];
   await writer!.write([{ sql: sql.records.insert(notes, cols), params: ['rec000000000001', T0, T0, 'Hello', 2.5, '["a","b"]'] }]);
-  const row = reader!.get(sql.records.rowById(notes, 'r."id", r."title", r."n"'), ['rec000000000001']);
+  const row = await reader!.get(sql.records.rowById(notes, 'r."id", r."title", r."n"'), ['rec000000000001']);
   assert.deepEqual(row, ['rec000000000001', 'Hello', 2.5]);
   // a duplicate id is a constraint failure as the dialect tells it
   const dup = await writer!.write([{ sql: sql.records.insert(notes, cols), params: ['rec000000000001', T0, T0, 'Again', 1, '[]'] }]).then(() => null, (e: unknown) => e);
@@ -68,6 +68,6 @@ test('settings and sessions through their stores', { skip }, async () => {
   await writer!.write([sql.settings.putStep('app.name', JSON.stringify('svc'), T0)]);
   assert.deepEqual(sql.settings.all().find((s) => s.key === 'app.name')?.value, JSON.stringify('svc'));
   await writer!.write(sql.sessions.createSteps('c_users', 'u1', '2000-01-01 00:00:00.000Z', { id: 'sid1', created: T0, user_agent: 'test', ip: '127.0.0.1' }));
-  assert.equal(sql.sessions.lastSeen('c_users', 'u1', 'sid1'), T0);
-  assert.deepEqual(sql.sessions.list('c_users', 'u1', '2000-01-01 00:00:00.000Z').map((s) => s.id), ['sid1']);
+  assert.equal((await sql.sessions.lastSeen('c_users', 'u1', 'sid1')), T0);
+  assert.deepEqual((await sql.sessions.list('c_users', 'u1', '2000-01-01 00:00:00.000Z')).map((s) => s.id), ['sid1']);
 });

@@ -14,6 +14,17 @@ import type { WriteStep } from '../../../src/store/write-job.js';
 const secret = randomBytes(32);
 const H = bindingHash(['pbc_x', 'r."id"', '', '']);
 
+/** The status a read refuses with (thrown, or the rejection of a stateful read); 200 when it answers. */
+async function statusOf(fn: () => unknown): Promise<number> {
+  try {
+    await fn();
+  } catch (err) {
+    assert.ok(err instanceof ApiError, `expected ApiError, got ${String(err)}`);
+    return err.status;
+  }
+  return 200;
+}
+
 function status(fn: () => unknown): number {
   try {
     fn();
@@ -29,7 +40,7 @@ function memoryStates(): CursorStateStore & { rows: Map<string, [string, number]
   const rows = new Map<string, [string, number]>();
   return {
     rows,
-    get: (_sql, params) => {
+    get: async (_sql, params) => {
       const r = rows.get(String(params[0]));
       return r ? [r[0], BigInt(r[1])] : undefined;
     },
@@ -46,11 +57,11 @@ for (const kind of ['stateless', 'signed', 'stateful'] as const) {
   test(`${kind}: values round-trip exactly, both directions`, async () => {
     const codec = new CursorCodec(kind, secret, 60, memoryStates());
     const t = await codec.issue(H, { keys: VALUES, id: 'abc12345678901x' }, { keys: ['p', 1], id: 'p' });
-    const next = codec.read(t.next!);
+    const next = await codec.read(t.next!);
     assert.equal(next.binding, H);
     assert.equal(next.dir, 'n');
     assert.deepEqual(next.keys!.map((v) => (v instanceof Uint8Array ? [...v] : v)), VALUES.map((v) => (v instanceof Uint8Array ? [...v] : v)));
-    assert.equal(codec.read(t.prev!).dir, 'p');
+    assert.equal((await codec.read(t.prev!)).dir, 'p');
     assert.deepEqual(await codec.issue(H, null, null), { next: null, prev: null });
   });
 }
@@ -75,7 +86,7 @@ test('signed: a forged or re-tagged token is 400; a stateless token is not accep
   assert.equal(status(() => codec.read(body)), 400);
   const other = new CursorCodec('signed', randomBytes(32), 60, null);
   assert.equal(status(() => other.read(next!)), 400);
-  assert.equal(codec.read(next!).keys![0], 5);
+  assert.equal((await codec.read(next!)).keys![0], 5);
 });
 
 test('a boundary too long to carry is referenced by record id', async () => {
@@ -90,11 +101,11 @@ test('stateful: unknown or expired ids are 410, malformed ids 400', async () => 
   const codec = new CursorCodec('stateful', null, 60, states);
   const { next } = await codec.issue(H, { keys: [1, 'a'], id: 'a' }, null);
   assert.match(next!, /^[A-Za-z0-9_-]{22}n$/);
-  assert.equal(codec.read(next!).keys![0], 1);
-  assert.equal(status(() => codec.read(`${'A'.repeat(22)}n`)), 410);
-  assert.equal(status(() => codec.read(`${next!.slice(0, 22)}p`)), 410); // no previous page was issued
-  assert.equal(status(() => codec.read('short')), 400);
+  assert.equal((await codec.read(next!)).keys![0], 1);
+  assert.equal(await statusOf(() => codec.read(`${'A'.repeat(22)}n`)), 410);
+  assert.equal(await statusOf(() => codec.read(`${next!.slice(0, 22)}p`)), 410); // no previous page was issued
+  assert.equal(await statusOf(() => codec.read('short')), 400);
   const row = states.rows.get(next!.slice(0, 22))!;
   row[1] = Date.now() - 1;
-  assert.equal(status(() => codec.read(next!)), 410);
+  assert.equal(await statusOf(() => codec.read(next!)), 410);
 });

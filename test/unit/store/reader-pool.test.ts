@@ -57,9 +57,9 @@ test('a reader thread that finished is free again before the main thread takes i
   const third = reader.getBalanced(sql, [11]);
   assert.ok(third instanceof Promise);
   // each answer is its own: the same reads on the main thread
-  assert.deepEqual(await first, reader.get(sql, [3]));
-  assert.deepEqual(await second, reader.get(sql, [7]));
-  assert.deepEqual(await third, reader.get(sql, [11]));
+  assert.deepEqual(await first, reader.getSync(sql, [3]));
+  assert.deepEqual(await second, reader.getSync(sql, [7]));
+  assert.deepEqual(await third, reader.getSync(sql, [11]));
 });
 
 test('reads queued for the pool come back in full, each with its own answer', async () => {
@@ -74,8 +74,8 @@ test('reads queued for the pool come back in full, each with its own answer', as
 
 test('one SQL text read by all() and then by get() answers for the new parameters, on the main thread and on the pool', async () => {
   const sql = 'SELECT count(*) FROM t WHERE n % ? = 0';
-  assert.deepEqual(reader.all(sql, [3]), [[6666n]]);
-  assert.deepEqual(reader.get(sql, [4]), [5000n]);
+  assert.deepEqual(reader.allSync(sql, [3]), [[6666n]]);
+  assert.deepEqual(reader.getSync(sql, [4]), [5000n]);
   assert.deepEqual(await reader.allOffThread(sql, [3]), [[6666n]]);
   assert.deepEqual(await reader.getOffThread(sql, [4]), [5000n]);
 });
@@ -124,10 +124,10 @@ test('threads that idle out give their slots back: later threads still report wh
 test('a read that failed leaves no parameters behind: the next read of the same SQL answers for its own', async () => {
   // libsql 0.5.29 answered the next get() of a statement that threw with the failed call's row
   const sql = "SELECT ?, json_extract(?, '$.a')";
-  assert.throws(() => reader.get(sql, ['ann', '{bad']), /malformed JSON/);
-  assert.deepEqual(reader.get(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
-  assert.throws(() => reader.all(sql, ['ann', '{bad']), /malformed JSON/);
-  assert.deepEqual(reader.all(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
+  assert.throws(() => reader.getSync(sql, ['ann', '{bad']), /malformed JSON/);
+  assert.deepEqual(reader.getSync(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
+  assert.throws(() => reader.allSync(sql, ['ann', '{bad']), /malformed JSON/);
+  assert.deepEqual(reader.allSync(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
   await assert.rejects(reader.getOffThread(sql, ['ann', '{bad']), /malformed JSON/);
   assert.deepEqual(await reader.getOffThread(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
   await assert.rejects(reader.allOffThread(sql, ['ann', '{bad']), /malformed JSON/);
