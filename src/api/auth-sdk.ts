@@ -117,7 +117,7 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
       method: 'post', pattern: '/api/collections/:col/request-email-change', handler: async (req) => {
         const c = authCollection(req);
         const p = requireOwnCollection(c, await auth.resolve(req));
-        auth.limits.enforce('request-email-change', c, auth.limits.clientKeys(req, String(p.record.id)));
+        await auth.limits.enforce('request-email-change', c, auth.limits.clientKeys(req, String(p.record.id)));
         auth.emails.requestEmailChange(c, String(p.record.id), jsonBody(req));
         return noContent();
       },
@@ -126,9 +126,9 @@ export function authSdkRoutes(ctx: ApiContext): Route[] {
       method: 'post', pattern: '/api/collections/:col/confirm-email-change', handler: async (req) => {
         const c = authCollection(req);
         const b = jsonBody(req);
-        const change = await auth.emails.checkEmailChange(c, b, (col, id) => {
+        const change = await auth.emails.checkEmailChange(c, b, async (col, id) => {
           // password guesses count per record, like a password change
-          auth.limits.enforce('confirm-email-change', col, auth.limits.clientKeys(req, id), 'password');
+          await auth.limits.enforce('confirm-email-change', col, auth.limits.clientKeys(req, id), 'password');
           return auth.loadAuthRecord(col, id);
         });
         // the record writer as the system: the address is validated, must be free (409) and

@@ -64,11 +64,11 @@ export function authRoutes(ctx: ApiContext): Route[] {
     },
   });
   /** request-*: validate, count, queue; the same work and the same 204 whether or not the address exists. */
-  const requestMail = (scope: string, kind: 'verify' | 'reset') => (req: Req) => {
+  const requestMail = (scope: string, kind: 'verify' | 'reset') => async (req: Req) => {
     const c = authCollection(req);
     const b = jsonBody(req);
     const submitted = typeof b === 'object' && b !== null ? (b as Record<string, unknown>).email : undefined;
-    auth.limits.enforce(scope, c, auth.limits.clientKeys(req, submitted));
+    await auth.limits.enforce(scope, c, auth.limits.clientKeys(req, submitted));
     auth.emails.request(kind, c, AccountEmails.requestedEmail(b));
     return noContent();
   };

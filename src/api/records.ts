@@ -122,7 +122,7 @@ export function recordRoutes(ctx: ApiContext): Route[] {
         const principal = await auth.resolve(req);
         const input = await recordWriteBody(req, c); // JSON or multipart with files
         const body = stripServerManaged(c, input.body);
-        auth.limitPasswordChange(c, req.params[1], principal, body, req); // scope pwchange; superusers exempt
+        await auth.limitPasswordChange(c, req.params[1], principal, body, req); // scope pwchange; superusers exempt
         const changesPassword = c.type === 'auth' && typeof body === 'object' && body !== null && 'password' in body;
         const app = ctx.app;
         if (changesPassword && app.hasAuthHook('beforePasswordChange')) {

@@ -394,9 +394,18 @@ export class AppRuntime {
         method,
         pattern: r.path,
         handler: (req: Req): Reply | Promise<Reply> => {
-          if (r.rateLimit && !limiter.hit(`route:${i}:${req.remoteAddress}`, { max: r.rateLimit.max, windowS: r.rateLimit.windowS })) throw ApiError.tooManyRequests();
-          const caller = auth.resolve(req);
-          return caller instanceof Promise ? caller.then((c) => run(req, c)) : run(req, caller);
+          const serve = (): Reply | Promise<Reply> => {
+            const caller = auth.resolve(req);
+            return caller instanceof Promise ? caller.then((c) => run(req, c)) : run(req, caller);
+          };
+          if (!r.rateLimit) return serve();
+          // the in-memory counter answers at once; PostgreSQL's shared one on the pool
+          const allowed = limiter.hit(`route:${i}:${req.remoteAddress}`, { max: r.rateLimit.max, windowS: r.rateLimit.windowS });
+          const decide = (ok: boolean): Reply | Promise<Reply> => {
+            if (!ok) throw ApiError.tooManyRequests();
+            return serve();
+          };
+          return allowed instanceof Promise ? allowed.then(decide) : decide(allowed);
         },
       };
     });
@@ -490,7 +499,7 @@ class CustomMethod implements AuthMethod {
     if (def.initiate) {
       const init = def.initiate;
       this.initiate = async (c, body, client) => {
-        this.limit(c, `auth-${this.slug}-initiate`, client);
+        await this.limit(c, `auth-${this.slug}-initiate`, client);
         try {
           return await init({ collection: c.name, body, app: rt.handle });
         } catch (err) {
@@ -500,8 +509,8 @@ class CustomMethod implements AuthMethod {
     }
   }
 
-  private limit(c: Collection, scope: string, client: ClientInfo): void {
-    this.limits.enforce(scope, c, this.limits.clientKeys(client, ''), this.slug);
+  private limit(c: Collection, scope: string, client: ClientInfo): Promise<void> {
+    return this.limits.enforce(scope, c, this.limits.clientKeys(client, ''), this.slug);
   }
 
   enabled(c: Collection): boolean {
@@ -509,7 +518,7 @@ class CustomMethod implements AuthMethod {
   }
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
-    this.limit(c, `auth-${this.slug}-complete`, client);
+    await this.limit(c, `auth-${this.slug}-complete`, client);
     let out: string | { id: string };
     try {
       out = await this.def.complete({ collection: c.name, body, app: this.rt.handle });

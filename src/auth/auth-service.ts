@@ -487,10 +487,10 @@ export class AuthService {
    * Counts a password change (PATCH with `password` on an auth record) against scope `pwchange`;
    * superusers are exempt. Keyed by the target record (or the forwarded address behind a trusted proxy).
    */
-  limitPasswordChange(c: Collection, recordId: string, principal: Principal | null, body: unknown, req: ClientInfo): void {
+  async limitPasswordChange(c: Collection, recordId: string, principal: Principal | null, body: unknown, req: ClientInfo): Promise<void> {
     if (c.type !== 'auth' || principal?.superuser) return;
     if (typeof body !== 'object' || body === null || !('password' in body)) return;
-    this.limits.enforce('pwchange', c, this.limits.clientKeys(req, `${c.id}/${recordId}`));
+    await this.limits.enforce('pwchange', c, this.limits.clientKeys(req, `${c.id}/${recordId}`));
   }
 
   /**

@@ -13,6 +13,7 @@ import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
 import type { ClientInfo } from './client.js';
 import { boundedCache, type LRUCache } from '../cache/bounded.js';
+import type { RateCounter } from '../store/store.js';
 
 /** One budget: at most `max` requests per `windowS` seconds. */
 export interface Budget {
@@ -69,9 +70,9 @@ export type RateLimitOption = 'default' | 'off' | { max: number; window_s: numbe
  * disables it) unless the collection's method block overrides it.
  */
 export class AuthRateLimits {
-  readonly limiter: Pick<RateLimiter, 'hit'>;
+  readonly limiter: RateCounter;
 
-  constructor(private global: Budget, private trustProxy: boolean, limiter: Pick<RateLimiter, 'hit'> = new RateLimiter()) {
+  constructor(private global: Budget, private trustProxy: boolean, limiter: RateCounter = new RateLimiter()) {
     this.limiter = limiter;
   }
 
@@ -114,17 +115,19 @@ export class AuthRateLimits {
   }
 
   /**
-   * Counts one request to a limited endpoint; throws 429 `too_many_requests` over the budget.
+   * Counts one request to a limited endpoint; rejects with 429 `too_many_requests` over the
+   * budget. On PostgreSQL the counters are shared rows (src/store/pg/rate-limit-sql.ts), read on
+   * the pool: await it before the endpoint's work.
    * @param scope  endpoint name, e.g. `auth-with-password`, `pwchange`, `otp:initiate`
    * @param clientKeys from clientKeys(): the request counts under each
    * @param method auth method slug whose `rate_limit` override applies (e.g. `password`, `otp`)
    */
-  enforce(scope: string, c: Collection, clientKeys: readonly string[], method?: string): void {
+  async enforce(scope: string, c: Collection, clientKeys: readonly string[], method?: string): Promise<void> {
     const budget = this.budget(c, method);
     if (!budget) return;
     // every key counts the request, even when an earlier one is already over its budget
     let allowed = true;
-    for (const key of clientKeys) if (!this.limiter.hit(`${scope}:${c.id}:${key}`, budget)) allowed = false;
+    for (const key of clientKeys) if (!(await this.limiter.hit(`${scope}:${c.id}:${key}`, budget))) allowed = false;
     if (!allowed) throw ApiError.tooManyRequests();
   }
 }

@@ -86,7 +86,8 @@ export interface StoreSql {
  * answers false when it exceeds `budget`: at most `max` requests per `windowS` seconds.
  */
 export interface RateCounter {
-  hit(key: string, budget: { max: number; windowS: number }): boolean;
+  /** Counts one request under `key`; false (or a promise of false) past `budget` in the current window. */
+  hit(key: string, budget: { max: number; windowS: number }): boolean | Promise<boolean>;
 }
 
 export class Store {

@@ -57,7 +57,7 @@ export abstract class EmailedMethod implements AuthMethod {
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<undefined> {
     const submitted = isObject(body) ? body.identity : undefined;
-    this.limits.enforce(`auth-${this.slug}-initiate`, c, this.limits.clientKeys(client, submitted), this.slug);
+    await this.limits.enforce(`auth-${this.slug}-initiate`, c, this.limits.clientKeys(client, submitted), this.slug);
     const identity = identityOf(body);
     const collectionId = c.id;
     this.queue.push(async () => {

@@ -74,7 +74,7 @@ export class MagicLinkMethod extends EmailedMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const token = isObject(body) ? body.token : undefined;
-    this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, typeof token === 'string' ? token.split('.')[0] : ''), this.slug);
+    await this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, typeof token === 'string' ? token.split('.')[0] : ''), this.slug);
     if (typeof token !== 'string' || token === '') throw required('token');
     const found = await this.tokens.find('magic_link', c, token);
     if (!found) throw ApiError.validation(BAD_TOKEN.data);

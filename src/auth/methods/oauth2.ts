@@ -144,7 +144,7 @@ export class OAuth2Method implements AuthMethod {
    * @throws ApiError 400 for an unknown provider, 429 over the rate limit, 502 when discovery fails
    */
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<{ authURL: string; clientId: string; scopes: string[]; state?: string }> {
-    this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
+    await this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, isObject(body) ? body.provider : undefined);
     const url = await this.authorizationUrl(p);
     const scopes = providerScopes(p);
@@ -181,7 +181,7 @@ export class OAuth2Method implements AuthMethod {
    */
   async handOut(c: Collection, client: ClientInfo): Promise<SdkProvider[]> {
     if (!this.enabled(c)) return [];
-    this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
+    await this.limits.enforce('auth-oauth2-initiate', c, this.limits.clientKeys(client, ''), this.slug);
     const caller = await this.callerIn(c, client);
     const out: SdkProvider[] = [];
     for (const p of this.providers(c)) {
@@ -228,7 +228,7 @@ export class OAuth2Method implements AuthMethod {
 
   /** complete's flow; `sdk`: the auth-with-oauth2 form (the state is the verifier, always server-held; extra create fields). */
   private async finish(c: Collection, b: Record<string, unknown>, client: ClientInfo, sdk: Record<string, unknown> | null): Promise<MethodResult> {
-    this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKeys(client, ''), this.slug);
+    await this.limits.enforce('auth-oauth2-complete', c, this.limits.clientKeys(client, ''), this.slug);
     const p = this.provider(c, b.provider);
     const errors: Record<string, { code: string; message: string }> = {};
     const missing = { code: 'validation_required', message: 'Missing required value.' };

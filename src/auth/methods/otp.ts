@@ -111,7 +111,7 @@ export class OtpMethod extends EmailedMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
-    this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, b.identity), this.slug);
+    await this.limits.enforce(`auth-${this.slug}-complete`, c, this.limits.clientKeys(client, b.identity), this.slug);
     const identity = identityOf(body);
     if (typeof b.code !== 'string' && typeof b.code !== 'number') throw required('code');
     const code = String(b.code);

@@ -36,7 +36,7 @@ export class PasswordMethod implements AuthMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-    this.limits.enforce('auth-with-password', c, this.limits.clientKeys(client, b.identity), 'password');
+    await this.limits.enforce('auth-with-password', c, this.limits.clientKeys(client, b.identity), 'password');
     const errors: Record<string, { code: string; message: string }> = {};
     if (typeof b.identity !== 'string' || b.identity === '') errors.identity = { code: 'validation_required', message: 'Missing required value.' };
     if (typeof b.password !== 'string' || b.password === '') errors.password = { code: 'validation_required', message: 'Missing required value.' };

@@ -368,7 +368,7 @@ export class WebAuthnMethod implements AuthMethod {
 
   async initiate(c: Collection, body: unknown, client: ClientInfo): Promise<Record<string, unknown>> {
     const identity = isObject(body) ? body.identity : undefined;
-    this.limits.enforce('auth-webauthn-initiate', c, this.limits.clientKeys(client, identity), this.slug);
+    await this.limits.enforce('auth-webauthn-initiate', c, this.limits.clientKeys(client, identity), this.slug);
     if (identity !== undefined && (typeof identity !== 'string' || identity.length > 320)) throw fieldError('identity', 'Must be a string of at most 320 characters.');
     // An identity binds the ceremony to its record (an unknown one to no record, so it can never
     // complete); the answer is the same either way.
@@ -381,7 +381,7 @@ export class WebAuthnMethod implements AuthMethod {
 
   async complete(c: Collection, body: unknown, client: ClientInfo): Promise<MethodResult> {
     const b = isObject(body) ? body : {};
-    this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKeys(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
+    await this.limits.enforce('auth-webauthn-complete', c, this.limits.clientKeys(client, typeof b.credentialId === 'string' ? b.credentialId.slice(0, 100) : ''), this.slug);
     const { key, userVerified } = await this.verifyAssertion(c, 'webauthn_login', b, () => true);
     const record = await this.loadRecord(c, key.recordId);
     if (!record) throw fieldError('signature', 'The passkey assertion could not be verified.');

@@ -5,9 +5,8 @@
  * attempts over several instances behind a load balancer meets one budget.
  *
  * One statement per counted request, atomic in PostgreSQL (an upsert that restarts the window
- * when it has ended), run through the reader's synchronous connection (PgReader.runSync): the
- * limited endpoints are the auth ones, whose own work (argon2, mail) costs far more than the
- * round trip. Rows of ended windows are deleted now and then (one request in 256).
+ * when it has ended), run on the reader's pool in autocommit (the main thread goes on during the
+ * round trip). Rows of ended windows are deleted now and then (one request in 256).
  *
  * A database error is no reason to refuse a sign-in nor to let a flood through unbounded: the
  * request is counted in this instance's memory instead (the fallback counter, an in-memory
@@ -35,11 +34,12 @@ export class PgRateLimiter implements RateCounter {
   constructor(private readonly reader: PgReader, private readonly fallback: RateCounter, private readonly onError: (err: Error) => void = () => undefined, private readonly now: () => number = Date.now) {}
 
   /** Counts one request under `key`; false when it exceeds `budget` in the current window. */
-  hit(key: string, budget: { max: number; windowS: number }): boolean {
+  async hit(key: string, budget: { max: number; windowS: number }): Promise<boolean> {
     const t = this.now();
     try {
-      const { rows } = this.reader.runSync(HIT, [key, t + budget.windowS * 1000, t, t]);
-      if ((t & 0xff) === 0) this.reader.runSync(SWEEP, [t]);
+      // `all` runs a statement on a pool connection outside any snapshot: the upsert commits at once
+      const rows = await this.reader.all(HIT, [key, t + budget.windowS * 1000, t, t]);
+      if ((t & 0xff) === 0) await this.reader.all(SWEEP, [t]);
       return Number(rows[0]?.[0] ?? 0) <= budget.max;
     } catch (err) {
       if (!this.warned) {

@@ -78,14 +78,14 @@ test('budgets: global default, max 0 disables only the global limiter, per-metho
   assert.deepEqual(on.budget(custom), { max: 10, windowS: 60 }, 'endpoints without a method use the global budget');
 });
 
-test('enforce throws 429 too_many_requests with the documented message, per scope and collection', () => {
+test('enforce rejects with 429 too_many_requests with the documented message, per scope and collection', async () => {
   const l = new AuthRateLimits({ max: 2, windowS: 60 }, false);
   const c = col();
-  l.enforce('auth-with-password', c, ['id:a']);
-  l.enforce('auth-with-password', c, ['id:a']);
-  assert.throws(() => l.enforce('auth-with-password', c, ['id:a']), (e: unknown) => e instanceof ApiError && e.status === 429 && e.code === 'too_many_requests' && e.message === 'Too many requests. Try again later.');
-  l.enforce('request-password-reset', c, ['id:a']); // another endpoint has its own counter
-  l.enforce('auth-with-password', { ...c, id: 'c2' }, ['id:a']); // and another collection
+  await l.enforce('auth-with-password', c, ['id:a']);
+  await l.enforce('auth-with-password', c, ['id:a']);
+  await assert.rejects(l.enforce('auth-with-password', c, ['id:a']), (e: unknown) => e instanceof ApiError && e.status === 429 && e.code === 'too_many_requests' && e.message === 'Too many requests. Try again later.');
+  await l.enforce('request-password-reset', c, ['id:a']); // another endpoint has its own counter
+  await l.enforce('auth-with-password', { ...c, id: 'c2' }, ['id:a']); // and another collection
 });
 
 test('client keys: submitted identity by default; with trust-proxy the forwarded address and the identity', () => {
@@ -100,16 +100,16 @@ test('client keys: submitted identity by default; with trust-proxy the forwarded
   assert.deepEqual(proxy.clientKeys(req(), 'alice@example.com'), ['id:alice@example.com'], 'no header: identity');
 });
 
-test('enforce counts every key: a rotating address meets the identity budget, one address meets its own', () => {
+test('enforce counts every key: a rotating address meets the identity budget, one address meets its own', async () => {
   const l = new AuthRateLimits({ max: 2, windowS: 60 }, true);
   const c = col();
   const from = (ip: string, who: string) => l.clientKeys(req({ forwardedFor: ip }), who);
-  l.enforce('auth-with-password', c, from('203.0.113.1', 'ann'));
-  l.enforce('auth-with-password', c, from('203.0.113.2', 'ann'));
-  assert.throws(() => l.enforce('auth-with-password', c, from('203.0.113.3', 'ann')), (e: unknown) => e instanceof ApiError && e.status === 429);
-  l.enforce('auth-with-password', c, from('203.0.113.4', 'bob'));
-  l.enforce('auth-with-password', c, from('203.0.113.4', 'cy'));
-  assert.throws(() => l.enforce('auth-with-password', c, from('203.0.113.4', 'dan')), (e: unknown) => e instanceof ApiError && e.status === 429, 'the address is at its budget too');
+  await l.enforce('auth-with-password', c, from('203.0.113.1', 'ann'));
+  await l.enforce('auth-with-password', c, from('203.0.113.2', 'ann'));
+  await assert.rejects(l.enforce('auth-with-password', c, from('203.0.113.3', 'ann')), (e: unknown) => e instanceof ApiError && e.status === 429);
+  await l.enforce('auth-with-password', c, from('203.0.113.4', 'bob'));
+  await l.enforce('auth-with-password', c, from('203.0.113.4', 'cy'));
+  await assert.rejects(l.enforce('auth-with-password', c, from('203.0.113.4', 'dan')), (e: unknown) => e instanceof ApiError && e.status === 429, 'the address is at its budget too');
 });
 
 test('rate_limit option validation', () => {
