@@ -1,18 +1,20 @@
 /**
  * The realtime stage of `svc serve` (after the services, before HTTP): the hub over the store and
  * the auth service, told by the services when sessions end and when a flag or experiment override
- * changes, and its two transports (src/realtime/routes.ts) for the route table.
+ * changes, and its two transports (src/realtime/routes.ts) and PocketBase's OAuth2 redirect
+ * (src/realtime/oauth2-redirect.ts) for the route table.
  */
 import type { ApiContext } from '../api/context.js';
 import type { Route, WsRoute } from '../http/types.js';
 import type { ClusterRelay } from '../store/backend.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from '../realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from '../realtime/routes.js';
+import { oauth2RedirectRoutes } from '../realtime/oauth2-redirect.js';
 
 /** What buildRealtime answers. */
 export interface Realtime {
   hub: RealtimeHub;
-  /** the SSE routes, the subscription POST and the metrics route */
+  /** the SSE routes, the subscription POST, the metrics route and `/api/oauth2-redirect` (the `@oauth2` topic's deliveries) */
   routes: Route[];
   /** the WebSocket endpoint */
   socket: WsRoute;
@@ -42,7 +44,7 @@ export function buildRealtime(ctx: ApiContext, relay: ClusterRelay | null): Real
   ];
   return {
     hub,
-    routes: realtimeRoutes(ctx.auth, hub, relay),
+    routes: [...realtimeRoutes(ctx.auth, hub, relay), ...oauth2RedirectRoutes(hub, relay)],
     socket: realtimeSocket(hub, ctx.logger),
     close() {
       for (const stop of unsubscribe) stop();

@@ -65,6 +65,12 @@ export class RealtimeClient {
    * (docs/api.md "Realtime"); a session that ends does not change it.
    */
   streamCaller: string | null = null;
+  /**
+   * SSE: the stream is subscribed to `@oauth2`, PocketBase's one-off topic for the SDK's popup
+   * OAuth2 flow (docs/pocketbase.md, "The popup OAuth2 flow"): the next `/api/oauth2-redirect`
+   * whose `state` is this client's id delivers one message to it, then the subscription ends.
+   */
+  oauth2 = false;
   /** distinct filter strings of the subscriptions, with how many subscriptions use each */
   readonly filters = new Map<string, number>();
   /** summed length of `filters`' keys */
@@ -142,6 +148,21 @@ export class Clients {
       const text = c.transport.kind === 'ws' ? frame : `id:${c.id}\nevent:${topic}\ndata:${frame}\n\n`;
       if (c.transport.send(text)) this.stats.delivered++;
     }
+  }
+
+  /**
+   * Hands `message` (`{state, code, error?}`, JSON) to the SSE client `id` as the `@oauth2` event
+   * when that client holds the `@oauth2` subscription, and ends the subscription (one message per
+   * flow). Answers false, sending nothing, for an unknown id, a WebSocket client or a client not
+   * subscribed: a redirect only ever reaches the stream its state names.
+   */
+  deliverOAuth2(id: string, message: string): boolean {
+    const c = this.clients.get(id);
+    if (!c || c.closed || c.transport.kind !== 'sse' || !c.oauth2) return false;
+    c.oauth2 = false;
+    if (!c.transport.send(`id:${c.id}\nevent:@oauth2\ndata:${message}\n\n`)) return false;
+    this.stats.delivered++;
+    return true;
   }
 
   /**

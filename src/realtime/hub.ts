@@ -120,6 +120,11 @@ export class RealtimeHub {
     this.clients.signal(topic);
   }
 
+  /** Delivers a `@oauth2` message to the SSE client `id` (Clients.deliverOAuth2); false when none takes it. */
+  deliverOAuth2(id: string, message: string): boolean {
+    return this.clients.deliverOAuth2(id, message);
+  }
+
   /** Closes every client (shutdown). */
   closeAll(): void {
     this.unsubscribe();

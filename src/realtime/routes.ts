@@ -12,7 +12,8 @@
  *   `?options={"query":{"filter":…}}` as the PocketBase SDK sends), authenticated by the POST's
  *   own Authorization header; events are named by the topic as sent, data `{action, record}`.
  *   With several instances the POST may reach another instance than the stream's: it is relayed
- *   to the instance holding the stream (ClusterRelay), which applies it and answers.
+ *   to the instance holding the stream (ClusterRelay), which applies it and answers. The topic
+ *   `@oauth2` (PocketBase's popup OAuth2 flow) is served by oauth2-redirect.ts.
  * - `GET /api/realtime/metrics` (superusers): connections, subscriptions, deliveries, drops.
  *
  * Past the connection cap an upgrade or stream answers 503 `overloaded`.
@@ -28,6 +29,7 @@ import { authFrame, errorFrame } from './protocol.js';
 import type { ClientInfo } from '../auth/client.js';
 import { credential, type AuthService } from '../auth/auth-service.js';
 import type { ClusterRelay } from '../store/backend.js';
+import { isOAuth2Topic } from './oauth2-redirect.js';
 
 /** Bytes queued for one client before it is dropped as a slow consumer. */
 export const REALTIME_MAX_QUEUE = 1024 * 1024;
@@ -205,7 +207,8 @@ export function realtimeRoutes(auth: AuthService, hub: RealtimeHub, relay: Clust
     }
     const token = principal ? (credential(info)?.token ?? null) : null;
     // Validate every topic before changing anything.
-    const parsed = subs.map((raw) => {
+    // `@oauth2` is no collection: it marks the stream for one OAuth2 redirect (oauth2-redirect.ts)
+    const parsed = subs.filter((raw) => !isOAuth2Topic(raw)).map((raw) => {
       const { topic, filter } = sseTopic(raw);
       hub.parseTopic(topic);
       return { raw, topic, filter };
@@ -215,6 +218,7 @@ export function realtimeRoutes(auth: AuthService, hub: RealtimeHub, relay: Clust
     // the active account (tenancy) the caller was resolved with, for the hub's re-checks
     client.account = principal?.account?.id ?? '';
     hub.setPrincipal(client, principal, token);
+    client.oauth2 = subs.some(isOAuth2Topic);
     for (const t of [...client.subs.keys()]) hub.unsubscribeTopic(client, t);
     // SSE names events by the topic as the SDK sent it (options included)
     for (const { raw, topic, filter } of parsed) hub.subscribe(client, topic, filter, false, raw);

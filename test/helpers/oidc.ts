@@ -37,6 +37,8 @@ export interface TestOidc {
    * provider's `error`.
    */
   authorize(authURL: string, sub: string): Promise<{ code?: string; state?: string; error?: string; location: string }>;
+  /** The account the next sign-in at the provider becomes, for a flow a real browser walks. */
+  signInAs(sub: string): void;
   close(): Promise<void>;
 }
 
@@ -60,7 +62,8 @@ function fetchTls(url: string, ca: string, cookies: Map<string, string>): Promis
   });
 }
 
-export async function startOidc(): Promise<TestOidc> {
+/** `redirectUris`: more redirect URIs to register for the client (a server's own, such as `<svc>/api/oauth2-redirect`). */
+export async function startOidc(opts: { redirectUris?: string[] } = {}): Promise<TestOidc> {
   const { key, cert } = makeCert();
   const dir = mkdtempSync(join(tmpdir(), 'svc-oidc-'));
   const caFile = join(dir, 'ca.pem');
@@ -68,7 +71,7 @@ export async function startOidc(): Promise<TestOidc> {
   const accounts = new Map<string, OidcAccount>();
   const clientId = 'svc-test-client';
   const clientSecret = 'svc-test-secret-0123456789abcdef';
-  const redirectUris = ['https://app.example.test/oauth/callback', 'http://localhost:5173/cb'];
+  const redirectUris = ['https://app.example.test/oauth/callback', 'http://localhost:5173/cb', ...(opts.redirectUris ?? [])];
   let nextAccount = '';
 
   // listen first: the issuer URL carries the port
@@ -116,6 +119,9 @@ export async function startOidc(): Promise<TestOidc> {
 
   return {
     issuer, caFile, clientId, clientSecret, redirectUris, accounts,
+    signInAs(sub) {
+      nextAccount = sub;
+    },
     async authorize(authURL, sub) {
       nextAccount = sub;
       const cookies = new Map<string, string>();
