@@ -240,6 +240,22 @@ test('SSE: the stream on B, its subscription POST on A (no sticky routing): A re
   stream.close();
 });
 
+test('the SDK\'s OAuth2 redirect reaching A is relayed to B, which holds the @oauth2 stream; an id no instance holds delivers nothing', { skip: skip ?? false }, async () => {
+  const { openSse } = await import('../helpers/devtool.js');
+  const stream = await openSse(`${b.url}/api/realtime`);
+  const { clientId } = JSON.parse((await stream.next('PB_CONNECT')).data);
+  const set = await a.api('POST', '/api/realtime', { body: { clientId, subscriptions: ['@oauth2'] } });
+  assert.equal(set.status, 204, set.text);
+  const r = await fetch(`${a.url}/api/oauth2-redirect?state=${clientId}&code=relayed-code`);
+  assert.equal(r.status, 200, await r.text());
+  assert.deepEqual(JSON.parse((await stream.next('@oauth2')).data), { state: clientId, code: 'relayed-code' });
+  // delivered once: neither instance takes it again
+  assert.equal((await fetch(`${a.url}/api/oauth2-redirect?state=${clientId}&code=again`)).status, 400);
+  assert.equal((await fetch(`${b.url}/api/oauth2-redirect?state=${clientId}&code=again`)).status, 400);
+  assert.equal((await fetch(`${a.url}/api/oauth2-redirect?state=nosuchclient00x&code=x`)).status, 400);
+  stream.close();
+});
+
 test('the PocketBase SDK through the round-robin balancer: its stream and its subscription POST land on either instance', { skip: skip ?? false }, async () => {
   const { default: PocketBase } = await import('pocketbase');
   // Node 20 has no EventSource; the SDK's realtime needs one
