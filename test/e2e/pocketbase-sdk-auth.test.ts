@@ -6,7 +6,8 @@
  * requestEmailChange / confirmEmailChange and listExternalAuths / unlinkExternalAuth, with their
  * failure paths: a replayed, foreign or someone else's verifier; a wrong code; a forged, expired
  * or foreign otpId; an unknown address that still gets an otpId and no mail; a method that is
- * off; a required second factor the SDK routes do not skip; impersonation by anyone but a
+ * off; a required second factor the SDK routes do not skip, not even with PocketBase's `mfaId`
+ * and a mailed code (svc's TOTP completion through `pb.send` finishes); impersonation by anyone but a
  * superuser, and refreshing its token; a wrong password, a replayed token and a taken address on
  * an email change; another user's or nobody's look at a record's links.
  */
@@ -18,6 +19,7 @@ import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js'
 import { startOidc, type TestOidc } from '../helpers/oidc.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 import { MAIL_TOKEN_RE, sleep, tokenSecret } from '../helpers/auth-helpers.js';
+import { generateSync } from 'otplib';
 
 let idp: TestOidc;
 let smtp: TestSmtp;
@@ -231,6 +233,46 @@ test('a collection that requires a second factor gets svc\'s pending answer thro
   assert.equal(typeof raw.body.pendingToken, 'string');
   assert.equal(raw.body.token, undefined, 'no session before the second factor');
   assert.equal(raw.headers.get('set-cookie'), null);
+});
+
+test('PocketBase\'s mfaId round trip is not a second factor: a mailed code with mfaId answers a new pending sign-in; TOTP through pb.send finishes', async () => {
+  const PW = 'guard-pass-456';
+  const made = await srv.api('POST', '/api/collections/guarded/records', { token: srv.suToken, body: { email: 'mfa@example.com', password: PW, passwordConfirm: PW } });
+  assert.equal(made.status, 201, made.text);
+  // enroll TOTP from the first (enrollment_required) pending sign-in, as docs/auth.md shows
+  const first = await sdk().collection('guarded').authWithPassword('mfa@example.com', PW);
+  assert.equal(first.status, 'enrollment_required');
+  const tf = (action: string, body: unknown) => srv.api('POST', `/api/collections/guarded/auth/two-factor/${action}`, { body });
+  const begin = await tf('enroll-begin', { pendingToken: first.pendingToken, factor: 'totp' });
+  assert.equal(begin.status, 200, begin.text);
+  const secret = begin.body.secret as string;
+  const totp = (steps: number) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + steps * 30 });
+  assert.equal((await tf('enroll-complete', { pendingToken: first.pendingToken, factor: 'totp', ceremonyId: begin.body.ceremonyId, code: totp(0) })).status, 200);
+
+  // the first sign-in resolves (no 401 {mfaId}) with svc's pending answer and leaves the store empty
+  const pb = sdk();
+  const pending = await pb.collection('guarded').authWithPassword('mfa@example.com', PW);
+  assert.equal(pending.status, 'factor_required');
+  assert.deepEqual(pending.factors, ['totp']);
+  assert.equal(pending.token, '');
+  assert.equal(pb.authStore.isValid, false);
+  // a second primary method carrying mfaId (the SDK sends it as a query parameter; here also in
+  // the body) is one factor again: a new pending answer, never a session
+  const since = smtp.messages.length;
+  const { otpId } = await pb.collection('guarded').requestOTP('mfa@example.com');
+  const mail = await smtp.waitFor((x) => x.to.includes('mfa@example.com') && smtp.messages.indexOf(x) >= since);
+  const code = /Your sign-in code: (\d{6})/.exec(mail.raw)![1];
+  const viaOtp = await pb.collection('guarded').authWithOTP(otpId, code, { mfaId: pending.pendingToken, body: { otpId, password: code, mfaId: pending.pendingToken } });
+  assert.equal(viaOtp.status, 'factor_required');
+  assert.equal(viaOtp.token, '');
+  assert.notEqual(viaOtp.pendingToken, pending.pendingToken);
+  assert.equal(pb.authStore.isValid, false);
+  // svc's own completion signs in
+  const done = await pb.send('/api/collections/guarded/auth/two-factor/complete', { method: 'POST', body: { pendingToken: viaOtp.pendingToken, factor: 'totp', code: totp(1) } });
+  assert.equal(done.status, 'authenticated');
+  pb.authStore.save(done.token, done.record);
+  assert.equal(pb.authStore.isValid, true);
+  assert.equal(pb.authStore.record.email, 'mfa@example.com');
 });
 
 test('impersonate gives a superuser a short non-refreshable token for the record; anyone else is refused', async () => {
