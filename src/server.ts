@@ -46,6 +46,7 @@ import { UploadStore } from './uploads/upload-store.js';
 import { resolveBudgets } from './uploads/budgets.js';
 import { openDurableUploads } from './uploads/durable.js';
 import { backupRoutes } from './api/backups.js';
+import { serverSettingsRoutes } from './api/server-settings.js';
 import { BackupFolder, applyPendingRestore, checkCronPattern } from './ops/backup-folder.js';
 
 export { MAX_BODY_BYTES };
@@ -139,6 +140,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...settingsRoutes(ctx.features, ctx.auth, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
+    ...serverSettingsRoutes(ctx),
     ...(uploads ? uploadRoutes(ctx, uploads, MAX_BODY_BYTES) : []),
     ...realtime.routes,
     ...collectionRoutes(ctx),

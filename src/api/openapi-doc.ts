@@ -41,6 +41,7 @@ const ERROR_RESPONSES: Record<number, string> = {
   410: 'A stateful cursor expired (`gone`)',
   413: 'The body is over its limit (`payload_too_large`)',
   429: 'Rate limited (`too_many_requests`)',
+  502: 'An outside service (an OAuth2 provider, the mail transport) failed (`bad_gateway`)',
   503: 'Overloaded or shutting down (`overloaded`)',
 };
 
@@ -228,6 +229,9 @@ function fixedOperations(): Array<[string, string, Op]> {
     ['get', '/api/settings/{key}', { tag: 'Settings', summary: 'Read a setting', who: su, ok: [200, 'The setting', obj({ key: str, value: str })], errors: [401, 403, 404] }],
     ['put', '/api/settings/{key}', { tag: 'Settings', summary: 'Write a setting', who: su, body: obj({ value: str }), ok: [200, 'The setting', obj({ key: str, value: str })], errors: [400, 401, 403] }],
     ['delete', '/api/settings/{key}', { tag: 'Settings', summary: 'Delete a setting', who: su, ok: [204, 'Deleted'], errors: [401, 403, 404] }],
+    ['get', '/api/_/mail', { tag: 'Settings', summary: 'How mail is delivered (start-time configuration, no secret)', who: su, ok: [200, 'The mail settings', obj({ transport: { enum: ['smtp', 'command', 'log', 'plugin'] }, source: { enum: ['environment', 'app'] }, from: str, smtp: { anyOf: [obj({ host: str, port: int, tls: str, username: str, passwordSet: bool }), { type: 'null' }] }, variables: { type: 'array', items: str } })], errors: [401, 403] }],
+    ['post', '/api/settings/test/email', { tag: 'Settings', summary: 'Send a test message through the mail transport', who: su, body: obj({ email: str, template: { enum: ['verification', 'password-reset', 'email-change', 'otp'] } }, ['email']), ok: [204, 'The transport took the message'], errors: [400, 401, 403, 502] }],
+    ['get', '/api/_/storage', { tag: 'Settings', summary: 'Where stored files live (start-time configuration, no secret)', who: su, ok: [200, 'The storage settings', obj({ kind: { enum: ['local', 's3'] }, path: str, bucket: str, prefix: str, endpoint: { type: ['string', 'null'] }, region: str, forcePathStyle: bool, credentials: { enum: ['keys', 'sdk-chain'] }, variables: { type: 'array', items: str } }, ['kind', 'variables'])], errors: [401, 403] }],
     ['get', '/api/features', { tag: 'Settings', summary: 'Declared flags and experiments', who: su, ok: [200, 'The registry', obj({ flags: { type: 'array' }, experiments: { type: 'array' } })], errors: [401, 403] }],
     ['get', '/api/state', { tag: 'Settings', summary: 'Flags and experiment variants for a subject', who: 'anyone', params: [{ name: 'subject', in: 'query', required: false, schema: str }], ok: [200, 'The state', obj({ flags: anyObject, experiments: anyObject })] }],
   ];
