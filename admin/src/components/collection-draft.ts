@@ -4,6 +4,7 @@
  */
 import type { Collection, Field, FieldType, IndexDef, RuleName } from '../types';
 import { RULE_NAMES } from '../types';
+import { authBody, authDraft, type AuthDraft } from './auth-draft';
 
 /** How one type-specific option is edited. */
 export interface OptionSpec {
@@ -75,15 +76,6 @@ export interface IndexDraft {
   unique: boolean;
 }
 
-export interface AuthDraft {
-  identityFields: string;
-  minPasswordLength: string;
-  two_factor: string;
-  require_verified: boolean;
-  sessionStore: string;
-  methods: string;
-}
-
 export interface CollectionDraft {
   /** the collection's id; chosen here for a new one, so a relation can point at itself */
   id: string;
@@ -144,7 +136,6 @@ function indexDraft(ix: IndexDef | string): IndexDraft {
 export function toDraft(c: Collection | null): CollectionDraft {
   const rules = {} as Record<RuleName, RuleDraft>;
   for (const r of RULE_NAMES) rules[r] = ruleDraft(c ? c[r] : null);
-  const auth = c?.options.auth;
   return {
     id: c?.id ?? randomId(),
     name: c?.name ?? '',
@@ -157,14 +148,7 @@ export function toDraft(c: Collection | null): CollectionDraft {
     rules,
     indexes: (c?.indexes ?? []).map(indexDraft),
     ttlField: c?.options.ttl_field ?? '',
-    auth: {
-      identityFields: (auth?.identityFields ?? ['email']).join(', '),
-      minPasswordLength: String(auth?.minPasswordLength ?? 8),
-      two_factor: auth?.two_factor ?? 'disabled',
-      require_verified: auth?.require_verified ?? false,
-      sessionStore: auth?.session?.store ?? 'epoch',
-      methods: JSON.stringify(auth?.methods ?? {}, null, 2),
-    },
+    auth: authDraft(c?.options.auth),
   };
 }
 
@@ -203,25 +187,7 @@ const ruleValue = (r: RuleDraft): string | null => (r.mode === 'locked' ? null :
 /** The body of a create or update, and messages (by error path) for local input that cannot be sent. */
 export function toBody(d: CollectionDraft): { body: Record<string, unknown>; errors: Record<string, string> } {
   const errors: Record<string, string> = {};
-  let methods: unknown = {};
-  if (d.type === 'auth') {
-    try {
-      methods = d.auth.methods.trim() ? JSON.parse(d.auth.methods) : {};
-      if (typeof methods !== 'object' || methods === null || Array.isArray(methods)) throw new Error();
-    } catch {
-      errors['options.auth.methods'] = 'Must be a JSON object, e.g. {"otp": {"enabled": true}}.';
-    }
-  }
-  const auth = d.type === 'auth'
-    ? {
-        identityFields: splitList(d.auth.identityFields),
-        minPasswordLength: Number(d.auth.minPasswordLength),
-        two_factor: d.auth.two_factor,
-        require_verified: d.auth.require_verified,
-        session: { store: d.auth.sessionStore },
-        methods,
-      }
-    : undefined;
+  const auth = d.type === 'auth' ? authBody(d.auth) : undefined;
   if (d.system) return { body: { name: d.name, type: d.type, options: { auth } }, errors };
   const body: Record<string, unknown> = {
     id: d.id,
