@@ -19,6 +19,8 @@ import { ApiPage } from './components/api-page';
 import { SettingsPage } from './components/settings-page';
 import { FeaturesPage } from './components/features-page';
 import { BackupsPage } from './components/backups-page';
+import { MailPage } from './components/mail-page';
+import { StoragePage } from './components/storage-page';
 
 interface Toast {
   id: number;
@@ -163,7 +165,9 @@ function Page() {
     if (parts[2] === 'api') return <ApiPage key={c.id} collection={c} />;
     return <RecordsPage key={c.id} collection={c} />;
   }
-  if (parts[0] === 'settings') return <SettingsPage />;
+  if (parts[0] === 'settings' && parts[1] === 'mail') return <MailPage />;
+  if (parts[0] === 'settings' && parts[1] === 'storage') return <StoragePage />;
+  if (parts[0] === 'settings' && !parts[1]) return <SettingsPage />;
   if (parts[0] === 'backups') return <BackupsPage />;
   if (parts[0] === 'features' && hasFeatures) return <FeaturesPage />;
   if (parts.length === 0) return <Loading />;

@@ -1,7 +1,7 @@
 /**
  * Accessibility of the admin UI (issue 19: "labels, roles, keyboard"): axe-core's WCAG 2 A and
  * AA rules on every main screen (sign-in, the records table, the record panel, the collection
- * editor, settings), light and dark, wide and narrow. Debian's chromium driven by
+ * editor with its sign-in methods form, settings, mail, storage), light and dark, wide and narrow. Debian's chromium driven by
  * playwright-core; skipped where it is not installed.
  */
 import { test, before, after } from 'node:test';
@@ -101,12 +101,29 @@ for (const [label, opts] of [
     await page.goto(`${srv.url}/_/collections/members/edit`);
     await page.getByRole('heading', { name: 'Edit members' }).waitFor();
     await check('auth collection editor');
+    // the sign-in methods form with an OAuth2 provider and the server's errors beside its inputs
+    await page.getByRole('group', { name: 'OAuth2', exact: true }).getByLabel('Sign in with an OAuth2 provider').check();
+    await page.getByRole('button', { name: '+ Add provider' }).click();
+    await page.getByRole('group', { name: 'Magic link', exact: true }).getByLabel('Link lifetime (seconds)').fill('5');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('fieldset.provider .error-text').first().waitFor();
+    await check('auth collection editor with sign-in method errors');
     await page.goto(`${srv.url}/_/collections/posts/api`);
     await page.locator('.api-op').first().waitFor();
     await check('collection API');
     await page.goto(`${srv.url}/_/settings`);
     await page.getByRole('cell', { name: 'site', exact: true }).waitFor();
     await check('settings');
+    await page.goto(`${srv.url}/_/settings/mail`);
+    await page.getByRole('heading', { name: 'Transport' }).waitFor();
+    await check('mail');
+    await page.getByLabel('Recipient').fill('not an address');
+    await page.getByRole('button', { name: 'Send a test message' }).click();
+    await page.locator('.field.has-error').waitFor();
+    await check('mail with an error');
+    await page.goto(`${srv.url}/_/settings/storage`);
+    await page.getByRole('heading', { name: 'Local folder' }).waitFor();
+    await check('storage');
     await context.close();
     assert.deepEqual(found, {});
   });

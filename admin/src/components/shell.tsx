@@ -1,6 +1,6 @@
 /**
  * The signed-in frame: a header (menu button on narrow windows, the superuser, sign-out), the
- * sidebar (collections with a quick filter, settings, backups and flags), and the page.
+ * sidebar (collections with a quick filter, settings, mail, storage, backups and flags), and the page.
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -92,6 +92,8 @@ export function Shell({ children, onSignOut }: { children: ComponentChildren; on
           <h2 class="sidebar-title">Server</h2>
           <ul class="nav-list">
             <li>{link('/settings', 'Settings', path === '/settings')}</li>
+            <li>{link('/settings/mail', 'Mail', path === '/settings/mail')}</li>
+            <li>{link('/settings/storage', 'Storage', path === '/settings/storage')}</li>
             <li>{link('/backups', 'Backups', path === '/backups')}</li>
             {hasFeatures && <li>{link('/features', 'Flags and experiments', path === '/features')}</li>}
           </ul>

@@ -1,6 +1,7 @@
 /** Small accessible building blocks: labelled inputs with their errors, dialogs, confirmations. */
 import type { ComponentChildren, InputHTMLAttributes, LooseInputHTMLAttributes, TextareaHTMLAttributes } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { api, errorMessage } from '../api';
 
 interface FieldShell {
   label: ComponentChildren;
@@ -231,6 +232,49 @@ export function SignInFrame({ children }: { children: ComponentChildren }) {
         </h1>
         {children}
       </div>
+    </main>
+  );
+}
+
+/** The environment variables a read-only settings page comes from, and the doc that describes them. */
+export function VariableList({ names, doc }: { names: string[]; doc: string }) {
+  return (
+    <p class="muted">
+      Variables: {names.map((v, i) => <span key={v}>{i > 0 && ', '}<code>{v}</code></span>)}. See {doc}.
+    </p>
+  );
+}
+
+interface ReadOnlyPageProps<T> {
+  title: string;
+  sub: ComponentChildren;
+  /** the API path read once (GET) */
+  path: string;
+  /** what the answer shows */
+  show(data: T): ComponentChildren;
+  /** shown below, whatever the answer */
+  children?: ComponentChildren;
+}
+
+/** A page that shows what one GET answers (loading, then the answer or its error), and `children`. */
+export function ReadOnlyPage<T>({ title, sub, path, show, children }: ReadOnlyPageProps<T>) {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api<T>('GET', path).then(setData).catch((err) => setError(errorMessage(err)));
+  }, [path]);
+  return (
+    <main class="page" id="main">
+      <header class="page-head">
+        <div>
+          <h1>{title}</h1>
+          <p class="muted page-sub">{sub}</p>
+        </div>
+      </header>
+      <Alert message={error} />
+      {data === null && !error && <Loading />}
+      {data !== null && show(data)}
+      {children}
     </main>
   );
 }
