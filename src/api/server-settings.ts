@@ -91,7 +91,7 @@ function testBody(b: unknown): { email: string; template: (typeof TEST_TEMPLATES
   const { email, template } = b as Record<string, unknown>;
   const errors: Record<string, { code: string; message: string }> = {};
   if (typeof email !== 'string' || email === '') errors.email = { code: 'validation_required', message: 'Missing required value.' };
-  else if (!isValidEmail(email) || /[\r\n]/.test(email)) errors.email = { code: 'validation_is_email', message: 'Must be a valid email address.' };
+  else if (!isValidEmail(email) || /[\r\n]/.test(email)) errors.email = { code: 'validation_invalid_email', message: 'Must be a valid email address.' };
   if (template !== undefined && template !== '' && !(TEST_TEMPLATES as readonly unknown[]).includes(template)) {
     errors.template = { code: 'validation_value', message: `Must be one of ${TEST_TEMPLATES.join(', ')}.` };
   }

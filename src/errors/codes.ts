@@ -19,7 +19,7 @@ export interface CodeEntry {
 
 export const ACTIVE_CODES: readonly CodeEntry[] = Object.freeze([
   { code: 'bad_gateway', summary: 'An outside service the request needed did not answer properly.',
-    explanation: 'The server had to call another service, such as an OAuth2 provider\'s token or userinfo endpoint or its discovery document, and that call failed, timed out or returned something unusable (status 502). Nothing was signed in or changed. Check the provider configuration and the provider\'s status, then retry.' },
+    explanation: 'The server had to call another service, such as an OAuth2 provider\'s token or userinfo endpoint or its discovery document, or the mail transport for a test message (POST /api/settings/test/email), and that call failed, timed out or returned something unusable (status 502). Nothing was signed in or changed. Check the provider or mail configuration and the other service\'s status, then retry.' },
   { code: 'bad_request', summary: 'The request could not be understood.',
     explanation: 'The body, filter, sort, cursor or another parameter is malformed, for example invalid JSON or a filter with a syntax error. The message says which part was rejected. Fix the request and send it again; repeating it unchanged will fail the same way.' },
   { code: 'batch_failed', summary: 'A request of a batch failed, so none of them was written.',

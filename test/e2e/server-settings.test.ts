@@ -52,7 +52,7 @@ test('a test message goes through the configured SMTP transport to the given rec
 test('bad bodies answer 400 with the field named', async () => {
   const bad = await srv.api('POST', '/api/settings/test/email', { token: srv.suToken, body: { email: 'not an address' } });
   assertError(bad, 400, 'validation_failed', 'bad address');
-  assert.equal(bad.body.data.email.code, 'validation_is_email');
+  assert.equal(bad.body.data.email.code, 'validation_invalid_email');
   const missing = await srv.api('POST', '/api/settings/test/email', { token: srv.suToken, body: {} });
   assertError(missing, 400, 'validation_failed', 'no address');
   assert.equal(missing.body.data.email.code, 'validation_required');
