@@ -2,7 +2,8 @@
  * The admin UI's Mail and Storage pages (docs/admin.md, "Mail" and "Storage") in Chromium against
  * the real server and a real SMTP server (smtp-server): the transport shown read-only without its
  * password, a test message received by the SMTP server for the recipient typed, a bad address
- * shown beside the input, a transport that is down shown with its reason, and the storage folder.
+ * shown beside the input, a transport that is down shown with its reason, the storage folder and
+ * an S3 bucket (without its keys).
  * Debian's chromium driven by playwright-core; skipped where it is not installed.
  */
 import { test, before, after } from 'node:test';
@@ -78,6 +79,27 @@ test('the Storage page shows the local folder', { skip: NO_BROWSER }, async () =
   await page.getByRole('link', { name: 'Storage', exact: true }).click();
   await page.getByRole('heading', { name: 'Local folder' }).waitFor();
   await page.locator('dl.settings-list').getByText(`${srv.dataDir}/storage`, { exact: true }).waitFor();
+});
+
+test('the Storage page shows an S3 bucket without its keys', { skip: NO_BROWSER, timeout: 60_000 }, async () => {
+  const s3 = await startSvc({
+    env: {
+      SERVICE_STORAGE: 's3://svc-files/tenant-a', SERVICE_S3_ENDPOINT: 'http://127.0.0.1:9', SERVICE_S3_REGION: 'eu-west-3',
+      SERVICE_S3_ACCESS_KEY_ID: 'AKIDUIKEY', SERVICE_S3_SECRET_ACCESS_KEY: 'ui-secret-s3-key',
+    },
+  });
+  try {
+    const { page } = s;
+    await signIn(page, s3.url);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.goto(`${s3.url}/_/settings/storage`);
+    await page.getByRole('heading', { name: 'S3-compatible bucket' }).waitFor();
+    const text = (await page.locator('dl.settings-list').textContent()) ?? '';
+    for (const want of ['http://127.0.0.1:9', 'eu-west-3', 'svc-files', 'tenant-a', 'path-style', 'access key from the environment']) assert.ok(text.includes(want), `${want} in ${text}`);
+    assert.doesNotMatch(await page.content(), /ui-secret-s3-key|AKIDUIKEY/);
+  } finally {
+    await s3.stop();
+  }
 });
 
 test('a transport that is down: the Mail page shows the failure and its reason', { skip: NO_BROWSER, timeout: 60_000 }, async () => {
