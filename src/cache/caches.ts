@@ -50,10 +50,18 @@ export interface OffsetWalk {
 /** Offset walks keyed by scope and sort, each valid for one generation string (like counts). */
 export class WalkCache {
   private entries = boundedCache<string, { gen: string; walk: OffsetWalk }>(WALK_CACHE_MAX);
+  /** Look-ups that found a walk of the same generation, and those that did not, since start (the metrics). */
+  hits = 0;
+  misses = 0;
 
   get(key: string, gen: string): OffsetWalk | undefined {
     const hit = this.entries.get(key);
-    return hit && hit.gen === gen ? hit.walk : undefined;
+    if (hit && hit.gen === gen) {
+      this.hits++;
+      return hit.walk;
+    }
+    this.misses++;
+    return undefined;
   }
 
   set(key: string, gen: string, walk: OffsetWalk): void {
@@ -64,10 +72,18 @@ export class WalkCache {
 /** COUNT(*) results keyed by scope, each valid for one generation string. */
 export class CountCache {
   private entries = boundedCache<string, { gen: string; count: number }>(COUNT_CACHE_MAX);
+  /** Look-ups that found a count of the same generation, and those that did not, since start (the metrics). */
+  hits = 0;
+  misses = 0;
 
   get(key: string, gen: string): number | undefined {
     const hit = this.entries.get(key);
-    return hit && hit.gen === gen ? hit.count : undefined;
+    if (hit && hit.gen === gen) {
+      this.hits++;
+      return hit.count;
+    }
+    this.misses++;
+    return undefined;
   }
 
   set(key: string, gen: string, count: number): void {

@@ -58,13 +58,19 @@ export class PageCache {
   private entries = new LRUCache<string, Entry>({ max: PAGE_CACHE_MAX_ENTRIES, maxSize: PAGE_CACHE_MAX_CHARS, sizeCalculation: entryChars });
   /** key → commit count at which it was last asked for without being kept */
   private seen = boundedCache<string, number>(SEEN_MAX);
+  /** Look-ups that found a page of the same commit count, and those that did not, since start (the metrics). */
+  hits = 0;
+  misses = 0;
 
   /** The cached body for `key` if it was rendered at commit count `commit`, else undefined. */
   get(key: string, commit: number): Buffer | undefined {
     const e = this.entries.get(key);
-    if (e === undefined) return undefined;
-    if (e.commit === commit) return e.body;
-    this.entries.delete(key);
+    if (e !== undefined && e.commit === commit) {
+      this.hits++;
+      return e.body;
+    }
+    this.misses++;
+    if (e !== undefined) this.entries.delete(key);
     return undefined;
   }
 

@@ -50,6 +50,9 @@ interface Bucket<B extends string | Buffer> {
 export class RecordCache<B extends string | Buffer = string> {
   private buckets = new Map<string, Bucket<B>>();
   private bytes = 0;
+  /** Look-ups that found a valid entry, and those that did not, since start (read by the metrics: docs/operations.md, "Metrics"). */
+  hits = 0;
+  misses = 0;
 
   /**
    * @param maxBytes body characters (or bytes) kept at most before the cache starts over (default 16 MiB)
@@ -64,14 +67,13 @@ export class RecordCache<B extends string | Buffer = string> {
 
   /** The cached entry (body and stored row), if still valid for this registry version. */
   entry(collectionId: string, id: string, version: number): CachedRecord<B> | undefined {
-    const bucket = this.buckets.get(collectionId);
-    if (bucket === undefined) return undefined;
-    const e = bucket.entries.get(id);
-    if (e === undefined) return undefined;
-    if (e.version !== version) {
-      this.drop(collectionId, id);
+    const e = this.buckets.get(collectionId)?.entries.get(id);
+    if (e === undefined || e.version !== version) {
+      this.misses++;
+      if (e !== undefined) this.drop(collectionId, id);
       return undefined;
     }
+    this.hits++;
     return e;
   }
 
@@ -126,6 +128,9 @@ export class AuthRecordCache {
   private static readonly MAX = 20_000;
   private entries = boundedCache<string, { rec: Record<string, unknown>; version: number; gen: number }>(AuthRecordCache.MAX);
   private gens = new Map<string, number>();
+  /** Look-ups that found a valid entry, and those that did not, since start (the metrics). */
+  hits = 0;
+  misses = 0;
 
   private gen(collectionId: string): number {
     return this.gens.get(collectionId) ?? 0;
@@ -134,11 +139,12 @@ export class AuthRecordCache {
   get(collectionId: string, id: string, version: number): Record<string, unknown> | undefined {
     const k = `${collectionId}\u0000${id}`;
     const e = this.entries.get(k);
-    if (e === undefined) return undefined;
-    if (e.version !== version || e.gen !== this.gen(collectionId)) {
-      this.entries.delete(k);
+    if (e === undefined || e.version !== version || e.gen !== this.gen(collectionId)) {
+      this.misses++;
+      if (e !== undefined) this.entries.delete(k);
       return undefined;
     }
+    this.hits++;
     return e.rec;
   }
 

@@ -24,13 +24,20 @@ const CACHE_SIZE = 1000;
 
 const cache = boundedCache<string, Expr>(CACHE_SIZE);
 
+/** The parse cache's look-ups that found the expression, and those that parsed it, since start (the metrics: docs/operations.md, "Metrics"). */
+export const parseCacheStats = { hits: 0, misses: 0 };
+
 /**
  * Parses a filter or rule expression, memoised in a bounded least-recently-used cache.
  * @throws ApiError 400 `bad_request` (`Invalid filter: …`) naming the offending token/position.
  */
 export function parseFilter(src: string): Expr {
   const hit = cache.get(src);
-  if (hit !== undefined) return hit;
+  if (hit !== undefined) {
+    parseCacheStats.hits++;
+    return hit;
+  }
+  parseCacheStats.misses++;
   const expr = new Parser(tokenize(src)).parseAll();
   cache.set(src, expr);
   return expr;

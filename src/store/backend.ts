@@ -50,6 +50,8 @@ export interface SqlReader {
   getBalanced(sql: string, params: SqlValue[], budgetMs?: number): unknown[] | undefined | Promise<unknown[] | undefined>;
   /** Whether the pool has a free thread now. */
   workerFree(): boolean;
+  /** What the pool of off-thread reads is doing now, and has done since start (read at a metrics scrape). */
+  poolStats(): ReaderPoolStats;
   /** On the pool when isExpensive says so, else on the main thread. */
   getAuto(sql: string, params: SqlValue[], visits?: number, budgetMs?: number): unknown[] | undefined | Promise<unknown[] | undefined>;
   allAuto(sql: string, params: SqlValue[], visits?: number, budgetMs?: number): unknown[][] | Promise<unknown[][]>;
@@ -58,6 +60,23 @@ export interface SqlReader {
   /** Drops prepared statements and plans (after a schema change). */
   invalidate(): void;
   close(): Promise<void>;
+}
+
+/**
+ * What a reader's pool of off-thread reads is doing (SQLite: the reader threads; PostgreSQL: the
+ * pool connections), for `GET /api/metrics` (docs/operations.md, "Metrics").
+ */
+export interface ReaderPoolStats {
+  /** threads (SQLite) or connections (PostgreSQL) the pool runs at most; 0: no pool */
+  size: number;
+  /** reads running on the pool now */
+  busy: number;
+  /** reads waiting for a thread or a connection */
+  waiting: number;
+  /** reads the pool finished since the reader opened */
+  completed: number;
+  /** milliseconds those reads ran, summed (SQLite: from piscina's run-time histogram, so a mean times a count) */
+  busyMs: number;
 }
 
 /**
@@ -73,6 +92,12 @@ export interface SqlWriter {
   onCommit: (() => void) | null;
   /** Jobs written and not yet answered. */
   readonly inFlight: number;
+  /**
+   * Called after each group commit, after onCommit, with the group's latency: milliseconds from
+   * its oldest job being queued on the main thread to the commit being reported there (the
+   * metrics, docs/operations.md "Metrics"); null: not timed. Must be cheap and must not throw.
+   */
+  commitObserver: ((latencyMs: number) => void) | null;
   write(steps: WriteStep[]): Promise<StepResult[]>;
   /** Which collections' deletes carry the deleted row (`Change.old`). */
   captureDeletedRows(collectionIds: string[]): void;

@@ -52,6 +52,7 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from '
 import pg from 'pg';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
+import type { ReaderPoolStats } from '../backend.js';
 import { DEEP_OFFSET, expensivePlan } from '../sqlite/reader.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { workerScript } from '../worker-url.js';
@@ -599,6 +600,15 @@ export class PgReader {
     return this.getOffThread(sql, params, budgetMs);
   }
 
+  /** Pool reads that succeeded since start, and the milliseconds their statements ran (poolStats). */
+  private ran = { completed: 0, busyMs: 0 };
+
+  /** The pool connections now and the reads they ran since start (SqlReader.poolStats). */
+  poolStats(): ReaderPoolStats {
+    const p = this.pool;
+    return { size: this.poolSize, busy: p.totalCount - p.idleCount, waiting: p.waitingCount, ...this.ran };
+  }
+
   /** Whether a pool read would start soon (at most BALANCED_QUEUE waiting per connection). */
   workerFree(): boolean {
     return !this.closed && this.inFlight < this.poolSize + BALANCED_QUEUE;
@@ -665,7 +675,10 @@ export class PgReader {
               await client.query(`SET statement_timeout = ${want}`);
               timeouts.set(client, want);
             }
+            const started = performance.now();
             const r = (await client.query({ text, values: params, rowMode: 'array' })) as unknown as pg.QueryArrayResult;
+            this.ran.completed++;
+            this.ran.busyMs += performance.now() - started;
             // a connection a cancel was sent to is not given to another read (the cancel could land there)
             client.release(over ? true : undefined);
             settle(null, r.rows);

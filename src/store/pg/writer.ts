@@ -124,7 +124,8 @@ export interface PgWriterOptions {
   types?: pg.CustomTypesConfig;
 }
 
-type Job = { steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void };
+/** A queued job; `at`: when it was queued (performance.now(), ms), for commitObserver. */
+type Job = { steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; at: number };
 
 const INT8_OID = 20;
 const defaultTypes: pg.CustomTypesConfig = {
@@ -254,6 +255,8 @@ export class PgWriter {
   commits = 0;
   /** Called after each group commit, before any of its jobs' promises settle. */
   onCommit: (() => void) | null = null;
+  /** Called after each group commit with its latency (SqlWriter.commitObserver). */
+  commitObserver: ((latencyMs: number) => void) | null = null;
   /**
    * SQL sent in each group's commit round trip, before its notes are taken and the COMMIT, given
    * the creates of the group's committed jobs ('' for none): the cluster feed's NOTIFY
@@ -348,6 +351,7 @@ export class PgWriter {
         steps,
         resolve: (r) => settle() && resolve(r),
         reject: (e) => settle() && reject(e),
+        at: performance.now(),
       });
       this.schedule();
     });
@@ -534,6 +538,7 @@ export class PgWriter {
     }
     this.commits++;
     this.onCommit?.();
+    if (group.length) this.commitObserver?.(performance.now() - group[0]!.at);
     // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
     // every subscriber before any of them runs.
     const created = createsOf(group, outcomes);

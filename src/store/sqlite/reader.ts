@@ -10,6 +10,7 @@ import Database from 'libsql';
 import { Piscina } from 'piscina';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
+import type { ReaderPoolStats } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { workerScript } from '../worker-url.js';
 
@@ -91,6 +92,12 @@ interface ReadTask {
   sql: string;
   params: SqlValue[];
   mode: 'all' | 'get';
+}
+
+/** Reads `pool` finished and their summed run time in ms (piscina's run-time histogram: mean × count). */
+function ranOn(pool: Piscina): { completed: number; busyMs: number } {
+  const completed = pool.completed;
+  return { completed, busyMs: completed > 0 ? pool.histogram.runTime.mean * completed : 0 };
 }
 
 /**
@@ -518,7 +525,7 @@ export class Reader {
     const old = this.pool;
     this.pool = this.nextPool ?? this.makePool();
     this.nextPool = null;
-    void old?.close().catch(() => undefined);
+    if (old) void this.closePool(old);
   }
 
   /** Pools retired by a read over its budget whose threads have not all exited yet. */
@@ -540,11 +547,41 @@ export class Reader {
     this.nextPool = null;
     // start the new pool's threads and connections now rather than with the next reads
     this.warm(this.pool);
-    const closed: Promise<void> = pool.close().catch(() => undefined).finally(() => {
+    const closed: Promise<void> = this.closePool(pool).finally(() => {
       this.retired--;
       this.closing.delete(closed);
     });
     this.closing.add(closed);
+  }
+
+  /** Reads and their run time of the pools closed so far (poolStats). */
+  private closedReads = { completed: 0, busyMs: 0 };
+
+  /** Closes `pool` (its running reads finish first), then adds what it ran to closedReads. */
+  private closePool(pool: Piscina): Promise<void> {
+    return pool.close().catch(() => undefined).finally(() => {
+      const ran = ranOn(pool);
+      this.closedReads.completed += ran.completed;
+      this.closedReads.busyMs += ran.busyMs;
+    });
+  }
+
+  /**
+   * The reader threads now and since the reader opened (SqlReader.poolStats): the current pool's
+   * threads and reads, plus the reads of the pools replaced or retired before it (a pool that is
+   * still finishing its reads after a replacement is counted once it closed).
+   */
+  poolStats(): ReaderPoolStats {
+    const pool = this.pool;
+    if (!pool) return { size: 0, busy: 0, waiting: this.queue.length, ...this.closedReads };
+    const ran = ranOn(pool);
+    return {
+      size: pool.options.maxThreads,
+      busy: this.held(pool),
+      waiting: this.queue.length + pool.queueSize,
+      completed: this.closedReads.completed + ran.completed,
+      busyMs: this.closedReads.busyMs + ran.busyMs,
+    };
   }
 
   /** The first row, where the plan says it is cheapest to read (`budgetMs`: see allOffThread). */
@@ -565,8 +602,8 @@ export class Reader {
   async close(): Promise<void> {
     for (const q of this.queue.splice(0)) if (!q.dropped) q.reject(new Error('the reader is closed'));
     const pools = [...this.closing];
-    if (this.pool) pools.push(this.pool.close().catch(() => undefined));
-    if (this.nextPool) pools.push(this.nextPool.close().catch(() => undefined));
+    if (this.pool) pools.push(this.closePool(this.pool));
+    if (this.nextPool) pools.push(this.closePool(this.nextPool));
     this.pool = null;
     this.nextPool = null;
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -8,7 +8,8 @@ import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type Wri
 import { workerScript } from '../worker-url.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 
-type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[] };
+/** A job sent and not yet answered; `at`: when it was queued (performance.now(), ms), for commitObserver. */
+type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[]; at: number };
 
 /** Error of a write that SQLite refused (constraint, schema, I/O). */
 export class WriteError extends Error {
@@ -41,6 +42,8 @@ export class WriterClient {
   readonly changes = new ChangeFeed();
   /** Group commits reported so far (caches of rendered reads are valid for one count). */
   commits = 0;
+  /** Called after each group commit with its latency (SqlWriter.commitObserver). */
+  commitObserver: ((latencyMs: number) => void) | null = null;
   /**
    * Called once when the writer thread reports a failed rollback that left a write transaction
    * open (workers/writer.ts rollBackGroup), with what failed. The writer takes no more writes and
@@ -59,9 +62,12 @@ export class WriterClient {
       this.commits++;
       this.onCommit?.();
       const n = msg.length;
+      // jobs are answered in the order they were sent: the group's first is its oldest
+      const oldest = n > 2 && this.commitObserver ? this.pending.get(msg[0] as number)?.at : undefined;
       // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
       // every subscriber before any of them runs.
       const created = this.settleGroup(msg, n - 2);
+      if (oldest !== undefined) this.commitObserver?.(performance.now() - oldest);
       if (created.length || msg[n - 2] !== null || msg[n - 1] !== null) {
         this.changes.emit(decodeChanges(this.commits, created, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
       }
@@ -110,7 +116,7 @@ export class WriterClient {
     if (this.closed) return Promise.reject(new WriterClosed());
     const id = this.nextId++;
     return new Promise<StepResult[]>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, steps });
+      this.pending.set(id, { resolve, reject, steps, at: performance.now() });
       if (this.outbox.length === 0) setImmediate(this.flushOutbox);
       encodeJob(this.outbox, id, steps);
     });

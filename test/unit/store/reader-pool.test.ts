@@ -133,3 +133,14 @@ test('a read that failed leaves no parameters behind: the next read of the same 
   await assert.rejects(reader.allOffThread(sql, ['ann', '{bad']), /malformed JSON/);
   assert.deepEqual(await reader.allOffThread(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
 });
+
+test('poolStats counts the reads the pool ran and the time they took, and nothing is busy once they are answered', async () => {
+  const before = reader.poolStats();
+  assert.equal(before.size, 1);
+  await Promise.all([3, 5, 7].map((d) => reader.allOffThread('SELECT count(*) FROM t WHERE n % ? = 0', [d])));
+  const after = reader.poolStats();
+  assert.equal(after.completed - before.completed, 3);
+  assert.ok(after.busyMs > before.busyMs);
+  assert.equal(after.busy, 0);
+  assert.equal(after.waiting, 0);
+});
