@@ -16,6 +16,7 @@ import { ApiError } from './errors/api-error.js';
 import type { ApiContext } from './api/context.js';
 import { probeRoutes } from './api/probes.js';
 import { openApiRoutes } from './api/openapi.js';
+import { ServiceMetrics, metricsRoutes } from './api/metrics.js';
 import { adminRoutes } from './api/admin.js';
 import { INSTALL_TOKEN_TTL_MS, installRoutes, newInstallState, type InstallState } from './api/install.js';
 import { staticRoutes } from './api/static.js';
@@ -132,11 +133,13 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const backups = backend === 'sqlite' ? new BackupFolder(config.dataDir, productVersion().svc, logger) : null;
   const fileTokens = new FileTokens(secret);
   const realtime = buildRealtime(ctx, relay);
+  const metrics = new ServiceMetrics(ctx, realtime.hub);
   const appRoutes = ctx.app.routes(ctx.auth);
   const routes: Route[] = [
     ...probeRoutes(ctx, statePath),
     // the OpenAPI document lists the whole table, read when it is first asked for (docs/api.md, "OpenAPI document")
     ...openApiRoutes(ctx, { public: /^(1|true|yes)$/i.test(process.env.SERVICE_OPENAPI_PUBLIC ?? ''), routes: () => routes }),
+    ...metricsRoutes(ctx, metrics),
     ...settingsRoutes(ctx.features, ctx.auth, statePath, app?.featureRoutes),
     ...accountRoutes(ctx),
     ...mailRoutes(ctx),
@@ -179,6 +182,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     logger,
     routes,
     websockets: [realtime.socket],
+    requestObservers: [metrics.http.observe],
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
   };
   if (engine.engine === 'node:http') logger.warn(`HTTP engine: node:http (slower than uWebSockets.js): ${engine.reason}`);
@@ -225,6 +229,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         await stopJobs(); // running jobs finish (they may still write)
         await stopBackups(); // a scheduled backup being made finishes
         await services.close(); // auth mail, the mail queue and its backend, the slow-query log
+        metrics.close();
         await closeData();
         uploads?.close(); // after the last write: the owner file is held until the store closes
         logger.info('stopped; all acknowledged writes are committed');

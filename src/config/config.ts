@@ -102,6 +102,11 @@ export interface ServeConfig {
   /** SERVICE_STORAGE=s3://…: stored files in an S3-compatible bucket (storage-config.ts); unset: `<dataDir>/storage` */
   storage?: S3Options;
   /**
+   * SERVICE_METRICS_TOKEN: a bearer token (at least 16 characters) that may read `GET
+   * /api/metrics` besides superusers (docs/operations.md, "Metrics"); unset: superusers only.
+   */
+  metricsToken?: string;
+  /**
    * `--public=DIR` / SERVICE_PUBLIC: absolute path of a directory whose files are served at `/`
    * beside the API (src/api/static.ts); unset serves no static files.
    */
@@ -366,6 +371,12 @@ export function loadServeConfig(flags: Flags, env: NodeJS.ProcessEnv): ServeConf
   if (dbUrl && dbUrl.value.trim() !== '') {
     if (!/^postgres(ql)?:\/\/./.test(dbUrl.value.trim())) throw new ConfigError(dbUrl.name, '(hidden)', 'a postgres:// or postgresql:// URL');
     config.databaseUrl = dbUrl.value.trim();
+  }
+  const metricsToken = env.SERVICE_METRICS_TOKEN;
+  if (metricsToken !== undefined && metricsToken !== '') {
+    // the token is compared whole, so a short one is guessable; it is never echoed
+    if (metricsToken.length < 16 || /\s/.test(metricsToken)) throw new ConfigError('SERVICE_METRICS_TOKEN', `<${metricsToken.length} characters, redacted>`, 'at least 16 characters without spaces (e.g. openssl rand -hex 32)');
+    config.metricsToken = metricsToken;
   }
   const publicDir = pick(flags, 'public', env, 'SERVICE_PUBLIC');
   if (publicDir) {

@@ -110,3 +110,14 @@ test('mail settings', () => {
   assert.equal(c.sendmailCommand, '/usr/sbin/sendmail -t');
   assert.equal(loadServeConfig({}, { SERVICE_SMTP_HOST: 'mx' }).smtp?.port, 587);
 });
+
+test('SERVICE_METRICS_TOKEN: kept when long enough, refused (and not echoed) when short or spaced', () => {
+  assert.equal(loadServeConfig({}, {}).metricsToken, undefined);
+  assert.equal(loadServeConfig({}, { SERVICE_METRICS_TOKEN: '' }).metricsToken, undefined);
+  assert.equal(loadServeConfig({}, { SERVICE_METRICS_TOKEN: 'a'.repeat(16) }).metricsToken, 'a'.repeat(16));
+  for (const bad of ['short', 'sixteen chars ok!']) {
+    const err = configError(() => loadServeConfig({}, { SERVICE_METRICS_TOKEN: bad }));
+    assert.equal(err.variable, 'SERVICE_METRICS_TOKEN');
+    assert.ok(!err.message.includes(bad));
+  }
+});
