@@ -16,11 +16,6 @@ export function tooLarge(limit: number): Reply {
   return errorReply(TOO_LARGE(limit));
 }
 
-/** Milliseconds since a `process.hrtime.bigint()` reading. */
-export function elapsedMs(start: bigint): number {
-  return Number((process.hrtime.bigint() - start) / 1_000_000n);
-}
-
 /**
  * Appends the route parameters, percent-decoded, to `out`; returns the 400 reply for malformed
  * percent-encoding, or null. `raw(i)` reads parameter i as received.

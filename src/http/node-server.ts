@@ -126,7 +126,7 @@ export class NodeHttpServer {
 
   /** One request: copied into a `Req`, matched on the pipeline's table, served by the pipeline. */
   private handle(ireq: IncomingMessage, res: ServerResponse): void {
-    const start = process.hrtime.bigint();
+    const start = this.pipeline.timed ? performance.now() : 0;
     const method = (ireq.method ?? 'GET').toUpperCase();
     const { path, query } = splitUrl(ireq.url);
     this.pipeline.arrive();
@@ -199,7 +199,7 @@ class NodeExchange extends Exchange {
   private code = 200;
   private headers: Record<string, string | string[]> = {};
 
-  constructor(req: Req, start: bigint, private ireq: IncomingMessage, private res: ServerResponse, private p: Pipeline) {
+  constructor(req: Req, start: number, private ireq: IncomingMessage, private res: ServerResponse, private p: Pipeline) {
     super(req, start);
   }
 

@@ -160,7 +160,7 @@ export class HttpServer {
   private handle(res: UWS.HttpResponse, ureq: UWS.HttpRequest, c: CompiledRoute, method: string): void {
     const route = c.route;
     // the clock is read only for the request log (its duration_ms) and the request observers
-    const start = this.pipeline.timed ? process.hrtime.bigint() : 0n;
+    const start = this.pipeline.timed ? performance.now() : 0;
     const hasBody = BODY_METHODS.has(method);
     this.pipeline.arrive();
     const headers = readHeaders(ureq, hasBody || !!route.clientHeaders, !!route.fileHeaders);
@@ -214,7 +214,7 @@ class UwsSocket extends EngineSocket {
 
 /** One request's uWS response primitives (see Exchange); `ureq` is read only during `serve`. */
 class UwsExchange extends Exchange {
-  constructor(req: Req, start: bigint, private res: UWS.HttpResponse, private ureq: UWS.HttpRequest, private p: Pipeline) {
+  constructor(req: Req, start: number, private res: UWS.HttpResponse, private ureq: UWS.HttpRequest, private p: Pipeline) {
     super(req, start);
   }
 
