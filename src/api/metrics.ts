@@ -16,6 +16,7 @@ import type { RequestEnd } from '../http/pipeline.js';
 import type { Req, Route } from '../http/types.js';
 import { ApiError } from '../errors/api-error.js';
 import { parseCacheStats } from '../rules/parser.js';
+import { hashPoolStats } from '../auth/passwords.js';
 import type { RealtimeMetrics } from '../realtime/hub.js';
 import type { ApiContext } from './context.js';
 
@@ -185,6 +186,12 @@ export class ServiceMetrics {
     gauge(registers, `${p}reader_pool_waiting_reads`, 'Reads waiting for a reader thread or pool connection.', [], (set) => set({}, readPool().waiting));
     counter(registers, `${p}reader_pool_reads_total`, 'Reads the reader pool finished since start.', [], (add) => add({}, readPool().completed));
     counter(registers, `${p}reader_pool_busy_seconds_total`, 'Time the reader pool spent running reads since start, summed over its threads or connections.', [], (add) => add({}, readPool().busyMs / 1000));
+
+    // the password-hashing threads (a piscina pool of their own, started on the first hash)
+    gauge(registers, `${p}password_hash_threads`, 'Password-hashing threads running now (0 while none is needed).', [], (set) => set({}, hashPoolStats().threads));
+    gauge(registers, `${p}password_hash_waiting`, 'Password hashes and verifications waiting for a hashing thread.', [], (set) => set({}, hashPoolStats().waiting));
+    counter(registers, `${p}password_hashes_total`, 'Password hashes and verifications finished since start.', [], (add) => add({}, hashPoolStats().completed));
+    counter(registers, `${p}password_hash_busy_seconds_total`, 'Time the hashing threads spent hashing and verifying since start, summed over threads.', [], (add) => add({}, hashPoolStats().busyMs / 1000));
 
     // realtime
     const rt = () => realtime.metrics();

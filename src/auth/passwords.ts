@@ -9,7 +9,7 @@ import { Piscina } from 'piscina';
 import { Algorithm } from '@node-rs/argon2';
 import { availableParallelism } from 'node:os';
 import { ApiError } from '../errors/api-error.js';
-import { workerScript } from '../store/worker-url.js';
+import { piscinaRan, workerScript } from '../store/worker-url.js';
 import type { HashTask } from '../../workers/hash.js';
 
 /**
@@ -47,7 +47,30 @@ export function sizeHashPool(n: number): void {
   threads = Math.max(1, Math.floor(n));
   const old = pool;
   pool = null;
-  void old?.destroy();
+  if (old) void endPool(old);
+}
+
+/** Hashes run by pools already ended (sizeHashPool, closeHashPool), for hashPoolStats. */
+const endedRuns = { completed: 0, busyMs: 0 };
+
+/** Ends `p` (its threads) and adds what it ran to endedRuns. */
+function endPool(p: Piscina): Promise<void> {
+  return p.destroy().finally(() => {
+    const ran = piscinaRan(p);
+    endedRuns.completed += ran.completed;
+    endedRuns.busyMs += ran.busyMs;
+  });
+}
+
+/**
+ * The hashing threads running now (0 while none is needed), hashes and verifications waiting for
+ * one, and those finished since start with the milliseconds they ran, summed (GET /api/metrics,
+ * docs/operations.md "Metrics").
+ */
+export function hashPoolStats(): { threads: number; waiting: number; completed: number; busyMs: number } {
+  if (!pool) return { threads: 0, waiting: 0, ...endedRuns };
+  const ran = piscinaRan(pool);
+  return { threads: pool.threads.length, waiting: pool.queueSize, completed: endedRuns.completed + ran.completed, busyMs: endedRuns.busyMs + ran.busyMs };
 }
 
 function hashPool(): Piscina {
@@ -91,7 +114,7 @@ export async function verifyPassword(phc: string | null, password: string): Prom
 export async function closeHashPool(): Promise<void> {
   const p = pool;
   pool = null;
-  await p?.destroy();
+  if (p) await endPool(p);
 }
 
 /** Longest accepted password (characters); bounds the hashing input. */

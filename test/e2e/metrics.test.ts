@@ -189,6 +189,10 @@ test('the exposition parses strictly; every series is svc_-prefixed; the documen
     svc_realtime_refused_connections_total: 'counter',
     svc_realtime_delivery_seconds: 'gauge',
     svc_mail_queue_messages: 'gauge',
+    svc_password_hash_threads: 'gauge',
+    svc_password_hash_waiting: 'gauge',
+    svc_password_hashes_total: 'counter',
+    svc_password_hash_busy_seconds_total: 'counter',
     svc_process_resident_memory_bytes: 'gauge',
     svc_nodejs_eventloop_lag_seconds: 'gauge',
     svc_nodejs_heap_size_used_bytes: 'gauge',
@@ -256,4 +260,13 @@ test('a write raises the commit count and the commit-latency histogram', async (
   assert.ok(value(after, 'svc_writer_commits_total') > value(before, 'svc_writer_commits_total'));
   assert.ok(value(after, 'svc_writer_commit_duration_seconds_sum') > 0);
   assert.ok(value(after, 'svc_writer_queue_jobs') >= 0);
+});
+
+test('a password sign-in counts on the hashing threads', async () => {
+  const before = await scrape();
+  const r = await srv.api('POST', '/api/collections/members/auth-with-password', { body: { identity: user.email, password: user.password } });
+  assert.equal(r.status, 200, r.text);
+  const after = await scrape();
+  assert.ok(value(after, 'svc_password_hashes_total') > value(before, 'svc_password_hashes_total'));
+  assert.ok(value(after, 'svc_password_hash_busy_seconds_total') > value(before, 'svc_password_hash_busy_seconds_total'));
 });

@@ -12,7 +12,7 @@ import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
 import type { ReaderPoolStats } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
-import { workerScript } from '../worker-url.js';
+import { piscinaRan, workerScript } from '../worker-url.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
@@ -92,12 +92,6 @@ interface ReadTask {
   sql: string;
   params: SqlValue[];
   mode: 'all' | 'get';
-}
-
-/** Reads `pool` finished and their summed run time in ms (piscina's run-time histogram: mean × count). */
-function ranOn(pool: Piscina): { completed: number; busyMs: number } {
-  const completed = pool.completed;
-  return { completed, busyMs: completed > 0 ? pool.histogram.runTime.mean * completed : 0 };
 }
 
 /**
@@ -560,7 +554,7 @@ export class Reader {
   /** Closes `pool` (its running reads finish first), then adds what it ran to closedReads. */
   private closePool(pool: Piscina): Promise<void> {
     return pool.close().catch(() => undefined).finally(() => {
-      const ran = ranOn(pool);
+      const ran = piscinaRan(pool);
       this.closedReads.completed += ran.completed;
       this.closedReads.busyMs += ran.busyMs;
     });
@@ -574,7 +568,7 @@ export class Reader {
   poolStats(): ReaderPoolStats {
     const pool = this.pool;
     if (!pool) return { size: 0, busy: 0, waiting: this.queue.length, ...this.closedReads };
-    const ran = ranOn(pool);
+    const ran = piscinaRan(pool);
     return {
       size: pool.options.maxThreads,
       busy: this.held(pool),
