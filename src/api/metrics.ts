@@ -213,8 +213,8 @@ export class ServiceMetrics {
     });
 
     // the durable mail queue (one small read of _mailQueue per scrape)
-    gauge(registers, `${p}mail_queue_messages`, 'Messages in the durable mail queue: pending (waiting or being retried) and failed (given up).', ['state'], (set) => {
-      const c = mailQueue.counts();
+    gauge(registers, `${p}mail_queue_messages`, 'Messages in the durable mail queue: pending (waiting or being retried) and failed (given up).', ['state'], async (set) => {
+      const c = await mailQueue.counts();
       set({ state: 'pending' }, c.pending);
       set({ state: 'failed' }, c.failed);
     });
@@ -227,16 +227,29 @@ export class ServiceMetrics {
 }
 
 type LabelSet = Record<string, string>;
-type Read = (put: (labels: LabelSet, v: number) => void) => void;
+/** Sets a series' values at a scrape; may read first (prom-client awaits an async collect). */
+type Read = (put: (labels: LabelSet, v: number) => void) => void | Promise<void>;
 
 /** A gauge whose values `read` sets at each scrape. */
 function gauge(registers: Registry[], name: string, help: string, labelNames: string[], read: Read): void {
-  new Gauge({ name, help, labelNames, registers, collect() { this.reset(); read((labels, v) => this.set(labels, v)); } });
+  new Gauge({
+    name, help, labelNames, registers,
+    async collect() {
+      this.reset();
+      await read((labels, v) => this.set(labels, v));
+    },
+  });
 }
 
 /** A counter whose totals `read` gives at each scrape (from a count the server keeps since start). */
 function counter(registers: Registry[], name: string, help: string, labelNames: string[], read: Read): void {
-  new Counter({ name, help, labelNames, registers, collect() { this.reset(); read((labels, v) => this.inc(labels, v)); } });
+  new Counter({
+    name, help, labelNames, registers,
+    async collect() {
+      this.reset();
+      await read((labels, v) => this.inc(labels, v));
+    },
+  });
 }
 
 /**
