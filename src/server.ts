@@ -49,6 +49,10 @@ import { openDurableUploads } from './uploads/durable.js';
 import { backupRoutes } from './api/backups.js';
 import { serverSettingsRoutes } from './api/server-settings.js';
 import { BackupFolder, applyPendingRestore, checkCronPattern } from './ops/backup-folder.js';
+import { RequestLogs, logsOptions, teeLogger } from './logs/request-logs.js';
+import { logRoutes } from './api/logs.js';
+import { resolvedCaller } from './auth/client.js';
+import type { Req } from './http/types.js';
 
 export { MAX_BODY_BYTES };
 
@@ -73,7 +77,21 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   if (!config.databaseUrl) await applyPendingRestore(config.dataDir, logger);
   const backupSchedule = backupScheduleFromEnv(process.env);
   const data = await openDataDir(config, logger);
-  const { backend, dbPath, secret, store, files, runOnce, claimTick, relay, close: closeData } = data;
+  const { backend, dbPath, secret, store, files, runOnce, claimTick, relay } = data;
+  // the request logs (docs/operations.md, "Request logs"): their own file in the data directory,
+  // on either backend; the server's warnings and errors go in too (the tee)
+  let logs: RequestLogs | null;
+  try {
+    logs = RequestLogs.open(config.dataDir, logsOptions(process.env), logger, requestAuth);
+  } catch (err) {
+    await data.close();
+    throw err;
+  }
+  if (logs) logger = teeLogger(logger, logs);
+  const closeData = async () => {
+    logs?.close();
+    await data.close();
+  };
   const { reader, registry, sql } = store;
   // stages: the data (above), the services with the app attached, the schema the app declares,
   // realtime, then HTTP
@@ -156,6 +174,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     ...backupRoutes(ctx, { folder: backups, tokens: fileTokens }),
     ...authSessionRoutes(ctx),
     ...installRoutes(ctx, install, { allowRemote: /^(1|true|yes)$/i.test(process.env.SERVICE_INSTALL_ALLOW_REMOTE ?? ''), dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+    ...logRoutes(ctx, logs),
     ...adminRoutes(ctx),
     ...appRoutes,
     {
@@ -182,7 +201,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
     logger,
     routes,
     websockets: [realtime.socket],
-    requestObservers: [metrics.http.observe],
+    requestObservers: logs ? [metrics.http.observe, logs.observe] : [metrics.http.observe],
     onUnexpected: (err, req) => logger.error(`unhandled error on ${req.method} ${req.path}: ${(err as Error)?.stack ?? String(err)}`),
   };
   if (engine.engine === 'node:http') logger.warn(`HTTP engine: node:http (slower than uWebSockets.js): ${engine.reason}`);
@@ -268,6 +287,18 @@ function backupScheduleFromEnv(env: NodeJS.ProcessEnv): { cron: string; keep: nu
   if (!cron) return null;
   checkCronPattern(cron);
   return { cron, keep };
+}
+
+/**
+ * A request's caller as the request logs record it, without verifying anything: the auth
+ * collection its credential resolved to when the route resolved it, else "token" when it carried
+ * a credential the route never looked at (or refused), else "guest" (docs/operations.md,
+ * "Request logs").
+ */
+function requestAuth(req: Req): string {
+  const name = resolvedCaller(req);
+  if (name !== undefined) return name;
+  return req.headers.authorization || req.headers.cookie.includes('svc_auth=') ? 'token' : 'guest';
 }
 
 /** Startup warns once per `@public` rule (docs/rules.md: the only way to open an operation). */

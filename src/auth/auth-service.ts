@@ -16,7 +16,7 @@ import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../store/store.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
-import type { ClientInfo } from './client.js';
+import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
 import { PasswordMethod } from './methods/password.js';
 import { MagicLinkMethod } from './methods/magic-link.js';
@@ -312,6 +312,7 @@ export class AuthService {
       if (cl.mf) p.mfa = true;
       if (cl.authTime !== undefined) p.authTime = cl.authTime;
       if (cl.impersonated) p.impersonated = true;
+      noteResolvedCaller(req, c.name);
       return p;
     };
     const check = (cl: TokenClaims | null | undefined): AuthPrincipal | null | Promise<AuthPrincipal | null> => {

@@ -25,3 +25,20 @@ export interface ClientInfo {
   /** the peer address */
   readonly remoteAddress: string;
 }
+
+/** The auth collection each request's credential resolved to (keys die with their requests). */
+const resolvedCallers = new WeakMap<ClientInfo, string>();
+
+/**
+ * Notes that `client`'s credential resolved to a caller of the auth collection `name`
+ * (`AuthService.resolve`), for the request logs (docs/operations.md, "Request logs"): a look-up
+ * of what the route resolved anyway, so the logs never verify a token themselves.
+ */
+export function noteResolvedCaller(client: ClientInfo, name: string): void {
+  resolvedCallers.set(client, name);
+}
+
+/** The auth collection name `client`'s credential resolved to during its request; undefined when it was not resolved (or failed). */
+export function resolvedCaller(client: ClientInfo): string | undefined {
+  return resolvedCallers.get(client);
+}

@@ -353,6 +353,9 @@ class Snapshot implements Req {
     if (typeof this.addr !== 'string') this.addr = Buffer.from(this.addr).toString();
     return this.addr;
   }
+  knownRemoteAddress(): string {
+    return this.addr === null ? '' : this.remoteAddress;
+  }
 }
 
 /** Copies the headers the request may need (see `handle`). Absent headers read as ''. */

@@ -35,6 +35,12 @@ export interface Req {
   params: string[];
   /** peer address; on GET/HEAD readable only before the handler's first await */
   readonly remoteAddress: string;
+  /**
+   * The peer address if it was copied already, else '' without asking the engine (the request
+   * observers read it after the reply, when uWS no longer answers); absent: `remoteAddress` is a
+   * plain copy
+   */
+  knownRemoteAddress?(): string;
   /** request body (only for methods with a body) */
   body: Buffer | null;
 }

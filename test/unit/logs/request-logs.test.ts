@@ -1,0 +1,77 @@
+/**
+ * The request logs' store, buffer and query translation (src/logs/; docs/operations.md,
+ * "Request logs"), over a real `logs.db` in a temporary directory.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '../../../src/log/logger.js';
+import { RequestLogs, LOG_LEVEL, logsOptions, requestLevel, teeLogger } from '../../../src/logs/request-logs.js';
+import { logFilterSql, logSortSql } from '../../../src/logs/log-query.js';
+import type { Req } from '../../../src/http/types.js';
+import type { RequestEnd } from '../../../src/http/pipeline.js';
+
+function open(): { logs: RequestLogs; dir: string; lines: string[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-logs-'));
+  const lines: string[] = [];
+  const logger = createLogger({ format: 'text', level: 'info', requests: false, write: (l) => lines.push(l) });
+  const logs = RequestLogs.open(dir, { ...logsOptions({}), flushMs: 60_000, pruneMs: 60_000 }, logger, () => 'guest')!;
+  return { logs, dir, lines };
+}
+
+function end(path: string, status: number, query = '', method = 'GET'): RequestEnd {
+  const req = { method, path, query, params: [], body: null, remoteAddress: '10.0.0.1', headers: { userAgent: 'ua/1' } } as unknown as Req;
+  return { req, route: path, status, durationMs: 1.23456 };
+}
+
+test('requests and server warnings are written when read, with PocketBase levels', () => {
+  const { logs, dir, lines } = open();
+  try {
+    logs.observe(end('/api/a', 200, 'x=1&token=secret&filetoken=abc'));
+    logs.observe(end('/api/b', 404));
+    logs.observe(end('/api/c', 500, '', 'POST'));
+    const tee = teeLogger(createLogger({ format: 'text', level: 'info', requests: false, write: (l) => lines.push(l) }), logs);
+    tee.warn('disk nearly full', 'files');
+    tee.error('boom');
+    tee.info('not kept');
+    assert.equal(lines.length, 3, 'the tee still writes every line');
+    const page = logs.list({ page: 1, perPage: 10, filter: null, sort: 'created', skipTotal: false });
+    const items = JSON.parse(page.items);
+    assert.equal(page.totalItems, 5);
+    assert.deepEqual(items.map((e: any) => e.level), [0, 4, 8, 4, 8]);
+    assert.equal(items[0].data.url, '/api/a?x=1&token=***&filetoken=***', 'token values are hidden');
+    assert.deepEqual(items[0].data, { type: 'request', method: 'GET', url: items[0].data.url, status: 200, execTime: 1.235, auth: 'guest', ip: '10.0.0.1', userAgent: 'ua/1' });
+    assert.deepEqual(items[3], { ...items[3], level: LOG_LEVEL.warn, message: 'disk nearly full', data: { type: 'server', scope: 'files' } });
+    assert.equal(JSON.parse(logs.get(items[1].id)!).message, 'GET /api/b');
+    assert.equal(logs.get('nope'), null);
+  } finally {
+    logs.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('levels by status', () => {
+  assert.deepEqual([200, 304, 400, 499, 500].map(requestLevel), [0, 0, 4, 4, 8]);
+});
+
+test('filters and sorts become bound SQL over the log fields; everything else is a 400', () => {
+  assert.deepEqual(logFilterSql(''), { sql: '1', params: [] });
+  assert.deepEqual(logFilterSql('data.status >= 400 && level = 4'), { sql: `(json_extract(data, '$.status') >= ? AND level IS ?)`, params: [400, 4] });
+  assert.deepEqual(logFilterSql('data.url ~ "a_b"'), { sql: `(COALESCE(json_extract(data, '$.url'), '') LIKE ? ESCAPE '\\')`, params: ['%a\\_b%'] });
+  assert.deepEqual(logFilterSql('data.referer = null'), { sql: `json_extract(data, '$.referer') IS NULL`, params: [] });
+  assert.equal(logSortSql(''), 'seq DESC');
+  assert.equal(logSortSql('-created,data.execTime'), `created DESC, json_extract(data, '$.execTime') ASC, seq ASC`);
+  for (const bad of ['data = 1', 'x.y = 1', `data.a' = 1`, 'level:lower = 1', '@now > created', 'data.tags ?= 1']) {
+    assert.throws(() => logFilterSql(bad), (e: { status: number }) => e.status === 400, bad);
+  }
+  assert.throws(() => logSortSql('data'), (e: { status: number }) => e.status === 400);
+});
+
+test('the settings: defaults, zero, and a bad value named', () => {
+  assert.deepEqual(logsOptions({}), { maxDays: 7, maxRows: 100_000, flushMs: 500, batch: 1000, pruneMs: 60_000 });
+  assert.equal(logsOptions({ SERVICE_LOGS_MAX_DAYS: '0' }).maxDays, 0);
+  assert.throws(() => logsOptions({ SERVICE_LOGS_MAX_ROWS: '1.5' }), /SERVICE_LOGS_MAX_ROWS/);
+  assert.throws(() => logsOptions({ SERVICE_LOGS_MAX_DAYS: '-1' }), /SERVICE_LOGS_MAX_DAYS/);
+});
