@@ -82,14 +82,14 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   // on either backend; the server's warnings and errors go in too (the tee)
   let logs: RequestLogs | null;
   try {
-    logs = RequestLogs.open(config.dataDir, logsOptions(process.env), logger, requestAuth);
+    logs = await RequestLogs.open(config.dataDir, logsOptions(process.env), logger, requestAuth);
   } catch (err) {
     await data.close();
     throw err;
   }
   if (logs) logger = teeLogger(logger, logs);
   const closeData = async () => {
-    logs?.close();
+    await logs?.close();
     await data.close();
   };
   const { reader, registry, sql } = store;

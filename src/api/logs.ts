@@ -28,18 +28,18 @@ export function logRoutes(ctx: ApiContext, logs: RequestLogs | null): Route[] {
       const perPage = Math.min(parsePositiveInt(q.get('perPage'), DEFAULT_PER_PAGE, 'perPage'), MAX_PER_PAGE);
       const skipTotal = parseBool(q.get('skipTotal'), false);
       if (!logs) return json(200, JSON.stringify({ page, perPage, totalItems: skipTotal ? -1 : 0, totalPages: skipTotal ? -1 : 0, items: [] }));
-      const p = logs.list({ page, perPage, filter: q.get('filter'), sort: q.get('sort'), skipTotal });
+      const p = await logs.list({ page, perPage, filter: q.get('filter'), sort: q.get('sort'), skipTotal });
       return json(200, `{"page":${p.page},"perPage":${p.perPage},"totalItems":${p.totalItems},"totalPages":${p.totalPages},"items":${p.items}}`);
     },
   }, {
     method: 'get', pattern: '/api/logs/stats', handler: async (req) => {
       await ctx.auth.requireSuperuser(req);
-      return json(200, JSON.stringify(logs ? logs.stats(query(req).get('filter')) : []));
+      return json(200, JSON.stringify(logs ? await logs.stats(query(req).get('filter')) : []));
     },
   }, {
     method: 'get', pattern: '/api/logs/:id', handler: async (req) => {
       await ctx.auth.requireSuperuser(req);
-      const entry = logs?.get(req.params[0]) ?? null;
+      const entry = logs ? await logs.get(req.params[0]) : null;
       if (entry === null) throw ApiError.notFound();
       return json(200, entry);
     },

@@ -1,29 +1,25 @@
 /**
- * The request-log store (docs/operations.md, "Request logs"): a SQLite file of its own,
- * `<dataDir>/logs.db`, opened with libsql in WAL mode on the main thread, never the main
- * database, so log writes never queue behind record writes on the writer thread (on PostgreSQL
- * each instance keeps its own file in its own data directory).
- *
- * One table, `logs`: `seq` (insertion order, the tie-break of every sort), `id` (15 characters,
- * `[a-z0-9]`), `created` (`YYYY-MM-DD HH:MM:SS.sssZ`, UTC), `level` (an integer: -4 debug, 0 info,
- * 4 warn, 8 error, as PocketBase numbers them), `message`, and `data` (a JSON object as text).
- * Statements are prepared once and read with `raw(true)` (libsql puts an enumerable `_metadata`
- * on the objects `.get()` returns; positional rows carry none).
+ * The request-log store's client (docs/operations.md, "Request logs"): `<dataDir>/logs.db` is
+ * owned by a thread of its own (workers/logs.ts), never the main database's writer, so rendering
+ * and inserting entries and scanning them for a filter never take the main thread's time (the
+ * inserts on the main thread measured as a large share of a read's time: bench/README.md,
+ * "Request logs"). Messages are handled in order, so a read sent after a batch sees it.
  */
-import { randomBytes } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
-import Database from 'libsql';
+import { workerScript } from '../store/worker-url.js';
 import { logFilterSql, logSortSql } from './log-query.js';
+import type { Batch } from '../../workers/logs.js';
 
 /** The store's file name inside the data directory. */
 export const LOGS_FILE = 'logs.db';
 
-/** One entry as written: its time in epoch milliseconds, level, message and data (a JSON object's text). */
-export interface LogEntryInput {
-  time: number;
-  level: number;
-  message: string;
-  data: string;
+/** Buffered entries, one array per field: the thread's wire type (workers/logs.ts). */
+export type { Batch };
+
+/** An empty batch. */
+export function newBatch(): Batch {
+  return { kind: [], time: [], method: [], path: [], query: [], status: [], ms: [], auth: [], ip: [], userAgent: [] };
 }
 
 /** A page of entries as the list route answers it (PocketBase's list shape); `items` is JSON text. */
@@ -33,7 +29,7 @@ export interface LogPage {
   /** -1 when the total was skipped (`skipTotal`) */
   totalItems: number;
   totalPages: number;
-  /** the entries' JSON objects joined into an array's text */
+  /** the entries' JSON objects as an array's text */
   items: string;
 }
 
@@ -46,105 +42,84 @@ export interface LogListQuery {
   skipTotal: boolean;
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS logs (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  created TEXT NOT NULL,
-  level INTEGER NOT NULL,
-  message TEXT NOT NULL,
-  data TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS logs_created ON logs (created);
-`;
+type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string };
 
-const COLUMNS = 'id, created, level, message, data';
-const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-
-/** `YYYY-MM-DD HH:MM:SS.sssZ` (PocketBase's date text) of epoch milliseconds. */
-export function logDate(ms: number): string {
-  const iso = new Date(ms).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11)}`;
-}
-
-/** `n` fresh ids of 15 characters from one random read. */
-function newIds(n: number): string[] {
-  const bytes = randomBytes(n * 15);
-  const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    let id = '';
-    for (let j = 0; j < 15; j++) id += ID_ALPHABET[bytes[i * 15 + j] % 36];
-    out.push(id);
-  }
-  return out;
-}
-
-/** An entry's row (`[id, created, level, message, data]`) as the API's JSON object text. */
-function entryJson(row: unknown[]): string {
-  return `{"id":${JSON.stringify(row[0])},"created":${JSON.stringify(row[1])},"level":${Number(row[2])},"message":${JSON.stringify(row[3])},"data":${row[4] as string}}`;
-}
-
-/** The logs table of one `logs.db` (see the module comment). Synchronous; main thread only. */
+/** The thread that owns `logs.db`, and its requests in flight. */
 export class LogStore {
-  private readonly db: InstanceType<typeof Database>;
-  private readonly insertStmt;
-  private readonly byIdStmt;
-  private readonly pruneOldStmt;
-  private readonly pruneCapStmt;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private exited = false;
+  private closing = false;
 
-  /** Opens (creating when absent) `<dataDir>/logs.db`. @throws when the file cannot be opened */
-  constructor(dataDir: string) {
-    this.db = new Database(join(dataDir, LOGS_FILE));
-    this.db.exec('PRAGMA journal_mode = WAL');
-    // a lost last batch on a power cut is acceptable for logs; no fsync per commit
-    this.db.exec('PRAGMA synchronous = NORMAL');
-    this.db.exec('PRAGMA busy_timeout = 1000');
-    this.db.exec(SCHEMA);
-    this.insertStmt = this.db.prepare('INSERT INTO logs (id, created, level, message, data) VALUES (?, ?, ?, ?, ?)');
-    this.byIdStmt = this.db.prepare(`SELECT ${COLUMNS} FROM logs WHERE id = ?`).raw(true);
-    this.pruneOldStmt = this.db.prepare('DELETE FROM logs WHERE created < ?');
-    this.pruneCapStmt = this.db.prepare('DELETE FROM logs WHERE seq <= (SELECT seq FROM logs ORDER BY seq DESC LIMIT 1 OFFSET ?)');
+  private constructor(private readonly worker: Worker, onError: (message: string) => void) {
+    worker.on('message', (m: Reply) => {
+      const w = this.waiting.get(m.id);
+      if (!w) {
+        if (!m.ok) onError(m.message); // a failed insert (no one waits for those)
+        return;
+      }
+      this.waiting.delete(m.id);
+      if (this.waiting.size === 0 && !this.closing) worker.unref();
+      if (m.ok) w.resolve(m.value);
+      else w.reject(new Error(m.message));
+    });
+    worker.on('error', (err) => onError(err.message));
+    worker.once('exit', () => {
+      this.exited = true;
+      for (const w of this.waiting.values()) w.reject(new Error('the request-log thread stopped'));
+      this.waiting.clear();
+    });
+    worker.unref();
   }
 
-  /** Writes `entries` in one transaction. */
-  insert(entries: readonly LogEntryInput[]): void {
-    if (entries.length === 0) return;
-    const ids = newIds(entries.length);
-    this.db.exec('BEGIN');
-    try {
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i];
-        this.insertStmt.run([ids[i], logDate(e.time), e.level, e.message, e.data]);
-      }
-      this.db.exec('COMMIT');
-    } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
+  /**
+   * Starts the thread on `<dataDir>/logs.db` (created when absent); `onError` hears failed writes.
+   * @throws Error when the file cannot be opened
+   */
+  static async open(dataDir: string, onError: (message: string) => void): Promise<LogStore> {
+    const { file, execArgv } = workerScript('logs');
+    const worker = new Worker(file, { workerData: { file: join(dataDir, LOGS_FILE) }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    const ready = await new Promise<{ ready: boolean; message?: string }>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (!ready.ready) {
+      await worker.terminate();
+      throw new Error(`cannot open the request logs (${LOGS_FILE}): ${ready.message}`);
     }
+    return new LogStore(worker, onError);
+  }
+
+  private ask<T>(msg: Record<string, unknown>): Promise<T> {
+    if (this.exited) return Promise.reject(new Error('the request-log thread stopped'));
+    const id = this.nextId++;
+    // the thread keeps the process alive only while someone waits for an answer
+    if (this.waiting.size === 0) this.worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ ...msg, id });
+    });
+  }
+
+  /** Sends `batch` to be written (in one transaction); failures reach `onError`. */
+  insert(batch: Batch): void {
+    if (!this.exited && batch.kind.length) this.worker.postMessage({ op: 'insert', batch });
   }
 
   /**
    * One page of entries.
-   * @throws ApiError 400 for a filter or sort the log fields refuse (log-query.ts)
+   * @throws ApiError 400 for a filter or sort the log fields refuse (log-query.ts), before anything is sent
    */
-  list(q: LogListQuery): LogPage {
+  async list(q: LogListQuery): Promise<LogPage> {
     const where = logFilterSql(q.filter);
     const order = logSortSql(q.sort);
-    const rows = this.db.prepare(`SELECT ${COLUMNS} FROM logs WHERE ${where.sql} ORDER BY ${order} LIMIT ? OFFSET ?`).raw(true)
-      .all([...where.params, q.perPage, (q.page - 1) * q.perPage]) as unknown[][];
-    let totalItems = -1;
-    let totalPages = -1;
-    if (!q.skipTotal) {
-      totalItems = Number((this.db.prepare(`SELECT COUNT(*) FROM logs WHERE ${where.sql}`).raw(true).get(where.params) as unknown[])[0]);
-      totalPages = Math.ceil(totalItems / q.perPage);
-    }
-    return { page: q.page, perPage: q.perPage, totalItems, totalPages, items: `[${rows.map(entryJson).join(',')}]` };
+    const r = await this.ask<{ items: string; total: number }>({ op: 'list', where: where.sql, params: where.params, order, limit: q.perPage, offset: (q.page - 1) * q.perPage, count: !q.skipTotal });
+    return { page: q.page, perPage: q.perPage, totalItems: r.total, totalPages: r.total < 0 ? -1 : Math.ceil(r.total / q.perPage), items: r.items };
   }
 
   /** One entry's JSON object text, or null when there is none with `id`. */
-  get(id: string): string | null {
-    const row = this.byIdStmt.get([id]) as unknown[] | undefined;
-    return row ? entryJson(row) : null;
+  get(id: string): Promise<string | null> {
+    return this.ask<string | null>({ op: 'get', entry: id });
   }
 
   /**
@@ -152,24 +127,22 @@ export class LogStore {
    * (`YYYY-MM-DD HH:00:00.000Z`).
    * @throws ApiError 400 for a filter the log fields refuse
    */
-  stats(filter: string | null): Array<{ total: number; date: string }> {
+  stats(filter: string | null): Promise<Array<{ total: number; date: string }>> {
     const where = logFilterSql(filter);
-    const rows = this.db.prepare(`SELECT COUNT(*), substr(created, 1, 13) AS hour FROM logs WHERE ${where.sql} GROUP BY hour ORDER BY hour`).raw(true)
-      .all(where.params) as unknown[][];
-    return rows.map((r) => ({ total: Number(r[0]), date: `${r[1] as string}:00:00.000Z` }));
+    return this.ask({ op: 'stats', where: where.sql, params: where.params });
   }
 
-  /**
-   * Deletes the entries older than `before` (epoch ms) and, past `maxRows`, the oldest ones.
-   * @returns how many rows went
-   */
-  prune(before: number, maxRows: number): number {
-    let n = Number(this.pruneOldStmt.run([logDate(before)]).changes);
-    if (maxRows > 0) n += Number(this.pruneCapStmt.run([maxRows]).changes);
-    return n;
+  /** Deletes the entries older than `before` (epoch ms) and, past `maxRows` (0: no cap), the oldest; resolves with how many went. */
+  prune(before: number, maxRows: number): Promise<number> {
+    return this.ask<number>({ op: 'prune', before, maxRows });
   }
 
-  close(): void {
-    this.db.close();
+  /** Lets every message sent so far be handled, then closes the file and ends the thread. */
+  async close(): Promise<void> {
+    if (this.exited) return;
+    const exited = new Promise<void>((r) => this.worker.once('exit', () => r()));
+    this.closing = true; // stays referenced until it exited
+    await this.ask({ op: 'close' }).catch(() => undefined);
+    await exited;
   }
 }

@@ -5,14 +5,15 @@
  *
  * Off the hot path: the HTTP pipeline's request observer (`observe`) only pushes a few fields of
  * the request onto an in-memory buffer; a timer (every `flushMs`) or a full batch (`batch`
- * entries, on the next turn of the event loop) writes the buffer in one transaction. At most
+ * entries, on the next turn of the event loop) sends the buffer to the store's own thread
+ * (log-store.ts, workers/logs.ts), which renders and writes it in one transaction. At most
  * `MAX_PENDING` entries wait; more are dropped and counted (a stalled disk must not grow the
  * process). Readers flush first, so a request is readable as soon as it ended.
  */
 import type { Logger } from '../log/logger.js';
 import type { Req } from '../http/types.js';
 import type { RequestEnd } from '../http/pipeline.js';
-import { LogStore, type LogListQuery, type LogPage } from './log-store.js';
+import { LogStore, newBatch, type Batch, type LogListQuery, type LogPage } from './log-store.js';
 
 /** The levels as PocketBase numbers them (its logs' `level`). */
 export const LOG_LEVEL = { debug: -4, info: 0, warn: 4, error: 8 } as const;
@@ -58,44 +59,12 @@ export function logsOptions(env: NodeJS.ProcessEnv): LogsOptions {
   };
 }
 
-/** One buffered request, as cheap to make as possible (rendered at write time). */
-interface PendingRequest {
-  kind: 0;
-  time: number;
-  method: string;
-  path: string;
-  query: string;
-  status: number;
-  ms: number;
-  auth: string;
-  ip: string;
-  userAgent: string;
-}
-/** One buffered server message (logger.warn/error). */
-interface PendingMessage {
-  kind: 1;
-  time: number;
-  level: number;
-  message: string;
-  scope: string;
-}
-
-/** A query string with the values of `token` parameters hidden (file tokens and the like). */
-function redactQuery(q: string): string {
-  return q.includes('token') ? q.replace(/(^|&)([^=&]*token[^=&]*)=[^&]*/gi, '$1$2=***') : q;
-}
-
-/** The level of a request's entry: info below 400, warn for 4xx (and 499, gone), error for 5xx. */
-export function requestLevel(status: number): number {
-  return status >= 500 ? LOG_LEVEL.error : status >= 400 ? LOG_LEVEL.warn : LOG_LEVEL.info;
-}
-
 /**
  * The buffer, its timers and the store. `authOf` names a request's caller without verifying
  * anything (the route layer's own resolution, or "guest"/"token": docs/operations.md).
  */
 export class RequestLogs {
-  private pending: Array<PendingRequest | PendingMessage> = [];
+  private pending: Batch = newBatch();
   private scheduled = false;
   private dropped = 0;
   private failing = false;
@@ -107,7 +76,7 @@ export class RequestLogs {
    * @param logger where a failing write is reported (the process logger, not the tee: a failure
    *   must not feed itself)
    */
-  constructor(private readonly store: LogStore, private readonly opts: LogsOptions, private readonly logger: Logger, private readonly authOf: (req: Req) => string) {
+  private constructor(private readonly store: LogStore, private readonly opts: LogsOptions, private readonly logger: Logger, private readonly authOf: (req: Req) => string) {
     this.flushTimer = setInterval(() => this.flush(), opts.flushMs);
     this.flushTimer.unref();
     this.pruneTimer = setInterval(() => this.prune(), opts.pruneMs);
@@ -116,106 +85,124 @@ export class RequestLogs {
   }
 
   /**
-   * Opens `<dataDir>/logs.db`; null when `maxDays` is 0 (no store).
-   * @throws when the file cannot be opened
+   * Opens `<dataDir>/logs.db` on its thread; null when `maxDays` is 0 (no store).
+   * @throws Error when the file cannot be opened
    */
-  static open(dataDir: string, opts: LogsOptions, logger: Logger, authOf: (req: Req) => string): RequestLogs | null {
+  static async open(dataDir: string, opts: LogsOptions, logger: Logger, authOf: (req: Req) => string): Promise<RequestLogs | null> {
     if (opts.maxDays === 0) return null;
-    return new RequestLogs(new LogStore(dataDir), opts, logger, authOf);
+    let self: RequestLogs | null = null;
+    const store = await LogStore.open(dataDir, (message) => self?.failed(message));
+    self = new RequestLogs(store, opts, logger, authOf);
+    return self;
   }
 
-  /** The request observer (`HttpServerOptions.requestObservers`): one push, no I/O. */
+  /** The request observer (`HttpServerOptions.requestObservers`): a few array pushes, no I/O. */
   readonly observe = (end: RequestEnd): void => {
+    if (this.full()) return;
     const req = end.req;
-    this.push({
-      kind: 0, time: Date.now(), method: req.method, path: req.path, query: req.query, status: end.status, ms: end.durationMs,
-      auth: this.authOf(req), ip: req.knownRemoteAddress ? req.knownRemoteAddress() : req.remoteAddress, userAgent: req.headers.userAgent,
-    });
+    const b = this.pending;
+    b.kind.push(0);
+    b.time.push(Date.now());
+    b.method.push(req.method);
+    b.path.push(req.path);
+    b.query.push(req.query);
+    b.status.push(end.status);
+    b.ms.push(end.durationMs);
+    b.auth.push(this.authOf(req));
+    b.ip.push(req.knownRemoteAddress ? req.knownRemoteAddress() : req.remoteAddress);
+    b.userAgent.push(req.headers.userAgent);
+    this.pushed();
   };
 
   /** A server message (`level`: LOG_LEVEL's warn or error) with its logger scope. */
   note(level: number, message: string, scope: string | undefined): void {
-    this.push({ kind: 1, time: Date.now(), level, message, scope: scope || 'default' });
+    if (this.full()) return;
+    this.message(level, message, scope || 'default');
+    this.pushed();
   }
 
-  private push(e: PendingRequest | PendingMessage): void {
-    if (this.closed) return;
-    if (this.pending.length >= MAX_PENDING) {
-      this.dropped++;
-      return;
-    }
-    this.pending.push(e);
-    if (this.pending.length >= this.opts.batch && !this.scheduled) {
+  private message(level: number, message: string, scope: string): void {
+    const b = this.pending;
+    b.kind.push(1);
+    b.time.push(Date.now());
+    b.method.push(String(level));
+    b.path.push(message);
+    b.query.push(scope);
+    b.status.push(0);
+    b.ms.push(0);
+    b.auth.push('');
+    b.ip.push('');
+    b.userAgent.push('');
+  }
+
+  /** True (and the entry counted as dropped) when no more may wait, or after close. */
+  private full(): boolean {
+    if (this.closed) return true;
+    if (this.pending.kind.length < MAX_PENDING) return false;
+    this.dropped++;
+    return true;
+  }
+
+  private pushed(): void {
+    if (this.pending.kind.length >= this.opts.batch && !this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
   }
 
-  /** Writes the buffer now (the timer, a full batch, a reader, the close). Never throws. */
-  flush(): void {
-    this.scheduled = false;
-    if (this.pending.length === 0 && this.dropped === 0) return;
-    const batch = this.pending;
-    this.pending = [];
-    if (this.dropped) {
-      batch.push({ kind: 1, time: Date.now(), level: LOG_LEVEL.warn, message: `request logs: ${this.dropped} entries dropped (more than ${MAX_PENDING} waiting)`, scope: 'logs' });
-      this.dropped = 0;
-    }
-    try {
-      this.store.insert(batch.map(render));
-      this.failing = false;
-    } catch (err) {
-      // reported once per failing spell, through the process logger only
-      if (!this.failing) this.logger.error(`request logs: writing ${batch.length} entries failed: ${(err as Error).message}`, 'logs');
-      this.failing = true;
-    }
+  /** A write failed on the store's thread: reported once per failing spell, through the process logger only. */
+  private failed(message: string): void {
+    if (!this.failing) this.logger.error(`request logs: writing entries failed: ${message}`, 'logs');
+    this.failing = true;
   }
 
-  /** Deletes what the retention settings no longer keep. Never throws. */
-  prune(): void {
-    try {
-      this.store.prune(Date.now() - this.opts.maxDays * 86_400_000, this.opts.maxRows);
-    } catch (err) {
-      this.logger.error(`request logs: retention delete failed: ${(err as Error).message}`, 'logs');
+  /** Sends the buffer to the store's thread (the timer, a full batch, a reader, the close). */
+  flush(): void {
+    this.scheduled = false;
+    if (this.dropped) {
+      this.message(LOG_LEVEL.warn, `request logs: ${this.dropped} entries dropped (more than ${MAX_PENDING} waiting)`, 'logs');
+      this.dropped = 0;
     }
+    if (this.pending.kind.length === 0) return;
+    const batch = this.pending;
+    this.pending = newBatch();
+    this.store.insert(batch);
+  }
+
+  /** Deletes what the retention settings no longer keep; failures are logged. */
+  prune(): void {
+    this.store.prune(Date.now() - this.opts.maxDays * 86_400_000, this.opts.maxRows).then(() => {
+      this.failing = false;
+    }, (err: Error) => this.logger.error(`request logs: retention delete failed: ${err.message}`, 'logs'));
   }
 
   /** A page of entries, the buffer written first. @throws ApiError 400 for a bad filter or sort */
-  list(q: LogListQuery): LogPage {
+  list(q: LogListQuery): Promise<LogPage> {
     this.flush();
     return this.store.list(q);
   }
 
   /** One entry's JSON text or null, the buffer written first. */
-  get(id: string): string | null {
+  get(id: string): Promise<string | null> {
     this.flush();
     return this.store.get(id);
   }
 
   /** Entries per hour, the buffer written first. @throws ApiError 400 for a bad filter */
-  stats(filter: string | null): Array<{ total: number; date: string }> {
+  stats(filter: string | null): Promise<Array<{ total: number; date: string }>> {
     this.flush();
     return this.store.stats(filter);
   }
 
-  /** Writes what is buffered, stops the timers and closes the file. */
-  close(): void {
+  /** Writes what is buffered, stops the timers, closes the file and ends its thread. */
+  async close(): Promise<void> {
     if (this.closed) return;
     clearInterval(this.flushTimer);
     clearInterval(this.pruneTimer);
     this.flush();
     this.closed = true;
-    this.store.close();
+    await this.store.close();
   }
-}
-
-/** A buffered entry as the store writes it. */
-function render(e: PendingRequest | PendingMessage): { time: number; level: number; message: string; data: string } {
-  if (e.kind === 1) return { time: e.time, level: e.level, message: e.message, data: JSON.stringify({ type: 'server', scope: e.scope }) };
-  const url = e.query ? `${e.path}?${redactQuery(e.query)}` : e.path;
-  const data: Record<string, unknown> = { type: 'request', method: e.method, url, status: e.status, execTime: Math.round(e.ms * 1000) / 1000, auth: e.auth, ip: e.ip };
-  if (e.userAgent) data.userAgent = e.userAgent;
-  return { time: e.time, level: requestLevel(e.status), message: `${e.method} ${url}`, data: JSON.stringify(data) };
 }
 
 /**

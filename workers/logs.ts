@@ -1,0 +1,169 @@
+/**
+ * The request-log thread (docs/operations.md, "Request logs"): owns `<dataDir>/logs.db`, a libsql
+ * file of its own in WAL mode, never the main database. It renders and inserts the batches the
+ * main thread's buffer sends (src/logs/request-logs.ts) and answers the reads of the log routes,
+ * so neither the writes nor a filtered scan ever run on the main thread.
+ *
+ * The table `logs`: `seq` (the insertion order, assigned here), `id` (15 characters: `seq` in
+ * base 36 on 9, then 6 random ones, so a look-up by id is a look-up by `seq` and needs no index of
+ * its own), `created` (`YYYY-MM-DD HH:MM:SS.sssZ`, indexed: the retention delete and the time
+ * filters), `level`, `message`, `data` (a JSON object's text). Reads use `raw(true)`: libsql puts
+ * an enumerable `_metadata` on the objects `.get()` returns.
+ *
+ * workerData: { file: string }
+ * Messages in: `Request` below (sent by src/logs/log-store.ts). Messages out: `{ready}`
+ * or `{ready: false, message}` once, then `{id, ok, value}` / `{id, ok: false, message}` for each
+ * request that has an id (inserts have none: a failed insert answers `{id: 0, …}` once).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
+import Database from 'libsql';
+
+const port = parentPort!;
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS logs (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL,
+  created TEXT NOT NULL,
+  level INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS logs_created ON logs (created);
+`;
+const COLUMNS = 'id, created, level, message, data';
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+/**
+ * A batch of buffered entries, one array per field (cheap to fill and to send; filled by
+ * src/logs/request-logs.ts). A request: kind 0, its method, path, query string, status,
+ * milliseconds, caller, peer address and User-Agent. A server message: kind 1, `method` its level
+ * as text, `path` its text, `query` its scope.
+ */
+export interface Batch {
+  /** 0: a request; 1: a server message */
+  kind: number[];
+  time: number[];
+  /** a request's method; a server message's level (as text) */
+  method: string[];
+  /** a request's path; a server message's text */
+  path: string[];
+  /** a request's query string; a server message's scope */
+  query: string[];
+  status: number[];
+  ms: number[];
+  auth: string[];
+  ip: string[];
+  userAgent: string[];
+}
+
+type Request =
+  | { op: 'insert'; batch: Batch }
+  | { op: 'list'; id: number; where: string; params: unknown[]; order: string; limit: number; offset: number; count: boolean }
+  | { op: 'get'; id: number; entry: string }
+  | { op: 'stats'; id: number; where: string; params: unknown[] }
+  | { op: 'prune'; id: number; before: number; maxRows: number }
+  | { op: 'close'; id: number };
+
+let db: InstanceType<typeof Database>;
+let insertStmt: ReturnType<InstanceType<typeof Database>['prepare']>;
+let nextSeq = 1;
+try {
+  db = new Database((workerData as { file: string }).file);
+  db.exec('PRAGMA journal_mode = WAL');
+  // a lost last batch on a power cut is acceptable for logs: no fsync per commit
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec(SCHEMA);
+  insertStmt = db.prepare("INSERT INTO logs (seq, id, created, level, message, data) SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5 FROM json_each(?)");
+  nextSeq = Number((db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 FROM logs').raw(true).get([]) as unknown[])[0]);
+  port.postMessage({ ready: true });
+} catch (err) {
+  port.postMessage({ ready: false, message: (err as Error).message });
+}
+
+/** `YYYY-MM-DD HH:MM:SS.sssZ` of epoch milliseconds. */
+function logDate(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11)}`;
+}
+
+/** The level of a request's entry: 0 info below 400, 4 warn for 4xx (499 too), 8 error for 5xx. */
+function requestLevel(status: number): number {
+  return status >= 500 ? 8 : status >= 400 ? 4 : 0;
+}
+
+/** A query string with the values of parameters whose name holds `token` hidden. */
+function redactQuery(q: string): string {
+  return /token/i.test(q) ? q.replace(/(^|&)([^=&]*token[^=&]*)=[^&]*/gi, '$1$2=***') : q;
+}
+
+/**
+ * Writes a batch with one statement over the batch as a JSON array (`json_each`): one call into
+ * libsql per batch instead of one per entry (bench/README.md, "Request logs").
+ */
+function insert(b: Batch): void {
+  const n = b.kind.length;
+  const rnd = randomBytes(n * 6);
+  const rows: unknown[][] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const seq = nextSeq + i;
+    let id = seq.toString(36).padStart(9, '0');
+    for (let j = 0; j < 6; j++) id += ALPHABET[rnd[i * 6 + j] % 36];
+    if (b.kind[i] === 1) {
+      rows[i] = [seq, id, logDate(b.time[i]), Number(b.method[i]), b.path[i], `{"type":"server","scope":${JSON.stringify(b.query[i])}}`];
+      continue;
+    }
+    const url = b.query[i] ? `${b.path[i]}?${redactQuery(b.query[i])}` : b.path[i];
+    const data = `{"type":"request","method":${JSON.stringify(b.method[i])},"url":${JSON.stringify(url)},"status":${b.status[i]},"execTime":${Math.round(b.ms[i] * 1000) / 1000},"auth":${JSON.stringify(b.auth[i])},"ip":${JSON.stringify(b.ip[i])}${b.userAgent[i] ? `,"userAgent":${JSON.stringify(b.userAgent[i])}` : ''}}`;
+    rows[i] = [seq, id, logDate(b.time[i]), requestLevel(b.status[i]), `${b.method[i]} ${url}`, data];
+  }
+  insertStmt.run([JSON.stringify(rows)]);
+  nextSeq += n;
+}
+
+/** A row (`[id, created, level, message, data]`) as the API's JSON object text. */
+function entryJson(row: unknown[]): string {
+  return `{"id":${JSON.stringify(row[0])},"created":${JSON.stringify(row[1])},"level":${Number(row[2])},"message":${JSON.stringify(row[3])},"data":${row[4] as string}}`;
+}
+
+function handle(m: Request): unknown {
+  switch (m.op) {
+    case 'insert':
+      insert(m.batch);
+      return undefined;
+    case 'list': {
+      const rows = db.prepare(`SELECT ${COLUMNS} FROM logs WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`).raw(true).all([...m.params, m.limit, m.offset]) as unknown[][];
+      const total = m.count ? Number((db.prepare(`SELECT COUNT(*) FROM logs WHERE ${m.where}`).raw(true).get(m.params) as unknown[])[0]) : -1;
+      return { items: `[${rows.map(entryJson).join(',')}]`, total };
+    }
+    case 'get': {
+      // the id's first 9 characters are its seq in base 36
+      const seq = /^[0-9a-z]{15}$/.test(m.entry) ? parseInt(m.entry.slice(0, 9), 36) : -1;
+      const row = db.prepare(`SELECT ${COLUMNS} FROM logs WHERE seq = ? AND id = ?`).raw(true).get([seq, m.entry]) as unknown[] | undefined;
+      return row ? entryJson(row) : null;
+    }
+    case 'stats': {
+      const rows = db.prepare(`SELECT COUNT(*), substr(created, 1, 13) AS hour FROM logs WHERE ${m.where} GROUP BY hour ORDER BY hour`).raw(true).all(m.params) as unknown[][];
+      return rows.map((r) => ({ total: Number(r[0]), date: `${r[1] as string}:00:00.000Z` }));
+    }
+    case 'prune': {
+      let n = Number(db.prepare('DELETE FROM logs WHERE created < ?').run([logDate(m.before)]).changes);
+      if (m.maxRows > 0) n += Number(db.prepare('DELETE FROM logs WHERE seq <= (SELECT seq FROM logs ORDER BY seq DESC LIMIT 1 OFFSET ?)').run([m.maxRows]).changes);
+      return n;
+    }
+    case 'close':
+      db.close();
+      return undefined;
+  }
+}
+
+port.on('message', (m: Request) => {
+  const id = 'id' in m ? m.id : 0;
+  try {
+    const value = handle(m);
+    if (id) port.postMessage({ id, ok: true, value });
+    if (m.op === 'close') port.close();
+  } catch (err) {
+    port.postMessage({ id, ok: false, message: (err as Error).message });
+  }
+});
