@@ -21,6 +21,7 @@ import { FeaturesPage } from './components/features-page';
 import { BackupsPage } from './components/backups-page';
 import { MailPage } from './components/mail-page';
 import { StoragePage } from './components/storage-page';
+import { LogsPage } from './components/logs-page';
 
 interface Toast {
   id: number;
@@ -169,6 +170,7 @@ function Page() {
   if (parts[0] === 'settings' && parts[1] === 'storage') return <StoragePage />;
   if (parts[0] === 'settings' && !parts[1]) return <SettingsPage />;
   if (parts[0] === 'backups') return <BackupsPage />;
+  if (parts[0] === 'logs') return <LogsPage />;
   if (parts[0] === 'features' && hasFeatures) return <FeaturesPage />;
   if (parts.length === 0) return <Loading />;
   return <NotFound what="There is no such page." />;

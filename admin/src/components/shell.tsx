@@ -1,6 +1,6 @@
 /**
  * The signed-in frame: a header (menu button on narrow windows, the superuser, sign-out), the
- * sidebar (collections with a quick filter, settings, mail, storage, backups and flags), and the page.
+ * sidebar (collections with a quick filter, settings, mail, storage, backups, logs and flags), and the page.
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -95,6 +95,7 @@ export function Shell({ children, onSignOut }: { children: ComponentChildren; on
             <li>{link('/settings/mail', 'Mail', path === '/settings/mail')}</li>
             <li>{link('/settings/storage', 'Storage', path === '/settings/storage')}</li>
             <li>{link('/backups', 'Backups', path === '/backups')}</li>
+            <li>{link('/logs', 'Logs', path === '/logs')}</li>
             {hasFeatures && <li>{link('/features', 'Flags and experiments', path === '/features')}</li>}
           </ul>
         </div>
