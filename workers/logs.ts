@@ -17,6 +17,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'libsql';
 
 const port = parentPort!;
@@ -69,7 +70,11 @@ let db: InstanceType<typeof Database>;
 let insertStmt: ReturnType<InstanceType<typeof Database>['prepare']>;
 let nextSeq = 1;
 try {
-  db = new Database((workerData as { file: string }).file);
+  const file = (workerData as { file: string }).file;
+  // created empty with mode 0600 first, as the main database is (src/files/data-paths.ts): SQLite
+  // gives -wal and -shm the file's mode, and request URLs are no business of other local users
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+  db = new Database(file);
   db.exec('PRAGMA journal_mode = WAL');
   // a lost last batch on a power cut is acceptable for logs: no fsync per commit
   db.exec('PRAGMA synchronous = NORMAL');

@@ -8,7 +8,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import PocketBase from 'pocketbase';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
@@ -182,6 +182,7 @@ test('retention: past the row cap the oldest go, past SERVICE_LOGS_MAX_DAYS ever
   const short = await startSvc({ env: { SERVICE_LOGS_MAX_DAYS: '0.00003', SERVICE_LOGS_MAX_ROWS: '5', SERVICE_LOGS_PRUNE_INTERVAL_MS: '100', SERVICE_LOGS_FLUSH_MS: '50' } });
   try {
     assert.ok(existsSync(join(short.dataDir, 'logs.db')));
+    for (const f of ['logs.db', 'logs.db-wal', 'logs.db-shm']) assert.equal(statSync(join(short.dataDir, f)).mode & 0o777, 0o600, `${f} is 0600 like data.db`);
     for (let i = 0; i < 12; i++) await short.api('GET', `/api/health?n=${i}`);
     const read = async () => {
       const r = await short.api('GET', `/api/logs?perPage=100&filter=${encodeURIComponent('data.url ~ "/api/health"')}&sort=created`, { token: short.suToken });
