@@ -55,7 +55,7 @@ const MAY_IMPORT = {
   'src/log': [],
   // the request logs: the request observer's types (http), the filter grammar (rules) and its
   // parsed tree's types (store/rule-types.ts), the worker script's path (store/worker-url.ts) and
-  // the request-log thread's batch type (workers/logs.ts)
+  // the request-log thread's batch encoding (workers/logs-wire.ts)
   'src/logs': ['src/http', 'src/rules', 'src/store', 'workers'],
   'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
   // plain data types (the schema model), imported by storage and the features alike

@@ -19,6 +19,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'libsql';
+import { END, MESSAGE, MESSAGE_FIELDS, REQUEST, REQUEST_FIELDS, SEP } from './logs-wire.js';
 
 const port = parentPort!;
 const SCHEMA = `
@@ -35,31 +36,8 @@ CREATE INDEX IF NOT EXISTS logs_created ON logs (created);
 const COLUMNS = 'id, created, level, message, data';
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
-/**
- * A batch of buffered entries, one array per field (cheap to fill and to send; filled by
- * src/logs/request-logs.ts). A request: kind 0, its method, path, query string, status,
- * milliseconds, caller, peer address and User-Agent. A server message: kind 1, `method` its level
- * as text, `path` its text, `query` its scope.
- */
-export interface Batch {
-  /** 0: a request; 1: a server message */
-  kind: number[];
-  time: number[];
-  /** a request's method; a server message's level (as text) */
-  method: string[];
-  /** a request's path; a server message's text */
-  path: string[];
-  /** a request's query string; a server message's scope */
-  query: string[];
-  status: number[];
-  ms: number[];
-  auth: string[];
-  ip: string[];
-  userAgent: string[];
-}
-
 type Request =
-  | { op: 'insert'; batch: Batch }
+  | { op: 'insert'; batch: string }
   | { op: 'list'; id: number; where: string; params: unknown[]; order: string; limit: number; offset: number; count: boolean }
   | { op: 'get'; id: number; entry: string }
   | { op: 'stats'; id: number; where: string; params: unknown[] }
@@ -106,24 +84,31 @@ function redactQuery(q: string): string {
  * Writes a batch with one statement over the batch as a JSON array (`json_each`): one call into
  * libsql per batch instead of one per entry (bench/README.md, "Request logs").
  */
-function insert(b: Batch): void {
-  const n = b.kind.length;
+function insert(batch: string): void {
+  const entries = batch.split(END);
+  const n = entries.length - 1; // the batch ends with END
   const rnd = randomBytes(n * 6);
-  const rows: unknown[][] = new Array(n);
+  const rows: unknown[][] = [];
   for (let i = 0; i < n; i++) {
-    const seq = nextSeq + i;
+    const f = entries[i].split(SEP);
+    let row: unknown[];
+    if (f[0] === MESSAGE && f.length === MESSAGE_FIELDS) {
+      row = [logDate(Number(f[1])), Number(f[2]), f[3], `{"type":"server","scope":${JSON.stringify(f[4])}}`];
+    } else if (f[0] === REQUEST && f.length === REQUEST_FIELDS) {
+      const [, time, method, path, query, statusText, ms, auth, ip, userAgent] = f;
+      const status = Number(statusText);
+      const url = query ? `${path}?${redactQuery(query)}` : path;
+      const data = `{"type":"request","method":${JSON.stringify(method)},"url":${JSON.stringify(url)},"status":${status},"execTime":${Math.round(Number(ms) * 1000) / 1000},"auth":${JSON.stringify(auth)},"ip":${JSON.stringify(ip)}${userAgent ? `,"userAgent":${JSON.stringify(userAgent)}` : ''}}`;
+      row = [logDate(Number(time)), requestLevel(status), `${method} ${url}`, data];
+    } else continue; // not written by the buffer: skipped
+    const seq = nextSeq + rows.length;
     let id = seq.toString(36).padStart(9, '0');
     for (let j = 0; j < 6; j++) id += ALPHABET[rnd[i * 6 + j] % 36];
-    if (b.kind[i] === 1) {
-      rows[i] = [seq, id, logDate(b.time[i]), Number(b.method[i]), b.path[i], `{"type":"server","scope":${JSON.stringify(b.query[i])}}`];
-      continue;
-    }
-    const url = b.query[i] ? `${b.path[i]}?${redactQuery(b.query[i])}` : b.path[i];
-    const data = `{"type":"request","method":${JSON.stringify(b.method[i])},"url":${JSON.stringify(url)},"status":${b.status[i]},"execTime":${Math.round(b.ms[i] * 1000) / 1000},"auth":${JSON.stringify(b.auth[i])},"ip":${JSON.stringify(b.ip[i])}${b.userAgent[i] ? `,"userAgent":${JSON.stringify(b.userAgent[i])}` : ''}}`;
-    rows[i] = [seq, id, logDate(b.time[i]), requestLevel(b.status[i]), `${b.method[i]} ${url}`, data];
+    rows.push([seq, id, ...row]);
   }
+  if (rows.length === 0) return;
   insertStmt.run([JSON.stringify(rows)]);
-  nextSeq += n;
+  nextSeq += rows.length;
 }
 
 /** A row (`[id, created, level, message, data]`) as the API's JSON object text. */

@@ -9,18 +9,9 @@ import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { workerScript } from '../store/worker-url.js';
 import { logFilterSql, logSortSql } from './log-query.js';
-import type { Batch } from '../../workers/logs.js';
 
 /** The store's file name inside the data directory. */
 export const LOGS_FILE = 'logs.db';
-
-/** Buffered entries, one array per field: the thread's wire type (workers/logs.ts). */
-export type { Batch };
-
-/** An empty batch. */
-export function newBatch(): Batch {
-  return { kind: [], time: [], method: [], path: [], query: [], status: [], ms: [], auth: [], ip: [], userAgent: [] };
-}
 
 /** A page of entries as the list route answers it (PocketBase's list shape); `items` is JSON text. */
 export interface LogPage {
@@ -101,9 +92,9 @@ export class LogStore {
     });
   }
 
-  /** Sends `batch` to be written (in one transaction); failures reach `onError`. */
-  insert(batch: Batch): void {
-    if (!this.exited && batch.kind.length) this.worker.postMessage({ op: 'insert', batch });
+  /** Sends `batch` (entries encoded as workers/logs-wire.ts says) to be written in one transaction; failures reach `onError`. */
+  insert(batch: string): void {
+    if (!this.exited && batch !== '') this.worker.postMessage({ op: 'insert', batch });
   }
 
   /**

@@ -13,10 +13,19 @@
 import type { Logger } from '../log/logger.js';
 import type { Req } from '../http/types.js';
 import type { RequestEnd } from '../http/pipeline.js';
-import { LogStore, newBatch, type Batch, type LogListQuery, type LogPage } from './log-store.js';
+import { LogStore, type LogListQuery, type LogPage } from './log-store.js';
+import { END, MESSAGE, REQUEST, SEP } from '../../workers/logs-wire.js';
 
 /** The levels as PocketBase numbers them (its logs' `level`). */
 export const LOG_LEVEL = { debug: -4, info: 0, warn: 4, error: 8 } as const;
+
+/** Control characters: the batch's separators are among them (see `clean`). */
+const CONTROL = /[\u0000-\u001f]/;
+
+/** `text` with control characters as spaces, so no value can end a field or an entry of the batch. */
+function clean(text: string): string {
+  return CONTROL.test(text) ? text.replace(/[\u0000-\u001f]/g, ' ') : text;
+}
 
 /** Entries waiting to be written beyond which new ones are dropped. */
 export const MAX_PENDING = 50_000;
@@ -27,6 +36,8 @@ export interface LogsOptions {
   maxDays: number;
   /** entries kept at most (the oldest go first); 0: no cap */
   maxRows: number;
+  /** the lowest level kept (LOG_LEVEL): 0 keeps every request, 4 only 4xx/5xx and warnings, 8 only 5xx and errors */
+  minLevel: number;
   /** milliseconds between two writes of the buffer */
   flushMs: number;
   /** entries that make a write happen before the timer */
@@ -43,9 +54,19 @@ function numberEnv(env: NodeJS.ProcessEnv, name: string, dflt: number, integer: 
   return n;
 }
 
+/** `SERVICE_LOGS_MIN_LEVEL`: a level number or name (`info`, `warn`, `error`); default 0 (info). */
+function minLevelEnv(env: NodeJS.ProcessEnv): number {
+  const raw = (env.SERVICE_LOGS_MIN_LEVEL ?? '').trim().toLowerCase();
+  if (raw === '') return LOG_LEVEL.info;
+  if (raw in LOG_LEVEL) return LOG_LEVEL[raw as keyof typeof LOG_LEVEL];
+  if (/^-?\d+$/.test(raw)) return Number(raw);
+  throw new Error(`SERVICE_LOGS_MIN_LEVEL must be a level number (0 info, 4 warn, 8 error) or name, got ${JSON.stringify(env.SERVICE_LOGS_MIN_LEVEL)}`);
+}
+
 /**
  * The settings from the environment: `SERVICE_LOGS_MAX_DAYS` (default 7; 0 disables the store),
- * `SERVICE_LOGS_MAX_ROWS` (default 100000; 0: no cap), `SERVICE_LOGS_FLUSH_MS` (default 500),
+ * `SERVICE_LOGS_MAX_ROWS` (default 100000; 0: no cap), `SERVICE_LOGS_MIN_LEVEL` (default 0,
+ * info: every request), `SERVICE_LOGS_FLUSH_MS` (default 500),
  * `SERVICE_LOGS_PRUNE_INTERVAL_MS` (default 60000).
  * @throws Error naming the variable for a value that is not a non-negative number
  */
@@ -53,6 +74,7 @@ export function logsOptions(env: NodeJS.ProcessEnv): LogsOptions {
   return {
     maxDays: numberEnv(env, 'SERVICE_LOGS_MAX_DAYS', 7, false),
     maxRows: numberEnv(env, 'SERVICE_LOGS_MAX_ROWS', 100_000, true),
+    minLevel: minLevelEnv(env),
     flushMs: Math.max(10, numberEnv(env, 'SERVICE_LOGS_FLUSH_MS', 500, true)),
     batch: 1000,
     pruneMs: Math.max(100, numberEnv(env, 'SERVICE_LOGS_PRUNE_INTERVAL_MS', 60_000, true)),
@@ -64,19 +86,24 @@ export function logsOptions(env: NodeJS.ProcessEnv): LogsOptions {
  * anything (the route layer's own resolution, or "guest"/"token": docs/operations.md).
  */
 export class RequestLogs {
-  private pending: Batch = newBatch();
+  /** the buffered entries, encoded as workers/logs-wire.ts says */
+  private pending = '';
+  private count = 0;
   private scheduled = false;
   private dropped = 0;
   private failing = false;
   private readonly flushTimer: NodeJS.Timeout;
   private readonly pruneTimer: NodeJS.Timeout;
   private closed = false;
+  /** the lowest request status kept: 0 (all), 400 (warn: 4xx and 5xx) or 500 (error) */
+  private readonly minStatus: number;
 
   /**
    * @param logger where a failing write is reported (the process logger, not the tee: a failure
    *   must not feed itself)
    */
   private constructor(private readonly store: LogStore, private readonly opts: LogsOptions, private readonly logger: Logger, private readonly authOf: (req: Req) => string) {
+    this.minStatus = opts.minLevel > LOG_LEVEL.warn ? 500 : opts.minLevel > LOG_LEVEL.info ? 400 : 0;
     this.flushTimer = setInterval(() => this.flush(), opts.flushMs);
     this.flushTimer.unref();
     this.pruneTimer = setInterval(() => this.prune(), opts.pruneMs);
@@ -96,55 +123,39 @@ export class RequestLogs {
     return self;
   }
 
-  /** The request observer (`HttpServerOptions.requestObservers`): a few array pushes, no I/O. */
+  /**
+   * The request observer (`HttpServerOptions.requestObservers`): one string append, no I/O (a
+   * string grows without copying until it is sent; bench/README.md, "Request logs").
+   */
   readonly observe = (end: RequestEnd): void => {
-    if (this.full()) return;
+    if (end.status < this.minStatus || this.full()) return;
     const req = end.req;
-    const b = this.pending;
-    b.kind.push(0);
-    b.time.push(Date.now());
-    b.method.push(req.method);
-    b.path.push(req.path);
-    b.query.push(req.query);
-    b.status.push(end.status);
-    b.ms.push(end.durationMs);
-    b.auth.push(this.authOf(req));
-    b.ip.push(req.knownRemoteAddress ? req.knownRemoteAddress() : req.remoteAddress);
-    b.userAgent.push(req.headers.userAgent);
+    const ip = req.knownRemoteAddress ? req.knownRemoteAddress() : req.remoteAddress;
+    this.pending += `${REQUEST}${SEP}${Date.now()}${SEP}${req.method}${SEP}${clean(req.path)}${SEP}${clean(req.query)}${SEP}${end.status}${SEP}${end.durationMs}${SEP}${this.authOf(req)}${SEP}${ip}${SEP}${req.headers.userAgent && clean(req.headers.userAgent)}${END}`;
     this.pushed();
   };
 
   /** A server message (`level`: LOG_LEVEL's warn or error) with its logger scope. */
   note(level: number, message: string, scope: string | undefined): void {
-    if (this.full()) return;
+    if (level < this.opts.minLevel || this.full()) return;
     this.message(level, message, scope || 'default');
     this.pushed();
   }
 
   private message(level: number, message: string, scope: string): void {
-    const b = this.pending;
-    b.kind.push(1);
-    b.time.push(Date.now());
-    b.method.push(String(level));
-    b.path.push(message);
-    b.query.push(scope);
-    b.status.push(0);
-    b.ms.push(0);
-    b.auth.push('');
-    b.ip.push('');
-    b.userAgent.push('');
+    this.pending += `${MESSAGE}${SEP}${Date.now()}${SEP}${level}${SEP}${clean(message)}${SEP}${clean(scope)}${END}`;
   }
 
   /** True (and the entry counted as dropped) when no more may wait, or after close. */
   private full(): boolean {
     if (this.closed) return true;
-    if (this.pending.kind.length < MAX_PENDING) return false;
+    if (this.count < MAX_PENDING) return false;
     this.dropped++;
     return true;
   }
 
   private pushed(): void {
-    if (this.pending.kind.length >= this.opts.batch && !this.scheduled) {
+    if (++this.count >= this.opts.batch && !this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
@@ -163,9 +174,10 @@ export class RequestLogs {
       this.message(LOG_LEVEL.warn, `request logs: ${this.dropped} entries dropped (more than ${MAX_PENDING} waiting)`, 'logs');
       this.dropped = 0;
     }
-    if (this.pending.kind.length === 0) return;
+    if (this.pending === '') return;
     const batch = this.pending;
-    this.pending = newBatch();
+    this.pending = '';
+    this.count = 0;
     this.store.insert(batch);
   }
 

@@ -13,11 +13,11 @@ import { logFilterSql, logSortSql } from '../../../src/logs/log-query.js';
 import type { Req } from '../../../src/http/types.js';
 import type { RequestEnd } from '../../../src/http/pipeline.js';
 
-async function open(): Promise<{ logs: RequestLogs; dir: string; lines: string[] }> {
+async function open(env: Record<string, string> = {}): Promise<{ logs: RequestLogs; dir: string; lines: string[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-logs-'));
   const lines: string[] = [];
   const logger = createLogger({ format: 'text', level: 'info', requests: false, write: (l) => lines.push(l) });
-  const logs = (await RequestLogs.open(dir, { ...logsOptions({}), flushMs: 60_000, pruneMs: 60_000 }, logger, () => 'guest'))!;
+  const logs = (await RequestLogs.open(dir, { ...logsOptions(env), flushMs: 60_000, pruneMs: 60_000 }, logger, () => 'guest'))!;
   return { logs, dir, lines };
 }
 
@@ -54,6 +54,20 @@ test('requests and server warnings are written when read, with PocketBase levels
   }
 });
 
+test('a minimum level keeps only what reaches it; control characters cannot split an entry', async () => {
+  const { logs, dir } = await open({ SERVICE_LOGS_MIN_LEVEL: 'warn' });
+  try {
+    logs.observe(end('/api/ok', 200));
+    logs.observe(end('/api/a\u0001b\u0002c', 404, 'q=\u0002'));
+    logs.note(LOG_LEVEL.warn, 'two\nlines\u0002', 'x');
+    const items = JSON.parse((await logs.list({ page: 1, perPage: 10, filter: null, sort: 'created', skipTotal: false })).items);
+    assert.deepEqual(items.map((e: any) => e.message), ['GET /api/a b c?q= ', 'two lines ']);
+  } finally {
+    await logs.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('filters and sorts become bound SQL over the log fields; everything else is a 400', () => {
   assert.deepEqual(logFilterSql(''), { sql: '1', params: [] });
   assert.deepEqual(logFilterSql('data.status >= 400 && level = 4'), { sql: `(json_extract(data, '$.status') >= ? AND level IS ?)`, params: [400, 4] });
@@ -68,7 +82,10 @@ test('filters and sorts become bound SQL over the log fields; everything else is
 });
 
 test('the settings: defaults, zero, and a bad value named', () => {
-  assert.deepEqual(logsOptions({}), { maxDays: 7, maxRows: 100_000, flushMs: 500, batch: 1000, pruneMs: 60_000 });
+  assert.deepEqual(logsOptions({}), { maxDays: 7, maxRows: 100_000, minLevel: 0, flushMs: 500, batch: 1000, pruneMs: 60_000 });
+  assert.equal(logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'warn' }).minLevel, 4);
+  assert.equal(logsOptions({ SERVICE_LOGS_MIN_LEVEL: '8' }).minLevel, 8);
+  assert.throws(() => logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'loud' }), /SERVICE_LOGS_MIN_LEVEL/);
   assert.equal(logsOptions({ SERVICE_LOGS_MAX_DAYS: '0' }).maxDays, 0);
   assert.throws(() => logsOptions({ SERVICE_LOGS_MAX_ROWS: '1.5' }), /SERVICE_LOGS_MAX_ROWS/);
   assert.throws(() => logsOptions({ SERVICE_LOGS_MAX_DAYS: '-1' }), /SERVICE_LOGS_MAX_DAYS/);
