@@ -80,12 +80,19 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { backend, dbPath, secret, store, files, runOnce, claimTick, relay } = data;
   // the request logs (docs/operations.md, "Request logs"): their own file in the data directory,
   // on either backend; the server's warnings and errors go in too (the tee)
-  let logs: RequestLogs | null;
+  let logsOpts;
   try {
-    logs = await RequestLogs.open(config.dataDir, logsOptions(process.env), logger, requestAuth);
+    logsOpts = logsOptions(process.env); // a bad setting stops the start, as every setting does
   } catch (err) {
     await data.close();
     throw err;
+  }
+  let logs: RequestLogs | null = null;
+  try {
+    logs = await RequestLogs.open(config.dataDir, logsOpts, logger, requestAuth);
+  } catch (err) {
+    // the server serves without them rather than not at all
+    logger.error(`request logs are off: ${(err as Error).message}`, 'logs');
   }
   if (logs) logger = teeLogger(logger, logs);
   const closeData = async () => {

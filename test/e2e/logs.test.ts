@@ -8,7 +8,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import PocketBase from 'pocketbase';
 import { startSvc, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
@@ -215,6 +216,22 @@ test('SERVICE_LOGS_MAX_DAYS=0: no store, the routes answer empty', async () => {
     assert.equal(existsSync(join(off.dataDir, 'logs.db')), false);
   } finally {
     await off.stop();
+  }
+});
+
+test('a logs.db that cannot be opened: the server serves without request logs and says why', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-logs-bad-'));
+  writeFileSync(join(dataDir, 'logs.db'), 'this is not a SQLite database, it is long enough to have a header of its own'.repeat(2), { mode: 0o600 });
+  const broken = await startSvc({ dataDir });
+  try {
+    assert.match(broken.stderr(), /request logs are off/);
+    assert.equal((await broken.api('GET', '/api/health')).status, 200);
+    const r = await broken.api('GET', '/api/logs', { token: broken.suToken });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.totalItems, 0);
+  } finally {
+    await broken.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
 
