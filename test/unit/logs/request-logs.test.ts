@@ -68,6 +68,22 @@ test('a minimum level keeps only what reaches it; control characters cannot spli
   }
 });
 
+test('a batch of 250 entries is written whole, in order, with ids that find them', async () => {
+  const { logs, dir } = await open();
+  try {
+    for (let i = 0; i < 250; i++) logs.observe(end(`/api/n/${i}`, 200));
+    const page = await logs.list({ page: 1, perPage: 500, filter: null, sort: 'created', skipTotal: false });
+    const items = JSON.parse(page.items);
+    assert.equal(page.totalItems, 250);
+    assert.deepEqual(items.map((e: any) => e.data.url), Array.from({ length: 250 }, (_, i) => `/api/n/${i}`));
+    assert.equal(new Set(items.map((e: any) => e.id)).size, 250);
+    assert.equal(JSON.parse((await logs.get(items[249].id))!).data.url, '/api/n/249');
+  } finally {
+    await logs.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('filters and sorts become bound SQL over the log fields; everything else is a 400', () => {
   assert.deepEqual(logFilterSql(''), { sql: '1', params: [] });
   assert.deepEqual(logFilterSql('data.status >= 400 && level = 4'), { sql: `(json_extract(data, '$.status') >= ? AND level IS ?)`, params: [400, 4] });
