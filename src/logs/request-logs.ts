@@ -161,7 +161,10 @@ export class RequestLogs {
     }
   }
 
-  /** A write failed on the store's thread: reported once per failing spell, through the process logger only. */
+  /**
+   * A write failed on the store's thread: reported through the process logger only, once until a
+   * retention pass succeeds again (a full disk would otherwise log every half second).
+   */
   private failed(message: string): void {
     if (!this.failing) this.logger.error(`request logs: writing entries failed: ${message}`, 'logs');
     this.failing = true;
