@@ -9,7 +9,8 @@
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
-import type { RuleContext, RuleRequest } from '../rules/compiler.js';
+import { bindParams, compileExpression, compileSort, type RuleContext, type RuleRequest } from '../rules/compiler.js';
+import { findBackRelation } from '../rules/paths.js';
 import type { Store } from '../store/store.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
@@ -40,6 +41,12 @@ export interface ReadShape {
 export function projected(rec: Record<string, unknown>, shape: ReadShape): Record<string, unknown> {
   return shape.projection ? project(rec, shape.projection) : rec;
 }
+
+/**
+ * Most records a back-relation expand (`expand=comments_via_post`) answers for one record, as
+ * PocketBase caps it (docs/api.md, "Expand"): the first ones in insertion order.
+ */
+export const MAX_BACK_RELATION_EXPAND = 1000;
 
 const isMulti = (f: Field) => ((f.options.maxSelect as number | undefined) ?? 1) > 1;
 
@@ -176,7 +183,12 @@ export class RecordReader {
   private checkExpand(c: Collection, tree: ExpandTree, prefix: string, depth: number): void {
     for (const [name, sub] of tree) {
       const field = c.fields.find((f) => f.name === name && f.type === 'relation');
-      if (!field) continue;
+      if (!field) {
+        const back = findBackRelation(this.store.registry, c, name);
+        if (back?.field.options.hidden) throw ApiError.badRequest(`Invalid expand: field ${JSON.stringify(prefix + name)} is hidden and cannot be used here.`);
+        if (back && sub.size && depth + 1 < MAX_EXPAND_DEPTH) this.checkExpand(back.from, sub, `${prefix}${name}.`, depth + 1);
+        continue;
+      }
       if (field.options.hidden) throw ApiError.badRequest(`Invalid expand: field ${JSON.stringify(prefix + name)} is hidden and cannot be used here.`);
       const target = this.store.registry.byId(String(field.options.collectionId));
       if (target && sub.size && depth + 1 < MAX_EXPAND_DEPTH) this.checkExpand(target, sub, `${prefix}${name}.`, depth + 1);
@@ -185,12 +197,17 @@ export class RecordReader {
 
   /**
    * Fills `expand.<field>` on each record, applying the target collection's view rule, expiry
-   * and visibility (no hidden field, email only where visible to the caller).
+   * and visibility (no hidden field, email only where visible to the caller); a back-relation
+   * name (`comments_via_post`) is expanded by expandBack.
    */
   private async expand(c: Collection, recs: Record<string, unknown>[], tree: ExpandTree, principal: Principal | null, depth: number): Promise<void> {
     for (const [name, sub] of tree) {
       const field = c.fields.find((f) => f.name === name && f.type === 'relation');
-      if (!field) continue;
+      if (!field) {
+        const back = findBackRelation(this.store.registry, c, name);
+        if (back) await this.expandBack(recs, name, back.from, back.field, sub, principal, depth);
+        continue;
+      }
       const target = this.store.registry.byId(String(field.options.collectionId));
       if (!target) continue;
       const ids = new Set<string>();
@@ -212,6 +229,42 @@ export class RecordReader {
         exp[name] = value;
       }
     }
+  }
+
+  /**
+   * `expand.<from>_via_<field>` (docs/api.md, "Expand"): on each record, the list of records of
+   * `from` whose relation `field` holds its id, under `from`'s view rule, expiry and visibility,
+   * at most MAX_BACK_RELATION_EXPAND in insertion order (one read per record); absent when none.
+   * The relation test is the rule compiler's `<field> in <ids>` (rules/compiler.ts), which
+   * reads single and multi-valued relations alike on both backends, bound with one id.
+   */
+  private async expandBack(recs: Record<string, unknown>[], name: string, from: Collection, field: Field, sub: ExpandTree, principal: Principal | null, depth: number): Promise<void> {
+    const check = this.store.rules.check(from, 'viewRule', principal, null, 'GET');
+    if (check.kind === 'deny') return;
+    const codec = this.store.codec(from);
+    const holds = compileExpression(`${field.name} in @request.account.ids`, from, this.store.registry, { mode: 'rule', alias: 'r', dialect: this.store.sql.kind });
+    const order = compileSort('@rowid', from, this.store.registry, 'r', true, this.store.sql.kind);
+    const all = new Map<string, Record<string, unknown>>();
+    for (const r of recs) {
+      const where = new Where();
+      where.add(holds.sql, bindParams(holds, { auth: null, data: null, method: 'GET', account: { id: '', role: '', ids: [String(r.id)] } }));
+      where.addRule(check);
+      where.addTtl(from);
+      const sql = `${this.store.sql.records.selectAll(from, codec.columns, where.sql())} ORDER BY ${order} LIMIT ${MAX_BACK_RELATION_EXPAND}`;
+      const rows = await this.store.reader.allAuto(sql, where.params);
+      if (rows.length === 0) continue;
+      const related = rows.map((row) => {
+        const rec = codec.visibleFromRow(row);
+        const seen = all.get(rec.id as string);
+        if (seen) return seen;
+        hidePrivate(from, rec, principal);
+        all.set(rec.id as string, rec);
+        return rec;
+      });
+      const exp = (r.expand ??= {}) as Record<string, unknown>;
+      exp[name] = related;
+    }
+    if (all.size && sub.size && depth + 1 < MAX_EXPAND_DEPTH) await this.expand(from, [...all.values()], sub, principal, depth + 1);
   }
 
   private async fetchMany(c: Collection, ids: string[], principal: Principal | null): Promise<Map<string, Record<string, unknown>>> {

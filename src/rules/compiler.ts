@@ -162,7 +162,7 @@ function ownerShape(ast: Expr, c: Collection): CompiledExpr['owner'] {
   if (ast.type !== 'compare' || ast.op !== '=') return null;
   const isAuthId = (o: Operand) => o.type === 'macro' && o.macro === 'auth' && o.path === 'id' && o.modifier === undefined;
   const side = isAuthId(ast.right) ? ast.left : isAuthId(ast.left) ? ast.right : null;
-  if (side?.type !== 'field' || side.path.length !== 1 || side.modifier !== undefined) return null;
+  if (side?.type !== 'field' || side.path.length !== 1 || side.modifier !== undefined || side.join) return null;
   const field = c.fields.find((f) => f.name === side.path[0]);
   if (!field) return null;
   return { field: field.name, of: field.type === 'relation' ? (field.options.collectionId ?? null) : null };

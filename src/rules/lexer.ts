@@ -35,6 +35,11 @@ export interface Token {
   pos: number;
   /** A path's or macro's modifier, the name after `:` (`title:lower` → `lower`). */
   modifier?: string;
+  /**
+   * The alias of a `@collection.<name>:<alias>.<field>` macro (`text` is then
+   * `collection.<name>.<field>`, without the alias): docs/rules.md, "Joining other collections".
+   */
+  alias?: string;
 }
 
 /** `Invalid filter: <detail>.` as a 400 `bad_request`. */
@@ -114,6 +119,22 @@ export function tokenize(src: string): Token[] {
     return tok;
   };
 
+  /**
+   * Reads `:<alias>.<field…>` after `@collection.<name>` (PocketBase's join alias) into
+   * `tok.alias`, appending the field path to `tok.text`. A `:name` not followed by `.` is left
+   * for readModifier (it is then a modifier, which the parser refuses without a field).
+   */
+  const readJoinAlias = (tok: Token): void => {
+    if (!(i + 1 < n && src.charCodeAt(i) === 58 /* : */ && isIdentStart(src.charCodeAt(i + 1)))) return;
+    let j = i + 1;
+    while (j < n && isIdentPart(src.charCodeAt(j))) j++;
+    if (!(j < n && src.charCodeAt(j) === 46 /* . */)) return;
+    tok.alias = src.slice(i + 1, j);
+    i = j + 1;
+    if (!(i < n && isIdentStart(src.charCodeAt(i)))) throw filterError(`expected a field name after "." at position ${i + 1}`);
+    tok.text += '.' + readPath();
+  };
+
   while (i < n) {
     const c = src.charCodeAt(i);
     const pos = i + 1;
@@ -163,7 +184,9 @@ export function tokenize(src: string): Token[] {
     } else if (c === 64 /* @ */) {
       i++;
       if (!(i < n && isIdentStart(src.charCodeAt(i)))) throw filterError(`expected a macro name after "@" at position ${pos}`);
-      tokens.push(readModifier({ kind: 'macro', text: readPath(), pos }));
+      const tok: Token = { kind: 'macro', text: readPath(), pos };
+      if (/^collection\.[A-Za-z_][A-Za-z0-9_]*$/.test(tok.text)) readJoinAlias(tok);
+      tokens.push(readModifier(tok));
     } else {
       const ch = String.fromCodePoint(src.codePointAt(i) ?? c);
       throw filterError(`unexpected character ${quoteSnippet(ch)} at position ${pos}`);

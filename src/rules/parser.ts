@@ -7,6 +7,8 @@
  *   primary := "(" expr ")" | operand OP operand | operand "in" list   (OP: = != > … or ?= ?!= … )
  *   list    := "(" [ literal ( "," literal )* ] ")" | @request.account.ids
  *   operand := path [ ":" modifier ] | macro [ ":" modifier ] | string | number | true | false | null
+ *   path    := segment ( "." segment )*        (a segment `<collection>_via_<field>` is a back-relation)
+ *   macro   := "@request." … | "@collection." name [ ":" alias ] "." path | datetime macro
  *
  * `@public` is not part of the grammar; callers recognise it before parsing. Hostile input is
  * bounded: at most MAX_SOURCE_LENGTH characters, MAX_DEPTH nested parentheses and MAX_TERMS
@@ -16,7 +18,7 @@
 import { filterError, quoteSnippet, tokenize, type Token } from './lexer.js';
 import { boundedCache } from '../cache/bounded.js';
 import { isDateMacro } from './datetime.js';
-import type { AnyOfOp, CompareOp, Expr, FieldModifier, InExpr, Literal, MacroModifier, MacroOperand, Operand } from '../store/rule-types.js';
+import type { AnyOfOp, FieldOperand, CompareOp, Expr, FieldModifier, InExpr, Literal, MacroModifier, MacroOperand, Operand } from '../store/rule-types.js';
 
 export const MAX_DEPTH = 64;
 export const MAX_TERMS = 1000;
@@ -161,6 +163,7 @@ class Parser {
         return { type: 'field', path, modifier: fieldModifier(tok), pos };
       }
       case 'macro': {
+        if (tok.text.startsWith('collection.')) return joinOperand(tok);
         const macro = parseMacro(tok);
         if (tok.modifier !== undefined) macro.modifier = macroModifier(tok, macro);
         return macro;
@@ -211,6 +214,19 @@ function macroModifier(tok: Token, macro: MacroOperand): MacroModifier {
     : body;
   if (!ok) misplacedModifier(tok, shown, m === 'changed' ? 'it applies to @request.body.<field>' : m === 'isset' ? 'it applies to @request.body, .query and .headers' : m === 'length' ? 'it applies to @request.body values' : 'it applies to text values');
   return m as MacroModifier;
+}
+
+/**
+ * `@collection.<name>[:<alias>].<field…>[:modifier]` (docs/rules.md, "Joining other
+ * collections"): a field operand over a row of the collection `<name>`.
+ */
+function joinOperand(tok: Token): FieldOperand {
+  const [, collection, ...path] = tok.text.split('.');
+  if (path.length === 0) throw filterError(`${quoteSnippet('@' + tok.text)} names no field (position ${tok.pos}); write @collection.<name>.<field>`);
+  const alias = tok.alias ?? collection;
+  const out: FieldOperand = { type: 'field', path, join: { collection, alias, key: `${collection.toLowerCase()}:${alias}` }, pos: tok.pos };
+  if (tok.modifier !== undefined) out.modifier = fieldModifier(tok);
+  return out;
 }
 
 function parseMacro(tok: Token): MacroOperand {

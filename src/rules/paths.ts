@@ -40,3 +40,19 @@ export function resolveColumn(coll: Collection, name: string, mode: PathMode, sh
   return fail(`unknown field ${JSON.stringify(shown)}`);
 }
 
+
+/**
+ * The back-relation `<collection>_via_<field>` from `coll` (PocketBase's name; docs/rules.md,
+ * "Back-relations"): the collection `<collection>` (looked up by name) and its relation field
+ * `<field>` whose target is `coll`; undefined when `name` names none. Every `_via_` split is
+ * tried, so a collection name may itself hold `_via_`.
+ */
+export function findBackRelation(schema: SchemaLookup, coll: Collection, name: string): { from: Collection; field: Field } | undefined {
+  for (let at = name.indexOf('_via_'); at > 0; at = name.indexOf('_via_', at + 1)) {
+    const from = schema.byName(name.slice(0, at));
+    const fieldName = name.slice(at + 5);
+    const field = from?.fields.find((f) => f.name === fieldName && f.type === 'relation' && f.options.collectionId === coll.id);
+    if (from && field) return { from, field };
+  }
+  return undefined;
+}

@@ -37,10 +37,26 @@ export type MacroModifier = 'lower' | 'isset' | 'length' | 'changed';
 
 export interface FieldOperand {
   type: 'field';
-  /** Dot-separated segments, e.g. ['author', 'name']. */
+  /**
+   * Dot-separated segments, e.g. ['author', 'name'], from the record (or, with `join`, from a row
+   * of the joined collection). A segment `<collection>_via_<field>` is a back-relation.
+   */
   path: string[];
   modifier?: FieldModifier;
+  /** `@collection.<name>[:<alias>].<path>`: the path starts at a row of that collection (CollectionJoin). */
+  join?: CollectionJoin;
   pos: number;
+}
+/**
+ * The joined collection of a `@collection.<name>:<alias>.<field>` operand (docs/rules.md,
+ * "Joining other collections"): `collection` as written, `alias` the alias (the name when
+ * none is written). Operands with the same `key` (the lower-cased name and the alias) read the
+ * same row.
+ */
+export interface CollectionJoin {
+  collection: string;
+  alias: string;
+  key: string;
 }
 export interface MacroOperand {
   type: 'macro';

@@ -24,8 +24,8 @@
  */
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { Collection, Field } from '../../model/schema.js';
-import type { FieldModifier, ParamSlot, PathMode, SchemaLookup } from '../rule-types.js';
-import { MAX_RELATION_DEPTH, isMultiValued, resolveColumn } from '../../rules/paths.js';
+import type { CollectionJoin, FieldModifier, ParamSlot, PathMode, SchemaLookup } from '../rule-types.js';
+import { MAX_RELATION_DEPTH, findBackRelation, isMultiValued, resolveColumn } from '../../rules/paths.js';
 
 /**
  * What a backend spells its own way when resolving paths. Every function returns SQL text and
@@ -113,8 +113,10 @@ export function quoteIdent(name: string): string {
 /** Walks field paths of one compiled expression, handing out fresh table aliases. */
 export class PathResolver {
   private counter = 0;
-  /** Whether any path was resolved: the expression reads the record (CompiledExpr.readsRecord). */
+  /** Whether any path from the record was resolved: the expression reads it (CompiledExpr.readsRecord). */
   readsRecord = false;
+  /** The open `@collection` joins by CollectionJoin.key: the joined collection and its alias (openJoin). */
+  private readonly joins = new Map<string, { coll: Collection; alias: string }>();
   /**
    * @param dialect  the backend's spelling (PathDialect)
    * @param guarded  true for a client filter of a caller who is not a superuser: hops carry the
@@ -173,6 +175,23 @@ export class PathResolver {
     }
   }
 
+  /**
+   * Opens the join of `@collection.<name>:<alias>` (docs/rules.md, "Joining other collections")
+   * for the EXISTS the emitter writes around the terms that read it: adds the table to `from` and
+   * its scope (expiry; for a guarded caller the collection's view rule, as a relation hop carries)
+   * to `conds`/`condParams`. Paths of this join then read the row through it, until it is opened
+   * again.
+   * @throws InvalidQuery for an unknown collection
+   */
+  openJoin(join: CollectionJoin, from: string[], conds: string[], condParams: ParamSlot[]): void {
+    const coll = this.schema.byName(join.collection);
+    if (!coll) throw new InvalidQuery('filter', `Invalid filter: unknown collection ${JSON.stringify(join.collection)} in ${JSON.stringify('@collection.' + join.collection)}.`);
+    const alias = this.fresh();
+    from.push(`${quoteIdent(coll.name)} ${alias}`);
+    this.hopScope(coll, alias, conds, condParams);
+    this.joins.set(join.key, { coll, alias });
+  }
+
   private target(field: Field, shown: string): Collection {
     const id = field.options.collectionId;
     const coll = !id ? undefined : id === this.root.id ? this.root : this.schema.byId(id);
@@ -181,14 +200,15 @@ export class PathResolver {
   }
 
   /**
-   * Resolves `author.name`, `tags.title`, `meta.a.b`, … to SQL, with the last field's `modifier`
-   * (docs/rules.md, "Modifiers").
+   * Resolves `author.name`, `tags.title`, `meta.a.b`, `comments_via_post.message`, … to SQL, with
+   * the last field's `modifier` (docs/rules.md, "Modifiers"); with `join` (opened by openJoin),
+   * from the joined row instead of the record.
    * @throws InvalidQuery for unknown/hidden/encrypted fields, unresolvable relations, sub-paths of
    *   fields that have none, chains longer than MAX_RELATION_DEPTH relations, and a modifier on a
    *   field that cannot take it.
    */
-  resolve(path: readonly string[], modifier?: FieldModifier): ResolvedPath {
-    const out = this.resolvePath(path, modifier);
+  resolve(path: readonly string[], modifier?: FieldModifier, join?: CollectionJoin): ResolvedPath {
+    const out = this.resolvePath(path, modifier, join);
     if (modifier === 'lower') {
       out.value = this.dialect.lower(out.value);
       out.kind = 'loose'; // an expression: no affinity
@@ -197,19 +217,43 @@ export class PathResolver {
     return out;
   }
 
-  private resolvePath(path: readonly string[], modifier: FieldModifier | undefined): ResolvedPath {
-    this.readsRecord = true;
+  private resolvePath(path: readonly string[], modifier: FieldModifier | undefined, join: CollectionJoin | undefined): ResolvedPath {
     const d = this.dialect;
     const sources: string[] = [];
     const conds: string[] = [];
     const condParams: ParamSlot[] = [];
     let coll = this.root;
     let alias = this.alias;
+    let prefix = '';
+    if (join) {
+      const open = this.joins.get(join.key);
+      if (!open) throw new Error(`unreachable: the join ${join.key} is not open`);
+      ({ coll, alias } = open);
+      prefix = `@collection.${join.collection}.`;
+    } else this.readsRecord = true;
     let hops = 0;
     let head: ResolvedPath['head'];
     for (let i = 0; ; i++) {
       const seg = path[i];
-      const shown = path.slice(0, i + 1).join('.');
+      const shown = prefix + path.slice(0, i + 1).join('.');
+      const back = seg.includes('_via_') && !coll.fields.some((f) => f.name === seg) ? findBackRelation(this.schema, coll, seg) : undefined;
+      if (back) {
+        if (++hops > MAX_RELATION_DEPTH) throw tooDeep(path);
+        resolveColumn(back.from, back.field.name, this.mode, shown, 'Invalid filter'); // a hidden relation field is refused
+        const nextAlias = this.fresh();
+        sources.push(`${quoteIdent(back.from.name)} ${nextAlias}`);
+        const ref = `${nextAlias}.${quoteIdent(back.field.name)}`;
+        if (isMultiValued(back.field)) {
+          const each = this.fresh();
+          sources.push(d.elements(ref, each));
+          conds.push(`${each}.value = ${alias}."id"`);
+        } else conds.push(`${ref} = ${alias}."id"`);
+        this.hopScope(back.from, nextAlias, conds, condParams);
+        coll = back.from;
+        alias = nextAlias;
+        if (i === path.length - 1) return this.backRelationEnd(path, modifier, coll, alias, { sources, conds, condParams, head });
+        continue;
+      }
       const field = resolveColumn(coll, seg, this.mode, shown, 'Invalid filter');
       const col = `${alias}.${quoteIdent(seg)}`;
       if (i === path.length - 1) {
@@ -263,9 +307,7 @@ export class PathResolver {
       if (field?.type !== 'relation') {
         throw new InvalidQuery('filter', `Invalid filter: field ${JSON.stringify(shown)} has no sub-fields.`);
       }
-      if (++hops > MAX_RELATION_DEPTH) {
-        throw new InvalidQuery('filter', `Invalid filter: the path ${JSON.stringify(path.join('.'))} crosses more than ${MAX_RELATION_DEPTH} relations.`);
-      }
+      if (++hops > MAX_RELATION_DEPTH) throw tooDeep(path);
       const next = this.target(field, shown);
       const nextAlias = this.fresh();
       if (isMultiValued(field)) {
@@ -273,7 +315,8 @@ export class PathResolver {
         sources.push(d.elements(col, each));
         conds.push(`${nextAlias}."id" = ${each}.value`);
       } else {
-        if (hops === 1) head = { column: col, id: `${nextAlias}."id"` };
+        // a joined row's path is read inside the join's EXISTS: no semi-join over the record there
+        if (hops === 1 && !join) head = { column: col, id: `${nextAlias}."id"` };
         conds.push(`${nextAlias}."id" = ${col}`);
       }
       sources.push(`${quoteIdent(next.name)} ${nextAlias}`);
@@ -282,4 +325,26 @@ export class PathResolver {
       alias = nextAlias;
     }
   }
+
+  /**
+   * A path ending on a back-relation: the related records' ids (a set), their count with
+   * `:length`, every one with `:each`.
+   */
+  private backRelationEnd(path: readonly string[], modifier: FieldModifier | undefined, coll: Collection, alias: string, set: Pick<ResolvedPath, 'sources' | 'conds' | 'condParams' | 'head'>): ResolvedPath {
+    if (modifier === 'lower') throw modifierError(modifier, path, 'it applies to text values');
+    if (modifier === 'length') {
+      // the hops are correlated with the record: their rows counted in one scalar subquery
+      const value = `(SELECT count(*) FROM ${set.sources.join(', ')}${set.conds.length ? ` WHERE ${set.conds.join(' AND ')}` : ''})`;
+      return { value, valueParams: set.condParams, kind: 'count', sources: [], conds: [], condParams: [] };
+    }
+    const out: ResolvedPath = { value: `${alias}."id"`, valueParams: [], kind: 'text', sources: set.sources, conds: set.conds, condParams: set.condParams, idsOf: coll.id };
+    if (set.head) out.head = set.head;
+    if (modifier === 'each') out.each = true;
+    return out;
+  }
+}
+
+/** A path crossing more than MAX_RELATION_DEPTH relations (back-relations included). */
+function tooDeep(path: readonly string[]): InvalidQuery {
+  return new InvalidQuery('filter', `Invalid filter: the path ${JSON.stringify(path.join('.'))} crosses more than ${MAX_RELATION_DEPTH} relations.`);
 }

@@ -18,7 +18,7 @@ import type { Collection, Field } from '../../model/schema.js';
 import { HIDDEN_AUTH_COLUMNS, isPrivateEmail } from '../../model/schema.js';
 import { parseFilter } from '../../rules/parser.js';
 import { resolveColumn } from '../../rules/paths.js';
-import type { CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, InExpr, Literal, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CollectionJoin, CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, InExpr, Literal, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { likeValue, scaleDecimal } from '../../rules/values.js';
 import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';
 
@@ -163,6 +163,7 @@ interface Side<V> {
 }
 
 const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
+const NO_JOINS: ReadonlySet<string> = new Set();
 
 /** Compiles one expression (and nothing else: a fresh one per expression). */
 class RuleEmitter<V, T extends Sql> {
@@ -177,9 +178,17 @@ class RuleEmitter<V, T extends Sql> {
     private readonly mode: CompileOptions['mode'],
   ) {}
 
-  /** `conjunct`: `e` is the whole expression or one of its top-level AND terms. */
-  expr(e: Expr, conjunct = false): T {
+  /** The `@collection` joins each (sub-)expression reads, by CollectionJoin.key (keysOf). */
+  private readonly joinKeys = new Map<Expr, Map<string, CollectionJoin>>();
+
+  /**
+   * `conjunct`: `e` is the whole expression or one of its top-level AND terms; `open`: the
+   * `@collection` joins an enclosing EXISTS has opened (joined).
+   */
+  expr(e: Expr, conjunct = false, open: ReadonlySet<string> = NO_JOINS): T {
+    const pending = [...this.keysOf(e).keys()].filter((k) => !open.has(k));
     if (e.type === 'compare' || e.type === 'in') {
+      if (pending.length > 0) return this.joined(pending, this.keysOf(e), open, (inner) => [this.expr(e, false, inner)]);
       const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
       if (conjunct && frag.driver) this.drivers.push({ column: frag.driver, sql: frag.sql, params: frag.params });
       return this.d.leaf(frag.sql, frag.params);
@@ -191,7 +200,76 @@ class RuleEmitter<V, T extends Sql> {
       else flat.push(t);
     };
     collect(e);
-    return this.d.join(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t, conjunct && e.type === 'and')));
+    if (e.type === 'and' && pending.length > 0) {
+      const grouped = this.joinGroups(flat, pending);
+      if (grouped.length > 0) {
+        const inGroup = new Set(grouped.flatMap((g) => g.terms));
+        const terms = flat.filter((t) => !inGroup.has(t)).map((t) => this.expr(t, conjunct, open));
+        for (const g of grouped) terms.push(this.joined(g.keys, this.keysOf(e), open, (inner) => g.terms.map((t) => this.expr(t, false, inner))));
+        return this.d.join('AND', terms);
+      }
+    }
+    return this.d.join(e.type === 'and' ? 'AND' : 'OR', flat.map((t) => this.expr(t, conjunct && e.type === 'and', open)));
+  }
+
+  /** The `@collection` joins `e` reads (memoised per node: parsed trees are shared and read-only). */
+  private keysOf(e: Expr): Map<string, CollectionJoin> {
+    let keys = this.joinKeys.get(e);
+    if (keys) return keys;
+    keys = new Map();
+    if (e.type === 'and' || e.type === 'or') {
+      for (const t of e.terms) for (const [k, j] of this.keysOf(t)) keys.set(k, j);
+    } else {
+      for (const o of e.type === 'in' ? [e.left] : [e.left, e.right]) if (o.type === 'field' && o.join) keys.set(o.join.key, o.join);
+    }
+    this.joinKeys.set(e, keys);
+    return keys;
+  }
+
+  /**
+   * Where an AND's `@collection` joins are scoped (docs/rules.md, "Joining other collections"):
+   * a join read by two or more of the conjuncts `flat` is opened here, around those conjuncts, so
+   * one row must satisfy them together; conjuncts sharing such a join form one group (one EXISTS
+   * over all of the group's joins). A join read by one conjunct only is left to it (inside an OR,
+   * each alternative then has its own EXISTS, which is what "some row" means there).
+   */
+  private joinGroups(flat: Expr[], pending: string[]): Array<{ keys: string[]; terms: Expr[] }> {
+    const here = pending.filter((k) => flat.filter((t) => this.keysOf(t).has(k)).length >= 2);
+    const groups: Array<{ keys: string[]; terms: Expr[] }> = [];
+    for (const k of here) {
+      const terms = flat.filter((t) => this.keysOf(t).has(k));
+      // merge every group that shares a conjunct with this join's
+      const merged = { keys: [k], terms };
+      for (let i = groups.length - 1; i >= 0; i--) {
+        if (!groups[i].terms.some((t) => terms.includes(t))) continue;
+        merged.keys.push(...groups[i].keys);
+        for (const t of groups[i].terms) if (!merged.terms.includes(t)) merged.terms.push(t);
+        groups.splice(i, 1);
+      }
+      groups.push(merged);
+    }
+    // keep the written order of the conjuncts inside each group
+    for (const g of groups) g.terms.sort((a, b) => flat.indexOf(a) - flat.indexOf(b));
+    return groups;
+  }
+
+  /**
+   * `EXISTS (SELECT 1 FROM <joined collections> WHERE <their scope> AND <terms>)`: some row of
+   * each join in `keys` (opened here, PathResolver.openJoin) satisfies the terms `build` compiles
+   * with those joins open. `joins`: their CollectionJoin by key (keysOf of an expression reading them all).
+   */
+  private joined(keys: string[], joins: Map<string, CollectionJoin>, open: ReadonlySet<string>, build: (inner: ReadonlySet<string>) => T[]): T {
+    const from: string[] = [];
+    const conds: string[] = [];
+    const condParams: ParamSlot[] = [];
+    const inner = new Set(open);
+    for (const k of keys) {
+      this.paths.openJoin(joins.get(k)!, from, conds, condParams);
+      inner.add(k);
+    }
+    const body = this.d.finish(this.d.join('AND', build(inner)));
+    const where = [...conds, `(${body.sql})`].join(' AND ');
+    return this.d.leaf(`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${where})`, [...condParams, ...body.params]);
   }
 
   private compare(e: CompareExpr): Frag {
@@ -200,8 +278,8 @@ class RuleEmitter<V, T extends Sql> {
     const anyOf = e.op[0] === '?';
     const op = (anyOf ? e.op.slice(1) : e.op) as CompareOp;
     if ((op === '=' || op === '!=') && isNullLiteral(left) && !isNullLiteral(right)) [left, right] = [right, left];
-    const pl = left.type === 'field' ? this.paths.resolve(left.path, left.modifier) : undefined;
-    const pr = right.type === 'field' ? this.paths.resolve(right.path, right.modifier) : undefined;
+    const pl = left.type === 'field' ? this.paths.resolve(left.path, left.modifier, left.join) : undefined;
+    const pr = right.type === 'field' ? this.paths.resolve(right.path, right.modifier, right.join) : undefined;
     const like = op === '~' || op === '!~';
     const L = this.side(left, pl, like ? undefined : pr?.scale, false, pr);
     const R = this.side(right, pr, like ? undefined : pl?.scale, like, pl);
@@ -256,7 +334,7 @@ class RuleEmitter<V, T extends Sql> {
 
   private inList(e: InExpr): Frag {
     if (e.items.length === 0 && !e.accountIds) return { sql: this.d.paths.falseSql, params: [] };
-    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path, e.left.modifier) : undefined;
+    const path = e.left.type === 'field' ? this.paths.resolve(e.left.path, e.left.modifier, e.left.join) : undefined;
     const L = this.side(e.left, path, undefined, false);
     if (path?.each && e.items.some((item) => item.value === null)) throw eachError(e.pos, 'with null in the "in" list');
     const within = (pred: Sql): Frag => {

@@ -297,6 +297,13 @@ const POST_FILTERS = [
   "title:lower = @request.body.title:lower", "@request.headers.user_agent:lower = 'hello'", "@request.method:lower = 'post'",
   '@request.body.title:changed = true', '@request.body.title:changed = false', '@request.body.views:changed = true', '@request.body.status:changed = true',
   '@request.body.price:changed = false', '@request.body.meta:changed = true',
+  // joins of other collections and back-relations (docs/rules.md, "Joining other collections", "Back-relations")
+  "@collection.users:u.id = author && @collection.users:u.name ~ 'l'", "@collection.teams:t.name = 'Red' && @collection.teams:t.id = author.team",
+  "@collection.users.age > views", "@collection.users:u.team = author.team && @collection.users:u.id != author", "title = 'Hello' || @collection.secrets.name = title",
+  "@collection.posts:p.parent = id && @collection.posts:p.views > 1", "@collection.tags:t.name = 'news' && tags ?= @collection.tags:t.id",
+  "@collection.users.id ?= @request.auth.id && @collection.users.verified = true", "@collection.users:a.name = 'x' || @collection.users:b.age = 1",
+  "posts_via_parent.title = 'Hello'", "posts_via_parent.title != 'Hello'", "posts_via_parent:length > 0", "posts_via_parent = null", "posts_via_parent.views ?> 1",
+  "parent.posts_via_parent.labels = 'a'", "author.posts_via_author.title ~ 'h'", "tags.posts_via_tags:length > 2", "posts_via_secret.title != null",
   // any-of operators
   "labels ?= 'a'", "labels ?!= 'a'", "labels ?> 'a'", "labels ?>= 'b'", "labels ?< 'b'", "labels ?<= 'a'", "labels ?~ 'A'", "labels ?!~ 'b'", 'labels ?= 5',
   "tags ?!= 't1'", "tags.name ?= 'Tech'", "tags.name ?!= 'news'", "tags.name ?!~ 'e'", 'tags.weight ?> 2', "author.name ?!= 'Hello'", "author.team.name ?!~ 'e'",
@@ -345,7 +352,13 @@ const ERRORS: Array<[Collection, string, CompileOptions]> = [
   [posts, 'created > @now.x', { mode: 'filter', alias: 'r' }],
   [posts, "@request.headers.a.b = 'x'", { mode: 'filter', alias: 'r' }],
   [posts, "@request.body = 'x'", { mode: 'filter', alias: 'r' }],
-  [posts, "posts_via_parent.title = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "nope_via_parent.title = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "posts_via_nope.title = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "posts_via_parent.nope = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "posts_via_parent:lower = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "@collection.nope.title = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "@collection.users.note = 'x'", { mode: 'filter', alias: 'r' }],
+  [posts, "@collection.users = 'x'", { mode: 'filter', alias: 'r' }],
 ];
 const SORT_ERRORS = ['nope', 'code', '-tokenKey', ',', 'a-b', Array.from({ length: 17 }, () => 'id').join(',')];
 

@@ -77,10 +77,18 @@ test('macros', () => {
   assert.equal(show(parseFilter('@request.data.owner.id = a')), '@data:owner.id = a');
   assert.equal(show(parseFilter('@request.method = "GET"')), '@method = "GET"');
   assert.equal(show(parseFilter('@request.account.id = a && @request.account.role = "x"')), '(@account.id = a && @account.role = "x")');
-  for (const bad of ['@public', '@request.auth = 1', '@request.foo = 1', '@request.method.x = 1', '@collection.x = 1']) {
+  for (const bad of ['@public', '@request.auth = 1', '@request.foo = 1', '@request.method.x = 1']) {
     assert400(() => parseFilter(bad), /^Invalid filter: unknown macro "@.*" at position 1\.$/);
   }
   assert400(() => parseFilter('@ = 1'), /expected a macro name after "@"/);
+  // joins: the alias is not part of the path; a join names at least one field
+  const joined = parseFilter('@collection.Members:m.user.name:lower = 1');
+  assert.deepEqual(joined.type === 'compare' && joined.left, { type: 'field', path: ['user', 'name'], join: { collection: 'Members', alias: 'm', key: 'members:m' }, pos: 1, modifier: 'lower' });
+  const plain = parseFilter('@collection.members.user = 1');
+  assert.deepEqual(plain.type === 'compare' && plain.left, { type: 'field', path: ['user'], join: { collection: 'members', alias: 'members', key: 'members:members' }, pos: 1 });
+  assert400(() => parseFilter('@collection.x = 1'), /"@collection.x" names no field/);
+  assert400(() => parseFilter('@collection.x:m = 1'), /"@collection.x" names no field/);
+  assert400(() => parseFilter('@collection.x:m. = 1'), /expected a field name after "."/);
 });
 
 test('syntax errors name the token and position', () => {
