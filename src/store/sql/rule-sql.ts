@@ -267,8 +267,9 @@ class RuleEmitter<V, T extends Sql> {
       this.paths.openJoin(joins.get(k)!, from, conds, condParams);
       inner.add(k);
     }
+    // a compiled term is self-contained (safe to AND): no parentheses of its own, for SQLite's parser budget
     const body = this.d.finish(this.d.join('AND', build(inner)));
-    const where = [...conds, `(${body.sql})`].join(' AND ');
+    const where = [...conds, body.sql].join(' AND ');
     return this.d.leaf(`EXISTS (SELECT 1 FROM ${from.join(', ')} WHERE ${where})`, [...condParams, ...body.params]);
   }
 

@@ -2,7 +2,8 @@
  * Differential test of the rule compiler: random (seeded) filters run as SQL against a real
  * in-memory libsql database must select exactly the rows that a small JS evaluator of the same
  * AST selects. The evaluator restates the semantics documented in src/rules/compiler.ts and
- * docs/rules.md (PocketBase's modifiers, any-of operators, request and datetime macros included).
+ * docs/rules.md (PocketBase's modifiers, any-of operators, request and datetime macros,
+ * `@collection` joins and back-relations included).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field, type Fi
 import { bindParams, compileExpression, type RequestContext } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
 import { dateMacroValue } from '../../../src/rules/datetime.js';
-import type { Expr, Literal, Operand, SchemaLookup } from '../../../src/store/rule-types.js';
+import type { CollectionJoin, Expr, Literal, Operand, SchemaLookup } from '../../../src/store/rule-types.js';
 
 type Val = string | number | null;
 type Row = Record<string, Val>;
@@ -127,10 +128,29 @@ function like(s: Val, pattern: Val): boolean {
 }
 
 interface Side { vals: Val[]; scale?: number }
-function pathSide(row: Row, path: string[]): Side {
-  let c: Collection = posts;
+/** The rows of the joined collections an expression is evaluated with (by CollectionJoin.key). */
+type Env = ReadonlyMap<string, Row>;
+const NO_ENV: Env = new Map();
+/** `<collection>_via_<field>` from `c`: the related rows of `r` (every one whose relation holds r's id). */
+function viaRows(c: Collection, seg: string, r: Row): { coll: Collection; rows: Row[] } | undefined {
+  const at = seg.indexOf('_via_');
+  const from = at > 0 ? schema.byName(seg.slice(0, at)) : undefined;
+  const fl = from?.fields.find((x) => x.name === seg.slice(at + 5) && x.options.collectionId === c.id);
+  if (!from || !fl) return undefined;
+  const multi = (fl.options.maxSelect ?? 1) > 1;
+  return { coll: from, rows: rows[from.name].filter((t) => (multi ? elements(t[fl.name]) : [t[fl.name]]).includes(r.id)) };
+}
+function pathSide(row: Row, path: string[], start: Collection = posts): Side {
+  let c: Collection = start;
   let frontier: Row[] = [row];
   for (let i = 0; i < path.length; i++) {
+    if (!c.fields.some((x) => x.name === path[i]) && path[i].includes('_via_')) {
+      const next = frontier.map((r) => viaRows(c, path[i], r)!);
+      c = next[0]?.coll ?? schema.byName(path[i].split('_via_')[0])!;
+      frontier = next.flatMap((n) => n.rows);
+      if (i === path.length - 1) return { vals: frontier.map((r) => r.id) };
+      continue;
+    }
     const fl = c.fields.find((x) => x.name === path[i]);
     const multi = (fl?.type === 'select' || fl?.type === 'relation') && (fl.options.maxSelect ?? 1) > 1;
     if (i === path.length - 1) {
@@ -157,11 +177,12 @@ function literal(l: Literal, scale: number | undefined, likeOp: boolean): Val {
   if (likeOp) return v === null ? null : wrap(String(v));
   return scale !== undefined && typeof v === 'number' ? Math.round(v * 10 ** scale) : v;
 }
-/** A field path's values with its modifier applied (`:each` is applied by the comparison). */
-function fieldSide(row: Row, o: Operand & { type: 'field' }): Side {
-  const s = pathSide(row, o.path);
+/** A field path's values with its modifier applied (`:each` is applied by the comparison); a join's from its row in `env`. */
+function fieldSide(row: Row, o: Operand & { type: 'field' }, env: Env): Side {
+  const from = o.join ? env.get(o.join.key)! : row;
+  const s = pathSide(from, o.path, o.join ? schema.byName(o.join.collection) : posts);
   if (o.modifier === 'lower') return { vals: s.vals.map((v) => (typeof v === 'string' ? lowerAscii(v) : v)) };
-  if (o.modifier === 'length') return { vals: [elements(row[o.path[0]]).length] };
+  if (o.modifier === 'length') return { vals: [o.path[o.path.length - 1].includes('_via_') ? s.vals.length : elements(from[o.path[0]]).length] };
   return s;
 }
 const readBody = (ctx: RequestContext, path: string): unknown => (ctx.data === null ? undefined : ctx.data[path]);
@@ -189,9 +210,9 @@ function macroValue(o: Operand & { type: 'macro' }, row: Row, ctx: RequestContex
   else v = o.macro === 'method' ? ctx.method : '';
   return o.modifier === 'lower' && typeof v === 'string' ? lowerAscii(v) : v;
 }
-function side(o: Operand, row: Row, ctx: RequestContext, scale: number | undefined, likeOp: boolean): Side {
+function side(o: Operand, row: Row, ctx: RequestContext, scale: number | undefined, likeOp: boolean, env: Env): Side {
   if (o.type === 'field') {
-    const s = fieldSide(row, o);
+    const s = fieldSide(row, o, env);
     return likeOp ? { vals: s.vals.map((v) => (v === null ? null : wrap(String(v)))) } : s;
   }
   if (o.type === 'literal') return { vals: [literal(o, scale, likeOp)] };
@@ -200,14 +221,53 @@ function side(o: Operand, row: Row, ctx: RequestContext, scale: number | undefin
 }
 const isEach = (o: Operand) => o.type === 'field' && o.modifier === 'each';
 const isAccount = (o: Operand) => o.type === 'macro' && o.macro.startsWith('account.');
-function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
-  if (e.type === 'and') return e.terms.every((t) => evaluate(t, row, ctx));
-  if (e.type === 'or') return e.terms.some((t) => evaluate(t, row, ctx));
+/** The `@collection` joins `e` reads. */
+function joinsOf(e: Expr): Map<string, CollectionJoin> {
+  const out = new Map<string, CollectionJoin>();
+  if (e.type === 'and' || e.type === 'or') for (const t of e.terms) for (const [k, j] of joinsOf(t)) out.set(k, j);
+  else for (const o of e.type === 'in' ? [e.left] : [e.left, e.right]) if (o.type === 'field' && o.join) out.set(o.join.key, o.join);
+  return out;
+}
+/** Some rows of the joins `joins` (one each) make `pred` hold. */
+function someRows(joins: CollectionJoin[], env: Env, pred: (env: Env) => boolean): boolean {
+  if (joins.length === 0) return pred(env);
+  const [j, ...rest] = joins;
+  return rows[schema.byName(j.collection)!.name].some((r) => someRows(rest, new Map([...env, [j.key, r]]), pred));
+}
+const flatten = (e: Expr, type: 'and' | 'or'): Expr[] => (e.type === type ? e.terms.flatMap((t) => flatten(t, type)) : [e]);
+/**
+ * `e` for `row`, the joins in `env` bound. docs/rules.md, "Joining other collections": a join read
+ * by two or more terms of an AND is one row for all of them (conjuncts sharing such joins are
+ * grouped); otherwise each comparison has its own "some row".
+ */
+function evaluate(e: Expr, row: Row, ctx: RequestContext, env: Env = NO_ENV): boolean {
+  const pending = [...joinsOf(e).values()].filter((j) => !env.has(j.key));
+  if (e.type === 'or') return flatten(e, 'or').some((t) => evaluate(t, row, ctx, env));
+  if (e.type === 'and') {
+    const flat = flatten(e, 'and');
+    const here = pending.filter((j) => flat.filter((t) => joinsOf(t).has(j.key)).length >= 2);
+    // groups: conjuncts connected through the joins scoped here
+    const groups: { joins: CollectionJoin[]; terms: Expr[] }[] = [];
+    for (const j of here) {
+      const g = { joins: [j], terms: flat.filter((t) => joinsOf(t).has(j.key)) };
+      for (let i = groups.length - 1; i >= 0; i--) {
+        if (!groups[i].terms.some((t) => g.terms.includes(t))) continue;
+        g.joins.push(...groups[i].joins);
+        for (const t of groups[i].terms) if (!g.terms.includes(t)) g.terms.push(t);
+        groups.splice(i, 1);
+      }
+      groups.push(g);
+    }
+    const grouped = new Set(groups.flatMap((g) => g.terms));
+    return flat.filter((t) => !grouped.has(t)).every((t) => evaluate(t, row, ctx, env))
+      && groups.every((g) => someRows(g.joins, env, (inner) => g.terms.every((t) => evaluate(t, row, ctx, inner))));
+  }
+  if (pending.length > 0) return someRows(pending, env, (inner) => evaluate(e, row, ctx, inner));
   // without an active account every comparison reading @request.account.id/.role is false
   if (!ctx.account && (isAccount(e.left) || (e.type === 'compare' && isAccount(e.right)))) return false;
   if (e.type === 'in') {
     if (e.accountIds) return false;
-    const L = side(e.left, row, ctx, undefined, false);
+    const L = side(e.left, row, ctx, undefined, false, env);
     const members = e.items.filter((i) => i.value !== null).map((i) => literal(i, L.scale, false));
     if (isEach(e.left)) return L.vals.length > 0 && L.vals.every((l) => members.some((m) => cmp(l, m) === 0));
     const hit = L.vals.some((l) => members.some((m) => cmp(l, m) === 0));
@@ -219,10 +279,10 @@ function evaluate(e: Expr, row: Row, ctx: RequestContext): boolean {
   const isNull = (o: Operand) => o.type === 'literal' && o.value === null;
   if ((op === '=' || op === '!=') && isNull(left) && !isNull(right)) [left, right] = [right, left];
   const likeOp = op === '~' || op === '!~';
-  const lp = left.type === 'field' ? pathSide(row, left.path).scale : undefined;
-  const rp = right.type === 'field' ? pathSide(row, right.path).scale : undefined;
-  const L = side(left, row, ctx, likeOp ? undefined : rp, false);
-  const R = side(right, row, ctx, likeOp ? undefined : lp, likeOp);
+  const lp = left.type === 'field' ? fieldSide(row, { ...left, modifier: undefined }, env).scale : undefined;
+  const rp = right.type === 'field' ? fieldSide(row, { ...right, modifier: undefined }, env).scale : undefined;
+  const L = side(left, row, ctx, likeOp ? undefined : rp, false, env);
+  const R = side(right, row, ctx, likeOp ? undefined : lp, likeOp, env);
   if (isNull(right) && (op === '=' || op === '!=')) return L.vals.some((v) => v !== null) === (op === '!=');
   // :each: there is a value, and every value satisfies the comparison (one side is a set)
   const each = isEach(left) || isEach(right);
@@ -284,6 +344,15 @@ const LEAVES: (() => string)[] = [
   () => `@request.body.title:changed = ${pick(['true', 'false'])}`, () => `@request.body.status:changed = ${pick(['true', 'false'])}`,
   () => `created ${pick(CMP_OPS)} ${pick(['@now', '@yesterday', '@todayStart', '@monthEnd', '@yearStart'])}`, () => `views ${pick(CMP_OPS)} ${pick(['@month', '@day', '@weekday'])}`,
   () => `@year ${pick(CMP_OPS)} ${pick(['2024', '2030', 'views'])}`,
+  // @collection joins (an alias shared by terms of an AND is one row) and back-relations
+  () => `@collection.users:u.name ${pick(ALL_OPS)} ${text()}`, () => `@collection.users:u.id ${pick(['=', '!='])} author`, () => `@collection.users:u.age ${pick(CMP_OPS)} views`,
+  () => `@collection.users:v.team ${pick(['=', '?='])} author.team`, () => `@collection.users:v.name:lower ${pick(ALL_OPS)} title:lower`,
+  () => `@collection.tags:t.name ${pick(ALL_OPS)} ${q(pick(['news', 'tech', 'a_b', 'e']))}`, () => `tags ?= @collection.tags:t.id`, () => `@collection.teams.name ${pick(['=', '!='])} author.team.name`,
+  () => `@collection.posts:p.parent = id`, () => `@collection.posts:p.views ${pick(CMP_OPS)} views`, () => `@collection.posts:p.labels ?= ${q(pick(LABELS))}`,
+  () => `(@collection.users:u.id = author && @collection.users:u.age ${pick(CMP_OPS)} ${num()})`,
+  () => `posts_via_parent.title ${pick(ALL_OPS)} ${text()}`, () => `posts_via_parent.views ?${pick(CMP_OPS)} ${num()}`, () => `posts_via_parent:length ${pick(CMP_OPS)} ${pick(['0', '1', '2'])}`,
+  () => `posts_via_parent ${pick(['=', '!='])} null`, () => `posts_via_parent.labels ?= ${q(pick(LABELS))}`, () => `author.posts_via_author.views ${pick(CMP_OPS)} ${num()}`,
+  () => `tags.posts_via_tags.title ${pick(ALL_OPS)} ${text()}`, () => `parent.posts_via_parent:length > ${pick(['0', '1', '2'])}`, () => `posts_via_parent.author.name ${pick(ALL_OPS)} ${text()}`,
 ];
 function genFilter(depth = 0): string {
   if (depth >= 3 || rnd() < 0.45) return pick(LEAVES)();
@@ -303,11 +372,20 @@ test('compiled SQL selects exactly what the reference evaluator selects', () => 
     { auth: { id: 'u5', name: 'a_b', collectionId: 'c_users' }, data: { title: 'a%b', labels: 'c' }, method: 'GET', request: { method: 'GET', query: 'q=world&q=x', headers: { userAgent: 'agent' } }, context: 'realtime' },
   ];
   let interesting = 0;
+  let tooComplex = 0;
   const runs = 1500;
   for (let n = 0; n < runs; n++) {
     const src = genFilter();
     const ctx = contexts[n % contexts.length];
-    const compiled = compileExpression(src, posts, schema, { mode: 'filter', alias: 'r', superuser: true });
+    let compiled;
+    try {
+      compiled = compileExpression(src, posts, schema, { mode: 'filter', alias: 'r', superuser: true });
+    } catch (err) {
+      // a join's EXISTS around a large group of terms may exceed SQLite's parser budget: a 400 (store/sqlite/sql-shape.ts)
+      if (!(src.includes('@collection') && /too complex/.test((err as Error).message))) throw err;
+      tooComplex++;
+      continue;
+    }
     const sql = `SELECT id FROM "posts" r WHERE ${compiled.sql} ORDER BY id`;
     const got = (db.prepare(sql).raw().all(bindAll(bindParams(compiled, ctx))) as unknown[][]).map((r) => r[0] as string).sort();
     const ast = parseFilter(src);
@@ -315,5 +393,6 @@ test('compiled SQL selects exactly what the reference evaluator selects', () => 
     assert.deepEqual(got, want, `filter: ${src}\nsql: ${compiled.sql}\nctx: ${JSON.stringify(ctx)}`);
     if (want.length > 0 && want.length < rows.posts.length) interesting++;
   }
+  assert.ok(tooComplex < runs * 0.05, `${tooComplex} of ${runs} filters were too complex`);
   assert.ok(interesting > runs * 0.3, `only ${interesting} of ${runs} filters selected a proper subset`);
 });
