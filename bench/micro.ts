@@ -8,6 +8,7 @@
  * | filter compile (parsed tree cached)| same                                             |
  * | the same two for a filter of PocketBase's forms (modifiers, any-of, macros) | same |
  * | binding that filter for a request (bindParams)     | same                                             |
+ * | the same two for a filter joining another collection and reading a back-relation | same |
  * | rule check (RuleBook.check + bind) | JSON.stringify of one post record                |
  * | record serialization (codec)       | JSON.stringify of the same record / list page    |
  * | JWT verify, uncached and cached    | one HMAC-SHA256 of the token's signing input     |
@@ -63,7 +64,11 @@ function collection(id: string, name: string, type: 'base' | 'auth', fs: Field[]
   };
 }
 
-/** The benchmark's schema in memory: `users` and a `posts` collection under the owner rules. */
+/**
+ * The benchmark's schema in memory: `users` and a `posts` collection under the owner rules, and
+ * for the join and back-relation tasks `memberships` (user, role) and `comments` (post, message),
+ * each viewable by its own author only.
+ */
 function schema(): { registry: CollectionRegistry; users: Collection; posts: Collection } {
   const users = collection('benchusers0000c', 'users', 'auth', [...authSystemFields(), ...fields([{ name: 'name', type: 'text' }])], {});
   const posts = collection('benchposts0000c', 'posts', 'base', fields([
@@ -76,6 +81,13 @@ function schema(): { registry: CollectionRegistry; users: Collection; posts: Col
   const registry = new CollectionRegistry();
   registry.put(users);
   registry.put(posts);
+  registry.put(collection('benchmembers00c', 'memberships', 'base', fields([
+    { name: 'user', type: 'relation', options: { collectionId: users.id, maxSelect: 1 } }, { name: 'role', type: 'text' },
+  ]), { viewRule: 'user = @request.auth.id' }));
+  registry.put(collection('benchcomments0c', 'comments', 'base', fields([
+    { name: 'post', type: 'relation', options: { collectionId: posts.id, maxSelect: 1 } }, { name: 'message', type: 'text' },
+    { name: 'author', type: 'relation', options: { collectionId: users.id, maxSelect: 1 } },
+  ]), { viewRule: 'author = @request.auth.id' }));
   return { registry, users, posts };
 }
 
@@ -183,6 +195,15 @@ export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
   pair('PocketBase-form filter parse + compile (cold)', 'baseline: JSON.parse(filter tree)');
   pair('PocketBase-form filter compile (parsed tree cached)', 'baseline: JSON.parse(filter tree)');
   pair('PocketBase-form filter bind (bindParams)', 'baseline: JSON.parse(filter tree)');
+
+  // a join of another collection (one alias, two terms: one EXISTS) and a back-relation, both
+  // carrying the joined collection's view rule as a client filter does (docs/rules.md)
+  const joinSrc = 'title ~ "bench" && @collection.memberships:m.user ?= @request.auth.id && @collection.memberships:m.role = "editor" && comments_via_post.message ?~ "bench"';
+  add('join + back-relation filter parse + compile (cold)', () =>
+    compileExpression(`${joinSrc} && title != "x${cold++}"`, posts, registry, { mode: 'filter', alias: 'r' }));
+  add('join + back-relation filter compile (parsed tree cached)', () => compileExpression(joinSrc, posts, registry, { mode: 'filter', alias: 'r' }));
+  pair('join + back-relation filter parse + compile (cold)', 'baseline: JSON.parse(filter tree)');
+  pair('join + back-relation filter compile (parsed tree cached)', 'baseline: JSON.parse(filter tree)');
 
   await bench.run();
   const stats = new Map<string, { ops: number; rme: number }>();

@@ -185,7 +185,7 @@ export function tokenize(src: string): Token[] {
       i++;
       if (!(i < n && isIdentStart(src.charCodeAt(i)))) throw filterError(`expected a macro name after "@" at position ${pos}`);
       const tok: Token = { kind: 'macro', text: readPath(), pos };
-      if (/^collection\.[A-Za-z_][A-Za-z0-9_]*$/.test(tok.text)) readJoinAlias(tok);
+      if (tok.text.startsWith('collection.') && /^collection\.[A-Za-z_][A-Za-z0-9_]*$/.test(tok.text)) readJoinAlias(tok);
       tokens.push(readModifier(tok));
     } else {
       const ch = String.fromCodePoint(src.codePointAt(i) ?? c);

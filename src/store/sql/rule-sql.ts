@@ -104,7 +104,7 @@ export interface RuleDialect<V, T extends Sql> {
 export function emitRule<V, T extends Sql>(d: RuleDialect<V, T>, ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
   const guarded = opts.mode === 'filter' && !opts.superuser;
   const paths = new PathResolver(d.paths, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(d, schema) : null);
-  const compiler = new RuleEmitter(d, paths, opts.mode);
+  const compiler = new RuleEmitter(d, paths, opts.mode, readsJoin(ast));
   const out = d.finish(compiler.expr(ast, true));
   return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
 }
@@ -165,6 +165,12 @@ interface Side<V> {
 const isNullLiteral = (o: Operand): boolean => o.type === 'literal' && o.value === null;
 const NO_JOINS: ReadonlySet<string> = new Set();
 
+/** Whether any operand of `e` is an `@collection` join (most expressions have none: RuleEmitter skips the join bookkeeping). */
+function readsJoin(e: Expr): boolean {
+  if (e.type === 'and' || e.type === 'or') return e.terms.some(readsJoin);
+  return (e.left.type === 'field' && e.left.join !== undefined) || (e.type === 'compare' && e.right.type === 'field' && e.right.join !== undefined);
+}
+
 /** Compiles one expression (and nothing else: a fresh one per expression). */
 class RuleEmitter<V, T extends Sql> {
   /** `@request.auth.*` paths the expression reads (CompiledExpr.authPaths). */
@@ -176,6 +182,8 @@ class RuleEmitter<V, T extends Sql> {
     private readonly d: RuleDialect<V, T>,
     private readonly paths: PathResolver,
     private readonly mode: CompileOptions['mode'],
+    /** the expression reads some `@collection` join (readsJoin) */
+    private readonly joins: boolean,
   ) {}
 
   /** The `@collection` joins each (sub-)expression reads, by CollectionJoin.key (keysOf). */
@@ -186,7 +194,7 @@ class RuleEmitter<V, T extends Sql> {
    * `@collection` joins an enclosing EXISTS has opened (joined).
    */
   expr(e: Expr, conjunct = false, open: ReadonlySet<string> = NO_JOINS): T {
-    const pending = [...this.keysOf(e).keys()].filter((k) => !open.has(k));
+    const pending = this.joins ? [...this.keysOf(e).keys()].filter((k) => !open.has(k)) : [];
     if (e.type === 'compare' || e.type === 'in') {
       if (pending.length > 0) return this.joined(pending, this.keysOf(e), open, (inner) => [this.expr(e, false, inner)]);
       const frag = e.type === 'compare' ? this.compare(e) : this.inList(e);
