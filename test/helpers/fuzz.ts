@@ -54,6 +54,9 @@ const nasty = fc.oneof(
 const modifier = fc.constantFrom('', '', '', ':lower', ':length', ':each', ':isset', ':changed', ':upper', ':');
 const fieldPath = fc.oneof(
   fc.constantFrom(...FIELDS, ...AUTH_FIELDS), fc.constantFrom('owner.nick', 'owner.email', 'owner.secret', 'owners.nick', 'meta.a.b', 'owner.owner.x', 'title.x'), nasty,
+  // joins and back-relations (docs/rules.md), valid and not, into open, locked and unknown collections
+  fc.constantFrom('@collection.fz_items:i.title', '@collection.fz_people.nick', '@collection.fz_people.secret', '@collection.fz_locked:l.x', '@collection.nope.x', '@collection.fz_items',
+    'owner.fz_items_via_owner.title', 'owner.fz_locked_via_item.x', 'owners.fz_items_via_owners.n', 'fz_items_via_owner.title', 'owner.fz_items_via_nope.x'),
   fc.tuple(fc.constantFrom(...FIELDS, 'owners.nick', 'owner.email'), modifier).map(([f, m]) => f + m),
 );
 const literal = fc.oneof(
