@@ -1,7 +1,8 @@
 /**
  * Differential test of the rule compiler: random (seeded) filters run as SQL against a real
- * in-memory libsql database must select exactly the rows that a small JS evaluator of the same
- * AST selects. The evaluator restates the semantics documented in src/rules/compiler.ts and
+ * in-memory libsql database, and (when PostgreSQL can be started here, test/helpers/postgres.ts)
+ * compiled for PostgreSQL and run on a real one holding the same rows, must select exactly the
+ * rows that a small JS evaluator of the same AST selects. The evaluator restates the semantics documented in src/rules/compiler.ts and
  * docs/rules.md (PocketBase's modifiers, any-of operators, request and datetime macros,
  * `@collection` joins and back-relations included).
  */
@@ -13,6 +14,9 @@ import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field, type Fi
 import { bindParams, compileExpression, type RequestContext } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
 import { dateMacroValue } from '../../../src/rules/datetime.js';
+import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
+import { postgresSkipReason, startPostgres } from '../../helpers/postgres.js';
+import pg from 'pg';
 import type { CollectionJoin, Expr, Literal, Operand, SchemaLookup } from '../../../src/store/rule-types.js';
 
 type Val = string | number | null;
@@ -361,16 +365,17 @@ function genFilter(depth = 0): string {
   return rnd() < 0.6 ? `(${body})` : body;
 }
 
-test('compiled SQL selects exactly what the reference evaluator selects', () => {
-  const db = setupDb();
-  const contexts: RequestContext[] = [
+const contexts: RequestContext[] = [
     { auth: null, data: null, method: 'GET' },
     {
       auth: { id: 'u2', name: rows.users[1].name, collectionId: 'c_users', collectionName: 'users' }, data: { title: 'hello', labels: ['a', 'b'], status: 'live' }, method: 'POST',
       request: { method: 'POST', query: 'q=HELLO', headers: { userAgent: 'agent' } }, context: 'default',
     },
     { auth: { id: 'u5', name: 'a_b', collectionId: 'c_users' }, data: { title: 'a%b', labels: 'c' }, method: 'GET', request: { method: 'GET', query: 'q=world&q=x', headers: { userAgent: 'agent' } }, context: 'realtime' },
-  ];
+];
+
+test('compiled SQL selects exactly what the reference evaluator selects', () => {
+  const db = setupDb();
   let interesting = 0;
   let tooComplex = 0;
   const runs = 1500;
@@ -395,4 +400,45 @@ test('compiled SQL selects exactly what the reference evaluator selects', () => 
   }
   assert.ok(tooComplex < runs * 0.05, `${tooComplex} of ${runs} filters were too complex`);
   assert.ok(interesting > runs * 0.3, `only ${interesting} of ${runs} filters selected a proper subset`);
+});
+
+/** The PostgreSQL column type of a field, as the PostgreSQL store lays records out (src/store/pg/column-types.ts). */
+function pgType(fl: Field): string {
+  const multi = (fl.type === 'select' || fl.type === 'relation') && (fl.options.maxSelect ?? 1) > 1;
+  if (fl.type === 'json' || multi) return 'jsonb';
+  if (fl.type === 'number') return fl.options.mode === 'fixed' ? 'bigint' : 'double precision';
+  return fl.type === 'bool' ? 'smallint' : 'text';
+}
+
+test('the PostgreSQL emitter selects exactly what the reference evaluator selects', { skip: postgresSkipReason() ?? false }, async () => {
+  const server = await startPostgres();
+  const client = new pg.Client({ connectionString: await server.createDatabase('rules_differential') });
+  await client.connect();
+  try {
+    for (const c of all) {
+      const cols = [...BASE_COLUMNS.map((b) => `"${b}" text`), ...c.fields.map((fl) => `"${fl.name}" ${pgType(fl)}`), ...(c.type === 'auth' ? HIDDEN_AUTH_COLUMNS.map((h) => `"${h}" text`) : [])];
+      await client.query(`CREATE TABLE "${c.name}" (${cols.join(', ')})`);
+      for (const row of rows[c.name]) {
+        const keys = Object.keys(row);
+        await client.query(`INSERT INTO "${c.name}" (${keys.map((k) => `"${k}"`).join(', ')}) VALUES (${keys.map((_, i) => `$${i + 1}`).join(', ')})`, keys.map((k) => row[k]));
+      }
+    }
+    let interesting = 0;
+    const runs = 600;
+    for (let n = 0; n < runs; n++) {
+      const src = genFilter();
+      const ctx = contexts[n % contexts.length];
+      const compiled = compileExpression(src, posts, schema, { mode: 'filter', alias: 'r', superuser: true, dialect: 'postgres' });
+      const params = bindParams(compiled, ctx).map((v) => (typeof v === 'bigint' ? String(v) : v));
+      const res = await client.query({ text: toPgPlaceholders(`SELECT id FROM "posts" r WHERE ${compiled.sql}`), values: params, rowMode: 'array' });
+      const got = res.rows.map((r: unknown[]) => String(r[0])).sort();
+      const want = rows.posts.filter((row) => evaluate(parseFilter(src), row, ctx)).map((row) => row.id as string).sort();
+      assert.deepEqual(got, want, `filter: ${src}\nsql: ${compiled.sql}\nctx: ${JSON.stringify(ctx)}`);
+      if (want.length > 0 && want.length < rows.posts.length) interesting++;
+    }
+    assert.ok(interesting > runs * 0.3, `only ${interesting} of ${runs} filters selected a proper subset`);
+  } finally {
+    await client.end();
+    await server.stop();
+  }
 });
