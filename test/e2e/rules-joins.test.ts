@@ -8,6 +8,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import PocketBase from 'pocketbase';
 import { startSvc, type Svc } from '../helpers/server.js';
+import { MAX_BACK_RELATION_EXPAND } from '../../src/records/records-read.js';
 import { assertError, dumpServerLog, qs, seed, signup, type User } from '../helpers/records-fixtures.js';
 
 let srv: Svc;
@@ -16,7 +17,7 @@ let bob: User;
 const id = new Map<string, string>();
 
 before(async () => {
-  srv = await startSvc();
+  srv = await startSvc({ env: { SERVICE_BATCH_MAX_REQUESTS: '600' } });
   const people = await srv.createCollection({ name: 'people', type: 'auth', createRule: '@public', listRule: '@public', viewRule: '@public', fields: [{ name: 'nick', type: 'text' }] });
   const teams = await srv.createCollection({ name: 'teams', type: 'base', fields: [{ name: 'name', type: 'text' }] });
   // locked: only rules (written by a superuser) read it
@@ -183,4 +184,27 @@ test('the pocketbase SDK: getList with joins, back-relations and expand', async 
   assert.deepEqual(page.items.map((p) => p.title), ['p1']);
   assert.deepEqual(page.items[0].expand?.comments_via_post.map((c: { message: string }) => c.message), ['hello x', 'second']);
   await assert.rejects(pb.collection('posts').getList(1, 10, { filter: '@collection.nope.x = 1' }), (e: { status: number }) => e.status === 400);
+});
+
+test('a back-relation expand answers at most 1000 records per record, the first ones', async () => {
+  const threads = await srv.createCollection({ name: 'threads', type: 'base', listRule: '@public', viewRule: '@public', fields: [{ name: 'title', type: 'text' }] });
+  await srv.createCollection({
+    name: 'replies', type: 'base', listRule: '@public', viewRule: '@public',
+    fields: [{ name: 'n', type: 'number' }, { name: 'thread', type: 'relation', options: { collectionId: threads.id } }],
+  });
+  const t = await seed(srv, 'threads', { title: 'busy' });
+  const count = MAX_BACK_RELATION_EXPAND + 1;
+  for (let from = 0; from < count; from += 600) {
+    const requests = Array.from({ length: Math.min(600, count - from) }, (_, k) => ({ method: 'POST', url: '/api/collections/replies/records', body: { n: from + k, thread: t.id } }));
+    const r = await srv.api('POST', '/api/batch', { body: { requests }, token: srv.suToken });
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+  }
+  const one = await srv.api('GET', `/api/collections/threads/records/${t.id}${qs({ expand: 'replies_via_thread', fields: 'id,expand.replies_via_thread.n' })}`, { token: null });
+  assert.equal(one.status, 200, one.text.slice(0, 300));
+  const ns = one.body.expand.replies_via_thread.map((x: { n: number }) => x.n);
+  assert.equal(ns.length, MAX_BACK_RELATION_EXPAND);
+  assert.deepEqual(ns.slice(0, 3), [0, 1, 2]);
+  assert.equal(ns.at(-1), MAX_BACK_RELATION_EXPAND - 1);
+  // the filter counts them all
+  assert.deepEqual(await titles(`replies_via_thread:length = ${count}`, null, 'threads'), ['busy']);
 });
