@@ -7,6 +7,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import PocketBase from 'pocketbase';
+import WebSocket from 'ws';
 import { startSvc, type Svc } from '../helpers/server.js';
 import { MAX_BACK_RELATION_EXPAND } from '../../src/records/records-read.js';
 import { assertError, dumpServerLog, qs, seed, signup, type User } from '../helpers/records-fixtures.js';
@@ -184,6 +185,42 @@ test('the pocketbase SDK: getList with joins, back-relations and expand', async 
   assert.deepEqual(page.items.map((p) => p.title), ['p1']);
   assert.deepEqual(page.items[0].expand?.comments_via_post.map((c: { message: string }) => c.message), ['hello x', 'second']);
   await assert.rejects(pb.collection('posts').getList(1, 10, { filter: '@collection.nope.x = 1' }), (e: { status: number }) => e.status === 400);
+});
+
+test('realtime: a joining list rule and a back-relation filter decide which events a subscriber gets', async () => {
+  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
+  const frames: any[] = [];
+  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+  await new Promise<void>((res, rej) => {
+    ws.once('open', () => res());
+    ws.once('error', rej);
+  });
+  const waitFor = async (pred: (f: any) => boolean): Promise<any> => {
+    for (let i = 0; i < 100; i++) {
+      const hit = frames.find(pred);
+      if (hit) return hit;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no such frame; frames: ${JSON.stringify(frames)}`);
+  };
+  try {
+    await waitFor((f) => f.type === 'connect');
+    ws.send(JSON.stringify({ action: 'auth', token: alice.token }));
+    await waitFor((f) => f.type === 'auth');
+    ws.send(JSON.stringify({ action: 'subscribe', topic: 'teams' }));
+    ws.send(JSON.stringify({ action: 'subscribe', topic: 'posts', filter: 'comments_via_post.message ?~ "x"' }));
+    await waitFor((f) => f.type === 'ack' && f.topic === 'posts');
+    for (const team of ['blue', 'red']) await srv.api('PATCH', `/api/collections/teams/records/${id.get(team)}`, { body: { name: team }, token: srv.suToken });
+    for (const post of ['p3', 'p2', 'p1']) await srv.api('PATCH', `/api/collections/posts/records/${id.get(post)}`, { body: { title: post }, token: srv.suToken });
+    // the last change of each topic arrived: every earlier one was sent before it
+    await waitFor((f) => f.type === 'event' && f.topic === 'teams' && f.record.id === id.get('red'));
+    await waitFor((f) => f.type === 'event' && f.topic === 'posts' && f.record.id === id.get('p1'));
+    const events = frames.filter((f) => f.type === 'event').map((f) => `${f.topic}:${f.record.name ?? f.record.title}`);
+    // blue is not alice's team; p2's only "x" comment is secret and p3 has none
+    assert.deepEqual(events.sort(), ['posts:p1', 'teams:red']);
+  } finally {
+    ws.close();
+  }
 });
 
 test('a back-relation expand answers at most 1000 records per record, the first ones', async () => {
