@@ -135,6 +135,12 @@ test('unknown collections and fields: the 400 of unknown fields; a rule naming o
   assert.match(bad.text, /unknown collection \\"ghosts\\"/);
   const bad2 = await srv.api('PATCH', '/api/collections/posts', { body: { viewRule: 'comments_via_post.nope = 1' }, token: srv.suToken });
   assertError(bad2, 400);
+  // a collection another collection's rule joins can be neither deleted nor renamed
+  const del = await srv.api('DELETE', '/api/collections/memberships', { token: srv.suToken });
+  assertError(del, 400);
+  assert.match(del.text, /retained collection \\"teams\\" listRule: Invalid filter: unknown collection \\"memberships\\"/);
+  assertError(await srv.api('PATCH', '/api/collections/memberships', { body: { name: 'members2' }, token: srv.suToken }), 400);
+  assert.equal((await srv.api('GET', '/api/collections/memberships', { token: srv.suToken })).status, 200);
 });
 
 test('back-relations in filters honour the related collection\'s view rule', async () => {
