@@ -16,6 +16,9 @@
  * - `P = null`: P holds no non-null value; `P != null`: it holds one.
  * `x in (…, null)` means `x in (…) || x = null`. A NULL compared with `=`, `<`, `~`, … is false,
  * so an absent `@request.data.x` never makes `field = @request.data.x` true (fails closed).
+ * A back-relation (`comments_via_post.x`) is such a set; an `@collection.<name>:<alias>.<field>`
+ * operand reads one row of that collection, shared by the terms of an AND reading the alias,
+ * inside an EXISTS (docs/rules.md, "Joining other collections").
  * A path starting with a single-valued relation compiles to an uncorrelated semi-join
  * (`r."country" IN (SELECT "id" FROM "countries" … )`) so the planner can start from either side;
  * other set-valued paths to a correlated EXISTS (store/sql/rule-sql.ts).

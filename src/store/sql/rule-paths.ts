@@ -10,9 +10,12 @@
  * sources (target tables, the elements of JSON array columns) plus join conditions, which the
  * emitter (rule-sql.ts) turns into "any element matches": an uncorrelated `<column> IN (SELECT …)`
  * semi-join when the first hop is a single-valued relation (`ResolvedPath.head`), a correlated
- * `EXISTS (…)` otherwise.
+ * `EXISTS (…)` otherwise. A back-relation segment (`comments_via_post`) is a hop into the records
+ * whose relation points back, a set like a multi-valued relation; an `@collection` path starts
+ * at the joined row the emitter's EXISTS opened (openJoin) instead of the record.
  *
- * What a path may reveal is bounded here, at every relation hop:
+ * What a path may reveal is bounded here, at every relation hop (back-relations and `@collection`
+ * joins included):
  * - the target row's expiry clause (`options.ttl_field`) joins every hop in both modes: expired
  *   rows are hidden from every read, rule evaluation included;
  * - in `filter` mode for a caller who is not a superuser, every hop also carries the target's

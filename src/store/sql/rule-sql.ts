@@ -5,7 +5,9 @@
  * its bookkeeping (`@request.auth.*` paths read, semi-join drivers), operands (paths, literals
  * with fixed-point scaling, request macros as parameter slots), the set semantics of paths
  * (`some`: an uncorrelated semi-join or a correlated EXISTS), `null` tests, `in` lists, the view
- * rule every relation hop carries, and the sort parameter's validation.
+ * rule every relation hop carries, where each `@collection` join's EXISTS goes (the terms of an
+ * AND reading one alias share it; docs/rules.md, "Joining other collections"), and the sort
+ * parameter's validation.
  *
  * What differs is the backend's `RuleDialect`: how an operand is represented and how two are
  * compared (SQLite compares its own values directly; PostgreSQL reproduces SQLite's type rules
