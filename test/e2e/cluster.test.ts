@@ -19,6 +19,7 @@ import WebSocket from 'ws';
 import { ROOT, startSvc, runCli, SU_EMAIL, SU_PASSWORD, type Svc } from '../helpers/server.js';
 import { postgresSkipReason, startPostgres, type Postgres } from '../helpers/postgres.js';
 import { nginxSkipReason, startNginx } from '../helpers/nginx.js';
+import { openRealtime } from '../helpers/realtime-socket.js';
 
 const skip = postgresSkipReason() ?? nginxSkipReason();
 
@@ -84,13 +85,7 @@ async function eventually(what: string, fn: () => Promise<boolean>, ms = 5000): 
  * `topic`; signed in with `opts.token` first, and with `opts.filter` when given.
  */
 async function subscribe(url: string, topic: string, opts: { token?: string; filter?: string } = {}): Promise<{ frames: any[]; ws: WebSocket }> {
-  const ws = new WebSocket(`${url.replace('http', 'ws')}/api/realtime`);
-  const frames: any[] = [];
-  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
-  await new Promise<void>((res, rej) => {
-    ws.once('open', () => res());
-    ws.once('error', rej);
-  });
+  const { ws, frames } = await openRealtime(url);
   await eventually('connect frame', async () => frames.some((f) => f.type === 'connect'));
   if (opts.token) {
     ws.send(JSON.stringify({ action: 'auth', token: opts.token }));

@@ -7,8 +7,8 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import PocketBase from 'pocketbase';
-import WebSocket from 'ws';
 import { startSvc, type Svc } from '../helpers/server.js';
+import { openRealtime } from '../helpers/realtime-socket.js';
 import { MAX_BACK_RELATION_EXPAND } from '../../src/records/records-read.js';
 import { assertError, dumpServerLog, qs, seed, signup, type User } from '../helpers/records-fixtures.js';
 
@@ -194,21 +194,7 @@ test('the pocketbase SDK: getList with joins, back-relations and expand', async 
 });
 
 test('realtime: a joining list rule and a back-relation filter decide which events a subscriber gets', async () => {
-  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
-  const frames: any[] = [];
-  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
-  await new Promise<void>((res, rej) => {
-    ws.once('open', () => res());
-    ws.once('error', rej);
-  });
-  const waitFor = async (pred: (f: any) => boolean): Promise<any> => {
-    for (let i = 0; i < 100; i++) {
-      const hit = frames.find(pred);
-      if (hit) return hit;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no such frame; frames: ${JSON.stringify(frames)}`);
-  };
+  const { ws, frames, waitFor } = await openRealtime(srv.url);
   try {
     await waitFor((f) => f.type === 'connect');
     ws.send(JSON.stringify({ action: 'auth', token: alice.token }));

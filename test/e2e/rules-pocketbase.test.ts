@@ -5,8 +5,8 @@
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
 import { startSvc, type Svc } from '../helpers/server.js';
+import { openRealtime } from '../helpers/realtime-socket.js';
 import { assertError, dumpServerLog, qs, seed, signup } from '../helpers/records-fixtures.js';
 
 let srv: Svc;
@@ -157,21 +157,7 @@ test('any-of operators in list filters', async () => {
 test('@request.context: realtime for subscriptions, protectedFile for downloads', async () => {
   // REST reads run in the default context
   assert.equal((await srv.api('GET', '/api/collections/live_only/records', { token: null })).body.items.length, 0);
-  const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/api/realtime`);
-  const frames: any[] = [];
-  ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
-  await new Promise<void>((res, rej) => {
-    ws.once('open', () => res());
-    ws.once('error', rej);
-  });
-  const waitFor = async (pred: (f: any) => boolean): Promise<any> => {
-    for (let i = 0; i < 100; i++) {
-      const hit = frames.find(pred);
-      if (hit) return hit;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no such frame; frames: ${JSON.stringify(frames)}`);
-  };
+  const { ws, waitFor } = await openRealtime(srv.url);
   await waitFor((f) => f.type === 'connect');
   // a realtime subscriber who is no superuser (superusers pass every rule)
   await srv.createCollection({ name: 'people', type: 'auth', fields: [], createRule: '@public', listRule: null, viewRule: null, updateRule: null, deleteRule: null });
