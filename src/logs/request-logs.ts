@@ -54,10 +54,13 @@ function numberEnv(env: NodeJS.ProcessEnv, name: string, dflt: number, integer: 
   return n;
 }
 
-/** `SERVICE_LOGS_MIN_LEVEL`: a level number or name (`info`, `warn`, `error`); default 0 (info). */
+/**
+ * `SERVICE_LOGS_MIN_LEVEL`: a level number or name (`info`, `warn`, `error`); default 4 (warn):
+ * keeping every request doubles the CPU time of a cached read (bench/README.md, "Request logs").
+ */
 function minLevelEnv(env: NodeJS.ProcessEnv): number {
   const raw = (env.SERVICE_LOGS_MIN_LEVEL ?? '').trim().toLowerCase();
-  if (raw === '') return LOG_LEVEL.info;
+  if (raw === '') return LOG_LEVEL.warn;
   if (raw in LOG_LEVEL) return LOG_LEVEL[raw as keyof typeof LOG_LEVEL];
   if (/^-?\d+$/.test(raw)) return Number(raw);
   throw new Error(`SERVICE_LOGS_MIN_LEVEL must be a level number (0 info, 4 warn, 8 error) or name, got ${JSON.stringify(env.SERVICE_LOGS_MIN_LEVEL)}`);
@@ -65,8 +68,8 @@ function minLevelEnv(env: NodeJS.ProcessEnv): number {
 
 /**
  * The settings from the environment: `SERVICE_LOGS_MAX_DAYS` (default 7; 0 disables the store),
- * `SERVICE_LOGS_MAX_ROWS` (default 100000; 0: no cap), `SERVICE_LOGS_MIN_LEVEL` (default 0,
- * info: every request), `SERVICE_LOGS_FLUSH_MS` (default 500),
+ * `SERVICE_LOGS_MAX_ROWS` (default 100000; 0: no cap), `SERVICE_LOGS_MIN_LEVEL` (default 4,
+ * warn: failed requests, warnings and errors), `SERVICE_LOGS_FLUSH_MS` (default 500),
  * `SERVICE_LOGS_PRUNE_INTERVAL_MS` (default 60000).
  * @throws Error naming the variable for a value that is not a non-negative number
  */

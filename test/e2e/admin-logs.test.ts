@@ -21,7 +21,7 @@ const problems: string[] = [];
 
 before(async () => {
   if (NO_BROWSER) return;
-  srv = await startSvc();
+  srv = await startSvc({ env: { SERVICE_LOGS_MIN_LEVEL: 'info' } });
   for (let i = 0; i < 3; i++) await srv.api('GET', `/api/health?probe=${i}`);
   await srv.api('POST', '/api/collections/nowhere/records', { body: {} });
   browser = await launchBrowser();

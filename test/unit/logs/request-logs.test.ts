@@ -17,7 +17,7 @@ async function open(env: Record<string, string> = {}): Promise<{ logs: RequestLo
   const dir = mkdtempSync(join(tmpdir(), 'svc-logs-'));
   const lines: string[] = [];
   const logger = createLogger({ format: 'text', level: 'info', requests: false, write: (l) => lines.push(l) });
-  const logs = (await RequestLogs.open(dir, { ...logsOptions(env), flushMs: 60_000, pruneMs: 60_000 }, logger, () => 'guest'))!;
+  const logs = (await RequestLogs.open(dir, { ...logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'info', ...env }), flushMs: 60_000, pruneMs: 60_000 }, logger, () => 'guest'))!;
   return { logs, dir, lines };
 }
 
@@ -98,7 +98,8 @@ test('filters and sorts become bound SQL over the log fields; everything else is
 });
 
 test('the settings: defaults, zero, and a bad value named', () => {
-  assert.deepEqual(logsOptions({}), { maxDays: 7, maxRows: 100_000, minLevel: 0, flushMs: 500, batch: 1000, pruneMs: 60_000 });
+  assert.deepEqual(logsOptions({}), { maxDays: 7, maxRows: 100_000, minLevel: 4, flushMs: 500, batch: 1000, pruneMs: 60_000 });
+  assert.equal(logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'info' }).minLevel, 0);
   assert.equal(logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'warn' }).minLevel, 4);
   assert.equal(logsOptions({ SERVICE_LOGS_MIN_LEVEL: '8' }).minLevel, 8);
   assert.throws(() => logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'loud' }), /SERVICE_LOGS_MIN_LEVEL/);
