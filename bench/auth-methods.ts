@@ -1,5 +1,5 @@
 /**
- * Sign-in methods benchmark (issue 15): `npm run bench:auth-methods`.
+ * Sign-in methods benchmark: `npm run bench:auth-methods`.
  *
  * - Initiations of magic link and one-time code answer without waiting for mail: requests/s of
  *   `…/auth/magic_link/initiate` and `…/auth/otp/initiate` for existing identities (each queues a

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL backend and several svc instances (issue 24's benchmark section):
+ * The PostgreSQL backend and several svc instances:
  *
  *   npm run build && npm run bench:cluster -- [--rounds=3] [--seconds=3] [--only=lib-vs-pg,realtime,scale]
  *       [--posts=10000] [--users=100] [--events=2000] [--rate=200] [--connections=64]

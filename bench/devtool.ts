@@ -1,5 +1,5 @@
 /**
- * `npm run bench:devtool` (issue 22's two figures), with the built CLI (`npm run build` first):
+ * `npm run bench:devtool` (its two figures), with the built CLI (`npm run build` first):
  *
  * 1. ready time: wall time of `devtool dev --background` for examples/site, from spawn to the
  *    parent's exit 0 (the site answers), over RUNS sessions (each stopped before the next);

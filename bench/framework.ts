@@ -1,5 +1,5 @@
 /**
- * The embeddable framework's benchmark (issue 17): `npm run bench:framework`.
+ * The embeddable framework's benchmark: `npm run bench:framework`.
  *
  * Serves bench/apps/framework-app.mjs and measures, as ratios within the same run (alternating,
  * median of rounds):

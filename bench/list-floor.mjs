@@ -1,4 +1,4 @@
-// The floor of a page-cache-bypassed list page on svc's design (issue 23): uWebSockets.js on the
+// The floor of a page-cache-bypassed list page on svc's design: uWebSockets.js on the
 // main thread, per request the one database read a plain page of cached records needs (its ids,
 // the statement svc runs for `?page=1&perPage=20` over a collection without a sort) through
 // libsql, and the page's body sent as bytes. No routing, rules, query parsing, logging, cache

@@ -1,5 +1,5 @@
 /**
- * The list scenarios of issue 23 (group 10 of `npm run bench`) on their own, for working on them:
+ * The list scenarios (group 10 of `npm run bench`) on their own, for working on them:
  * loads the 135,233 cities once into a data directory (kept with `--data=DIR` for the next run),
  * starts `svc serve` on it and the bare uWebSockets.js ceiling, and runs, interleaved per round,
  * the ceiling and the three series (relation filter + indexed sort, random deep pages, list 20

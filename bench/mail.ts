@@ -1,5 +1,5 @@
 /**
- * Mail benchmark (issue 20): `npm run bench:mail`. In one process, on a fresh data directory:
+ * Mail benchmark: `npm run bench:mail`. In one process, on a fresh data directory:
  *
  * 1. durable `enqueue`: 20,000 messages handed to the queue at once (each a committed
  *    `_mailQueue` row before its promise resolves), messages/s; the baseline of the same run is

@@ -1,5 +1,5 @@
 /**
- * Paired comparison of two builds (issue 13: "no loss of speed"):
+ * Paired comparison of two builds ("no loss of speed"):
  *
  *   npm run bench:paired -- --baseline=/path/to/other/dist/cli/main.js [--rounds=8] [--seconds=3] [--only=delete,create]
  *

@@ -1,5 +1,5 @@
 /**
- * Realtime benchmark (issue 14): `npm run bench:realtime [-- --sockets=10000 --owners=1000
+ * Realtime benchmark: `npm run bench:realtime [-- --sockets=10000 --owners=1000
  * --sustain-s=60 --rate=100]`. Against a real `svc serve` and, in the same run, the ceiling
  * (bench/lib/ws-ceiling.mjs: bare uWebSockets.js pub/sub, same client, same frames' size):
  *

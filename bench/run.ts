@@ -181,7 +181,7 @@ async function main(): Promise<number> {
     const [s1, s2] = sc.getByIdScenarios(ctx);
     const lists = sc.listScenarios(ctx);
     await group('get by id (1)', [s1!]);
-    // ---- the node:http adapter beside uWS (issue 25): a second server on the same data (reads
+    // ---- the node:http adapter beside uWS: a second server on the same data (reads
     // only, so --ignore-lock is safe), measured in the same rounds as the uWS server
     const nodeSvc = process.env.BENCH_SKIP_ENGINE ? null : await startSvc({ dataDir, email, password, env: { ...env, SERVICE_HTTP_ENGINE: 'node' }, cliPath, extra: ['--ignore-lock'] });
     if (nodeSvc) try {

@@ -1,5 +1,5 @@
 /**
- * Soak: `npm run soak -- --minutes=N [--out=FILE] [--rate=R]` (issue 12). Drives a steady mixed
+ * Soak: `npm run soak -- --minutes=N [--out=FILE] [--rate=R]`. Drives a steady mixed
  * load against a real `svc` (started as the launcher starts it, on loopback only): reads by id,
  * filtered and sorted lists, creates, updates, deletes, password sign-ins, multipart uploads and
  * downloads. Every 10 s it samples the server's RSS and open file descriptors (/proc/<pid>) and

@@ -1,5 +1,5 @@
 /**
- * Resumable upload benchmark (issue 21): `npm run bench:uploads`. One server with
+ * Resumable upload benchmark: `npm run bench:uploads`. One server with
  * `--features=resumable-uploads` and budgets of 1 GiB (upload and aggregate), 8 MiB chunks:
  *
  * 1. one 1 GiB upload in 8 MiB PATCH chunks over loopback, then its commit: MB/s of the transfer

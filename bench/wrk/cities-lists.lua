@@ -1,4 +1,4 @@
--- Lists over the cities (bench/lib/cities.ts) whose query changes every request (issue 23):
+-- Lists over the cities (bench/lib/cities.ts) whose query changes every request:
 -- every request draws its parameters at random and ends with `&run=<n>` (n counting up), so no
 -- two query strings are alike and the server's page cache never answers.
 --   wrk -s bench/wrk/cities-lists.lua URL -- relation CC,CC,… T,T,…   relation filter + indexed sort:

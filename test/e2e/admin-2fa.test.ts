@@ -1,5 +1,5 @@
 /**
- * The admin UI's sign-in when `_superusers` requires a second factor (issue 19): the first
+ * The admin UI's sign-in when `_superusers` requires a second factor: the first
  * sign-in enrolls a TOTP authenticator (the key shown, the recovery codes shown once), a later
  * one asks for a code (a wrong one shows the API's error), and a recovery code works too. Debian's
  * chromium driven by playwright-core; skipped where it is not installed.

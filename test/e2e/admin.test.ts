@@ -1,5 +1,5 @@
 /**
- * The admin UI at /_/ (issue 19; 0-conventions.md "Admin UI"), end to end in a real browser:
+ * The admin UI at /_/ (0-conventions.md "Admin UI"), end to end in a real browser:
  * Debian's chromium driven by playwright-core against the built server. A wrong password, sign-in
  * (an HttpOnly cookie, nothing in storage, kept across a reload), creating a collection with
  * several field types (a bad rule's API error shown inline first), adding, editing, filtering

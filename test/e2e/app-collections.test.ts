@@ -1,5 +1,5 @@
 /**
- * An app's declared collections (issue 17; 0-conventions.md "Embedding": `collections`): created
+ * An app's declared collections (0-conventions.md "Embedding": `collections`): created
  * on the first start (a relation naming its target by name), updated on a later start when the
  * declaration changes (fields matched by name, data kept), and a declaration that would drop a
  * field or change a type refused before the server listens, with the data untouched.

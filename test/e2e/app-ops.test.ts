@@ -1,5 +1,5 @@
 /**
- * The rest of the app definition's keys (issue 17; 0-conventions.md "Embedding: the app
+ * The rest of the app definition's keys (0-conventions.md "Embedding: the app
  * definition"; spec 1-core-api.md "Command line": migrate; 2-uploads-and-mail.md "Mail send API"),
  * end to end through the real `svc` process serving test/fixtures/app-ops.mjs:
  * - `migrations` (a directory of .sql and .js files): `svc migrate`, `migrate status` (exit 1

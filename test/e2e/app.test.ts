@@ -1,5 +1,5 @@
 /**
- * The embeddable framework (issue 17, first part; 0-conventions.md "Embedding: the app
+ * The embeddable framework (0-conventions.md "Embedding: the app
  * definition"; spec 1-core-api.md "Events"), end to end: `svc serve --app=FILE` serving
  * test/fixtures/app-full.mjs (it imports `svc`, the package root), and `app.start()` in this
  * process. Record hooks (before may change or abort with nothing written; after sees the commit),

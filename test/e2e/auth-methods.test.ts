@@ -1,5 +1,5 @@
 /**
- * Pluggable sign-in methods (issue 15, first part), end to end with a real SMTP server: the
+ * Pluggable sign-in methods (first part), end to end with a real SMTP server: the
  * initiate/complete framework (404 for a missing, non-auth or disabled method), magic link (204
  * for every identity, single-use token, replay and missing token 400, consume with the redirect
  * rules of the spec, require_verified 403) and one-time codes (six digits, wrong code 400, void

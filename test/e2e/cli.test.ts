@@ -132,7 +132,7 @@ test('version --json: one object, first key svc, then commit, build, target, nod
   assert.equal(j.status, 0, j.stderr);
   const v = oneJsonObject(j.stdout);
   assert.deepEqual(Object.keys(v), ['svc', 'commit', 'build', 'target', 'node', 'components', 'http']);
-  // the HTTP engine and why (issue 25): native uWS where a build loads, else node:http with the reasons
+  // the HTTP engine and why: native uWS where a build loads, else node:http with the reasons
   if (v.http.engine === 'uws') assert.match(`${v.http.package} ${v.http.version}`, /uws/i);
   else assert.ok(v.http.engine === 'node:http' && v.http.reason.length > 0 && !v.http.reason.includes('/node_modules/'), JSON.stringify(v.http));
   assert.ok(t.stdout.includes('http engine: '), 'the text output names the engine');

@@ -1,5 +1,5 @@
 /**
- * Several instances, one service (issue 24), end to end: two real `svc serve` processes on one
+ * Several instances, one service, end to end: two real `svc serve` processes on one
  * throw-away PostgreSQL server (test/helpers/postgres.ts), behind a real nginx load balancer from
  * Debian (test/helpers/nginx.ts, round robin). A write made on one instance is read, listed,
  * searched and delivered over realtime on the other; a token issued by one is accepted by the

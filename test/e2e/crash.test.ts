@@ -1,5 +1,5 @@
 /**
- * Crash safety (issue 12): the server is killed with SIGKILL during a stream of concurrent creates
+ * Crash safety: the server is killed with SIGKILL during a stream of concurrent creates
  * and updates, at several points, and restarted on the same data directory each time. Every
  * write answered 2xx must be there with what was acknowledged (an update's version at least the
  * last one acknowledged, never older), and nothing half-written: each record's checksum matches

@@ -1,5 +1,5 @@
 /**
- * Data that must stay private (issue 12), end to end against the real server: hidden fields and
+ * Data that must stay private, end to end against the real server: hidden fields and
  * private emails through `expand`, one auth identity per collection, private emails in filters,
  * sorts and cursor tokens, relation paths that honour the target's view rule and expiry at every
  * hop, secrets in client filters, and auth options the server cannot honour.

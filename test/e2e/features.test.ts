@@ -1,5 +1,5 @@
 /**
- * Settings, flags and experiments (issue 17; spec 1-core-api.md "Settings", "Setting", "Feature
+ * Settings, flags and experiments (spec 1-core-api.md "Settings", "Setting", "Feature
  * flag and experiment", `/api/state`; 0-conventions.md `flags`, `experiments`, `stateRoute`, the
  * realtime `__features` signal): superuser-only settings CRUD, the declared registry with its
  * overrides, deterministic bucketing, sticky assignments persisted on first resolve, override

@@ -1,5 +1,5 @@
 /**
- * Stored files in an S3-compatible bucket (issue 24: `SERVICE_STORAGE=s3://bucket/prefix`),
+ * Stored files in an S3-compatible bucket (`SERVICE_STORAGE=s3://bucket/prefix`),
  * against a real S3-protocol server running in the test (s3rver) and checked with
  * `@aws-sdk/client-s3`: uploads land as objects (nothing in the data directory), downloads with
  * Range and ETag, protected files through file tokens, deletion after the commit, record and

@@ -1,5 +1,5 @@
 /**
- * Fuzzing against the running server (issue 12): seeded and bounded property runs over list
+ * Fuzzing against the running server: seeded and bounded property runs over list
  * queries (PocketBase's modifiers, any-of operators and macros among the filters), record bodies,
  * multipart bodies and collection definitions (test/helpers/fuzz.ts).
  * Zero 5xx, zero dropped connections, every error the documented envelope, the server alive

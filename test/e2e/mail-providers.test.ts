@@ -1,5 +1,5 @@
 /**
- * The HTTP-API mail backends (issue 20; 2-uploads-and-mail.md "Mail send API": provider A, the
+ * The HTTP-API mail backends (2-uploads-and-mail.md "Mail send API": provider A, the
  * SES v2 send-email API with request signing; provider B, Postmark's /email API), end to end:
  * the real `svc` with an app whose `mailer` is `sesMailer` or `postmarkMailer`, pointed at local
  * HTTP servers that check each request as the provider would (SES: an AWS Signature Version 4

@@ -1,5 +1,5 @@
 /**
- * The durable mail queue (issue 20; 2-uploads-and-mail.md "Mail send API": enqueue): every message
+ * The durable mail queue (2-uploads-and-mail.md "Mail send API": enqueue): every message
  * `app.mail.enqueue` accepted is delivered even when the server is killed with SIGKILL before
  * delivering it (the next start does), through a real SMTP server; a backend that refuses is
  * retried; delivery is at least once (a message the backend took just before the kill may come

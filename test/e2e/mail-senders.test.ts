@@ -1,5 +1,5 @@
 /**
- * Sender identities (issue 20; 2-uploads-and-mail.md "Sender identity", its states, the sender
+ * Sender identities (2-uploads-and-mail.md "Sender identity", its states, the sender
  * routes, require_verified_sender): a member adds a From address for the active account, the
  * token is mailed to it, verify with the right token (404 otherwise), the 60-second re-send limit,
  * listing in an `items` envelope, 401/403/400 for callers without an account, and account-scoped

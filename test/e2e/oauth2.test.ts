@@ -1,5 +1,5 @@
 /**
- * OAuth2 sign-in with PKCE (issue 15; spec 1-core-api.md "OAuth2", "States and transitions": OAuth
+ * OAuth2 sign-in with PKCE (spec 1-core-api.md "OAuth2", "States and transitions": OAuth
  * state), end to end against a real OpenID provider (oidc-provider over HTTPS with a certificate
  * made at test time, trusted by svc through NODE_EXTRA_CA_CERTS): the provider list, initiate,
  * the whole authorization dance, first sign-in creating the record, later sign-ins by link,

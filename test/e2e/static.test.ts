@@ -1,5 +1,5 @@
 /**
- * `svc serve --public=DIR` (issue 22; 0-conventions.md "Static files and the devtool site"):
+ * `svc serve --public=DIR` (0-conventions.md "Static files and the devtool site"):
  * files at `/` beside the API on both HTTP engines, index files, types, ETag and caching, ranges,
  * a plain-text 404, `/api/` and `/_/` winning, and containment (encoded `..`, NUL, symlinks).
  */

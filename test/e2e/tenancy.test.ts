@@ -1,5 +1,5 @@
 /**
- * Tenancy (issue 17; 0-conventions.md "Embedding": `tenancy`; spec 1-core-api.md
+ * Tenancy (0-conventions.md "Embedding": `tenancy`; spec 1-core-api.md
  * `@request.account.id`, `.role`, `.ids`): a two-account app whose members see only their active
  * account's records (X-Account-Id), create only where their role allows, and update in any
  * account they belong to; a non-member naming an account, no account, and anonymous callers all

@@ -1,5 +1,5 @@
 /**
- * Second factors (issue 16; spec 1-core-api.md "Two-factor ceremonies", "Two-factor limits", the
+ * Second factors (spec 1-core-api.md "Two-factor ceremonies", "Two-factor limits", the
  * pending rows of "States and transitions"), end to end: TOTP codes computed here from the
  * enrolled secret (otplib), passkeys as a factor through chromium's virtual authenticator,
  * recovery codes, management tokens, the attempt and account limits, and the invalidation rules

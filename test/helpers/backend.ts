@@ -1,5 +1,5 @@
 /**
- * Which database backend the end-to-end suite runs against (issue 24: "run the end-to-end suite
+ * Which database backend the end-to-end suite runs against ("run the end-to-end suite
  * against both backends"). By default the embedded libsql database of each test's data directory.
  * With SVC_TEST_BACKEND=postgres every server a test starts (test/helpers/server.ts, startSvc)
  * and every CLI run given a `--data-dir` (runCli) gets SERVICE_DATABASE_URL of a database of its

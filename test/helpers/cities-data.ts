@@ -1,5 +1,5 @@
 /**
- * The cities data of the list tests (bench/lib/cities.ts, issue 23) on this run's backend
+ * The cities data of the list tests (bench/lib/cities.ts) on this run's backend
  * (test/helpers/backend.ts). On SQLite it is bench/lib/cities.ts's loadCities as it is (the
  * collections made through the API, the rows written into the stopped server's file). On
  * PostgreSQL the same collections are made through the API of a server on the directory's

@@ -1,5 +1,5 @@
 /**
- * Property-based fuzzing of a running svc (issue 12), shared by test/e2e/fuzz.test.ts (seeded,
+ * Property-based fuzzing of a running svc, shared by test/e2e/fuzz.test.ts (seeded,
  * bounded, part of `npm test`) and scripts/fuzz.ts (`npm run fuzz -- --minutes=N`).
  *
  * Generators (fast-check) make list query strings (filters, sorts, `fields`, `expand`, cursors

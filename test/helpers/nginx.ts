@@ -1,5 +1,5 @@
 /**
- * A throw-away nginx load balancer for tests (issue 24: two `svc` instances behind a real load
+ * A throw-away nginx load balancer for tests (two `svc` instances behind a real load
  * balancer from Debian): Debian's nginx binary (on PATH or /usr/sbin/nginx), a config written
  * into a fresh temp directory, run in the foreground (`daemon off`) on a free loopback port in
  * front of the given upstream servers, and removed by `stop()`.

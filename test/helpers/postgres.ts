@@ -1,5 +1,5 @@
 /**
- * A throw-away PostgreSQL server for tests (issue 24): Debian's PostgreSQL (15 or later, found in
+ * A throw-away PostgreSQL server for tests: Debian's PostgreSQL (15 or later, found in
  * /usr/lib/postgresql/<version>/bin or `SVC_TEST_PG_BIN`), a new cluster in a temp directory
  * (`initdb`, trust authentication for the `svc` role, UTF-8, C locale), started on a free
  * loopback port with its socket in that directory and durability off (fsync, synchronous commit

@@ -1,4 +1,4 @@
-// Type tests of the app definition (issue 17: "type-level where types can say it"). Compiled by
+// Type tests of the app definition ("type-level where types can say it"). Compiled by
 // test/unit/app/types.test.ts with `tsc --noEmit`: every line marked @ts-expect-error must be a
 // type error (an unused directive fails the compile), and the valid app must compile cleanly.
 import { defineApp, ApiError, type AppHandle, type RouteContext } from 'svc';

@@ -1,5 +1,5 @@
 /**
- * defineApp's checks (issue 17; 0-conventions.md "Embedding: the app definition"): every problem
+ * defineApp's checks (0-conventions.md "Embedding: the app definition"): every problem
  * of a definition in one AppDefinitionError, synchronously; and JobRunner's pool (no overlap
  * beyond poolSize, failures logged, idle waits for running jobs).
  */

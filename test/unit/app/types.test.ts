@@ -1,5 +1,5 @@
 /**
- * The app definition's types reject what they can (issue 17): test/types/app-definition.ts marks
+ * The app definition's types reject what they can: test/types/app-definition.ts marks
  * each bad definition with @ts-expect-error, so the compile fails if a type accepts one, and
  * checks that a valid app compiles. Runs the project's own TypeScript against the built package
  * root (`svc` resolves to dist/src/index.d.ts).

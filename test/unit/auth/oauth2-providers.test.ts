@@ -1,5 +1,5 @@
 /**
- * OAuth2 provider kinds (issue 15; 0-conventions.md "Sign-in method options"): the profile each
+ * OAuth2 provider kinds (0-conventions.md "Sign-in method options"): the profile each
  * named kind's userinfo answer maps to (the end-to-end test runs the OpenID Connect shape against
  * a real provider; GitHub's and Discord's shapes are checked here), who vouches for an email, and
  * the provider option checks.

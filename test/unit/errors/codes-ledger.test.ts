@@ -14,7 +14,7 @@ test('active codes are alphabetical and unique', () => {
 });
 
 test('the conventions ledger (14 general codes, 27 validation_* field codes) plus the codes appended since', () => {
-  // appended: request_timeout (issue 12, the body deadline), bad_gateway (issue 15, OAuth2 providers),
+  // appended: request_timeout (the body deadline), bad_gateway (OAuth2 providers),
   // reauthentication_required (passkey registration needs a recent sign-in), batch_failed (a
   // request of POST /api/batch failed, docs/api.md "Batch")
   const general = ['bad_gateway', 'bad_request', 'batch_failed', 'collections_frozen', 'conflict', 'email_not_verified', 'forbidden', 'gone', 'internal',

@@ -1,5 +1,5 @@
 /**
- * The HTTP engine loader (issue 25): candidates are tried in a fixed order, one is accepted only
+ * The HTTP engine loader: candidates are tried in a fixed order, one is accepted only
  * when its native binding loads, a JavaScript shim is refused, and without any the choice is the
  * `node:http` adapter with the reasons. Fake packages in a temporary node_modules stand for the
  * failure cases; the real `@trufflesuite/uws-js-unofficial` (native on Node 20 here) for success.

@@ -1,5 +1,5 @@
 /**
- * WebSocket endpoints on both HTTP engines (issue 25: the node:http adapter upgrades through `ws`,
+ * WebSocket endpoints on both HTTP engines (the node:http adapter upgrades through `ws`,
  * uWS natively): messages both ways, the open request's path and query, close codes, refused
  * upgrades answered with their status, unknown paths 404, and a consumer that stops reading
  * dropped with 1008 once its queue passes the limit (the server's close code; the client's may be

@@ -1,5 +1,5 @@
 /**
- * Mail from application code (issue 17 `app.mail`; 2-uploads-and-mail.md "Mail message",
+ * Mail from application code (`app.mail`; 2-uploads-and-mail.md "Mail message",
  * "Errors", templates): message checks with the spec's conditions, the capture mailer, and the
  * template syntax.
  */

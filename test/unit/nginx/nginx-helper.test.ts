@@ -1,5 +1,5 @@
 /**
- * The nginx load-balancer helper (test/helpers/nginx.ts; issue 24) against a real nginx from
+ * The nginx load-balancer helper (test/helpers/nginx.ts) against a real nginx from
  * Debian's package: two small node:http backends that answer with their own name behind one
  * nginx, and what a two-instance `svc` behind it will rely on: requests reach both backends
  * (round robin) with the forwarding headers set, a 5 MB request body arrives intact (it goes

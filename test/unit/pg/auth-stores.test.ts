@@ -1,6 +1,6 @@
 /**
  * The auth-side statement stores (src/store/shared/auth-sql.ts, session-sql.ts, token-sql.ts,
- * link-sql.ts, mfa-sql.ts; issue 24) with their PostgreSQL dialects against a real PostgreSQL
+ * link-sql.ts, mfa-sql.ts) with their PostgreSQL dialects against a real PostgreSQL
  * (test/helpers/postgres.ts): the system tables from bootstrap.ts and an auth collection from
  * collection-sql.ts written through a PgWriter, reads through a PgReader. Every method of every
  * store runs in one scenario (identity look-ups, hidden columns, sessions, tokens, OAuth2 links,

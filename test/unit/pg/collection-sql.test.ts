@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL schema (issue 24): system tables (src/store/pg/bootstrap.ts) and record-table
+ * The PostgreSQL schema: system tables (src/store/pg/bootstrap.ts) and record-table
  * DDL (src/store/pg/collection-sql.ts, column-types.ts), run for real against a throw-away
  * PostgreSQL (test/helpers/postgres.ts): idempotent bootstrap, every field type stored as the
  * codecs store it, unique and composite indexes, ALTERs that keep data, relation integrity

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL statements of record lists and record services (issue 24): src/store/pg/
+ * The PostgreSQL statements of record lists and record services: src/store/pg/
  * record-json.ts, list-dialect.ts (src/store/sql/list-sql.ts and keyset.ts in PostgreSQL's
  * spelling) and record-sql.ts, run for real against a throw-away
  * PostgreSQL (test/helpers/postgres.ts) over tables made by bootstrap.ts and collection-sql.ts.

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL statement stores of settings, mail, uploads, record files and the schema
  * (src/store/shared/{settings,mail,upload}-sql.ts with their PostgreSQL dialects,
- * src/store/pg/{file,schema}-sql.ts; issue 24) against a real PostgreSQL
+ * src/store/pg/{file,schema}-sql.ts) against a real PostgreSQL
  * (test/helpers/postgres.ts), bootstrapped with src/store/pg/bootstrap.ts through a PgWriter and
  * read through a PgReader. Each scenario runs the same calls on the SQLite stores over a libsql
  * database (WriterClient + Reader) and asserts both backends hand the domain the same values

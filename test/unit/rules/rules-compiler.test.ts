@@ -69,7 +69,7 @@ test('null, in lists and the account list', () => {
 });
 
 test('relation paths, multi-valued fields and json paths', () => {
-  // a path starting with a single-valued relation: an uncorrelated semi-join (issue 23)
+  // a path starting with a single-valued relation: an uncorrelated semi-join
   assert.equal(c('author.name = "bo"').sql, 'r."author" IN (SELECT r_1."id" FROM "users" r_1 WHERE (r_1."name" = ?))');
   assert.deepEqual(c('author.name = "bo"').drivers.map((d) => d.column), ['r."author"']);
   assert.equal(c('author.team.name != "x"').sql,

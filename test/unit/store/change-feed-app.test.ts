@@ -1,5 +1,5 @@
 /**
- * The change feed inside the running app (issue 13), through the in-process harness: every write
+ * The change feed inside the running app, through the in-process harness: every write
  * the REST API makes — creates, updates, deletes, relation cascades, a logout-everywhere epoch
  * bump — reaches the feed once per commit, before the request that made it is answered.
  */

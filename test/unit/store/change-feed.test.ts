@@ -1,6 +1,6 @@
 /**
  * (Runs the built module: a worker thread started from TypeScript sources gets no tsx loader on Node 20.)
- * The change feed (issue 13): once per committed transaction, every record created (named by the
+ * The change feed: once per committed transaction, every record created (named by the
  * creating step), updated or deleted (noted by the writer's triggers: side effects and cascades
  * included), failed jobs excluded, merged per record, before any job of that commit is answered.
  */

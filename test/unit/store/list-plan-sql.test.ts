@@ -1,5 +1,5 @@
 /**
- * The SQL builders of issue 23's list plans (src/store/sql/list-sql.ts in SQLite's dialect): the
+ * The SQL builders of the list plans (src/store/sql/list-sql.ts in SQLite's dialect): the
  * semi-join row count, unindexable sort terms, and the offset walk's order, seek condition and
  * step, run against an in-memory table so the seek is checked against plain OFFSET paging.
  */

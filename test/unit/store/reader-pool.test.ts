@@ -1,5 +1,5 @@
 /**
- * The reader pool's scheduling (src/store/sqlite/reader.ts, issue 23): whether a reader thread is
+ * The reader pool's scheduling (src/store/sqlite/reader.ts): whether a reader thread is
  * free is read from what the threads report finished (shared memory), so a main thread that is
  * busy, and so has not taken the answers in, still sees a thread free again; reads for the pool
  * wait in the Reader's queue and all come back with their own answers. Real worker threads
