@@ -9,28 +9,27 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { Browser, Page } from 'playwright-core';
-import { startSvc, type Svc } from '../helpers/server.js';
-import { NO_BROWSER, launchBrowser, watchedPage, signIn } from '../helpers/browser.js';
+import type { Page } from 'playwright-core';
+import type { Svc } from '../helpers/server.js';
+import { NO_BROWSER, adminSession, signIn, type AdminSession } from '../helpers/browser.js';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+let session: AdminSession;
 let srv: Svc;
-let browser: Browser;
 let page: Page;
-const problems: string[] = [];
+let problems: string[];
 
 before(async () => {
   if (NO_BROWSER) return;
-  srv = await startSvc({ env: { SERVICE_LOGS_MIN_LEVEL: 'info' } });
-  for (let i = 0; i < 3; i++) await srv.api('GET', `/api/health?probe=${i}`);
-  await srv.api('POST', '/api/collections/nowhere/records', { body: {} });
-  browser = await launchBrowser();
-  page = await watchedPage(browser, problems);
+  session = await adminSession({ env: { SERVICE_LOGS_MIN_LEVEL: 'info' } }, async (svc) => {
+    for (let i = 0; i < 3; i++) await svc.api('GET', `/api/health?probe=${i}`);
+    await svc.api('POST', '/api/collections/nowhere/records', { body: {} });
+  });
+  ({ srv, page, problems } = session);
 });
 
 after(async () => {
-  await browser?.close();
-  await srv?.stop();
+  await session?.stop();
 });
 
 test('the Logs page lists requests, filters them and opens an entry', { skip: NO_BROWSER }, async () => {
