@@ -17,7 +17,7 @@
  *  `src/store` is the files directly under src/store/ (its sub-folders are folders of their own);
  *  any other folder includes its sub-folders (src/auth/methods/, src/collections/fields/). */
 const FOLDERS = [
-  'src', 'src/api', 'src/app', 'src/auth', 'src/boot', 'src/cache', 'src/collections', 'src/config', 'src/errors',
+  'src', 'src/api', 'src/app', 'src/auth', 'src/boot', 'src/cache', 'src/collections', 'src/config', 'src/context', 'src/errors',
   'src/files', 'src/http', 'src/log', 'src/logs', 'src/mail', 'src/meta', 'src/model', 'src/ops', 'src/realtime', 'src/records',
   'src/rules', 'src/settings', 'src/store', 'src/store/errors', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite',
   'src/uploads', 'workers', 'cli', 'devtool',
@@ -33,41 +33,44 @@ const BASE = ['src/errors', 'src/log', 'src/model'];
 
 /** Per folder, the other folders it may import besides BASE: the import graph as it is. */
 const MAY_IMPORT = {
-  'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/logs', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
+  'src': ['src/api', 'src/app', 'src/auth', 'src/boot', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/logs', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/store/pg', 'src/store/sqlite', 'src/uploads'],
   // ops: the backup routes (backups.ts) over the backups folder and BackupError of src/ops/
   // realtime: the hub's counters type (RealtimeMetrics), read by the metrics route (api/metrics.ts)
-  'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/logs', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
+  'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/logs', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   // settings: the FeatureService type of the services an app runs over (AppServices)
-  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
+  'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   // workers: the password hashers' task type (workers/hash.ts)
-  'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'workers'],
+  'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'workers'],
   // the composition root: the services over an opened data directory (the data directory's open,
   // stored files), for the server and offline commands, and the server's realtime stage (the hub
   // and its transports' route types)
-  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/files', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store'],
+  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store'],
   'src/cache': ['src/store'],
-  'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store'],
+  'src/collections': ['src/auth', 'src/cache', 'src/context', 'src/files', 'src/records', 'src/rules', 'src/store'],
   'src/config': ['src/files'],
+  // the data context the domain services share (Store: registry, reader, writer, statement
+  // stores, rule book, caches, record codecs), built by src/boot/ over the open database's parts
+  'src/context': ['src/cache', 'src/collections', 'src/records', 'src/rules', 'src/store', 'src/store/errors'],
   // the typed storage errors, answered in one place (knownApiError, src/errors/api-error.ts)
   'src/errors': ['src/store/errors'],
-  'src/files': ['src/collections', 'src/records', 'src/rules', 'src/store'],
+  'src/files': ['src/collections', 'src/context', 'src/records', 'src/rules', 'src/store'],
   'src/http': [],
   'src/log': [],
   // the request logs: the request observer's types (http), the filter grammar (rules) and its
   // parsed tree's types (store/rule-types.ts), the worker script's path (store/worker-url.ts) and
   // the request-log thread's batch encoding (workers/logs-wire.ts)
   'src/logs': ['src/http', 'src/rules', 'src/store', 'workers'],
-  'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
+  'src/mail': ['src/collections', 'src/config', 'src/context', 'src/records', 'src/store'],
   // plain data types (the schema model), imported by storage and the features alike
   'src/model': [],
   'src/meta': ['src/http', 'src/store'],
-  'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store'],
+  'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/records', 'src/rules', 'src/store'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
-  'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
-  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/sql'],
+  'src/realtime': ['src/auth', 'src/collections', 'src/context', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
+  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/context', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/sql'],
   'src/rules': ['src/cache', 'src/collections', 'src/store'],
   // auth and http: the capability's route module (routes.ts: who is a superuser, the route types)
-  'src/settings': ['src/auth', 'src/cache', 'src/collections', 'src/http', 'src/store'],
+  'src/settings': ['src/auth', 'src/cache', 'src/collections', 'src/context', 'src/http', 'src/store'],
   // Storage: the store folders (and src/model/, BASE), and the pg reader's worker. Anything else it
   // imports today is a known crossing (KNOWN_CROSSINGS).
   'src/store': ['src/store/errors', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
@@ -79,7 +82,7 @@ const MAY_IMPORT = {
   // and the schema's types are known crossings
   'src/store/sql': ['src/store', 'src/store/errors'],
   'src/store/sqlite': ['src/store', 'src/store/errors', 'src/store/shared', 'src/store/sql'],
-  'src/uploads': ['src/store'],
+  'src/uploads': ['src/context', 'src/store'],
   'workers': ['src/store'],
   // cli/app-modules.ts also loads src/server.ts and src/auth/superuser-admin.ts through import()
   // of a computed specifier, which no static check sees: `src` and `src/auth` are listed for them.
@@ -94,10 +97,9 @@ const STORAGE_REFACTOR = 'known crossing, to be removed by the storage core refa
  *  so that no new one can appear. Each from-file may import the listed files on top of what its
  *  folder may import. */
 const KNOWN_CROSSINGS = {
-  // Storage importing upward: the rule compiler for the SQL emitters, caches and record codecs in
-  // the Store context, what the PostgreSQL open wires up (the schema types are src/model/'s; the
-  // data directory's open is src/boot/open-data.ts).
-  'src/store/store.ts': { why: STORAGE_REFACTOR, to: ['src/cache/caches.ts', 'src/collections/collection-registry.ts', 'src/records/record-codec.ts', 'src/rules/access.ts'] },
+  // Storage importing upward: the rule compiler for the SQL emitters (the schema types are
+  // src/model/'s; the data directory's open is src/boot/open-data.ts, and the Store context over
+  // the open database is src/context/store.ts).
   'src/store/sql/rule-paths.ts': { why: STORAGE_REFACTOR, to: ['src/rules/paths.ts'] },
   'src/store/sql/rule-sql.ts': { why: STORAGE_REFACTOR, to: ['src/rules/parser.ts', 'src/rules/paths.ts', 'src/rules/values.ts'] },
   // A feature folder reading a type of src/http/ (the route body sink a chunk arrives through).
@@ -110,7 +112,7 @@ const KNOWN_CROSSINGS = {
 const KNOWN_CYCLE_GROUPS = [
   // The domain and storage: storage imports upward (KNOWN_CROSSINGS), and the features import
   // each other (records ↔ collections ↔ auth, files, mail, ops, rules ↔ the SQL emitters).
-  ['src/auth', 'src/cache', 'src/collections', 'src/config', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
+  ['src/auth', 'src/cache', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
   // The server and the framework: server.ts ↔ src/app (app.start()) ↔ src/api (the route context).
   ['src', 'src/api', 'src/app'],
 ];
@@ -130,7 +132,7 @@ const OWN = '^(src|workers|cli|devtool)/';
 /** The route modules of capability folders: the one file of a feature folder that speaks HTTP
  *  (bound from the route table of src/server.ts, as the auth methods' routes() are served). */
 const CAPABILITY_ROUTES = ['src/settings/routes.ts', 'src/realtime/routes.ts', 'src/realtime/oauth2-redirect.ts'];
-const FEATURES = ['src/records', 'src/collections', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/errors', 'src/store/sqlite', 'src/store/shared', 'src/store/sql', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
+const FEATURES = ['src/records', 'src/collections', 'src/context', 'src/auth', 'src/files', 'src/rules', 'src/cache', 'src/store', 'src/store/errors', 'src/store/sqlite', 'src/store/shared', 'src/store/sql', 'src/store/pg', 'src/realtime', 'src/mail', 'src/settings', 'src/uploads'];
 
 for (const f of Object.keys(MAY_IMPORT)) if (!FOLDERS.includes(f)) throw new Error(`.dependency-cruiser.cjs: unknown folder ${f}`);
 for (const f of FOLDERS) if (!MAY_IMPORT[f]) throw new Error(`.dependency-cruiser.cjs: no MAY_IMPORT entry for ${f}`);

@@ -6,7 +6,7 @@
  */
 import type { ServeConfig } from './config/config.js';
 import type { Logger } from './log/logger.js';
-import type { Store } from './store/store.js';
+import type { Store } from './context/store.js';
 import { RULE_NAMES } from './model/schema.js';
 import { startTtlCollector } from './records/ttl-gc.js';
 import { HttpServer, errorReply, type HttpServerOptions } from './http/server.js';

@@ -3,7 +3,7 @@
  * whole by src/boot/services.ts (`buildServices`); every member is present, an absent capability
  * being an explicit value (an empty AppRuntime, a null mail group or outbox).
  */
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { RecordReader } from '../records/records-read.js';
 import type { RecordWriter } from '../records/records-write.js';
 import type { AuthService } from '../auth/auth-service.js';

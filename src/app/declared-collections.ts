@@ -14,7 +14,7 @@
  */
 import type { Collection } from '../model/schema.js';
 import type { CollectionsService } from '../collections/collections-service.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Logger } from '../log/logger.js';
 import { buildCollection } from '../collections/collection-input.js';
 import { knownApiError } from '../errors/api-error.js';

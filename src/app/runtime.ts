@@ -12,7 +12,7 @@
 import { Cron } from 'croner';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { RecordReader } from '../records/records-read.js';
 import type { RecordWriter } from '../records/records-write.js';
 import type { FeatureService } from '../settings/features.js';

@@ -18,7 +18,7 @@
  * redeems the token and ends every session.
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';

@@ -14,7 +14,7 @@ import { closeHashPool, sizeHashPool } from './passwords.js';
 import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';

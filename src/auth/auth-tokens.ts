@@ -10,7 +10,7 @@
  * applies the effect, so a race between two redemptions lets exactly one win.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';

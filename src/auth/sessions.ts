@@ -17,7 +17,7 @@
  * session is cached here: `check` reads the row on every request, and the token epoch comes with
  * the auth record, whose cached copies the feed drops like any record's.
  */
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { SESSIONS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';

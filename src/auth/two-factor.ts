@@ -27,7 +27,7 @@
 import { createHash, createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { MfaAttemptRow, PasskeyRow } from '../store/auth-store.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';

@@ -2,7 +2,8 @@
  * Opening a data directory's database for a server or an offline command (`svc schema apply`,
  * `svc import`): the directory and database file (modes 0700/0600), the token secret, the
  * field-encryption key, then the database through src/store/open.ts (the writer thread with the
- * system tables, the reader, the collection registry), the full-text indexes and the stored files.
+ * system tables, the reader, the collection registry), the Store context over it, the full-text
+ * indexes and the stored files.
  * The composition of storage with the features it serves (ARCHITECTURE.md, "Folders": storage
  * imports no feature).
  */
@@ -12,7 +13,7 @@ import type { ServeConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import { openPostgresStore, openSqliteStore, type OpenedStore } from '../store/open.js';
 import { CollectionRegistry } from '../collections/collection-registry.js';
-import type { Store } from '../store/store.js';
+import { Store } from '../context/store.js';
 import { prepareFullText } from '../records/search.js';
 import { loadTokenSecret } from '../auth/auth-service.js';
 import { RateLimiter } from '../auth/rate-limit.js';
@@ -24,6 +25,8 @@ import { RecordFiles } from '../files/record-files.js';
 
 /** An open data directory: the open database (OpenedStore) with the directory's parts. */
 export interface OpenedData extends OpenedStore {
+  /** the data context over the open database's parts (src/context/store.ts) */
+  store: Store;
   /** the SQLite database file; '' on PostgreSQL */
   dbPath: string;
   /** the persisted token secret */
@@ -44,9 +47,11 @@ export async function openDataDir(config: ServeConfig, logger: Logger, readers =
   const secret = loadTokenSecret(config.dataDir);
   installFieldCipher(loadEncryptionKey(config.dataDir, config.encryptionKey), (m) => logger.warn(m));
   // the loose-modes check runs once the writer has made the database's companion files
-  const db = await openSqliteStore(dbPath, logger, readers, new CollectionRegistry(), () => warnLooseModes(config, logger));
-  const files = await openFiles(config, logger, db.store, db.close);
-  return { ...db, dbPath, secret, files };
+  const registry = new CollectionRegistry();
+  const db = await openSqliteStore(dbPath, logger, readers, registry, () => warnLooseModes(config, logger));
+  const store = new Store(registry, db.store.reader, db.store.writer, db.store.sql);
+  const files = await openFiles(config, logger, store, db.close);
+  return { ...db, store, dbPath, secret, files };
 }
 
 /** Warns about parts of the data directory other users may read or write. */
@@ -73,17 +78,19 @@ async function openFiles(config: ServeConfig, logger: Logger, store: Store, clos
 
 /** The server-SQL backend with the data directory's per-instance parts. */
 async function openPostgresData(config: ServeConfig, logger: Logger): Promise<OpenedData> {
-  const pg = await openPostgresStore(config.databaseUrl!, logger, config.encryptionKey, new CollectionRegistry(), new RateLimiter());
+  const registry = new CollectionRegistry();
+  const pg = await openPostgresStore(config.databaseUrl!, logger, config.encryptionKey, registry, new RateLimiter());
+  const store = new Store(registry, pg.store.reader, pg.store.writer, pg.store.sql);
   installFieldCipher(config.encryptionKey ?? pg.encryptionKey!, (m) => logger.warn(m));
   // the data directory still holds this instance's files (local storage, the lock)
   warnLooseModes(config, logger);
-  const files = await openFiles(config, logger, pg.store, pg.close);
+  const files = await openFiles(config, logger, store, pg.close);
   if (!config.storage) logger.warn('PostgreSQL with local file storage: files are stored in this instance\'s data directory only; set SERVICE_STORAGE=s3://… for several instances');
   return {
     backend: 'postgres',
     dbPath: '',
     secret: pg.secret,
-    store: pg.store,
+    store,
     files,
     runOnce: pg.runOnce,
     claimTick: pg.claimTick,

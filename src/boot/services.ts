@@ -15,7 +15,7 @@ import type { ServeConfig } from '../config/config.js';
 import type { Logger } from '../log/logger.js';
 import type { ApiContext } from '../api/context.js';
 import type { OpenedData } from './open-data.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { AppDefinition, MailGroup } from '../app/definition.js';
 import { AppRuntime, type AppHandle } from '../app/runtime.js';
 import { RecordReader, listConfigFrom } from '../records/records-read.js';

@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import { buildCollection, checkRules } from './collection-input.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';

@@ -22,7 +22,7 @@ import type { SqlValue } from '../store/bind.js';
 import type { RowGet } from '../store/file-store.js';
 import { type FileStorage, detectMime, mimeAllowed, storedFileName } from './files.js';
 import { fileNames } from '../collections/fields/index.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 
 /** One uploaded file: the client's file name and the bytes. */
 export interface Upload {

@@ -11,7 +11,7 @@
  * Auth mail (verification, reset, magic links, one-time codes) goes through this queue too, via
  * `transport(queue)`.
  */
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Logger } from '../log/logger.js';
 import type { MailMessage, MailTransport } from './transports.js';
 import { bindValue } from '../store/bind.js';

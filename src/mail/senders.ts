@@ -10,7 +10,7 @@
  * Addresses compare case-insensitively.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { SenderRow } from '../store/mail-store.js';
 import { ApiError } from '../errors/api-error.js';
 import { bindValue } from '../store/bind.js';

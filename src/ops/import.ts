@@ -20,7 +20,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import streamArray from 'stream-json/streamers/stream-array.js';
 import type { Collection, Field } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import { WriteBatch, type RecordWriter, type RelationsKnown } from '../records/records-write.js';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Principal } from '../rules/access.js';

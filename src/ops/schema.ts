@@ -18,7 +18,7 @@ import type { Collection } from '../model/schema.js';
 import type { CollectionsService } from '../collections/collections-service.js';
 import { collectionToJson } from '../collections/collection-registry.js';
 import { buildCollection } from '../collections/collection-input.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 
 /** A schema file. */

@@ -7,7 +7,7 @@
  * carries only the id.
  */
 import type { Collection, RuleName } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Change, ChangeBatch } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindParams } from '../rules/compiler.js';

@@ -10,7 +10,7 @@
  * frames) and visibility.ts (rule and filter verdicts, off the main thread under the filter
  * budget for costly batches). Every delivery is checked as REST checks a read.
  */
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { AuthPrincipal, AuthService } from '../auth/auth-service.js';
 import type { ClientInfo } from '../auth/client.js';
 import type { Logger } from '../log/logger.js';

@@ -5,7 +5,7 @@
  * whose events go out in one publish.
  */
 import type { Collection, RuleName } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import { compileExpression } from '../rules/compiler.js';
 import type { CompiledExpr } from '../store/rule-types.js';
 import type { RuleCheck } from '../rules/access.js';

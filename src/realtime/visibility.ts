@@ -10,7 +10,7 @@
  * (RealtimeLimits.filterBudgetMs), failing closed.
  */
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Change } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';

@@ -7,7 +7,7 @@
  * left as it is rather than lost.
  */
 import type { Collection, Field } from '../model/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import { decryptStored, encryptStored, isEncrypted } from './encryption.js';

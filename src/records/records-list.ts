@@ -11,7 +11,7 @@
 import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { RuleRequest } from '../rules/compiler.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Where } from './record-scope.js';
 import type { ListQuery } from './list-query.js';
 import { ListPlanner, type Finish, type ListConfig, type QueryTrace } from './list/plan.js';

@@ -11,7 +11,7 @@ import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import { bindParams, compileExpression, compileSort, type RuleContext, type RuleRequest } from '../rules/compiler.js';
 import { findBackRelation } from '../rules/paths.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
 import { project, type Projection } from './projection.js';

@@ -11,7 +11,7 @@ import { ApiError, failedGuardStep, type FieldError } from '../errors/api-error.
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { RuleContext, RuleRequest } from '../rules/compiler.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';

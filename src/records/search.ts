@@ -19,7 +19,7 @@
  * checked against what collection-sql.ts would create and rebuilt when missing or different.
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Collection } from '../model/schema.js';
 import type { SqlValue } from '../store/bind.js';
 import type { BackendKind } from '../store/backend.js';

@@ -4,7 +4,7 @@
  * five minutes (docs/api.md, "Collections": `ttl_field`). Deletes fire the relation triggers like
  * any other delete.
  */
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Collection } from '../model/schema.js';
 import { nowDate } from '../collections/fields/index.js';

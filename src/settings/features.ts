@@ -18,7 +18,7 @@
  */
 import { xxh32 } from '@node-rs/xxhash';
 import { ApiError } from '../errors/api-error.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';

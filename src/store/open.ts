@@ -1,9 +1,9 @@
 /**
  * Opening a database for a server or an offline command, the storage half: the backend is chosen
- * here, once (a PostgreSQL URL or a SQLite file), and the Store handed back hands out that
- * backend's reader, writer and statement stores (`store.sql`). What the features add around it
- * (the data directory, the token secret, the field cipher, the full-text check, stored files) is
- * src/boot/open-data.ts's (ARCHITECTURE.md, "Folders").
+ * here, once (a PostgreSQL URL or a SQLite file), and the parts handed back are that backend's
+ * reader, writer and statement stores (StoreParts). What the features add around them (the Store
+ * context, the data directory, the token secret, the field cipher, the full-text check, stored
+ * files) is src/boot/open-data.ts's (ARCHITECTURE.md, "Folders").
  */
 import type { Logger } from '../log/logger.js';
 import type { BackendKind, ClusterRelay } from './backend.js';
@@ -13,14 +13,15 @@ import { bootstrapSteps } from './sqlite/bootstrap.js';
 import { linkUpgradeSteps } from './sqlite/link-sql.js';
 import { createdIndexName, createdIndexSql } from './sqlite/collection-sql.js';
 import { bindValue } from './bind.js';
-import { Store, type RateCounter } from './store.js';
+import type { RateCounter, SchemaRegistry, StoreParts } from './store.js';
 import { sqliteStores } from './sqlite/sql-stores.js';
 
-/** An open database: its Store and the backend's per-instance parts. */
+/** An open database: its reader, writer and statement stores, and the backend's per-instance parts. */
 export interface OpenedStore {
   /** which database the store is on */
   backend: BackendKind;
-  store: Store;
+  /** the reader, the writer and the statement stores (the Store context is built over them) */
+  store: StoreParts;
   /**
    * Runs `fn` on one instance of the cluster at a time (PostgreSQL advisory lock: ClusterLock);
    * on SQLite the only instance always runs it. Resolves false when another instance holds it.
@@ -43,7 +44,7 @@ export interface OpenedStore {
  * `afterStart` runs once the writer has made the file's companions (WAL), before the reader opens.
  * A failed rollback ends the process (the next start recovers to the last commit).
  */
-export async function openSqliteStore(dbPath: string, logger: Logger, readers: number, registry: Store['registry'], afterStart: () => void): Promise<OpenedStore> {
+export async function openSqliteStore(dbPath: string, logger: Logger, readers: number, registry: SchemaRegistry, afterStart: () => void): Promise<OpenedStore> {
   const writer = await WriterClient.start(dbPath);
   // A failed rollback left a write transaction open: nothing can be written any more and what the
   // open transaction held (a durable upload's offset, a record) is neither committed nor undone.
@@ -66,12 +67,11 @@ export async function openSqliteStore(dbPath: string, logger: Logger, readers: n
   const unindexed = registry.all().filter((c) => !c.system && reader.getSync('SELECT 1 FROM sqlite_master WHERE "type" = \'index\' AND "name" = ?', [createdIndexName(c)]) === undefined);
   for (const c of unindexed) logger.info(`indexing "created" of collection "${c.name}"`);
   if (unindexed.length) await writer.write(unindexed.map((c) => ({ sql: createdIndexSql(c), params: [] })));
-  const store = new Store(registry, reader, writer, sql);
   const close = async () => {
     await writer.close();
     await reader.close();
   };
-  return { backend: 'sqlite', store, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, relay: null, close };
+  return { backend: 'sqlite', store: { reader, writer, sql }, runOnce: async (_name, fn) => (await fn(), true), claimTick: async () => true, relay: null, close };
 }
 
 /** The server-SQL backend with the cluster's shared secrets (src/store/pg/open.ts). */
@@ -85,11 +85,11 @@ export interface OpenedPostgresStore extends OpenedStore {
 /**
  * The server-SQL backend (src/store/pg/open.ts) over the database of `url`; `envKey`: the
  * field-encryption key of SERVICE_ENCRYPTION_KEY, else the cluster's shared one is used;
- * `registry`: the Store's (empty) collection registry, loaded and kept current there;
+ * `registry`: the (empty) collection registry, loaded and kept current there;
  * `localLimits`: the in-memory rate counter the cluster's shared counters fall back on.
  * @throws Error when the database cannot be reached or bootstrapped
  */
-export async function openPostgresStore(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry'], localLimits: RateCounter): Promise<OpenedPostgresStore> {
+export async function openPostgresStore(url: string, logger: Logger, envKey: Buffer | undefined, registry: SchemaRegistry, localLimits: RateCounter): Promise<OpenedPostgresStore> {
   const { openPostgres } = await import('./pg/open.js');
   const pg = await openPostgres(url, logger, envKey, registry, localLimits);
   return {

@@ -1,17 +1,14 @@
 /**
- * The app's data context shared by the domain services: the schema registry, the reader, the
- * writer, the storage operations (`sql`), the compiled rules and the per-collection record codecs.
+ * The storage operations the domain uses instead of SQL (`StoreSql`, one implementation per
+ * backend), the parts an open database hands to the composition root (`StoreParts`), and what
+ * storage needs of the collection registry (`SchemaRegistry`). The data context the domain
+ * services share, `Store`, is built over these in src/context/store.ts (ARCHITECTURE.md, "Folders").
  */
 import type { RecordSql } from './record-sql.js';
-import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { BackendKind, SqlReader, SqlWriter } from './backend.js';
 import type { ListSql } from './sql/list-sql.js';
 import type { KeysetSql } from './sql/keyset.js';
 import type { Collection } from '../model/schema.js';
-import { RuleBook } from '../rules/access.js';
-import { buildCodec, type RecordCodec } from '../records/record-codec.js';
-import { NotFound } from './errors/store-errors.js';
-import { Caches } from '../cache/caches.js';
 import type { SettingsRowStore } from './settings-store.js';
 import type { MailRowStore } from './mail-store.js';
 import type { UploadRowStore } from './upload-store.js';
@@ -90,36 +87,24 @@ export interface RateCounter {
   hit(key: string, budget: { max: number; windowS: number }): boolean | Promise<boolean>;
 }
 
-export class Store {
-  readonly rules: RuleBook;
-  /** every data cache, kept coherent by the change feed (src/cache/caches.ts) */
-  readonly caches: Caches;
-  private codecs = new Map<string, { version: number; codec: RecordCodec }>();
+/**
+ * An open database's parts (src/store/open.ts, src/store/pg/open.ts): the backend's reader, its
+ * writer and its statement stores, over which src/boot/open-data.ts builds the Store context.
+ */
+export interface StoreParts<R extends SqlReader = SqlReader, W extends SqlWriter = SqlWriter> {
+  reader: R;
+  writer: W;
+  sql: StoreSql;
+}
 
-  /** `sql`: the storage operations of the backend `reader` and `writer` belong to (src/store/open.ts). */
-  constructor(readonly registry: CollectionRegistry, readonly reader: SqlReader, readonly writer: SqlWriter, readonly sql: StoreSql) {
-    this.rules = new RuleBook(registry, sql.kind);
-    this.caches = new Caches(writer.changes);
-  }
-
-  /** The collection by id or name. @throws NotFound (the API answers 404) when there is none */
-  collection(idOrName: string): Collection {
-    const c = this.registry.find(idOrName);
-    if (!c) throw new NotFound('collection', 'Missing collection context.');
-    return c;
-  }
-
-  codec(c: Collection): RecordCodec {
-    const version = this.registry.version(c.id);
-    const hit = this.codecs.get(c.id);
-    if (hit && hit.version === version) return hit.codec;
-    const codec = buildCodec(c, this.sql.json);
-    this.codecs.set(c.id, { version, codec });
-    return codec;
-  }
-
-  /** After a schema change: drop cached statements and plans. */
-  schemaChanged(): void {
-    this.reader.invalidate();
-  }
+/**
+ * The collection registry as storage uses it (src/collections/collection-registry.ts,
+ * CollectionRegistry): the open loads the stored schema into it and, on PostgreSQL, loads it
+ * again after every schema change of any instance.
+ */
+export interface SchemaRegistry {
+  /** Replaces the registry's collections with `collections` (SchemaStore.loadAll). */
+  load(collections: Collection[]): void;
+  /** Every collection of the registry. */
+  all(): Collection[];
 }

@@ -17,7 +17,7 @@
  * - The owner file `<db>.svc-uploads.lock` (owner-lock.ts) is held from right after the
  *   database opens until the store closes.
  */
-import type { Store } from '../store/store.js';
+import type { Store } from '../context/store.js';
 import type { WriteStep } from '../store/write-job.js';
 import { UPLOAD_PAGE_BYTES, UPLOAD_STORE_VERSION, type UploadRow } from '../store/upload-store.js';
 import { DURABLE_MAX_UPLOAD_BYTES, type UploadBudgets } from './budgets.js';

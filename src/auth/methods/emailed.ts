@@ -15,7 +15,7 @@
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import { bindValue } from '../../store/bind.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';

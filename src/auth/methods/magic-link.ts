@@ -6,7 +6,7 @@
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import type { AuthTokens } from '../auth-tokens.js';

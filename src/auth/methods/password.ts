@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import { verifyPassword, MAX_PASSWORD_LENGTH } from '../passwords.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';

@@ -21,7 +21,7 @@
 import { createHmac } from 'node:crypto';
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import { isObject, methodEnabled, methodOptions, type AuthMethod, type CallerAccess, type MethodCaller, type MethodOptionsCheck, type MethodResult, type MethodRoute } from './method.js';

@@ -3,7 +3,8 @@
  * that can change it (scopeGeneration), and the table sizes the plan compares against.
  */
 import type { Collection } from '../../model/schema.js';
-import type { ListSql, Store } from '../../store/store.js';
+import type { ListSql } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import { isSmall, overBudget, type ListConfig, type Scope } from './plan.js';
 
 /** The counts of list scopes and tables, cached in Caches.counts. */

@@ -3,7 +3,8 @@
  * resumed from the boundary values a token carries (../cursor.ts, src/store/sql/keyset.ts).
  */
 import { ApiError } from '../../errors/api-error.js';
-import type { KeysetSql, ListSql, Store } from '../../store/store.js';
+import type { KeysetSql, ListSql } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import { bindingHash, type Boundary, type CursorState } from '../cursor.js';
 import type { ListQuery } from '../list-query.js';
 import type { KeyValue, SortKey } from '../../store/sql/keyset.js';

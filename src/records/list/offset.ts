@@ -5,7 +5,8 @@
  * (ARCHITECTURE.md, "A read"); vector pages may come from the field's index (nearestByIndex).
  */
 import type { SqlValue } from '../../store/bind.js';
-import type { ListSql, Store } from '../../store/store.js';
+import type { ListSql } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import { compileSort } from '../../rules/compiler.js';
 import type { Where } from '../record-scope.js';
 import { malformedStored } from '../vector.js';

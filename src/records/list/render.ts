@@ -4,7 +4,8 @@
  * its ids, rendering only the missing ones; a plain page's reply is one Buffer (pageBytes).
  */
 import type { SqlValue } from '../../store/bind.js';
-import type { ListSql, Store } from '../../store/store.js';
+import type { ListSql } from '../../store/store.js';
+import type { Store } from '../../context/store.js';
 import { hidePrivate, type Where } from '../record-scope.js';
 import { boundedCache } from '../../cache/bounded.js';
 import { overBudget, type ListConfig, type ListPlanner, type Scope } from './plan.js';

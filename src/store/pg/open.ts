@@ -1,6 +1,6 @@
 /**
- * Opening the server-SQL backend (docs/deployment.md): a Store over PostgreSQL, selected by
- * `SERVICE_DATABASE_URL=postgres://…` (src/store/open.ts). What it sets up, in order:
+ * Opening the server-SQL backend (docs/deployment.md): the parts of a Store over PostgreSQL,
+ * selected by `SERVICE_DATABASE_URL=postgres://…` (src/store/open.ts). What it sets up, in order:
  *
  * 1. the writer (PgWriter: one connection, group commit, change capture's functions);
  * 2. the system tables (bootstrap.ts, idempotent) and, when the server has pgvector, the vector
@@ -30,7 +30,7 @@ import { SEARCH_FOLDS_SQL, SEARCH_NO_UNACCENT_WARNING, bootstrapSteps, ensureVec
 import { pgStores } from './sql-stores.js';
 import { ClusterFeed } from './cluster-feed.js';
 import { ClusterLock } from './cluster-lock.js';
-import { Store, type RateCounter } from '../store.js';
+import type { RateCounter, SchemaRegistry, StoreParts } from '../store.js';
 import { ENCRYPTION_KEY_BYTES } from '../../model/secrets.js';
 import type { Collection } from '../../model/schema.js';
 import { SCHEMA_FEED_ID, changeTables } from './schema-sql.js';
@@ -40,9 +40,10 @@ import { STATE_FEED_IDS } from '../change-feed.js';
 import { RATE_LIMITS_DDL } from './rate-limit-sql.js';
 import pg from 'pg';
 
-/** A Store over PostgreSQL with what else the server needs of the database. */
+/** The parts of a Store over PostgreSQL with what else the server needs of the database. */
 export interface OpenedPostgres {
-  store: Store;
+  /** the reader, the writer and the statement stores (the Store context is built over them) */
+  store: StoreParts<PgReader, PgWriter>;
   /** the cluster's token-signing secret (32 bytes) */
   secret: Buffer;
   /** the cluster's field-encryption key (32 bytes), or null when SERVICE_ENCRYPTION_KEY is used */
@@ -115,13 +116,14 @@ async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collectio
 }
 
 /**
- * Opens the PostgreSQL database at `url` as a Store. `envKey`: SERVICE_ENCRYPTION_KEY when set.
- * `registry`: the Store's collection registry, empty (src/boot/open-data.ts makes it), loaded
+ * Opens the PostgreSQL database at `url` (the parts of a Store). `envKey`: SERVICE_ENCRYPTION_KEY
+ * when set.
+ * `registry`: the collection registry, empty (src/boot/open-data.ts makes it), loaded
  * here with the schema and reloaded on every schema change of any instance. `localLimits`: the
  * in-memory rate counter the shared `_rateLimits` counters fall back on (rate-limit-sql.ts).
  * @throws Error when the server cannot be reached or the bootstrap fails (the message says which)
  */
-export async function openPostgres(url: string, logger: Logger, envKey: Buffer | undefined, registry: Store['registry'], localLimits: RateCounter): Promise<OpenedPostgres> {
+export async function openPostgres(url: string, logger: Logger, envKey: Buffer | undefined, registry: SchemaRegistry, localLimits: RateCounter): Promise<OpenedPostgres> {
   const writer = await PgWriter.start(url).catch((err: Error) => {
     throw new Error(`cannot open the PostgreSQL database for writing: ${err.message}`, { cause: err });
   });
@@ -173,11 +175,10 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
       if (batch.truncated.includes(SCHEMA_FEED_ID) || batch.changes.some((c) => c.collection === SCHEMA_FEED_ID)) {
         reader.endSnapshot();
         registry.load(sql.schema.loadAll());
-        store.schemaChanged();
+        reader.invalidate(); // cached statements and plans (what Store.schemaChanged does)
       }
     });
     cleanup.push(async () => schemaListener());
-    const store = new Store(registry, reader, writer, sql);
     const claimTick = async (job: string, tick: Date): Promise<boolean> => {
       const at = tick.getTime();
       const [r] = await writer.write([
@@ -186,7 +187,7 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
       ]);
       return (r.rows?.length ?? 0) > 0;
     };
-    return { store, secret, encryptionKey, locks, cluster, claimTick, close: closeAll };
+    return { store: { reader, writer, sql }, secret, encryptionKey, locks, cluster, claimTick, close: closeAll };
   } catch (err) {
     await closeAll();
     throw err;

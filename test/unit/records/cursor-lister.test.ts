@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Collection } from '../../../src/model/schema.js';
-import type { Store } from '../../../src/store/store.js';
+import type { Store } from '../../../src/context/store.js';
 import { buildCodec } from '../../../src/records/record-codec.js';
 import * as sqliteJson from '../../../src/store/sqlite/record-json.js';
 import { RecordLister } from '../../../src/records/records-list.js';
