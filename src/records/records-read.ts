@@ -10,7 +10,7 @@ import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import { bindParams, compileExpression, compileSort, type RuleContext, type RuleRequest } from '../rules/compiler.js';
-import { findBackRelation } from '../rules/paths.js';
+import { findBackRelation } from '../store/sql/rule-fields.js';
 import type { Store } from '../context/store.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';

@@ -30,11 +30,11 @@ import { bindValue } from '../store/bind.js';
 import type { Collection } from '../model/schema.js';
 import { parseFilter } from './parser.js';
 import type { CompiledExpr, CompileOptions, Expr, Operand, ParamSlot, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
-import { likeValue, readPath, scaleValue } from './values.js';
+import { likeValue, readPath, scaleValue } from '../store/sql/rule-values.js';
 import { dateMacroValue } from './datetime.js';
 import { nowDate } from '../collections/fields/index.js';
 import { knownApiError } from '../errors/api-error.js';
-import { ruleEmitter } from '../store/rule-emitters.js';
+import { ruleEmitter } from './emitters.js';
 
 /** What `@request.*` macros read: the authenticated record (or null), the request body, the HTTP method. */
 export interface RequestContext {

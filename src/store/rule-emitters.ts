@@ -2,7 +2,8 @@
  * Each backend's rule emitter by the backend's name (the rule compiler's CompileOptions.dialect,
  * which callers take from their Store's StoreSql.kind): src/store/sql/rule-sql.ts given the
  * backend's RuleDialect (src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts). The rule
- * compiler imports this module instead of the backend folders (ARCHITECTURE.md, "Folders").
+ * compiler reaches it through src/rules/emitters.ts, which gives the expression emitter the
+ * grammar's parser, instead of importing the backend folders (ARCHITECTURE.md, "Folders").
  */
 import type { BackendKind } from './backend.js';
 import * as sqliteRules from './sqlite/rule-sql.js';

@@ -2,7 +2,7 @@
  * The types the rule compiler (src/rules/) and the SQL emitters of storage (src/store/sql/,
  * src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts) share, so storage reads them without
  * importing the compiler: the parsed filter tree (docs/rules.md, "Filters"; parsed by
- * src/rules/parser.ts), the schema look-up and path mode (src/rules/paths.ts), and a compiled
+ * src/rules/parser.ts), the schema look-up and path mode (src/store/sql/rule-fields.ts), and a compiled
  * expression with its parameter slots and options (src/rules/compiler.ts). Types only.
  */
 import type { Collection } from '../model/schema.js';
@@ -105,12 +105,19 @@ export interface OrExpr {
 export type LogicalExpr = AndExpr | OrExpr;
 export type Expr = CompareExpr | InExpr | LogicalExpr;
 
+/**
+ * The filter grammar's parser (src/rules/parser.ts, parseFilter), given to the rule emitters for
+ * the view rule of each relation hop a filter crosses: storage emits parsed trees and imports no
+ * part of the grammar. @throws ApiError 400 for a malformed source
+ */
+export type FilterParser = (src: string) => Expr;
+
 /** A datetime macro's name without `@` (values: src/rules/datetime.ts; docs/rules.md, "Datetime macros"). */
 export type DateMacro =
   | 'now' | 'second' | 'minute' | 'hour' | 'weekday' | 'day' | 'month' | 'year'
   | 'yesterday' | 'tomorrow' | 'todayStart' | 'todayEnd' | 'monthStart' | 'monthEnd' | 'yearStart' | 'yearEnd';
 
-// ---- schema look-up (src/rules/paths.ts) ----------------------------------------------------
+// ---- schema look-up (src/store/sql/rule-fields.ts) ------------------------------------------
 
 /** Looks collections up by id (relation targets) and by name. */
 export interface SchemaLookup {

@@ -41,7 +41,7 @@
  */
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
-import type { CompareOp, CompileOptions, CompiledExpr, Expr, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CompareOp, CompileOptions, CompiledExpr, Expr, FilterParser, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { quoteIdent, type PathDialect, type ValueKind } from '../sql/rule-paths.js';
 import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';
 
@@ -143,9 +143,12 @@ export const pgRuleDialect: RuleDialect<Val, Sql> = {
   },
 };
 
-/** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
-export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
-  return emitRule(pgRuleDialect, ast, collection, schema, opts);
+/**
+ * The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`);
+ * `parse`: the grammar's parser, for the view rules of relation hops (FilterParser).
+ */
+export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions, parse: FilterParser): Omit<CompiledExpr, 'owner'> {
+  return emitRule(pgRuleDialect, ast, collection, schema, opts, parse);
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Field paths of the rule compiler resolved to SQL, for both backends (docs/rules.md, "Filters" and
- * "Rules"; ARCHITECTURE.md, "A read"); name resolution itself is src/rules/paths.ts. The walk is
+ * "Rules"; ARCHITECTURE.md, "A read"); name resolution itself is rule-fields.ts. The walk is
  * the same on SQLite and PostgreSQL; what the two spell differently (how a JSON array column
  * becomes a set of rows, how a json path is read, parameter casts, the false literal) is the
  * backend's `PathDialect` (src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts).
@@ -28,7 +28,7 @@
 import { InvalidQuery } from '../errors/store-errors.js';
 import type { Collection, Field } from '../../model/schema.js';
 import type { CollectionJoin, FieldModifier, ParamSlot, PathMode, SchemaLookup } from '../rule-types.js';
-import { MAX_RELATION_DEPTH, findBackRelation, isMultiValued, resolveColumn } from '../../rules/paths.js';
+import { MAX_RELATION_DEPTH, findBackRelation, isMultiValued, resolveColumn } from './rule-fields.js';
 
 /**
  * What a backend spells its own way when resolving paths. Every function returns SQL text and

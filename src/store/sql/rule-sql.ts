@@ -18,10 +18,9 @@ import { InvalidQuery } from '../errors/store-errors.js';
 import { bindValue, type SqlValue } from '../bind.js';
 import type { Collection, Field } from '../../model/schema.js';
 import { HIDDEN_AUTH_COLUMNS, isPrivateEmail } from '../../model/schema.js';
-import { parseFilter } from '../../rules/parser.js';
-import { resolveColumn } from '../../rules/paths.js';
-import type { CollectionJoin, CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, InExpr, Literal, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
-import { likeValue, scaleDecimal } from '../../rules/values.js';
+import { resolveColumn } from './rule-fields.js';
+import type { CollectionJoin, CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, FilterParser, InExpr, Literal, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
+import { likeValue, scaleDecimal } from './rule-values.js';
 import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -100,24 +99,25 @@ export interface RuleDialect<V, T extends Sql> {
 }
 
 /**
- * The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`).
+ * The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`);
+ * `parse` parses the view rules of the relation hops (FilterParser).
  * @throws InvalidQuery for invalid filters (see compileExpression)
  */
-export function emitRule<V, T extends Sql>(d: RuleDialect<V, T>, ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
+export function emitRule<V, T extends Sql>(d: RuleDialect<V, T>, ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions, parse: FilterParser): Omit<CompiledExpr, 'owner'> {
   const guarded = opts.mode === 'filter' && !opts.superuser;
-  const paths = new PathResolver(d.paths, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(d, schema) : null);
+  const paths = new PathResolver(d.paths, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(d, schema, parse) : null);
   const compiler = new RuleEmitter(d, paths, opts.mode, readsJoin(ast));
   const out = d.finish(compiler.expr(ast, true));
   return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
 }
 
 /** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
-function hopViewRule<V, T extends Sql>(d: RuleDialect<V, T>, schema: SchemaLookup): HopRule {
+function hopViewRule<V, T extends Sql>(d: RuleDialect<V, T>, schema: SchemaLookup, parse: FilterParser): HopRule {
   return (target, alias) => {
     const src = target.viewRule;
     if (src === null || src.trim() === '') return 'locked';
     if (src.trim() === '@public') return null;
-    return emitRule(d, parseFilter(src), target, schema, { mode: 'rule', alias });
+    return emitRule(d, parse(src), target, schema, { mode: 'rule', alias }, parse);
   };
 }
 

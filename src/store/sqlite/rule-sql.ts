@@ -7,7 +7,7 @@
  * `json_extract`. Every literal and every `@request.*` value is a `?` parameter slot.
  */
 import type { Collection } from '../../model/schema.js';
-import type { CompileOptions, CompiledExpr, Expr, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CompileOptions, CompiledExpr, Expr, FilterParser, ParamSlot, SchemaLookup } from '../rule-types.js';
 import type { SqlValue } from '../bind.js';
 import { quoteIdent, type PathDialect } from '../sql/rule-paths.js';
 import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';
@@ -60,9 +60,12 @@ export const sqliteRuleDialect: RuleDialect<Sql, Shaped<ParamSlot>> = {
     privateEmail ? `(CASE WHEN ${alias}."emailVisibility" <> 0 THEN ${alias}."email" END) ${dir(desc)}` : `${alias}.${quoteIdent(name)} ${dir(desc)}`,
 };
 
-/** The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`). */
-export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'> {
-  return emitRule(sqliteRuleDialect, ast, collection, schema, opts);
+/**
+ * The SQL of an expression and the facts only emission finds (CompiledExpr without `owner`);
+ * `parse`: the grammar's parser, for the view rules of relation hops (FilterParser).
+ */
+export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions, parse: FilterParser): Omit<CompiledExpr, 'owner'> {
+  return emitRule(sqliteRuleDialect, ast, collection, schema, opts, parse);
 }
 
 /** compileSort's SQLite emitter (see src/rules/compiler.ts): `<column> ASC` / `DESC` terms. */
@@ -71,7 +74,7 @@ export function emitSort(src: string, collection: Collection, schema: SchemaLook
   return emitSortWith(sqliteRuleDialect, src, collection, alias, superuser);
 }
 
-/** SQL doing what `wrapLike` (rules/values.ts) does, for a column or expression on the right of `~` / `!~`. */
+/** SQL doing what `wrapLike` (src/store/sql/rule-values.ts) does, for a column or expression on the right of `~` / `!~`. */
 export function wrapLikeSql(expr: string): string {
   const escaped = `replace(replace(${expr}, '\\', '\\\\'), '_', '\\_')`;
   return `(CASE WHEN instr(${expr}, '%') > 0 THEN ${expr} ELSE '%' || ${escaped} || '%' END)`;

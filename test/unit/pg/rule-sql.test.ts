@@ -18,7 +18,8 @@ import { parseFilter } from '../../../src/rules/parser.js';
 import { knownApiError } from '../../../src/errors/api-error.js';
 import { columnType } from '../../../src/store/sqlite/column-types.js';
 import { AUTH_HIDDEN_COLUMNS_SQL } from '../../../src/store/sqlite/auth-sql.js';
-import { emitExpression, emitSort, sqliteRealText } from '../../../src/store/pg/rule-sql.js';
+import { emitSort, sqliteRealText } from '../../../src/store/pg/rule-sql.js';
+import { pgEmitExpression as emitExpression } from '../../../src/rules/emitters.js';
 import { postgresSkipReason, startPostgres, type Postgres } from '../../helpers/postgres.js';
 
 const skip = postgresSkipReason() ?? false;

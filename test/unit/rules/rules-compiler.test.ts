@@ -235,7 +235,8 @@ test('injection attempts end up as bound parameters or are rejected', () => {
 });
 
 test('dialect: the PostgreSQL emitter on request, SQLite by default; both give the same facts', async () => {
-  const { emitExpression: pgEmit, emitSort: pgSort } = await import('../../../src/store/pg/rule-sql.js');
+  const { emitSort: pgSort } = await import('../../../src/store/pg/rule-sql.js');
+  const { pgEmitExpression: pgEmit } = await import('../../../src/rules/emitters.js');
   const { parseFilter } = await import('../../../src/rules/parser.js');
   const src = "author.name = 'x' && views > 3";
   const lite = c(src);

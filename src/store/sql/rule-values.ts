@@ -2,7 +2,7 @@
  * Value helpers for the rule compiler: LIKE pattern wrapping, exact fixed-point scaling of
  * literals and macro values, and safe lookup of `@request.auth.*` / `@request.data.*` paths.
  */
-import type { SqlValue } from '../store/bind.js';
+import type { SqlValue } from '../bind.js';
 
 /**
  * The `~` / `!~` operand rule (docs/rules.md, "Filters"): a value that already contains `%` is used

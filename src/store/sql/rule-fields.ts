@@ -2,11 +2,11 @@
  * Resolution of field names against the schema for filters, sorts and rules (docs/rules.md,
  * "Filters"; docs/api.md, "Records"), independent of the SQL dialect: which names exist, which are
  * hidden or encrypted, which fields hold several values. Paths become SQL (both backends) in
- * src/store/sql/rule-paths.ts.
+ * rule-paths.ts.
  */
-import { ApiError } from '../errors/api-error.js';
-import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../model/schema.js';
-import type { PathMode, SchemaLookup } from '../store/rule-types.js';
+import { InvalidQuery } from '../errors/store-errors.js';
+import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field } from '../../model/schema.js';
+import type { PathMode, SchemaLookup } from '../rule-types.js';
 
 /** Most relations a single path may traverse. */
 export const MAX_RELATION_DEPTH = 6;
@@ -20,11 +20,12 @@ export function isMultiValued(field: Field): boolean {
 /**
  * Finds the column `name` of `coll`, enforcing the mode's restrictions.
  * Returns the field definition, or null for the built-in/hidden auth columns.
- * @throws ApiError 400 `<label>: unknown field "…".`, or naming a hidden/encrypted field.
+ * @throws InvalidQuery `<label>: unknown field "…".`, or naming a hidden/encrypted field (the API
+ *   answers 400; its part is `sort` for the label `Invalid sort`, else `filter`)
  */
 export function resolveColumn(coll: Collection, name: string, mode: PathMode, shown: string, label: string): Field | null {
   const fail = (why: string): never => {
-    throw ApiError.badRequest(`${label}: ${why}.`);
+    throw new InvalidQuery(label === 'Invalid sort' ? 'sort' : 'filter', `${label}: ${why}.`);
   };
   const field = coll.fields.find((f) => f.name === name);
   if (field) {
