@@ -353,8 +353,8 @@ function flush(): void {
       // The group itself failed (busy database, disk full, I/O error): nothing of it is durable.
       const stuck = rollBackGroup();
       if (stuck !== null) {
-        // Fatal: the main thread logs it and ends the process (WriterClient.onFatal). No outcome
-        // is sent: whether the group's jobs took effect is unknown until the next start.
+        // Fatal: the main thread logs it and ends the process (WriterClientOptions.onFatal). No
+        // outcome is sent: whether the group's jobs took effect is unknown until the next start.
         dead = true;
         queue = [];
         port.postMessage({ fatal: `the write transaction failed (${(err as Error).message ?? String(err)}) and could not be rolled back (${stuck})` });

@@ -147,13 +147,16 @@ export class HttpSeries {
 
 /**
  * The metrics of one server: its registry with every series of docs/operations.md ("Metrics"),
- * the HTTP request observer, and the writer's commit observer (installed here, removed by `close`).
+ * the HTTP request observer, and the writer's commit latencies (subscribed here, unsubscribed
+ * by `close`).
  */
 export class ServiceMetrics {
   readonly registry = new Registry();
   readonly http = new HttpSeries();
+  /** Ends the writer's commit timing (close). */
+  private readonly stopTiming: () => void;
 
-  constructor(private readonly ctx: ApiContext, realtime: RealtimeCounters) {
+  constructor(ctx: ApiContext, realtime: RealtimeCounters) {
     const registers = [this.registry];
     const p = METRICS_PREFIX;
     const { store, mailQueue } = ctx;
@@ -165,7 +168,7 @@ export class ServiceMetrics {
     gauge(registers, `${p}writer_queue_jobs`, 'Write jobs queued or being committed, not yet answered.', [], (set) => set({}, store.writer.inFlight));
     counter(registers, `${p}writer_commits_total`, 'Group commits of the writer since start (several write jobs each).', [], (add) => add({}, store.writer.commits));
     const commits = new Histogram({ name: `${p}writer_commit_duration_seconds`, help: 'Time from the oldest job of a commit group being queued to its commit being acknowledged on the main thread.', buckets: [...COMMIT_BUCKETS_S], registers });
-    store.writer.commitObserver = (ms) => commits.observe(ms / 1000);
+    this.stopTiming = store.writer.commitLatency.subscribe((ms) => commits.observe(ms / 1000));
 
     // caches: hits and misses of each, since start
     const cacheStats: Record<string, { hits: number; misses: number }> = {
@@ -222,7 +225,7 @@ export class ServiceMetrics {
 
   /** Stops timing the writer's commits (the server's stop). */
   close(): void {
-    if (this.ctx.store.writer.commitObserver) this.ctx.store.writer.commitObserver = null;
+    this.stopTiming();
   }
 }
 

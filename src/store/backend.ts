@@ -13,6 +13,7 @@
  */
 import type { SqlValue } from './bind.js';
 import type { ChangeFeed } from './change-feed.js';
+import type { Subscribers } from './subscribers.js';
 import type { StepResult, WriteStep } from './write-job.js';
 
 /** Which backend a Store runs on (`/api/meta` capability `serverSql` is `backend === 'postgres'`). */
@@ -88,16 +89,16 @@ export interface SqlWriter {
   readonly changes: ChangeFeed;
   /** Commits reported so far; caches of rendered reads are valid for one count. */
   commits: number;
-  /** Called after each group commit, before any of its jobs' promises settle. */
-  onCommit: (() => void) | null;
+  /** Called after each group commit, before any of its jobs' promises settle (read snapshots end there). */
+  readonly committed: Subscribers<[]>;
   /** Jobs written and not yet answered. */
   readonly inFlight: number;
   /**
-   * Called after each group commit, after onCommit, with the group's latency: milliseconds from
+   * Called after each group commit, after `committed`, with the group's latency: milliseconds from
    * its oldest job being queued on the main thread to the commit being reported there (the
    * metrics, docs/operations.md "Metrics"); null: not timed. Must be cheap and must not throw.
    */
-  commitObserver: ((latencyMs: number) => void) | null;
+  readonly commitLatency: Subscribers<[latencyMs: number]>;
   write(steps: WriteStep[]): Promise<StepResult[]>;
   /** Which collections' deletes carry the deleted row (`Change.old`). */
   captureDeletedRows(collectionIds: string[]): void;

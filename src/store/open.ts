@@ -45,19 +45,19 @@ export interface OpenedStore {
  * A failed rollback ends the process (the next start recovers to the last commit).
  */
 export async function openSqliteStore(dbPath: string, logger: Logger, readers: number, registry: SchemaRegistry, afterStart: () => void): Promise<OpenedStore> {
-  const writer = await WriterClient.start(dbPath);
   // A failed rollback left a write transaction open: nothing can be written any more and what the
   // open transaction held (a durable upload's offset, a record) is neither committed nor undone.
   // End the process; the next start recovers the database to its last commit.
-  writer.onFatal = (reason) => {
+  const onFatal = (reason: string): void => {
     logger.error(`fatal storage failure, exiting: ${reason}`, 'storage');
     process.exit(1);
   };
+  const writer = await WriterClient.start(dbPath, { onFatal });
   if (process.env.SVC_TEST_FAIL_ROLLBACK) logger.warn(`SVC_TEST_FAIL_ROLLBACK=${process.env.SVC_TEST_FAIL_ROLLBACK} is set: a test-only fault that makes a write fail fatally (docs/operations.md); never set it in production`, 'storage');
   await writer.write(bootstrapSteps().map((s) => ({ ...s, params: s.params.map(bindValue) })));
   afterStart();
   const reader = new Reader(dbPath, readers);
-  writer.onCommit = () => reader.endSnapshot();
+  writer.committed.subscribe(() => reader.endSnapshot());
   // system tables of a database made by an older version (PostgreSQL's bootstrap does it in its DDL)
   const upgrade = linkUpgradeSteps((table, column) => reader.getSync('SELECT 1 FROM pragma_table_info(?) WHERE "name" = ?', [table, column]) !== undefined);
   if (upgrade.length) await writer.write(upgrade.map((sql) => ({ sql, params: [] })));

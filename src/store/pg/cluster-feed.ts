@@ -41,8 +41,8 @@
  *
  * - {@link ClusterFeed.commitSql} (the intended hook, zero extra round trips): the statement to
  *   send in the writer's commit round trip, before its `COMMIT_SQL` (it runs before the notes are
- *   taken and cleared): set `writer.beforeCommit = (created) => cluster.commitSql(created)`
- *   (PgWriter.beforeCommit), and other instances get one batch per commit.
+ *   taken and cleared): `writer.commitSql.subscribe((created) => cluster.commitSql(created))`
+ *   (PgWriter.commitSql), and other instances get one batch per commit.
  * - {@link ClusterFeed.publishStep} / {@link ClusterFeed.write} (works through PgWriter's public
  *   `write` today): one more step at the end of each job, publishing the job's creates and what
  *   the change triggers noted since the previous publish of the same transaction (the function

@@ -150,7 +150,7 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
     const reader = await PgReader.start(url);
     cleanup.push(() => reader.close());
     if (Number(reader.getSync(SEARCH_FOLDS_SQL, [])?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
-    writer.onCommit = () => reader.endSnapshot();
+    writer.committed.subscribe(() => reader.endSnapshot());
     const sql = pgStores(reader, { vector }, localLimits);
     registry.load(sql.schema.loadAll());
     await upgradeRecordTables(reader, writer, registry.all(), logger);
@@ -164,7 +164,7 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
       onError: (err) => logger.warn(`cluster change feed: ${err.message}`),
     });
     cleanup.push(() => cluster.close());
-    writer.beforeCommit = (created) => cluster.commitSql(created);
+    writer.commitSql.subscribe((created) => cluster.commitSql(created));
     // a delete's row travels with its notification: other instances' realtime decides on it
     writer.captureAllDeletedRows();
     const locks = new ClusterLock(url);

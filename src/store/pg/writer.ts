@@ -59,6 +59,7 @@
 import pg from 'pg';
 import { GuardFailed, WriterClosed } from '../errors/store-errors.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
+import { Subscribers } from '../subscribers.js';
 import { CHANGE_DELETE, MAX_CHANGES_LISTED, type StepResult, type WriteStep } from '../write-job.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
 
@@ -124,7 +125,7 @@ export interface PgWriterOptions {
   types?: pg.CustomTypesConfig;
 }
 
-/** A queued job; `at`: when it was queued (performance.now(), ms), for commitObserver. */
+/** A queued job; `at`: when it was queued (performance.now(), ms), for commitLatency. */
 type Job = { steps: WriteStep[]; resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; at: number };
 
 const INT8_OID = 20;
@@ -249,20 +250,21 @@ function changesOf(r: pg.QueryArrayResult): number {
 }
 
 export class PgWriter {
-  /** The committed changes, delivered after onCommit and before the jobs of the commit settle. */
+  /** The committed changes, delivered after `committed` and before the jobs of the commit settle. */
   readonly changes = new ChangeFeed();
   /** Group commits so far (caches of rendered reads are valid for one count). */
   commits = 0;
   /** Called after each group commit, before any of its jobs' promises settle. */
-  onCommit: (() => void) | null = null;
-  /** Called after each group commit with its latency (SqlWriter.commitObserver). */
-  commitObserver: ((latencyMs: number) => void) | null = null;
+  readonly committed = new Subscribers<[]>();
+  /** Called after each group commit with its latency (SqlWriter.commitLatency). */
+  readonly commitLatency = new Subscribers<[latencyMs: number]>();
   /**
    * SQL sent in each group's commit round trip, before its notes are taken and the COMMIT, given
-   * the creates of the group's committed jobs ('' for none): the cluster feed's NOTIFY
-   * (ClusterFeed.commitSql), so other instances hear of a commit exactly when it happens.
+   * the creates of the group's committed jobs ('' for none), each subscriber's in subscription
+   * order: the cluster feed's NOTIFY (ClusterFeed.commitSql), so other instances hear of a commit
+   * exactly when it happens.
    */
-  beforeCommit: ((created: Change[]) => string) | null = null;
+  readonly commitSql = new Subscribers<[created: Change[]], string>();
 
   private readonly config: pg.ClientConfig;
   private readonly types: pg.CustomTypesConfig;
@@ -510,7 +512,7 @@ export class PgWriter {
         else if (j < group.length - 1) await client.query('RELEASE SAVEPOINT svc_job; SAVEPOINT svc_job');
       }
       atCommit = true;
-      const before = this.beforeCommit?.(createsOf(group, outcomes)) ?? '';
+      const before = this.commitSql.any ? this.commitSql.results(createsOf(group, outcomes)).join('') : '';
       const res = (await client.query({ text: before + COMMIT_SQL, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
       taken = res[res.length - 2].rows; // the notes: the statement before COMMIT
     } catch (err) {
@@ -537,8 +539,8 @@ export class PgWriter {
       return;
     }
     this.commits++;
-    this.onCommit?.();
-    if (group.length) this.commitObserver?.(performance.now() - group[0]!.at);
+    this.committed.call();
+    if (group.length && this.commitLatency.any) this.commitLatency.call(performance.now() - group[0]!.at);
     // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
     // every subscriber before any of them runs.
     const created = createsOf(group, outcomes);

@@ -7,8 +7,9 @@ import { GuardFailed, WriterClosed } from '../errors/store-errors.js';
 import { OUT_GUARD, OUT_OK, encodeJob, type StepResult, type WriteStep, type WriterReady } from '../write-job.js';
 import { workerScript } from '../worker-url.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
+import { Subscribers } from '../subscribers.js';
 
-/** A job sent and not yet answered; `at`: when it was queued (performance.now(), ms), for commitObserver. */
+/** A job sent and not yet answered; `at`: when it was queued (performance.now(), ms), for commitLatency. */
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[]; at: number };
 
 /** Error of a write that SQLite refused (constraint, schema, I/O). */
@@ -16,6 +17,19 @@ export class WriteError extends Error {
   constructor(readonly sqliteCode: string, message: string, readonly step: number) {
     super(message);
   }
+}
+
+/** How WriterClient.start opens the writer thread. */
+export interface WriterClientOptions {
+  /** how long a write waits for the file's lock held by another connection (ms; default 5,000) */
+  busyTimeoutMs?: number;
+  /**
+   * Called once when the writer thread reports a failed rollback that left a write transaction
+   * open (workers/writer.ts rollBackGroup), with what failed. The writer takes no more writes and
+   * the outcome of the failed group is unknown, so the process must end: src/store/open.ts logs
+   * the reason and exits 1. Absent: the reason goes to stderr and the process exits 1.
+   */
+  onFatal?: (reason: string) => void;
 }
 
 export class WriterClient {
@@ -37,22 +51,16 @@ export class WriterClient {
     if (batch.length) this.worker.postMessage(batch);
   };
   /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
-  onCommit: (() => void) | null = null;
-  /** The committed changes, delivered after onCommit and before the jobs of the commit settle. */
+  readonly committed = new Subscribers<[]>();
+  /** The committed changes, delivered after `committed` and before the jobs of the commit settle. */
   readonly changes = new ChangeFeed();
   /** Group commits reported so far (caches of rendered reads are valid for one count). */
   commits = 0;
-  /** Called after each group commit with its latency (SqlWriter.commitObserver). */
-  commitObserver: ((latencyMs: number) => void) | null = null;
-  /**
-   * Called once when the writer thread reports a failed rollback that left a write transaction
-   * open (workers/writer.ts rollBackGroup), with what failed. The writer takes no more writes and
-   * the outcome of the failed group is unknown, so the process must end: openDataDir logs the
-   * reason and exits 1. Unset: the reason goes to stderr and the process exits 1.
-   */
-  onFatal: ((reason: string) => void) | null = null;
+  /** Called after each group commit with its latency (SqlWriter.commitLatency). */
+  readonly commitLatency = new Subscribers<[latencyMs: number]>();
 
-  private constructor(worker: Worker) {
+  /** `onFatal`: WriterClientOptions.onFatal. */
+  private constructor(worker: Worker, private readonly onFatal?: (reason: string) => void) {
     this.worker = worker;
     worker.on('message', (msg: unknown[] | WriterReady | { closed: true } | { fatal: string }) => {
       if (!Array.isArray(msg)) {
@@ -60,14 +68,14 @@ export class WriterClient {
         return;
       }
       this.commits++;
-      this.onCommit?.();
+      this.committed.call();
       const n = msg.length;
       // jobs are answered in the order they were sent: the group's first is its oldest
-      const oldest = n > 2 && this.commitObserver ? this.pending.get(msg[0] as number)?.at : undefined;
+      const oldest = n > 2 && this.commitLatency.any ? this.pending.get(msg[0] as number)?.at : undefined;
       // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
       // every subscriber before any of them runs.
       const created = this.settleGroup(msg, n - 2);
-      if (oldest !== undefined) this.commitObserver?.(performance.now() - oldest);
+      if (oldest !== undefined) this.commitLatency.call(performance.now() - oldest);
       if (created.length || msg[n - 2] !== null || msg[n - 1] !== null) {
         this.changes.emit(decodeChanges(this.commits, created, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
       }
@@ -79,7 +87,7 @@ export class WriterClient {
     });
   }
 
-  /** The writer cannot go on (see onFatal): later writes answer 503 until the process ends. */
+  /** The writer cannot go on (WriterClientOptions.onFatal): later writes answer 503 until the process ends. */
   private fatal(reason: string): void {
     this.closed = true;
     if (this.onFatal) return this.onFatal(reason);
@@ -88,7 +96,7 @@ export class WriterClient {
   }
 
   /** Starts the writer thread on the database file; rejects when it cannot open it. */
-  static async start(path: string, busyTimeoutMs = 5000): Promise<WriterClient> {
+  static async start(path: string, { busyTimeoutMs = 5000, onFatal }: WriterClientOptions = {}): Promise<WriterClient> {
     const { file, execArgv } = workerScript('writer');
     const worker = new Worker(file, { workerData: { path, busyTimeoutMs }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     const ready = await new Promise<WriterReady>((resolve, reject) => {
@@ -99,7 +107,7 @@ export class WriterClient {
       await worker.terminate();
       throw new Error(`cannot open the database for writing: ${ready.message}`);
     }
-    return new WriterClient(worker);
+    return new WriterClient(worker, onFatal);
   }
 
   /** Jobs queued and not yet answered. */

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL writer (src/store/pg/writer.ts) against a real PostgreSQL (test/helpers/postgres.ts):
  * group commit with a savepoint per job, guards, returned rows, constraint failures through the
- * dialect, the change feed (updates, deletes, cascades, creates), onCommit ordering, a lost
+ * dialect, the change feed (updates, deletes, cascades, creates), `committed` ordering, a lost
  * connection, and close().
  */
 import { test, before, after } from 'node:test';
@@ -70,7 +70,7 @@ test('failed guards and statements roll back only their job; the rest of the gro
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, v integer)', params: [] }, { sql: `INSERT INTO t VALUES ('r0', 0)`, params: [] }]);
   let commits = 0;
-  writer.onCommit = () => commits++;
+  writer.committed.subscribe(() => commits++);
   const before = writer.commits;
   const jobs: Array<Promise<unknown>> = [];
   const n = 40;
@@ -306,11 +306,11 @@ test('a bulk change past the listing limit names the collection only', { skip },
   assert.equal(batches[1].changes.length, 98);
 });
 
-test('onCommit and the feed run before the write promise resolves', { skip }, async () => {
+test('committed and the feed run before the write promise resolves', { skip }, async () => {
   const { writer } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY)', params: [] }]);
   const order: string[] = [];
-  writer.onCommit = () => order.push(`commit ${writer.commits}`);
+  writer.committed.subscribe(() => order.push(`commit ${writer.commits}`));
   writer.changes.subscribe((b) => order.push(`feed ${b.commit}`));
   const c = writer.commits;
   await Promise.all([

@@ -20,7 +20,7 @@ test('failing jobs in a group roll back alone; the rest commit and stay committe
   try {
     await writer.write([{ sql: 'CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER)', params: [] }]);
     let commits = 0;
-    writer.onCommit = () => commits++;
+    writer.committed.subscribe(() => commits++);
     const jobs: Promise<unknown>[] = [];
     const expectOk: string[] = [];
     for (let i = 0; i < 300; i++) {

@@ -101,7 +101,7 @@ test('jobs queued while a group is applied all settle, in few commits, each with
   await withWriter(async (w) => {
     await w.write([{ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)', params: [] }]);
     let commits = 0;
-    w.onCommit = () => commits++;
+    w.committed.subscribe(() => commits++);
     const waves: Promise<Array<{ changes: number; rows?: unknown[][] }>>[] = [];
     // Three waves: the later ones are queued from inside the settlement of earlier jobs, so they
     // pile up while the writer applies a group.
