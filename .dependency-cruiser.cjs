@@ -105,8 +105,9 @@ const KNOWN_CROSSINGS = {
  *  group, or runs through folders of no group, is refused. */
 const KNOWN_CYCLE_GROUPS = [
   // The domain: the features import each other (records ↔ collections ↔ auth, files, mail, ops,
-  // rules, the Store context of src/context/).
-  ['src/auth', 'src/cache', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules', 'src/settings'],
+  // rules, the Store context of src/context/). The caches and the settings are in no cycle since
+  // storage stopped importing the features (their cycles ran through src/store/).
+  ['src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/mail', 'src/ops', 'src/records', 'src/rules'],
   // Storage: the store folders import each other (the interfaces ↔ the SQL builders ↔ each
   // backend's statements) and the reader and writer threads' scripts (workers/).
   ['src/store', 'src/store/pg', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
