@@ -89,7 +89,7 @@ export interface SqlWriter {
   readonly changes: ChangeFeed;
   /** Commits reported so far; caches of rendered reads are valid for one count. */
   commits: number;
-  /** Called after each group commit, before any of its jobs' promises settle (read snapshots end there). */
+  /** Called after each group commit, before any of its jobs' promises settle (snapshots end there). */
   readonly committed: Subscribers<[]>;
   /** Jobs written and not yet answered. */
   readonly inFlight: number;

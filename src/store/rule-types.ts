@@ -2,8 +2,9 @@
  * The types the rule compiler (src/rules/) and the SQL emitters of storage (src/store/sql/,
  * src/store/sqlite/rule-sql.ts, src/store/pg/rule-sql.ts) share, so storage reads them without
  * importing the compiler: the parsed filter tree (docs/rules.md, "Filters"; parsed by
- * src/rules/parser.ts), the schema look-up and path mode (src/store/sql/rule-fields.ts), and a compiled
- * expression with its parameter slots and options (src/rules/compiler.ts). Types only.
+ * src/rules/parser.ts) and the parser's type, the schema look-up and path mode
+ * (src/store/sql/rule-fields.ts), and a compiled expression with its parameter slots and options
+ * (src/rules/compiler.ts). Types only.
  */
 import type { Collection } from '../model/schema.js';
 import type { SqlValue } from './bind.js';
@@ -108,7 +109,7 @@ export type Expr = CompareExpr | InExpr | LogicalExpr;
 /**
  * The filter grammar's parser (src/rules/parser.ts, parseFilter), given to the rule emitters for
  * the view rule of each relation hop a filter crosses: storage emits parsed trees and imports no
- * part of the grammar. @throws ApiError 400 for a malformed source
+ * part of the grammar. Throws what the parser throws (an ApiError 400 for a malformed source).
  */
 export type FilterParser = (src: string) => Expr;
 

@@ -2,7 +2,8 @@
  * The storage operations the domain uses instead of SQL (`StoreSql`, one implementation per
  * backend), the parts an open database hands to the composition root (`StoreParts`), and what
  * storage needs of the collection registry (`SchemaRegistry`). The data context the domain
- * services share, `Store`, is built over these in src/context/store.ts (ARCHITECTURE.md, "Folders").
+ * services share, `Store`, is built over these in src/context/store.ts (ARCHITECTURE.md,
+ * "Folders").
  */
 import type { RecordSql } from './record-sql.js';
 import type { BackendKind, SqlReader, SqlWriter } from './backend.js';

@@ -74,7 +74,10 @@ export function emitSort(src: string, collection: Collection, schema: SchemaLook
   return emitSortWith(sqliteRuleDialect, src, collection, alias, superuser);
 }
 
-/** SQL doing what `wrapLike` (src/store/sql/rule-values.ts) does, for a column or expression on the right of `~` / `!~`. */
+/**
+ * SQL doing what `wrapLike` (src/store/sql/rule-values.ts) does, for a column or expression on
+ * the right of `~` / `!~`.
+ */
 export function wrapLikeSql(expr: string): string {
   const escaped = `replace(replace(${expr}, '\\', '\\\\'), '_', '\\_')`;
   return `(CASE WHEN instr(${expr}, '%') > 0 THEN ${expr} ELSE '%' || ${escaped} || '%' END)`;

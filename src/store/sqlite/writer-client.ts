@@ -9,7 +9,7 @@ import { workerScript } from '../worker-url.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 import { Subscribers } from '../subscribers.js';
 
-/** A job sent and not yet answered; `at`: when it was queued (performance.now(), ms), for commitLatency. */
+/** A job sent and not yet answered; `at`: when it was queued (performance.now(), ms), for its latency. */
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[]; at: number };
 
 /** Error of a write that SQLite refused (constraint, schema, I/O). */
@@ -87,7 +87,7 @@ export class WriterClient {
     });
   }
 
-  /** The writer cannot go on (WriterClientOptions.onFatal): later writes answer 503 until the process ends. */
+  /** The writer cannot go on (WriterClientOptions.onFatal): later writes answer 503 until exit. */
   private fatal(reason: string): void {
     this.closed = true;
     if (this.onFatal) return this.onFatal(reason);
