@@ -7,6 +7,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { workerScript } from '../store/worker-url.js';
 import { logFilterSql, logSortSql } from './log-query.js';
 
@@ -35,66 +36,142 @@ export interface LogListQuery {
 
 type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string };
 
-/** The thread that owns `logs.db`, and its requests in flight. */
+/**
+ * The thread that owns `logs.db`, and its requests in flight. On a data directory without
+ * entries yet the thread starts on the first message (a batch to write, a read), not at the
+ * server's start: a thread costs about 11 MB of RSS, and by default only failed requests and
+ * warnings are kept, so a healthy server may not need it for a long time (bench/README.md,
+ * "Memory"). A `logs.db` that holds entries is opened at the start (`start`), as before.
+ */
 export class LogStore {
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  /** null until the thread is started */
+  private worker: Worker | null = null;
+  /** settles once the thread opened the file (or failed to: the error's message) */
+  private opened: Promise<string | null> | null = null;
   private exited = false;
   private closing = false;
 
-  private constructor(private readonly worker: Worker, onError: (message: string) => void) {
-    worker.on('message', (m: Reply) => {
-      const w = this.waiting.get(m.id);
-      if (!w) {
-        if (!m.ok) onError(m.message); // a failed insert (no one waits for those)
-        return;
-      }
-      this.waiting.delete(m.id);
-      if (this.waiting.size === 0 && !this.closing) worker.unref();
-      if (m.ok) w.resolve(m.value);
-      else w.reject(new Error(m.message));
-    });
-    worker.on('error', (err) => onError(err.message));
-    worker.once('exit', () => {
-      this.exited = true;
-      for (const w of this.waiting.values()) w.reject(new Error('the request-log thread stopped'));
-      this.waiting.clear();
-    });
-    worker.unref();
+  /**
+   * @param file `<dataDir>/logs.db`
+   * @param holdsEntries whether the file held anything when the store was made
+   * @param onError hears failed writes, and a file the thread could not open on a lazy start
+   * @param onStart called once the thread exists, before any message is sent to it (the request
+   *   logs send their retention delete first)
+   */
+  private constructor(private readonly file: string, readonly holdsEntries: boolean, private readonly onError: (message: string) => void, private readonly onStart: () => void) {}
+
+  /**
+   * The store of `<dataDir>/logs.db`, its thread not started yet. Creates the file when absent
+   * (empty, mode 0600, as the thread would: SQLite gives -wal and -shm the file's mode, and
+   * request URLs are no business of other local users). `onError` hears failed writes, and on a
+   * lazy start a file the thread cannot open (the store then answers as a stopped thread).
+   * `onStart`: see the constructor.
+   * @throws Error when the file cannot be created
+   */
+  static open(dataDir: string, onError: (message: string) => void, onStart: () => void = () => undefined): LogStore {
+    const file = join(dataDir, LOGS_FILE);
+    let size = 0;
+    try {
+      if (existsSync(file)) size = statSync(file).size;
+      else closeSync(openSync(file, 'a', 0o600));
+    } catch (err) {
+      throw new Error(`cannot open the request logs (${LOGS_FILE}): ${(err as Error).message}`);
+    }
+    return new LogStore(file, size > 0, onError, onStart);
   }
 
   /**
-   * Starts the thread on `<dataDir>/logs.db` (created when absent); `onError` hears failed writes.
-   * @throws Error when the file cannot be opened
+   * Starts the thread now and waits until it opened the file.
+   * @throws Error when the file cannot be opened (the thread is ended)
    */
-  static async open(dataDir: string, onError: (message: string) => void): Promise<LogStore> {
+  async start(): Promise<void> {
+    this.thread();
+    const failed = await this.opened;
+    if (failed !== null) throw new Error(`cannot open the request logs (${LOGS_FILE}): ${failed}`);
+  }
+
+  /** Whether the thread was started. */
+  get started(): boolean {
+    return this.worker !== null;
+  }
+
+  /** The thread, started on the first call; null once it stopped (or could not open the file). */
+  private thread(): Worker | null {
+    if (this.exited) return null;
+    if (this.worker) return this.worker;
     const { file, execArgv } = workerScript('logs');
-    const worker = new Worker(file, { workerData: { file: join(dataDir, LOGS_FILE) }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
-    const ready = await new Promise<{ ready: boolean; message?: string }>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
+    const worker = new Worker(file, { workerData: { file: this.file }, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    this.worker = worker;
+    // messages sent before the thread is ready wait in its port and are handled in order once
+    // it opened the file; its first message says whether it did
+    let ready: (failed: string | null) => void = () => undefined;
+    this.opened = new Promise((resolve) => {
+      ready = resolve;
     });
-    if (!ready.ready) {
-      await worker.terminate();
-      throw new Error(`cannot open the request logs (${LOGS_FILE}): ${ready.message}`);
-    }
-    return new LogStore(worker, onError);
+    let isOpen = false;
+    worker.on('message', (m: Reply | { ready: boolean; message?: string }) => {
+      if (this.exited) return;
+      if (!isOpen) {
+        if ('ready' in m && !m.ready) {
+          const message = m.message ?? 'unknown error';
+          ready(message);
+          this.stopped();
+          void worker.terminate();
+          if (!this.closing) this.onError(`cannot open the request logs (${LOGS_FILE}): ${message}`);
+          return;
+        }
+        isOpen = true;
+        ready(null);
+        return;
+      }
+      const r = m as Reply;
+      const w = this.waiting.get(r.id);
+      if (!w) {
+        if (!r.ok) this.onError(r.message); // a failed insert (no one waits for those)
+        return;
+      }
+      this.waiting.delete(r.id);
+      if (this.waiting.size === 0 && !this.closing) worker.unref();
+      if (r.ok) w.resolve(r.value);
+      else w.reject(new Error(r.message));
+    });
+    worker.on('error', (err) => {
+      ready(err.message);
+      this.onError(err.message);
+    });
+    worker.once('exit', () => {
+      ready('the request-log thread stopped');
+      this.stopped();
+    });
+    worker.unref();
+    this.onStart();
+    return worker;
+  }
+
+  /** The thread ended (or never opened the file): every waiting request fails. */
+  private stopped(): void {
+    this.exited = true;
+    for (const w of this.waiting.values()) w.reject(new Error('the request-log thread stopped'));
+    this.waiting.clear();
   }
 
   private ask<T>(msg: Record<string, unknown>): Promise<T> {
-    if (this.exited) return Promise.reject(new Error('the request-log thread stopped'));
+    const worker = this.thread();
+    if (!worker) return Promise.reject(new Error('the request-log thread stopped'));
     const id = this.nextId++;
     // the thread keeps the process alive only while someone waits for an answer
-    if (this.waiting.size === 0) this.worker.ref();
+    if (this.waiting.size === 0) worker.ref();
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ ...msg, id });
+      worker.postMessage({ ...msg, id });
     });
   }
 
   /** Sends `batch` (entries encoded as workers/logs-wire.ts says) to be written in one transaction; failures reach `onError`. */
   insert(batch: string): void {
-    if (!this.exited && batch !== '') this.worker.postMessage({ op: 'insert', batch });
+    if (batch !== '') this.thread()?.postMessage({ op: 'insert', batch });
   }
 
   /**
@@ -130,8 +207,12 @@ export class LogStore {
 
   /** Lets every message sent so far be handled, then closes the file and ends the thread. */
   async close(): Promise<void> {
-    if (this.exited) return;
-    const exited = new Promise<void>((r) => this.worker.once('exit', () => r()));
+    const worker = this.worker;
+    if (this.exited || !worker) {
+      this.exited = true; // never started: nothing to close, and nothing starts it any more
+      return;
+    }
+    const exited = new Promise<void>((r) => worker.once('exit', () => r()));
     this.closing = true; // stays referenced until it exited
     await this.ask({ op: 'close' }).catch(() => undefined);
     await exited;

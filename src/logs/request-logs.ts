@@ -111,18 +111,28 @@ export class RequestLogs {
     this.flushTimer.unref();
     this.pruneTimer = setInterval(() => this.prune(), opts.pruneMs);
     this.pruneTimer.unref();
-    this.prune();
   }
 
   /**
-   * Opens `<dataDir>/logs.db` on its thread; null when `maxDays` is 0 (no store).
-   * @throws Error when the file cannot be opened
+   * The request logs over `<dataDir>/logs.db`; null when `maxDays` is 0 (no store). On a file
+   * without entries yet the store's thread starts with the first entry to write or the first
+   * read (log-store.ts); a file that holds entries is opened now. Either way the thread's first
+   * message is a retention delete, so no read ever sees what the settings no longer keep.
+   * @throws Error when the file cannot be created, or one holding entries cannot be opened
    */
   static async open(dataDir: string, opts: LogsOptions, logger: Logger, authOf: (req: Req) => string): Promise<RequestLogs | null> {
     if (opts.maxDays === 0) return null;
     let self: RequestLogs | null = null;
-    const store = await LogStore.open(dataDir, (message) => self?.failed(message));
+    const store = LogStore.open(dataDir, (message) => self?.failed(message), () => self?.prune());
     self = new RequestLogs(store, opts, logger, authOf);
+    if (store.holdsEntries) {
+      try {
+        await store.start();
+      } catch (err) {
+        await self.close();
+        throw err;
+      }
+    }
     return self;
   }
 
@@ -187,8 +197,12 @@ export class RequestLogs {
     this.store.insert(batch);
   }
 
-  /** Deletes what the retention settings no longer keep; failures are logged. */
+  /**
+   * Deletes what the retention settings no longer keep; failures are logged. Nothing to do before
+   * the store's thread started (the file held no entries): its start sends this first.
+   */
   prune(): void {
+    if (!this.store.started) return;
     this.store.prune(Date.now() - this.opts.maxDays * 86_400_000, this.opts.maxRows).then(() => {
       this.failing = false;
     }, (err: Error) => this.logger.error(`request logs: retention delete failed: ${err.message}`, 'logs'));

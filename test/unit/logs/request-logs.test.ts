@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../../src/log/logger.js';
@@ -80,6 +80,28 @@ test('a batch of 250 entries is written whole, in order, with ids that find them
     assert.equal(JSON.parse((await logs.get(items[249].id))!).data.url, '/api/n/249');
   } finally {
     await logs.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the thread starts with the first entry on a new file, at the start on a file holding entries, retention first', async () => {
+  const { logs, dir, lines } = await open({ SERVICE_LOGS_MAX_ROWS: '2' });
+  try {
+    assert.equal(existsSync(join(dir, 'logs.db')), true, 'the file is made at once, mode 0600');
+    assert.equal(existsSync(join(dir, 'logs.db-wal')), false, 'no thread yet: nothing opened it');
+    for (let i = 0; i < 4; i++) logs.observe(end(`/api/n/${i}`, 404));
+    logs.flush();
+    assert.equal(JSON.parse((await logs.list({ page: 1, perPage: 10, filter: null, sort: 'created', skipTotal: false })).items).length, 4, 'the first read sees the first batch');
+  } finally {
+    await logs.close();
+  }
+  // reopened over four entries with a cap of two: the retention delete runs before any read
+  const again = (await RequestLogs.open(dir, { ...logsOptions({ SERVICE_LOGS_MIN_LEVEL: 'info', SERVICE_LOGS_MAX_ROWS: '2' }), flushMs: 60_000, pruneMs: 60_000 }, createLogger({ format: 'text', level: 'info', requests: false, write: (l) => lines.push(l) }), () => 'guest'))!;
+  try {
+    const page = await again.list({ page: 1, perPage: 10, filter: null, sort: 'created', skipTotal: false });
+    assert.deepEqual(JSON.parse(page.items).map((e: any) => e.data.url), ['/api/n/2', '/api/n/3']);
+  } finally {
+    await again.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
