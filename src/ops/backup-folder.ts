@@ -20,10 +20,9 @@ import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Cron } from 'croner';
-import { list as tarList } from 'tar';
 import type { Logger } from '../log/logger.js';
 import { DIR_MODE, FILE_MODE } from '../files/data-paths.js';
-import { BACKUPS_DIR, BackupError, restoreBackup, type BackupErrorCode, type BackupResult } from './backup.js';
+import { BACKUPS_DIR, BackupError, loadTar, restoreBackup, type BackupErrorCode, type BackupResult } from './backup.js';
 import type { BackupThreadInput } from './backup-thread.js';
 
 /**
@@ -198,6 +197,7 @@ export class BackupFolder {
     if (existsSync(target)) throw new BackupError('exists', `A backup named ${name} already exists.`);
     mkdirSync(this.dir, { recursive: true, mode: DIR_MODE });
     const tmp = join(this.dir, `.upload-${randomBytes(4).toString('hex')}.tmp`);
+    const { list: tarList } = await loadTar();
     writeFileSync(tmp, data, { mode: FILE_MODE, flag: 'wx' });
     try {
       let manifest = false;

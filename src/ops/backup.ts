@@ -32,7 +32,6 @@ import { basename, dirname, join, relative, resolve, isAbsolute } from 'node:pat
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import Database from 'libsql';
-import { create as tarCreate, extract as tarExtract } from 'tar';
 import { DIR_MODE, FILE_MODE, databasePath, ensureDataDir } from '../files/data-paths.js';
 import { PARTIAL_DIR } from '../files/blob-store.js';
 import { acquireDataDirLock, LOCK_FILE_NAME } from '../config/data-dir-lock.js';
@@ -249,6 +248,7 @@ export async function createBackup(dataDir: string, target: string, opts: { vers
       const manifest = writeContents(dataDir, staging, opts.version ?? null);
       if (asTar) {
         const entries = readdirSync(staging).sort((a, b) => (a === MANIFEST ? -1 : b === MANIFEST ? 1 : a.localeCompare(b)));
+        const { create: tarCreate } = await loadTar();
         await pipeline(tarCreate({ cwd: staging, portable: true }, entries), createWriteStream(archive, { flags: 'wx', mode: FILE_MODE }));
         linkSync(archive, out); // fails with EEXIST rather than replace a file created meanwhile
       } else {
@@ -329,8 +329,17 @@ function validateBackup(dir: string): BackupManifest {
   return m;
 }
 
+/**
+ * The `tar` package, loaded on the first tar backup, restore or uploaded backup rather than at a
+ * server's start, which never needs it otherwise (bench/README.md, "Memory").
+ */
+export function loadTar(): Promise<typeof import('tar')> {
+  return import('tar');
+}
+
 /** Unpacks a tar backup into a new temporary folder (regular files and folders only). */
 async function unpackTar(file: string): Promise<string> {
+  const { extract: tarExtract } = await loadTar();
   const dir = mkdtempSync(join(tmpdir(), 'svc-restore-'));
   try {
     await tarExtract({ file, cwd: dir, strict: true, filter: (_p, entry) => 'type' in entry && (entry.type === 'File' || entry.type === 'Directory') });
