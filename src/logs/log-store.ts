@@ -39,7 +39,7 @@ type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false;
 /**
  * The thread that owns `logs.db`, and its requests in flight. On a data directory without
  * entries yet the thread starts on the first message (a batch to write, a read), not at the
- * server's start: a thread costs about 11 MB of RSS, and by default only failed requests and
+ * server's start: a thread costs about 9 MB of RSS, and by default only failed requests and
  * warnings are kept, so a healthy server may not need it for a long time (bench/README.md,
  * "Memory"). A `logs.db` that holds entries is opened at the start (`start`), as before.
  */
@@ -52,6 +52,9 @@ export class LogStore {
   private opened: Promise<string | null> | null = null;
   private exited = false;
   private closing = false;
+  /** false when `start` waits for the open: its caller hears a failure, `onError` does not */
+  private reportOpenFailure = true;
+  private openFailed = false;
 
   /**
    * @param file `<dataDir>/logs.db`
@@ -87,6 +90,7 @@ export class LogStore {
    * @throws Error when the file cannot be opened (the thread is ended)
    */
   async start(): Promise<void> {
+    this.reportOpenFailure = false;
     this.thread();
     const failed = await this.opened;
     if (failed !== null) throw new Error(`cannot open the request logs (${LOGS_FILE}): ${failed}`);
@@ -95,6 +99,14 @@ export class LogStore {
   /** Whether the thread was started. */
   get started(): boolean {
     return this.worker !== null;
+  }
+
+  /**
+   * Whether the thread could not open the file (reported once, by `start` or `onError`; the
+   * requests that were waiting fail with "the request-log thread stopped").
+   */
+  get failedToOpen(): boolean {
+    return this.openFailed;
   }
 
   /** The thread, started on the first call; null once it stopped (or could not open the file). */
@@ -116,10 +128,11 @@ export class LogStore {
       if (!isOpen) {
         if ('ready' in m && !m.ready) {
           const message = m.message ?? 'unknown error';
+          this.openFailed = true;
           ready(message);
           this.stopped();
           void worker.terminate();
-          if (!this.closing) this.onError(`cannot open the request logs (${LOGS_FILE}): ${message}`);
+          if (this.reportOpenFailure && !this.closing) this.onError(`cannot open the request logs (${LOGS_FILE}): ${message}`);
           return;
         }
         isOpen = true;
@@ -138,8 +151,9 @@ export class LogStore {
       else w.reject(new Error(r.message));
     });
     worker.on('error', (err) => {
+      if (!isOpen) this.openFailed = true;
       ready(err.message);
-      this.onError(err.message);
+      if (isOpen || this.reportOpenFailure) this.onError(err.message);
     });
     worker.once('exit', () => {
       ready('the request-log thread stopped');

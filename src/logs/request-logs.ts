@@ -205,7 +205,10 @@ export class RequestLogs {
     if (!this.store.started) return;
     this.store.prune(Date.now() - this.opts.maxDays * 86_400_000, this.opts.maxRows).then(() => {
       this.failing = false;
-    }, (err: Error) => this.logger.error(`request logs: retention delete failed: ${err.message}`, 'logs'));
+    }, (err: Error) => {
+      // a file the thread could not open is reported once, where it was found
+      if (!this.store.failedToOpen) this.logger.error(`request logs: retention delete failed: ${err.message}`, 'logs');
+    });
   }
 
   /** A page of entries, the buffer written first. @throws ApiError 400 for a bad filter or sort */
