@@ -10,8 +10,7 @@ import type { Collection, RuleName } from '../model/schema.js';
 import type { Store } from '../context/store.js';
 import type { Change, ChangeBatch } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
-import { bindParams } from '../rules/compiler.js';
-import type { CompiledExpr } from '../store/rule-types.js';
+import { bindParams, type BoundFilter } from '../rules/compiler.js';
 import { hidePrivate } from '../records/record-scope.js';
 import { errorFrame } from './protocol.js';
 import type { Logger } from '../log/logger.js';
@@ -155,7 +154,7 @@ export class Fanout {
       let filterSql: string | null = null;
       let filterParams: SqlValue[] = [];
       if (sub.filterSrc) {
-        let compiled: CompiledExpr;
+        let compiled: BoundFilter;
         try {
           compiled = this.topics.compileFilter(sub, c);
         } catch (err) {
@@ -164,8 +163,8 @@ export class Fanout {
           if (client.transport.kind === 'ws') client.transport.send(errorFrame(`Subscription ${sub.topic} ended: ${(err as Error).message}`));
           continue;
         }
-        filterSql = compiled.sql;
-        filterParams = bindParams(compiled, { auth: client.principal?.record ?? null, data: null, method: 'GET', context: 'realtime' });
+        filterSql = compiled.expr.sql;
+        filterParams = bindParams(compiled.expr, { auth: client.principal?.record ?? null, data: null, method: 'GET', context: 'realtime' }, compiled.literals);
       }
       // The rule's SQL and the filter's are functions of this collection and schema generation,
       // the rule name, the filter's source and whether it was compiled for a superuser: the key

@@ -6,8 +6,7 @@
  */
 import type { Collection, RuleName } from '../model/schema.js';
 import type { Store } from '../context/store.js';
-import { compileExpression } from '../rules/compiler.js';
-import type { CompiledExpr } from '../store/rule-types.js';
+import { compileFilter, filterCache, type BoundFilter } from '../rules/compiler.js';
 import type { RuleCheck } from '../rules/access.js';
 import { ApiError } from '../errors/api-error.js';
 import type { HubStats, RealtimeClient } from './clients.js';
@@ -49,8 +48,8 @@ export interface Subscription {
   /** one record's id, or null for the whole collection */
   readonly recordId: string | null;
   readonly filterSrc: string | null;
-  /** compiled for `filterFor` (a superuser's filter skips relation targets' rules) */
-  filter: CompiledExpr | null;
+  /** compiled for `filterFor` (a superuser's filter skips relation targets' rules), with its literal values (compileFilter) */
+  filter: BoundFilter | null;
   filterFor: { generation: number; superuser: boolean } | null;
   /** the native topic this subscription is a member of (see Topics: native fan-out), or null */
   native: string | null;
@@ -83,6 +82,8 @@ export class Topics {
   readonly byCollection = new Map<string, Set<Subscription>>();
   /** summed filter length per client address (RealtimeLimits.maxAddressFilterBytes) */
   private filterBytesByAddress = new Map<string, number>();
+  /** compiled filter shapes (compileFilter), shared by the subscriptions */
+  private readonly filterShapes = filterCache(2000);
 
   constructor(private store: Store, private limits: RealtimeLimits, private stats: HubStats) {}
 
@@ -271,11 +272,13 @@ export class Topics {
   }
 
   /** Compiles (or recompiles after a schema change) a subscription's filter for its caller. */
-  compileFilter(sub: Subscription, c: Collection): CompiledExpr {
+  compileFilter(sub: Subscription, c: Collection): BoundFilter {
     const generation = this.store.registry.schemaGeneration();
     const superuser = !!sub.client.principal?.superuser;
     if (sub.filter && sub.filterFor && sub.filterFor.generation === generation && sub.filterFor.superuser === superuser) return sub.filter;
-    sub.filter = compileExpression(sub.filterSrc!, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind });
+    // subscriptions whose filters differ only in string and number literals share one compiled shape
+    const scope = `${superuser ? 's' : 'u'}:${generation}:${c.id}`;
+    sub.filter = compileFilter(sub.filterSrc!, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind }, this.filterShapes, scope);
     sub.filterFor = { generation, superuser };
     return sub.filter;
   }

@@ -7,7 +7,9 @@
  *
  * Every literal and every `@request.*` value becomes a `?` parameter; the only identifiers that
  * reach the SQL are names found in the schema, double-quoted. Compilation happens once per
- * (expression, schema); `bindParams` then produces the parameter array for one request.
+ * (expression, schema), and a client filter's once per shape (compileFilter: its text with the
+ * string and number literals left out); `bindParams` then produces the parameter array for one
+ * request.
  *
  * Semantics, for a path P that yields a set of values (it crosses a relation or ends on a
  * multi-valued select/relation/file field) and a scalar path alike:
@@ -28,7 +30,9 @@
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';
 import type { Collection } from '../model/schema.js';
-import { parseFilter } from './parser.js';
+import { literalToken, parseFilter } from './parser.js';
+import { tokenize, type Token } from './lexer.js';
+import { boundedCache, type LRUCache } from '../cache/bounded.js';
 import type { CompiledExpr, CompileOptions, Expr, Operand, ParamSlot, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
 import { likeValue, readPath, scaleValue } from '../store/sql/rule-values.js';
 import { dateMacroValue } from './datetime.js';
@@ -127,6 +131,83 @@ export function compileExpression(src: string, collection: Collection, schema: S
   }
 }
 
+/** Where compileFilter keeps compiled filters: a bounded cache (src/cache/bounded.ts, boundedCache). */
+export type FilterCache = LRUCache<string, CompiledExpr>;
+
+/** A FilterCache of at most `max` compiled filters (a positive integer; boundedCache). */
+export function filterCache(max: number): FilterCache {
+  return boundedCache(max);
+}
+
+/**
+ * A client filter compiled for one text: `expr`, compiled for the text's shape (or, rarely, for
+ * the text itself: compileFilter), and `literals`, the values its `literal` slots read for this
+ * text (bindParams's third argument).
+ */
+export interface BoundFilter {
+  expr: CompiledExpr;
+  literals: SqlValue[];
+}
+
+/**
+ * Compiles a client filter (`opts.mode` `filter`) once per shape: the text's tokens with each
+ * string and number literal replaced by its class (the backend's RuleEmitter.literalClass:
+ * nothing on SQLite, what PostgreSQL's casts depend on there) are the key in `cache`, after
+ * `scope`, which names whatever else the SQL depends on (the caller's kind, the schema
+ * generation, the collection). Texts differing only in such literals share one compiled
+ * expression whose literal slots are bound per text; `true`, `false` and `null` stay part of the
+ * shape (they compile differently). Each text's literals are then made as compiling would make
+ * them (LIKE-wrapped, fixed-point scaled: src/store/sql/rule-sql.ts, bindLiterals); one whose
+ * value falls in another class than the shape was compiled for (a scaled number beyond 64 bits,
+ * on PostgreSQL) has the text compiled itself, cached under the text.
+ * @throws ApiError 400 as compileExpression for the same text, with the same message (a number
+ *   beyond the double range, one too precise for its fixed-point field, at its own position)
+ */
+export function compileFilter(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions, cache: FilterCache, scope: string): BoundFilter {
+  const emitter = ruleEmitter(opts.dialect ?? 'sqlite');
+  const lits: Token[] = [];
+  const key = `${scope}\u0000${shapeKey(tokenize(src), lits, emitter.literalClass)}`;
+  let expr = cache.get(key);
+  if (!expr) {
+    expr = compileExpression(src, collection, schema, { ...opts, literalSlots: new Map(lits.map((t, i) => [t.pos, i])) });
+    cache.set(key, expr);
+  }
+  let values: SqlValue[] | null;
+  try {
+    // a cached shape parsed: the literals can only fail where compiling this text would
+    values = emitter.bindLiterals(expr.literals ?? [], lits.map(literalToken));
+  } catch (err) {
+    throw asApiError(err);
+  }
+  if (values) return { expr, literals: values };
+  const textKey = `${scope}\u0001${src}`;
+  let own = cache.get(textKey);
+  if (!own) {
+    own = compileExpression(src, collection, schema, opts);
+    cache.set(textKey, own);
+  }
+  return { expr: own, literals: [] };
+}
+
+/**
+ * The shape of a token list (compileFilter): every token but the string and number literals as
+ * written (paths and macros with their modifier and join alias), each literal as its kind and
+ * `classOf` its value; the literal tokens are appended to `lits` in order. Tokens are separated
+ * by a space, which no token's text holds once literals are left out.
+ */
+function shapeKey(tokens: readonly Token[], lits: Token[], classOf: (value: SqlValue) => string): string {
+  let key = '';
+  for (const t of tokens) {
+    if (t.kind === 'string' || t.kind === 'number') {
+      lits.push(t);
+      key += t.kind === 'string' ? ` '${classOf(t.text)}` : ` #${classOf(Number(t.text))}`;
+    } else if (t.kind === 'path' || t.kind === 'macro') {
+      key += ` ${t.kind === 'macro' ? '@' : ''}${t.text}${t.alias === undefined ? '' : `|${t.alias}`}${t.modifier === undefined ? '' : `:${t.modifier}`}`;
+    } else if (t.kind !== 'eof') key += ` ${t.text}`;
+  }
+  return key;
+}
+
 /**
  * The emitters' typed errors (InvalidQuery, QueryTooComplex of src/store/errors/store-errors.ts)
  * as the API answers them, through the one mapping (knownApiError), so this module's callers (rule
@@ -186,8 +267,9 @@ const FOREIGN_ID = '#';
  * `@request.account.id`/`.role` are `''` and `.ids` empty unless the app's tenancy resolver placed
  * the principal in an account (every comparison with them is then false: guardAccount); the
  * datetime macros read one clock instant per call (UTC; src/rules/datetime.ts). Objects/arrays bind as JSON text.
+ * `literals`: a client filter's literal values for the text (BoundFilter.literals of compileFilter).
  */
-export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] {
+export function bindParams(expr: CompiledExpr, ctx: RequestContext, literals: readonly SqlValue[] = NO_LITERALS): SqlValue[] {
   // one instant for every datetime macro of the request; the query string parsed once, if read
   let nowMs: number | undefined;
   let query: URLSearchParams | undefined;
@@ -200,6 +282,11 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
     switch (slot.kind) {
       case 'value':
         return slot.value;
+      case 'literal': {
+        if (slot.use >= literals.length) throw new Error('bindParams: a filter compiled for its shape needs its literal values');
+        const v = literals[slot.use];
+        return slot.map ? slot.map(v) : v;
+      }
       case 'auth':
         if (ctx.auth === null) value = '';
         // One auth identity, one collection: a caller of another collection is no record's id here.
@@ -239,6 +326,8 @@ export function bindParams(expr: CompiledExpr, ctx: RequestContext): SqlValue[] 
     return value;
   });
 }
+
+const NO_LITERALS: readonly SqlValue[] = [];
 
 /** `:isset` of a body, query or header slot: the key was sent (a header: read and not empty). */
 function isSet(ctx: RequestContext, slot: ParamSlot): boolean {

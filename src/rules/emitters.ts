@@ -6,7 +6,7 @@
  */
 import type { Collection } from '../model/schema.js';
 import type { CompileOptions, CompiledExpr, Expr, SchemaLookup, SqlDialectName } from '../store/rule-types.js';
-import { ruleEmitter as backendEmitter } from '../store/rule-emitters.js';
+import { ruleEmitter as backendEmitter, type RuleEmitter as BackendEmitter } from '../store/rule-emitters.js';
 import { parseFilter } from './parser.js';
 
 /** A backend's emitter of parsed filters and rules, and of `sort` parameters. */
@@ -19,12 +19,16 @@ export interface TreeEmitter {
   emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions): Omit<CompiledExpr, 'owner'>;
   /** A `sort` parameter as an ORDER BY body (rules/compiler.ts, compileSort). @throws InvalidQuery */
   emitSort(src: string, collection: Collection, schema: SchemaLookup, alias: string, superuser?: boolean): string;
+  /** A shape's literal values for one text, or null when they need the text compiled (rules/compiler.ts, compileFilter). */
+  bindLiterals: BackendEmitter['bindLiterals'];
+  /** The class of a literal's value the emitted SQL depends on (RuleDialect.literalClass of src/store/sql/rule-sql.ts). */
+  literalClass: BackendEmitter['literalClass'];
 }
 
 /** The emitter of backend `kind` with parseFilter given. */
 function withParser(kind: SqlDialectName): TreeEmitter {
   const e = backendEmitter(kind);
-  return { emitExpression: (ast, collection, schema, opts) => e.emitExpression(ast, collection, schema, opts, parseFilter), emitSort: e.emitSort };
+  return { emitExpression: (ast, collection, schema, opts) => e.emitExpression(ast, collection, schema, opts, parseFilter), emitSort: e.emitSort, bindLiterals: e.bindLiterals, literalClass: e.literalClass };
 }
 
 const EMITTERS: Record<SqlDialectName, TreeEmitter> = { sqlite: withParser('sqlite'), postgres: withParser('postgres') };

@@ -145,12 +145,8 @@ class Parser {
     const pos = tok.pos;
     switch (tok.kind) {
       case 'string':
-        return { type: 'literal', value: tok.text, raw: '', pos };
-      case 'number': {
-        const value = Number(tok.text);
-        if (!Number.isFinite(value)) throw filterError(`number out of range at position ${pos}`);
-        return { type: 'literal', value, raw: tok.text, pos };
-      }
+      case 'number':
+        return literalToken(tok);
       case 'true':
       case 'false':
         return { type: 'literal', value: tok.kind === 'true', raw: '', pos };
@@ -174,6 +170,18 @@ class Parser {
         throw filterError(describe(tok));
     }
   }
+}
+
+/**
+ * The literal of a `string` or `number` token (a number keeps its source text in `raw`).
+ * @throws ApiError 400 `bad_request` for a number beyond the double range
+ */
+export function literalToken(tok: Token): Literal {
+  const pos = tok.pos;
+  if (tok.kind === 'string') return { type: 'literal', value: tok.text, raw: '', pos };
+  const value = Number(tok.text);
+  if (!Number.isFinite(value)) throw filterError(`number out of range at position ${pos}`);
+  return { type: 'literal', value, raw: tok.text, pos };
 }
 
 const FIELD_MODIFIERS: ReadonlySet<string> = new Set<FieldModifier>(['lower', 'length', 'each']);

@@ -15,6 +15,10 @@ export interface RuleEmitter {
   emitExpression: typeof sqliteRules.emitExpression;
   /** A `sort` parameter as an ORDER BY body (rules/compiler.ts, compileSort). */
   emitSort: typeof sqliteRules.emitSort;
+  /** A shape's literal values for one text, or null when they need the text compiled (rules/compiler.ts, compileFilter). */
+  bindLiterals: typeof sqliteRules.bindLiterals;
+  /** The class of a literal's value the emitted SQL depends on (RuleDialect.literalClass of src/store/sql/rule-sql.ts). */
+  literalClass: typeof sqliteRules.literalClass;
 }
 
 /** The rule emitter of the backend named `kind`. */

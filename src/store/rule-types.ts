@@ -147,7 +147,29 @@ export type ParamSlot =
   /** the current time as a date string (expiry clauses of relation hops) */
   | { kind: 'now' }
   /** a datetime macro (`@now`, `@year`, …; src/rules/datetime.ts), UTC at bind time */
-  | { kind: 'date'; name: DateMacro; like?: boolean; scale?: number };
+  | { kind: 'date'; name: DateMacro; like?: boolean; scale?: number }
+  /**
+   * a client literal of a filter compiled for its shape (CompileOptions.literalSlots): the value
+   * of CompiledExpr.literals[use] for the request's text, then `map` (a dialect's conversion of
+   * it, e.g. a number printed as SQLite prints a REAL) when there is one
+   */
+  | { kind: 'literal'; use: number; map?: (value: SqlValue) => SqlValue };
+
+/**
+ * One use of a client literal by a filter compiled for its shape (docs/rules.md, "Filters";
+ * src/rules/compiler.ts, compileFilter), in the order the emitter reached it: `n` is the literal's
+ * ordinal among the string and number tokens of the text, `like`/`scale` how its value was made
+ * (src/store/sql/rule-sql.ts, literalValue: LIKE-wrapped, fixed-point scaled at `scale` decimal
+ * places), `cls` the dialect's class of that value (RuleDialect.literalClass), on which the
+ * emitted SQL depends: another text of the shape reuses the compiled SQL only when each use's
+ * value has the same class.
+ */
+export interface LiteralUse {
+  n: number;
+  like: boolean;
+  scale?: number;
+  cls: string;
+}
 
 /** A request macro's modifier applied when binding (`:changed` compiles to SQL instead). */
 export type SlotModifier = Exclude<MacroModifier, 'changed'>;
@@ -172,6 +194,11 @@ export interface CompiledExpr {
    * one of the collection's own fields; `of` is the collection a relation field's ids belong to.
    */
   owner: { field: string; of: string | null } | null;
+  /**
+   * Compiled for a shape (CompileOptions.literalSlots): the uses of the client's literals, which
+   * the `literal` slots read by index once bound for a text (src/rules/compiler.ts, compileFilter).
+   */
+  literals?: LiteralUse[];
 }
 
 /**
@@ -189,6 +216,13 @@ export interface CompileOptions {
    * semantics and the same CompiledExpr shape).
    */
   dialect?: SqlDialectName;
+  /**
+   * Compile for the shape of a client filter (src/rules/compiler.ts, compileFilter): the string
+   * and number literal at each source position (1-based, the token's) by its ordinal; each becomes
+   * a `literal` slot recorded in CompiledExpr.literals instead of a fixed value. Literals of
+   * other expressions (a relation target's view rule) stay fixed.
+   */
+  literalSlots?: ReadonlyMap<number, number>;
 }
 
 /** The SQL dialects the compiler emits. */

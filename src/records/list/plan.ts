@@ -14,8 +14,7 @@ import type { Principal } from '../../rules/access.js';
 import type { ListSql } from '../../store/store.js';
 import type { Store } from '../../context/store.js';
 import type { RecordCodec } from '../record-codec.js';
-import { bindParams, compileExpression, type RuleRequest } from '../../rules/compiler.js';
-import type { CompiledExpr } from '../../store/rule-types.js';
+import { bindParams, compileFilter, filterCache, type BoundFilter, type FilterCache, type RuleRequest } from '../../rules/compiler.js';
 import { Where } from '../record-scope.js';
 import { searchPlan, type SearchPlan } from '../search.js';
 import { parseVector, vectorFailure, type VectorPlan } from '../vector.js';
@@ -24,7 +23,6 @@ import type { ListQuery } from '../list-query.js';
 import { ReadBudgetExceeded } from '../../store/read-budget.js';
 import type { ReadShape } from '../records-read.js';
 import type { SlowQueryLog } from '../../ops/slow-queries.js';
-import { boundedCache } from '../../cache/bounded.js';
 import type { ListCounts } from './count.js';
 
 export const DEFAULT_PER_PAGE = 30;
@@ -100,7 +98,7 @@ export const BALANCED_SCOPE_ROWS = 100;
  * schema generation), the driving side of a sorted page, and where a page query runs.
  */
 export class ListPlanner {
-  private filterCache = boundedCache<string, CompiledExpr>(2000);
+  private filterCache: FilterCache = filterCache(2000);
   /** the backend's list statements (store.sql.list) */
   private readonly L: ListSql;
 
@@ -123,10 +121,10 @@ export class ListPlanner {
     const filterText = qs.filter;
     const drivers: Scope['drivers'] = [];
     if (filterText) {
-      const compiled = this.compileFilter(c, filterText, principal);
+      const { expr: compiled, literals } = this.compileFilter(c, filterText, principal);
       const ctx = { auth: principal?.record ?? null, data: null, method: 'GET', account: principal?.account, request, context: 'default' as const };
-      where.add(compiled.sql, bindParams(compiled, ctx));
-      for (const d of compiled.drivers) drivers.push({ sql: d.sql, params: bindParams({ ...compiled, params: d.params }, ctx) });
+      where.add(compiled.sql, bindParams(compiled, ctx, literals));
+      for (const d of compiled.drivers) drivers.push({ sql: d.sql, params: bindParams({ ...compiled, params: d.params }, ctx, literals) });
     }
     where.addTtl(c);
     const search = searchPlan(c, qs.search, this.cfg.fts, this.store.sql.kind);
@@ -159,20 +157,17 @@ export class ListPlanner {
 
   /**
    * The client filter compiled for this caller's kind (superusers' filters skip the relation
-   * targets' view rules and email masking, paths.ts), cached per schema generation.
+   * targets' view rules and email masking, paths.ts), cached per schema generation and filter
+   * shape (compileFilter: texts differing only in their string and number literals share it).
    * @throws ApiError 400 for a malformed filter, and for `@request.auth.<f>` naming a hidden
    *   field of the caller's own collection (the hidden system columns fail at compile time)
    */
-  private compileFilter(c: Collection, src: string, principal: Principal | null): CompiledExpr {
+  private compileFilter(c: Collection, src: string, principal: Principal | null): BoundFilter {
     const superuser = !!principal?.superuser;
-    const key = `${superuser ? 's' : 'u'}:${this.store.registry.schemaGeneration()}:${c.id}:${src}`;
-    let hit = this.filterCache.get(key);
-    if (!hit) {
-      hit = compileExpression(src, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind });
-      this.filterCache.set(key, hit);
-    }
-    if (principal && !superuser && hit.authPaths.length) {
-      for (const path of hit.authPaths) {
+    const scope = `${superuser ? 's' : 'u'}:${this.store.registry.schemaGeneration()}:${c.id}`;
+    const hit = compileFilter(src, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind }, this.filterCache, scope);
+    if (principal && !superuser && hit.expr.authPaths.length) {
+      for (const path of hit.expr.authPaths) {
         const head = path.split('.')[0];
         if (principal.collection.fields.some((f) => f.name === head && f.options.hidden)) {
           throw ApiError.badRequest(`Invalid filter: @request.auth.${head} is hidden and cannot be used here.`);

@@ -41,9 +41,9 @@
  */
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
-import type { CompareOp, CompileOptions, CompiledExpr, Expr, FilterParser, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CompareOp, CompileOptions, CompiledExpr, Expr, FilterParser, Literal, LiteralUse, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { quoteIdent, type PathDialect, type ValueKind } from '../sql/rule-paths.js';
-import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';
+import { bindLiterals as bindWith, emitRule, emitSortWith, literalSlot, type RuleDialect, type Sql } from '../sql/rule-sql.js';
 
 const BS = `E'\\\\'`; // one backslash, whatever standard_conforming_strings says
 const LIKE_ESCAPE = ` ESCAPE ${BS}`;
@@ -103,7 +103,7 @@ const NOT_NULL_COLUMNS = new Set(['id', 'created', 'updated']);
 export const pgRuleDialect: RuleDialect<Val, Sql> = {
   paths: pgPathDialect,
   pathOperand: (path) => ({ from: 'path', kind: path.kind, sql: { sql: path.value, params: path.valueParams } }),
-  literalOperand: (value) => ({ from: 'lit', value }),
+  literalOperand: (value, use) => ({ from: 'lit', value, use }),
   macroOperand: (slot) => ({ from: 'macro', slot }),
   predicate(op, a, b) {
     if (op === '~' || op === '!~') return likePred(a, b);
@@ -113,12 +113,13 @@ export const pgRuleDialect: RuleDialect<Val, Sql> = {
   different: (_a, _b, same) => cat('NOT ', same),
   notNull,
   nullCheck: (v, isNull) => (isNull ? cat('NOT ', notNull(v)) : notNull(v)),
-  inValues: (v, values) => inValues(v, values.map((value): Val => ({ from: 'lit', value }))),
+  inValues: (v, values, uses) => inValues(v, values.map((value, i): Val => ({ from: 'lit', value, use: uses[i] }))),
   inAccounts(v, paths) {
     const a = paths.freshAlias();
     const elem: Val = { from: 'path', kind: 'loose', sql: raw(`${a}.value`) };
     return cat(`EXISTS (SELECT 1 FROM jsonb_array_elements_text(`, slotSql({ kind: 'account', field: 'ids' }, 'jsonb'), `) AS ${a}(value) WHERE `, compareValues(v, elem, '='), ')');
   },
+  literalClass,
   leaf: (sql, params) => ({ sql, params }),
   join(op, terms) {
     if (terms.length === 1) return terms[0];
@@ -151,6 +152,11 @@ export function emitExpression(ast: Expr, collection: Collection, schema: Schema
   return emitRule(pgRuleDialect, ast, collection, schema, opts, parse);
 }
 
+/** A shape's literal values for one text (src/store/sql/rule-sql.ts, bindLiterals). */
+export function bindLiterals(uses: readonly LiteralUse[], lits: readonly Literal[]): SqlValue[] | null {
+  return bindWith(pgRuleDialect, uses, lits);
+}
+
 /**
  * compileSort's PostgreSQL emitter: `<expr> ASC NULLS FIRST` / `<expr> DESC NULLS LAST` terms
  * (SQLite's NULL placement), text columns under `COLLATE "C"` (SQLite's byte order), jsonb columns
@@ -169,7 +175,7 @@ export function emitSort(src: string, collection: Collection, schema: SchemaLook
  */
 type Val =
   | { from: 'path'; kind: ValueKind; sql: Sql }
-  | { from: 'lit'; value: SqlValue }
+  | { from: 'lit'; value: SqlValue; use?: number }
   | { from: 'macro'; slot: ParamSlot };
 
 /** A value as SQLite compares it: a number part and a text part (null: statically never). */
@@ -194,7 +200,31 @@ function slotSql(slot: ParamSlot, type: 'text' | 'float8' | 'int8' | 'numeric' |
   return { sql: `?::${type}`, params: [slot] };
 }
 
-const valueSlot = (value: SqlValue): ParamSlot => ({ kind: 'value', value });
+/** A literal's slot (literalSlot: fixed, or a shape's client literal), through `map` if given. */
+const litSlot = (v: { value: SqlValue; use?: number }, map?: (value: SqlValue) => SqlValue): ParamSlot => literalSlot(v.value, v.use, map);
+
+// The conversions of a literal's value this dialect binds (literalSlot's `map`).
+const realText = (v: SqlValue): SqlValue => sqliteRealText(v as number);
+const toText = (v: SqlValue): SqlValue => (typeof v === 'string' ? v : Buffer.from(v as Uint8Array).toString());
+const toTrimmed = (v: SqlValue): SqlValue => (toText(v) as string).trim();
+const toNumber = (v: SqlValue): SqlValue => Number(toText(v));
+const toString = (v: SqlValue): SqlValue => String(v);
+
+/**
+ * RuleDialect.literalClass: what the SQL below decides from a literal's value. NULL; a bigint
+ * (int8); a number, a safe integer (int8 beside a fixed-point column) or not (float8); text,
+ * by whether SQLite's numeric affinity would make it a number (isNumericText; then cast int8 or
+ * float8 as for a number) and whether it ends in an unpaired `\` (as a LIKE pattern it then
+ * matches nothing: likePred).
+ */
+export function literalClass(v: SqlValue): string {
+  if (v === null) return 'null';
+  if (typeof v === 'bigint') return 'bigint';
+  if (typeof v === 'number') return Number.isSafeInteger(v) ? 'int' : 'real';
+  const text = toText(v) as string;
+  const numeric = isNumericText(text) ? (Number.isSafeInteger(Number(text)) ? 'int-text' : 'real-text') : 'text';
+  return `${typeof v === 'string' ? '' : 'bytes-'}${numeric}${danglingEscape(String(v)) ? '-escape' : ''}`;
+}
 
 /** Text SQLite's numeric affinity would make a number, as a number (NULL otherwise). */
 function numOfText(t: Sql): Sql {
@@ -277,19 +307,19 @@ function dual(v: Val, applied: Affinity, peer: Val): Dual {
   if (v.from === 'lit') {
     const value = v.value;
     if (value === null) return { n: null, t: null };
-    if (typeof value === 'bigint') return { n: slotSql(valueSlot(value), 'int8'), t: null };
+    if (typeof value === 'bigint') return { n: slotSql(litSlot(v), 'int8'), t: null };
     if (typeof value === 'number') {
-      if (applied === 'text') return { n: null, t: slotSql(valueSlot(sqliteRealText(value)), 'text') };
+      if (applied === 'text') return { n: null, t: slotSql(litSlot(v, realText), 'text') };
       const asInt = intPeer && Number.isSafeInteger(value);
-      return { n: slotSql(valueSlot(value), asInt ? 'int8' : 'float8'), t: null };
+      return { n: slotSql(litSlot(v), asInt ? 'int8' : 'float8'), t: null };
     }
     const text = typeof value === 'string' ? value : Buffer.from(value).toString();
     if (applied === 'numeric' && isNumericText(text)) {
       const num = Number(text);
       const asInt = intPeer && Number.isSafeInteger(num);
-      return { n: slotSql(valueSlot(asInt ? num : text.trim()), asInt ? 'int8' : 'float8'), t: null };
+      return { n: slotSql(litSlot(v, asInt ? toNumber : toTrimmed), asInt ? 'int8' : 'float8'), t: null };
     }
-    return { n: null, t: slotSql(valueSlot(text), 'text') };
+    return { n: null, t: slotSql(litSlot(v, typeof value === 'string' ? undefined : toText), 'text') };
   }
   const slot = v.slot;
   if ('scale' in slot && slot.scale !== undefined) return { n: slotSql(slot, 'numeric'), t: null };
@@ -379,9 +409,9 @@ function asText(v: Val): Sql | null {
   if (v.from === 'lit') {
     const value = v.value;
     if (value === null) return null;
-    if (typeof value === 'number') return slotSql(valueSlot(sqliteRealText(value)), 'text');
-    if (typeof value === 'bigint') return slotSql(valueSlot(String(value)), 'text');
-    return slotSql(valueSlot(typeof value === 'string' ? value : Buffer.from(value).toString()), 'text');
+    if (typeof value === 'number') return slotSql(litSlot(v, realText), 'text');
+    if (typeof value === 'bigint') return slotSql(litSlot(v, toString), 'text');
+    return slotSql(litSlot(v, typeof value === 'string' ? undefined : toText), 'text');
   }
   if (v.from === 'macro') return slotSql(v.slot, 'text');
   switch (v.kind) {
@@ -408,7 +438,7 @@ function likePred(a: Val, b: Val): Sql {
   if (b.from === 'lit') {
     const p = b.value === null ? null : String(b.value);
     if (p === null || danglingEscape(p)) return raw('NULL::boolean');
-    pattern = slotSql(valueSlot(p), 'text');
+    pattern = slotSql(litSlot(b, typeof b.value === 'string' ? undefined : toString), 'text');
   } else {
     let p = asText(b)!;
     if (b.from === 'path') {

@@ -19,7 +19,7 @@ import { bindValue, type SqlValue } from '../bind.js';
 import type { Collection, Field } from '../../model/schema.js';
 import { HIDDEN_AUTH_COLUMNS, isPrivateEmail } from '../../model/schema.js';
 import { resolveColumn } from './rule-fields.js';
-import type { CollectionJoin, CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, FilterParser, InExpr, Literal, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CollectionJoin, CompareExpr, CompareOp, CompileOptions, CompiledExpr, DateMacro, Expr, FilterParser, InExpr, Literal, LiteralUse, MacroOperand, Operand, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { likeValue, scaleDecimal } from './rule-values.js';
 import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from './rule-paths.js';
 
@@ -56,8 +56,11 @@ export interface RuleDialect<V, T extends Sql> {
 
   /** A resolved path as an operand; `like`: it is the pattern of `~` / `!~`. */
   pathOperand(path: ResolvedPath, like: boolean): V;
-  /** A literal's bound value (already LIKE-wrapped or scaled) as an operand. */
-  literalOperand(value: SqlValue): V;
+  /**
+   * A literal's bound value (already LIKE-wrapped or scaled) as an operand; `use`: a client
+   * literal of a shape (CompiledExpr.literals index), whose slots literalSlot makes.
+   */
+  literalOperand(value: SqlValue, use?: number): V;
   /** A request macro's slot as an operand. */
   macroOperand(slot: ParamSlot): V;
 
@@ -72,10 +75,17 @@ export interface RuleDialect<V, T extends Sql> {
   notNull(v: V): Sql;
   /** The scalar `v IS NULL` (`isNull`) or `v IS NOT NULL`. */
   nullCheck(v: V, isNull: boolean): Sql;
-  /** `v IN (values…)`, the values bound literals (none NULL, at least one). */
-  inValues(v: V, values: SqlValue[]): Sql;
+  /** `v IN (values…)`, the values bound literals (none NULL, at least one), `uses[i]` as literalOperand's `use`. */
+  inValues(v: V, values: SqlValue[], uses: ReadonlyArray<number | undefined>): Sql;
   /** `v` is one of the principal's account ids (the `account/ids` slot, a JSON array). */
   inAccounts(v: V, paths: PathResolver): Sql;
+
+  /**
+   * The class of a literal's bound value that the SQL this dialect emits for it depends on: two
+   * values of one class give the same SQL (only their bound parameters differ), which is what
+   * lets a filter compiled for one text of a shape serve another (CompiledExpr.literals).
+   */
+  literalClass(value: SqlValue): string;
 
   /** A leaf term (one comparison) as T. */
   leaf(sql: string, params: ParamSlot[]): T;
@@ -106,9 +116,39 @@ export interface RuleDialect<V, T extends Sql> {
 export function emitRule<V, T extends Sql>(d: RuleDialect<V, T>, ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions, parse: FilterParser): Omit<CompiledExpr, 'owner'> {
   const guarded = opts.mode === 'filter' && !opts.superuser;
   const paths = new PathResolver(d.paths, collection, schema, opts.mode, opts.alias, guarded, guarded ? hopViewRule(d, schema, parse) : null);
-  const compiler = new RuleEmitter(d, paths, opts.mode, readsJoin(ast));
+  const compiler = new RuleEmitter(d, paths, opts.mode, readsJoin(ast), opts.literalSlots);
   const out = d.finish(compiler.expr(ast, true));
-  return { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
+  const facts = { sql: out.sql, params: out.params, authPaths: [...compiler.authPaths], readsRecord: paths.readsRecord, drivers: compiler.drivers };
+  return opts.literalSlots ? { ...facts, literals: compiler.uses } : facts;
+}
+
+/**
+ * The slot of a literal's bound `value` passed through `map` (a dialect's conversion, if any):
+ * fixed, or for a client literal of a shape (`use`, RuleDialect.literalOperand) a `literal` slot
+ * that applies `map` to the value bound for each text.
+ */
+export function literalSlot(value: SqlValue, use: number | undefined, map?: (value: SqlValue) => SqlValue): ParamSlot {
+  if (use === undefined) return { kind: 'value', value: map ? map(value) : value };
+  return map ? { kind: 'literal', use, map } : { kind: 'literal', use };
+}
+
+/**
+ * The values of a shape's literal uses (CompiledExpr.literals) for one text's literals `lits` (in
+ * token order), made as the emitter made them at compile time (literalValue), or null when one
+ * falls in another class (RuleDialect.literalClass) than the compiled one's: the text must then
+ * be compiled itself. Checked in the emitter's order, so the first error is the one compiling
+ * the text would throw.
+ * @throws InvalidQuery for a number too precise for the fixed-point field it is compared with
+ */
+export function bindLiterals<V, T extends Sql>(d: RuleDialect<V, T>, uses: readonly LiteralUse[], lits: readonly Literal[]): SqlValue[] | null {
+  const out = new Array<SqlValue>(uses.length);
+  for (let i = 0; i < uses.length; i++) {
+    const u = uses[i];
+    const value = literalValue(lits[u.n], u.scale, u.like);
+    if (d.literalClass(value) !== u.cls) return null;
+    out[i] = value;
+  }
+  return out;
 }
 
 /** The view rule of a relation hop's target, compiled over the hop's alias (PathResolver). */
@@ -186,7 +226,25 @@ class RuleEmitter<V, T extends Sql> {
     private readonly mode: CompileOptions['mode'],
     /** the expression reads some `@collection` join (readsJoin) */
     private readonly joins: boolean,
+    /** CompileOptions.literalSlots: the client literals' ordinals by position, for a shape */
+    private readonly slots?: ReadonlyMap<number, number>,
   ) {}
+
+  /** The client literals' uses, in the order reached (CompiledExpr.literals; with `slots` only). */
+  readonly uses: LiteralUse[] = [];
+
+  /**
+   * A literal's bound value (literalValue) and, for a client literal of a shape, its use's index
+   * (recorded with the value's class: RuleDialect.literalClass).
+   * @throws InvalidQuery as literalValue
+   */
+  private literal(lit: Literal, scale: number | undefined, like: boolean): { value: SqlValue; use?: number } {
+    const value = literalValue(lit, scale, like);
+    const n = this.slots && (typeof lit.value === 'string' || typeof lit.value === 'number') ? this.slots.get(lit.pos) : undefined;
+    if (n === undefined) return { value };
+    this.uses.push(scale === undefined ? { n, like, cls: this.d.literalClass(value) } : { n, like, scale, cls: this.d.literalClass(value) });
+    return { value, use: this.uses.length - 1 };
+  }
 
   /** The `@collection` joins each (sub-)expression reads, by CollectionJoin.key (keysOf). */
   private readonly joinKeys = new Map<Expr, Map<string, CollectionJoin>>();
@@ -356,7 +414,10 @@ class RuleEmitter<V, T extends Sql> {
     if (e.accountIds) return within(this.d.inAccounts(L.val, this.paths));
     const members = e.items.filter((item) => item.value !== null);
     const parts: Frag[] = [];
-    if (members.length > 0) parts.push(within(this.d.inValues(L.val, members.map((m) => literalValue(m, path?.scale, false)))));
+    if (members.length > 0) {
+      const bound = members.map((m) => this.literal(m, path?.scale, false));
+      parts.push(within(this.d.inValues(L.val, bound.map((b) => b.value), bound.map((b) => b.use))));
+    }
     if (members.length < e.items.length) parts.push(this.nullTest(L.val, L.sources, L.conds, L.condParams, true, path?.head));
     if (parts.length === 1) return parts[0];
     return { sql: `(${parts[0].sql} OR ${parts[1].sql})`, params: [...parts[0].params, ...parts[1].params] };
@@ -370,7 +431,10 @@ class RuleEmitter<V, T extends Sql> {
   private side(o: Operand, path: ResolvedPath | undefined, scale: number | undefined, like: boolean, other?: ResolvedPath): Side<V> {
     if (path) return { val: this.d.pathOperand(path, like), sources: path.sources, conds: path.conds, condParams: path.condParams };
     const plain = { sources: [], conds: [], condParams: [] };
-    if (o.type === 'literal') return { val: this.d.literalOperand(literalValue(o, scale, like)), ...plain };
+    if (o.type === 'literal') {
+      const { value, use } = this.literal(o, scale, like);
+      return { val: this.d.literalOperand(value, use), ...plain };
+    }
     if (o.type !== 'macro') throw new Error('unreachable: unresolved field operand');
     if (o.modifier === 'changed') return { val: this.changed(o), ...plain };
     const opt = { ...(like ? { like: true } : {}), ...(o.modifier ? { mod: o.modifier } : {}) };

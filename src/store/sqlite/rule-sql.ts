@@ -7,10 +7,10 @@
  * `json_extract`. Every literal and every `@request.*` value is a `?` parameter slot.
  */
 import type { Collection } from '../../model/schema.js';
-import type { CompileOptions, CompiledExpr, Expr, FilterParser, ParamSlot, SchemaLookup } from '../rule-types.js';
+import type { CompileOptions, CompiledExpr, Expr, FilterParser, Literal, LiteralUse, ParamSlot, SchemaLookup } from '../rule-types.js';
 import type { SqlValue } from '../bind.js';
 import { quoteIdent, type PathDialect } from '../sql/rule-paths.js';
-import { emitRule, emitSortWith, type RuleDialect, type Sql } from '../sql/rule-sql.js';
+import { bindLiterals as bindWith, emitRule, emitSortWith, literalSlot, type RuleDialect, type Sql } from '../sql/rule-sql.js';
 import { checkShape, joinShaped, leafShape, type Shaped } from './sql-shape.js';
 
 const LIKE_ESCAPE = ` ESCAPE '\\'`;
@@ -27,7 +27,6 @@ export const sqlitePathDialect: PathDialect = {
   lower: (v) => `lower(${v})`,
 };
 
-const valueSlot = (value: SqlValue): ParamSlot => ({ kind: 'value', value });
 const dir = (desc: boolean): string => (desc ? 'DESC' : 'ASC');
 
 /** The SQLite rule dialect (RuleDialect): an operand is its SQL text and slots. */
@@ -38,7 +37,7 @@ export const sqliteRuleDialect: RuleDialect<Sql, Shaped<ParamSlot>> = {
     // wrapLikeSql repeats its operand three times
     return like ? { sql: wrapLikeSql(path.value), params: vp.length ? [...vp, ...vp, ...vp] : vp } : { sql: path.value, params: vp };
   },
-  literalOperand: (value) => ({ sql: '?', params: [valueSlot(value)] }),
+  literalOperand: (value, use) => ({ sql: '?', params: [literalSlot(value, use)] }),
   macroOperand: (slot) => ({ sql: '?', params: [slot] }),
   predicate(op, a, b) {
     const params = [...a.params, ...b.params];
@@ -49,8 +48,9 @@ export const sqliteRuleDialect: RuleDialect<Sql, Shaped<ParamSlot>> = {
   different: (a, b, same) => ({ sql: `${a.sql} IS NOT ${b.sql}`, params: same.params }),
   notNull: (v) => ({ sql: `${v.sql} IS NOT NULL`, params: v.params }),
   nullCheck: (v, isNull) => ({ sql: `${v.sql} ${isNull ? 'IS NULL' : 'IS NOT NULL'}`, params: v.params }),
-  inValues: (v, values) => ({ sql: `${v.sql} IN (${values.map(() => '?').join(', ')})`, params: [...v.params, ...values.map(valueSlot)] }),
+  inValues: (v, values, uses) => ({ sql: `${v.sql} IN (${values.map(() => '?').join(', ')})`, params: [...v.params, ...values.map((x, i) => literalSlot(x, uses[i]))] }),
   inAccounts: (v) => ({ sql: `${v.sql} IN (SELECT value FROM json_each(?))`, params: [...v.params, { kind: 'account', field: 'ids' }] }),
+  literalClass,
   leaf: leafShape,
   join: joinShaped,
   finish: checkShape,
@@ -66,6 +66,17 @@ export const sqliteRuleDialect: RuleDialect<Sql, Shaped<ParamSlot>> = {
  */
 export function emitExpression(ast: Expr, collection: Collection, schema: SchemaLookup, opts: CompileOptions, parse: FilterParser): Omit<CompiledExpr, 'owner'> {
   return emitRule(sqliteRuleDialect, ast, collection, schema, opts, parse);
+}
+
+/** RuleDialect.literalClass: SQLite compares the bound values themselves, so its SQL never depends on a literal's value. */
+export function literalClass(value: SqlValue): string {
+  void value;
+  return '';
+}
+
+/** A shape's literal values for one text (src/store/sql/rule-sql.ts, bindLiterals). */
+export function bindLiterals(uses: readonly LiteralUse[], lits: readonly Literal[]): SqlValue[] | null {
+  return bindWith(sqliteRuleDialect, uses, lits);
 }
 
 /** compileSort's SQLite emitter (see src/rules/compiler.ts): `<column> ASC` / `DESC` terms. */
