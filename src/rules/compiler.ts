@@ -131,12 +131,19 @@ export function compileExpression(src: string, collection: Collection, schema: S
   }
 }
 
-/** Where compileFilter keeps compiled filters: a bounded cache (src/cache/bounded.ts, boundedCache). */
-export type FilterCache = LRUCache<string, CompiledExpr>;
+/**
+ * Where compileFilter keeps compiled filters, two bounded caches (src/cache/bounded.ts): `shapes`,
+ * the expressions compiled per shape, and `texts`, the texts seen lately with their shape's
+ * expression and their own literal values, so a text that repeats is not lexed again.
+ */
+export interface FilterCache {
+  shapes: LRUCache<string, CompiledExpr>;
+  texts: LRUCache<string, BoundFilter>;
+}
 
-/** A FilterCache of at most `max` compiled filters (a positive integer; boundedCache). */
+/** A FilterCache of at most `max` shapes and `max` texts (a positive integer; boundedCache). */
 export function filterCache(max: number): FilterCache {
-  return boundedCache(max);
+  return { shapes: boundedCache(max), texts: boundedCache(max) };
 }
 
 /**
@@ -159,18 +166,22 @@ export interface BoundFilter {
  * shape (they compile differently). Each text's literals are then made as compiling would make
  * them (LIKE-wrapped, fixed-point scaled: src/store/sql/rule-sql.ts, bindLiterals); one whose
  * value falls in another class than the shape was compiled for (a scaled number beyond 64 bits,
- * on PostgreSQL) has the text compiled itself, cached under the text.
+ * on PostgreSQL) has the text compiled itself. A text met lately is answered from
+ * `cache.texts` without being lexed.
  * @throws ApiError 400 as compileExpression for the same text, with the same message (a number
  *   beyond the double range, one too precise for its fixed-point field, at its own position)
  */
 export function compileFilter(src: string, collection: Collection, schema: SchemaLookup, opts: CompileOptions, cache: FilterCache, scope: string): BoundFilter {
+  const textKey = `${scope}\u0000${src}`;
+  const known = cache.texts.get(textKey);
+  if (known) return known;
   const emitter = ruleEmitter(opts.dialect ?? 'sqlite');
   const lits: Token[] = [];
   const key = `${scope}\u0000${shapeKey(tokenize(src), lits, emitter.literalClass)}`;
-  let expr = cache.get(key);
+  let expr = cache.shapes.get(key);
   if (!expr) {
     expr = compileExpression(src, collection, schema, { ...opts, literalSlots: new Map(lits.map((t, i) => [t.pos, i])) });
-    cache.set(key, expr);
+    cache.shapes.set(key, expr);
   }
   let values: SqlValue[] | null;
   try {
@@ -179,14 +190,9 @@ export function compileFilter(src: string, collection: Collection, schema: Schem
   } catch (err) {
     throw asApiError(err);
   }
-  if (values) return { expr, literals: values };
-  const textKey = `${scope}\u0001${src}`;
-  let own = cache.get(textKey);
-  if (!own) {
-    own = compileExpression(src, collection, schema, opts);
-    cache.set(textKey, own);
-  }
-  return { expr: own, literals: [] };
+  const out = values ? { expr, literals: values } : { expr: compileExpression(src, collection, schema, opts), literals: [] };
+  cache.texts.set(textKey, out);
+  return out;
 }
 
 /**

@@ -60,8 +60,11 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     const o = opts(dialect, false);
     const a = compileFilter('title ~ "ab" && price > 1.5 && created > "2024-01-01" && views = 7', posts, schema, o, cache, 's');
     const b = compileFilter("title ~ 'it\\'s \\\\ \"q\" 5_%' && price > 12.25 && created > '2025-02-03 10:00:00.000Z' && views = 9", posts, schema, o, cache, 's');
-    assert.equal(cache.size, 1);
+    assert.equal(cache.shapes.size, 1);
     assert.equal(a.expr, b.expr);
+    // a text met again is answered as it was, without being lexed
+    assert.equal(compileFilter('title ~ "ab" && price > 1.5 && created > "2024-01-01" && views = 7', posts, schema, o, cache, 's'), a);
+    assert.equal(cache.texts.size, 2);
     assert.equal(a.expr.literals?.length, 4);
     const pa = bindParams(a.expr, ctx, a.literals);
     const pb = bindParams(b.expr, ctx, b.literals);
@@ -77,19 +80,19 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     // another scope (caller kind, schema generation, collection) is another entry
     compileFilter('views = 1', posts, schema, o, cache, 's');
     compileFilter('views = 2', posts, schema, o, cache, 't');
-    assert.equal(cache.size, 3);
+    assert.equal(cache.shapes.size, 3);
     // true, false and null are part of the shape
     compileFilter('views = 1 && published = true', posts, schema, o, cache, 's');
     compileFilter('views = 1 && published = false', posts, schema, o, cache, 's');
     compileFilter('views = null', posts, schema, o, cache, 's');
-    assert.equal(cache.size, 6);
+    assert.equal(cache.shapes.size, 6);
   });
 
   test(`${dialect}: a value-dependent error of a cached shape answers the same 400`, () => {
     const cache = filterCache(100);
     const o = opts(dialect, true);
     shaped('price = 1.5 && views > 2', o, cache);
-    assert.equal(cache.size, 1);
+    assert.equal(cache.shapes.size, 1);
     const tooPrecise = shaped('price = 1.005 && views > 2', o, cache);
     assert.deepEqual(tooPrecise, direct('price = 1.005 && views > 2', o));
     assert.deepEqual(tooPrecise, { status: 400, code: 'bad_request', message: 'Invalid filter: 1.005 at position 9 is not a decimal with at most 2 decimal places, as the fixed-point field it is compared with requires.' });
@@ -154,7 +157,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
         { seed: Number(process.env.RULES_SEED ?? 20261128), numRuns: TEMPLATES.length * 12 },
       );
       // far fewer entries than texts: one per shape (and literal class, on PostgreSQL)
-      assert.ok(cache.size < texts / 2, `${cache.size} entries for ${texts} texts`);
+      assert.ok(cache.shapes.size < texts / 2, `${cache.shapes.size} entries for ${texts} texts`);
     }
   });
 }
