@@ -4,6 +4,11 @@
  * starts `svc serve` on it and the bare uWebSockets.js ceiling, and runs, interleaved per round,
  * the ceiling and the three series (relation filter + indexed sort, random deep pages, list 20
  * with the page cache bypassed), printing each run and the median ratio to the ceiling.
+ * `literals` (only in `--only`) is the relation series with a threshold drawn from 0..999999, so
+ * nearly every filter text is new to the server (bench/README.md, "Filters compiled per shape").
+ * Each svc run also prints svc's CPU time per request (user + system, all its threads, from
+ * /proc: bench/paired-cpu.ts), which moves far less than throughput when other processes take
+ * the cores.
  *
  * Reference series for the bypassed list (in `--only`, or all without it), on the same URL and
  * wrk script:
@@ -15,7 +20,7 @@
  * vs floor), and the estimate of a cached page plus the read, printed as `cached+read`.
  *
  *   npm run build && npx tsx bench/lists.ts [--data=DIR] [--rounds=3] [--seconds=3]
- *       [--only=relation,deep,nocache,cached,floor,bare] [--cpu-prof]
+ *       [--only=relation,literals,deep,nocache,cached,floor,bare] [--cpu-prof]
  *
  * `--cpu-prof` runs the server under `node --cpu-prof` (profiles in bench/results/profiles-lists/)
  * and prints the hottest functions of the main thread. The committed figures come from
@@ -29,7 +34,7 @@ import { loadCities } from './lib/cities.js';
 import { CITY_THRESHOLDS, wrkScript } from './lib/scenarios.js';
 import { BENCH_EMAIL, BENCH_PASSWORD, REPO_ROOT, newDataDir, runCli, startSvc } from './lib/svc.js';
 import { freePort, median, runWrk, startProcess, waitForHttp, type WrkOptions } from './lib/wrk.js';
-import { settle } from './lib/rss.js';
+import { cpuTicks, settle } from './lib/rss.js';
 import { summariseProfiles } from './lib/profile.js';
 
 const argv = process.argv.slice(2);
@@ -80,29 +85,39 @@ async function main(): Promise<void> {
     }
     const series: Array<{ key: string; load: WrkOptions }> = [
       { key: 'relation', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['relation', codes.join(','), CITY_THRESHOLDS.join(',')] } },
+      { key: 'literals', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['literals', codes.join(',')] } },
       { key: 'deep', load: { url, script: wrkScript('cities-lists.lua'), scriptArgs: ['deep', String(Math.floor(rows / 20))] } },
       { key: 'nocache', load: { url: bypassed, script: wrkScript('distinct-query.lua') } },
       // distinct-query.lua's twin with a constant `run`: svc's page cache answers all but the first
       { key: 'cached', load: { url: bypassed, script: wrkScript('same-query.lua') } },
       { key: 'floor', load: { url: `http://127.0.0.1:${floorPort}/?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
       { key: 'bare', load: { url: `http://127.0.0.1:${floorPort}/bare?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
-    ].filter((s) => !ONLY || ONLY.includes(s.key));
+    ].filter((s) => (!ONLY && s.key !== 'literals') || ONLY?.includes(s.key));
     const pids = [svc.proc.child.pid!, hello.child.pid!, ...(floor ? [floor.child.pid!] : [])];
     for (const s of series) await runWrk({ ...s.load, durationS: 1 }); // warm-up
     const ratios = new Map<string, number[]>(series.map((s) => [s.key, []]));
+    const cpus = new Map<string, number[]>(series.map((s) => [s.key, []]));
+    const svcPid = svc.proc.child.pid!;
     for (let round = 0; round < ROUNDS; round++) {
       await settle(pids);
       const ceiling = (await runWrk({ url: ceilingUrl, durationS: SECONDS })).requestsPerSec;
       const line = [`round ${round + 1}: ceiling ${Math.round(ceiling)}`];
       for (const s of series) {
         await settle(pids);
+        const ticks = cpuTicks(svcPid);
         const r = await runWrk({ ...s.load, durationS: SECONDS });
+        // svc's CPU µs per request (clock ticks of 10 ms); not for the floor and bare servers
+        const cpu = s.key === 'floor' || s.key === 'bare' ? NaN : ((cpuTicks(svcPid) - ticks) * 1e4) / r.requests;
         ratios.get(s.key)!.push(r.requestsPerSec / ceiling);
-        line.push(`${s.key} ${Math.round(r.requestsPerSec)} (${(r.requestsPerSec / ceiling).toFixed(3)}, p99 ${r.latencyP99Ms} ms${r.errors ? `, ${r.errors} errors` : ''})`);
+        cpus.get(s.key)!.push(cpu);
+        line.push(`${s.key} ${Math.round(r.requestsPerSec)} (${(r.requestsPerSec / ceiling).toFixed(3)}, p99 ${r.latencyP99Ms} ms${Number.isNaN(cpu) ? '' : `, cpu ${Math.round(cpu)} µs/req`}${r.errors ? `, ${r.errors} errors` : ''})`);
       }
       console.log(line.join(' · '));
     }
-    console.log(series.map((s) => `${s.key}: median ${median(ratios.get(s.key)!).toFixed(3)} × ceiling`).join('\n'));
+    console.log(series.map((s) => {
+      const cpu = median(cpus.get(s.key)!);
+      return `${s.key}: median ${median(ratios.get(s.key)!).toFixed(3)} × ceiling${Number.isNaN(cpu) ? '' : `, svc cpu ${Math.round(cpu)} µs/req`}`;
+    }).join('\n'));
     const m = (k: string): number | undefined => (ratios.has(k) ? median(ratios.get(k)!) : undefined);
     const [cached, floorRatio, bare] = [m('cached'), m('floor'), m('bare')];
     if (cached && floorRatio && bare) {

@@ -9,6 +9,7 @@
  * | the same two for a filter of PocketBase's forms (modifiers, any-of, macros) | same |
  * | binding that filter for a request (bindParams)     | same                                             |
  * | the same two for a filter joining another collection and reading a back-relation | same |
+ * | the first filter with a new literal per call: compiled per shape (compileFilter) or per text, and bound | same |
  * | rule check (RuleBook.check + bind) | JSON.stringify of one post record                |
  * | record serialization (codec)       | JSON.stringify of the same record / list page    |
  * | JWT verify, uncached and cached    | one HMAC-SHA256 of the token's signing input     |
@@ -22,7 +23,7 @@ import { pathToFileURL } from 'node:url';
 import { Bench } from 'tinybench';
 import { CollectionRegistry } from '../src/collections/collection-registry.js';
 import { RuleBook, type Principal } from '../src/rules/access.js';
-import { bindParams, compileExpression } from '../src/rules/compiler.js';
+import { bindParams, compileExpression, compileFilter, filterCache } from '../src/rules/compiler.js';
 import { parseFilter } from '../src/rules/parser.js';
 import { buildCodec } from '../src/records/record-codec.js';
 import * as sqliteJson from '../src/store/sqlite/record-json.js';
@@ -204,6 +205,24 @@ export async function runMicro(timeMs = 300): Promise<MicroResult[]> {
   add('join + back-relation filter compile (parsed tree cached)', () => compileExpression(joinSrc, posts, registry, { mode: 'filter', alias: 'r' }));
   pair('join + back-relation filter parse + compile (cold)', 'baseline: JSON.parse(filter tree)');
   pair('join + back-relation filter compile (parsed tree cached)', 'baseline: JSON.parse(filter tree)');
+
+  // the first filter with a new literal each call (a list whose filter carries a value the client
+  // chose): one compiled shape bound per text, against compiling each text (docs/rules.md, "Filters")
+  const shapes = filterCache(100);
+  const varied = (): string => `${filterSrc} && title != "x${cold++}"`;
+  const filterOpts = { mode: 'filter', alias: 'r' } as const;
+  add('varied-literal filter, shape cached (compileFilter + bind)', () => {
+    const f = compileFilter(varied(), posts, registry, filterOpts, shapes, 'bench');
+    return bindParams(f.expr, pbCtx, f.literals);
+  });
+  add('varied-literal filter, compiled per text (+ bind)', () => bindParams(compileExpression(varied(), posts, registry, filterOpts), pbCtx));
+  add('same filter text, shape cached (compileFilter + bind)', () => {
+    const f = compileFilter(filterSrc, posts, registry, filterOpts, shapes, 'bench');
+    return bindParams(f.expr, pbCtx, f.literals);
+  });
+  pair('varied-literal filter, shape cached (compileFilter + bind)', 'baseline: JSON.parse(filter tree)');
+  pair('varied-literal filter, compiled per text (+ bind)', 'baseline: JSON.parse(filter tree)');
+  pair('same filter text, shape cached (compileFilter + bind)', 'baseline: JSON.parse(filter tree)');
 
   await bench.run();
   const stats = new Map<string, { ops: number; rme: number }>();

@@ -3,6 +3,8 @@
 -- two query strings are alike and the server's page cache never answers.
 --   wrk -s bench/wrk/cities-lists.lua URL -- relation CC,CC,… T,T,…   relation filter + indexed sort:
 --       ?filter=country.code = 'CC' && population > T&sort=-population&perPage=20 (with totals)
+--   wrk -s bench/wrk/cities-lists.lua URL -- literals CC,CC,…   the same filter with T drawn from
+--       0..999999: a filter text new to the server at almost every request (compiled per shape)
 --   wrk -s bench/wrk/cities-lists.lua URL -- deep PAGES   a random offset page, with totals:
 --       ?sort=name&page=<1..PAGES>&perPage=20
 local mode
@@ -19,9 +21,9 @@ end
 
 function init(args)
   mode = args[1]
-  if mode == "relation" then
+  if mode == "relation" or mode == "literals" then
     codes = split(args[2])
-    thresholds = split(args[3])
+    thresholds = split(args[3] or "")
   else
     pages = tonumber(args[2])
   end
@@ -31,9 +33,9 @@ end
 function request()
   n = n + 1
   local q
-  if mode == "relation" then
+  if mode == "relation" or mode == "literals" then
     local cc = codes[math.random(1, #codes)]
-    local t = thresholds[math.random(1, #thresholds)]
+    local t = mode == "literals" and math.random(0, 999999) or thresholds[math.random(1, #thresholds)]
     -- country.code = 'CC' && population > T, URL-encoded
     q = "filter=country.code%20%3D%20%27" .. cc .. "%27%20%26%26%20population%20%3E%20" .. t .. "&sort=-population&perPage=20"
   else
