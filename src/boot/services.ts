@@ -68,7 +68,7 @@ interface MailParts {
 export function buildServices(config: ServeConfig, logger: Logger, data: OpenedData, app: AppDefinition<AppHandle> | null, relationsKnown: RelationsKnown | null): Services {
   const { backend, dbPath, secret, store, files } = data;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
-  const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => store.reader.planSync(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
+  const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => store.reader.plan(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
   const mail = buildMail(config, logger, store, secret, app);
   const writes = new RecordWriter(store, files, new RecordLifecycle(), relationsKnown);
   const reads = new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries });

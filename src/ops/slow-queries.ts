@@ -19,7 +19,8 @@
  *   connection opened for the batch and closed after it (the reader's own connections are never
  *   used for EXPLAIN: libsql 0.5.29 leaves a connection that ran EXPLAIN QUERY PLAN reading a
  *   stale snapshot, see src/store/sqlite/reader.ts). On PostgreSQL the reader's `plan` explains
- *   (EXPLAIN (FORMAT JSON) in the same wording), through its synchronous connection.
+ *   (EXPLAIN (FORMAT JSON) in the same wording) on its connection pool: the batch's lines are
+ *   appended once their plans have come back, in the order they were recorded.
  * - At most one line per collection and query shape per minute (and per schema generation, so a
  *   plan changed by a new index is logged at once); at most {@link MAX_PENDING} samples wait.
  * - The file is created 0600, append-only; past {@link SLOW_QUERY_MAX_BYTES} it is renamed to
@@ -235,7 +236,7 @@ export interface SlowQueryLogOptions {
    * (EXPLAIN (FORMAT JSON) mapped to SQLite's wording, src/store/pg/reader.ts planDetails), so
    * the log and `svc doctor`'s missing-index check read the same on both backends.
    */
-  explain?: (sql: string, params: SqlValue[]) => string[];
+  explain?: (sql: string, params: SqlValue[]) => Promise<string[]>;
   /** milliseconds from which a list is logged; must be > 0 (0 means no log: do not create one) */
   thresholdMs: number;
   /** rotation size in bytes (default {@link SLOW_QUERY_MAX_BYTES}) */
@@ -306,35 +307,47 @@ export class SlowQueryLog {
     this.scheduled = false;
     const batch = this.pending;
     this.pending = [];
-    const lines: string[] = [];
-    let planner: InstanceType<typeof Database> | null = null;
-    try {
-      for (const p of batch) {
-        const entry = describeSample(p.sample, p.ms, p.at);
-        const key = `${entry.collection}\u0000${p.sample.generation ?? ''}\u0000${entry.shape}`;
-        const last = this.lastByShape.get(key);
-        if (last !== undefined && p.at - last < SHAPE_INTERVAL_MS) continue;
-        this.lastByShape.set(key, p.at);
-        if (p.sample.sql && (this.opts.explain || this.opts.dbPath)) {
+    const entries: Array<{ entry: SlowQueryEntry; sample: SlowQuerySample }> = [];
+    for (const p of batch) {
+      const entry = describeSample(p.sample, p.ms, p.at);
+      const key = `${entry.collection}\u0000${p.sample.generation ?? ''}\u0000${entry.shape}`;
+      const last = this.lastByShape.get(key);
+      if (last !== undefined && p.at - last < SHAPE_INTERVAL_MS) continue;
+      this.lastByShape.set(key, p.at);
+      entries.push({ entry, sample: p.sample });
+    }
+    if (!entries.length) return;
+    const explainer = this.opts.explain;
+    if (explainer) {
+      // PostgreSQL: the plans are asked of the reader's pool; the lines wait for them on the chain
+      this.chain = this.chain
+        .then(async () => {
+          for (const { entry, sample } of entries) {
+            if (sample.sql) entry.plan = await explainer(sample.sql, [...sample.params]).catch(() => []);
+          }
+          await this.append(linesOf(entries));
+        })
+        .catch((err) => this.opts.onError?.(err));
+      return;
+    }
+    if (this.opts.dbPath) {
+      let planner: InstanceType<typeof Database> | null = null;
+      try {
+        for (const { entry, sample } of entries) {
+          if (!sample.sql) continue;
           try {
-            if (this.opts.explain) entry.plan = this.opts.explain(p.sample.sql, [...p.sample.params]);
-            else {
-              planner ??= openPlanner(this.opts.dbPath);
-              entry.plan = explain(planner, p.sample.sql, p.sample.params);
-            }
+            planner ??= openPlanner(this.opts.dbPath);
+            entry.plan = explain(planner, sample.sql, sample.params);
           } catch {
             entry.plan = []; // a table dropped meanwhile, a busy database: the line stays useful
           }
         }
-        lines.push(JSON.stringify(entry));
+      } finally {
+        planner?.close();
       }
-    } finally {
-      planner?.close();
     }
-    if (lines.length) {
-      const text = `${lines.join('\n')}\n`;
-      this.chain = this.chain.then(() => this.append(text)).catch((err) => this.opts.onError?.(err));
-    }
+    const text = linesOf(entries);
+    this.chain = this.chain.then(() => this.append(text)).catch((err) => this.opts.onError?.(err));
   }
 
   private async append(text: string): Promise<void> {
@@ -352,6 +365,11 @@ export class SlowQueryLog {
     }
     this.size += bytes;
   }
+}
+
+/** The log lines of a batch's entries, newline-terminated. */
+function linesOf(entries: ReadonlyArray<{ entry: SlowQueryEntry }>): string {
+  return `${entries.map((e) => JSON.stringify(e.entry)).join('\n')}\n`;
 }
 
 /** A query-only connection for EXPLAIN QUERY PLAN, opened per batch. */

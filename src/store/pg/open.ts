@@ -92,11 +92,11 @@ async function upgradeRecordTables(reader: PgReader, writer: PgWriter, collectio
   if (records.length === 0) return;
   const byTable = new Map<string, string[]>();
   const tables = records.map((c) => c.name).join(',');
-  for (const [table, column] of reader.allSync(UNCOLLATED_TEXT_COLUMNS_SQL, [tables])) {
+  for (const [table, column] of await reader.all(UNCOLLATED_TEXT_COLUMNS_SQL, [tables])) {
     byTable.set(String(table), [...(byTable.get(String(table)) ?? []), String(column)]);
   }
   const definitions = new Map<string, string>();
-  for (const [name, def] of reader.allSync(INDEX_DEFINITIONS_SQL, [tables])) definitions.set(String(name), String(def));
+  for (const [name, def] of await reader.all(INDEX_DEFINITIONS_SQL, [tables])) definitions.set(String(name), String(def));
   const steps: WriteStep[] = [];
   for (const c of records) {
     const columns = byTable.get(c.name) ?? [];
@@ -149,7 +149,7 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
     const encryptionKey = envKey ? null : await sharedSecret(writer, 'encryption_key', ENCRYPTION_KEY_BYTES);
     const reader = await PgReader.start(url);
     cleanup.push(() => reader.close());
-    if (Number(reader.getSync(SEARCH_FOLDS_SQL, [])?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
+    if (Number((await reader.get(SEARCH_FOLDS_SQL, []))?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
     writer.committed.subscribe(() => reader.endSnapshot());
     const sql = pgStores(reader, { vector }, localLimits);
     registry.load(sql.schema.loadAll());
