@@ -69,7 +69,8 @@ export class ImportCommand extends SvcCommand {
     }
     // the server's services, so an --app's record hooks fire for every imported row (docs/framework.md, "Hooks")
     const app = await (await import('../load-app.js')).loadApp(this.app ?? this.context.env.SERVICE_APP);
-    const services = buildServices(config, logger, data, app ?? null, importRelationsKnown(data.store));
+    const relations = importRelationsKnown(data.store);
+    const services = buildServices(config, logger, data, app ?? null, relations.known);
     try {
       const c = data.store.registry.find(this.collection);
       if (!c) return this.fail('not_found', `no collection "${this.collection}"`);
@@ -105,7 +106,7 @@ export class ImportCommand extends SvcCommand {
       };
       const read = readRows(this.file, format, this.oauth2Links ? null : c, (b) => (bytes = b));
       const rows = this.oauth2Links ? read : watchColumns(read, known, (column, row) => this.note(`svc: warning: column "${column}" (first in row ${row}) is not a field of ${c.name}: its values are dropped (--strict refuses the file)`));
-      const opts = { onError: this.onError as 'stop' | 'skip', onProgress: (i: number, k: number) => progress(i, k), upsert: this.upsert ? { key: this.key ?? 'id' } : undefined };
+      const opts = { onError: this.onError as 'stop' | 'skip', onProgress: (i: number, k: number) => progress(i, k), upsert: this.upsert ? { key: this.key ?? 'id' } : undefined, relations };
       let result: ImportResult;
       try {
         result = this.oauth2Links ? await importLinks(data.store, c, rows, opts) : await importRecords(data.store, services.ctx.writes, c, rows, opts);

@@ -67,6 +67,8 @@ export interface ImportOptions {
    * field (uniqueKey() checks it). The update goes through the writer as `PATCH` would.
    */
   upsert?: { key: string };
+  /** the import's related records (importRelationsKnown), learnt before each chunk is validated */
+  relations?: ImportRelations;
 }
 
 /**
@@ -204,26 +206,57 @@ function describe(err: unknown): { message: string; data?: Record<string, unknow
   return { message: err instanceof Error ? err.message : String(err) };
 }
 
+/** Ids of one relation target read in one statement by ImportRelations.learn. */
+const LEARN_BATCH = 500;
+/** Ids of one target kept as known (past it, the writer guards them inside the write job). */
+const KNOWN_MAX = 1_000_000;
+
 /**
- * The import's RelationsKnown, given to its record writer (src/boot/services.ts): the import holds
- * the data directory alone, so a related record seen once stays (ids cached per target, up to a
- * million each).
+ * What the import knows of related records. `known` is the RelationsKnown given to its record
+ * writer (src/boot/services.ts): the import holds the data directory alone, so a related record
+ * seen once stays (ids kept per target, up to a million each), and its existence guard is left
+ * out of the write job. It answers from memory only: `learn` reads beforehand, with promise reads
+ * on either backend (no read blocks the main thread), which of the ids a chunk's rows name exist.
  */
-export function importRelationsKnown(store: Store): RelationsKnown {
+export interface ImportRelations {
+  known: RelationsKnown;
+  /** Reads which ids the relation fields of `rows` (rows of `c`) name exist, for `known`. */
+  learn(c: Collection, rows: readonly SourceRow[]): Promise<void>;
+}
+
+/** The import's ImportRelations over `store` (built once per import, before its services). */
+export function importRelationsKnown(store: Store): ImportRelations {
   const seen = new Map<string, Set<string>>();
-  return (target, id) => {
+  const idsOf = (target: Collection): Set<string> => {
     let ids = seen.get(target.id);
     if (!ids) seen.set(target.id, (ids = new Set()));
-    if (ids.has(id)) return true;
-    if (ids.size >= 1_000_000 || !store.reader.getSync(store.sql.records.rowById(target, '"id"'), [id])) return false;
-    ids.add(id);
-    return true;
+    return ids;
   };
+  const learn = async (c: Collection, rows: readonly SourceRow[]): Promise<void> => {
+    for (const f of c.fields) {
+      if (f.type !== 'relation') continue;
+      const target = store.registry.byId(String(f.options.collectionId));
+      if (!target) continue;
+      const ids = idsOf(target);
+      const asked = new Set<string>();
+      for (const r of rows) {
+        const v = r.value?.[f.name];
+        for (const id of Array.isArray(v) ? v : [v]) if (typeof id === 'string' && id !== '' && !ids.has(id)) asked.add(id);
+      }
+      const wanted = [...asked];
+      for (let at = 0; at < wanted.length && ids.size < KNOWN_MAX; at += LEARN_BATCH) {
+        const part = wanted.slice(at, at + LEARN_BATCH);
+        const sql = store.sql.records.selectAll(target, '"id"', ` WHERE r."id" IN (${part.map(() => '?').join(',')})`);
+        for (const [id] of await store.reader.all(sql, part)) if (ids.size < KNOWN_MAX) ids.add(String(id));
+      }
+    }
+  };
+  return { known: (target, id) => seen.get(target.id)?.has(id) ?? false, learn };
 }
 
 /**
  * Creates every row of `rows` in collection `c` as a superuser would through the API, through
- * `writes` (built with importRelationsKnown).
+ * `writes` (built with importRelationsKnown's `known`; `options.relations` the same object).
  * @throws Error only for failures that are not a row's (the database closing, I/O)
  */
 export async function importRecords(store: Store, writes: RecordWriter, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
@@ -289,6 +322,7 @@ export async function importRecords(store: Store, writes: RecordWriter, c: Colle
         return merged.expand(await store.writer.write(merged.steps));
       },
     });
+    await options.relations?.learn(c, part);
     const early = new Set<number>();
     let collecting = true;
     const outcomes = part.map((r, i) => {

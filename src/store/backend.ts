@@ -27,8 +27,9 @@ export type BackendKind = 'sqlite' | 'postgres';
  * is on the pool) and take a time budget in milliseconds (0: none), past which they reject with
  * ReadBudgetExceeded (src/store/read-budget.ts).
  *
- * `getSync`, `allSync` and `planSync` answer synchronously: on PostgreSQL through a blocking
- * bridge to a worker thread (src/store/pg/reader.ts), for the callers not converted yet.
+ * `sync` is the reader's synchronous reads, or null: only SQLite has them (its connection answers
+ * on the main thread at once); on PostgreSQL every read is a round trip the main thread does not
+ * wait for, so nothing serving requests can block on one (docs/deployment.md).
  */
 export interface SqlReader {
   /** The first row, or undefined. */
@@ -37,14 +38,8 @@ export interface SqlReader {
   all(sql: string, params: SqlValue[]): Promise<unknown[][]>;
   /** The query plan's details, one line a step, in SQLite's EXPLAIN QUERY PLAN wording. */
   plan(sql: string, params: SqlValue[]): Promise<string[]>;
-  /** get, synchronously (PostgreSQL: blocks the main thread for the round trip). */
-  getSync(sql: string, params: SqlValue[]): unknown[] | undefined;
-  /** all, synchronously (PostgreSQL: blocks the main thread for the round trip). */
-  allSync(sql: string, params: SqlValue[]): unknown[][];
-  /** plan, synchronously (PostgreSQL: blocks the main thread for the round trip when not cached). */
-  planSync(sql: string, params: SqlValue[]): string[];
-  /** Whether the statement is worth running off the main thread (a full scan, a temp sort…). */
-  isExpensive(sql: string, params: SqlValue[], visits?: number): boolean;
+  /** The synchronous reads of SQLite's reader (SyncReads); null on PostgreSQL. */
+  readonly sync: SyncReads | null;
   allOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[][]>;
   getOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[] | undefined>;
   /** On a pool thread while one is free, else on the main thread. */
@@ -61,6 +56,23 @@ export interface SqlReader {
   /** Drops prepared statements and plans (after a schema change). */
   invalidate(): void;
   close(): Promise<void>;
+}
+
+/**
+ * Reads answered at once on the main thread's own connection: the SQLite reader's
+ * (src/store/sqlite/reader.ts), reached through `SqlReader.sync`, for the SQLite-only paths (a
+ * plain page assembled from the row cache in one event-loop turn, src/records/list/render.ts;
+ * start-up checks of SQLite's schema). Each throws the driver's error.
+ */
+export interface SyncReads {
+  /** The first row, or undefined. */
+  getSync(sql: string, params: SqlValue[]): unknown[] | undefined;
+  /** Every row. */
+  allSync(sql: string, params: SqlValue[]): unknown[][];
+  /** The query plan's details (see SqlReader.plan). */
+  planSync(sql: string, params: SqlValue[]): string[];
+  /** Whether the statement is worth running off the main thread (a full scan, a temp sort…; `visits`: rows an offset skips). */
+  isExpensive(sql: string, params: SqlValue[], visits?: number): boolean;
 }
 
 /**

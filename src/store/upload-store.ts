@@ -39,19 +39,19 @@ export type UploadSchemaState =
 
 export interface UploadRowStore {
   /** Which of the store's tables exist, and its settings when all do. */
-  schemaState(): UploadSchemaState;
+  schemaState(): Promise<UploadSchemaState>;
   /** The steps creating a fresh store (tables, version marker, budgets). */
   createSteps(budgetsJson: string): WriteStep[];
   /** Replaces the stored budgets. */
   budgetsStep(budgetsJson: string): WriteStep;
   /** Every session row (values as stored, for validation). */
-  sessions(): UploadRow[];
+  sessions(): Promise<UploadRow[]>;
   /** Page numbers and byte lengths of a session's payload, in page order. */
-  pageSizes(id: string): Array<[number, number]>;
+  pageSizes(id: string): Promise<Array<[number, number]>>;
   /** One payload page's bytes, or undefined. */
-  page(id: string, page: number): Buffer | undefined;
+  page(id: string, page: number): Promise<Buffer | undefined>;
   /** Sessions that have payload rows but no metadata row. */
-  orphanPayloads(): string[];
+  orphanPayloads(): Promise<string[]>;
   /** Inserts a session (state receiving, offset 0) and its zero-filled pages. */
   insertSteps(row: { id: string; principalCollection: string; principalId: string; collectionId: string; recordId: string; fieldId: string; filename: string; mimetype: string; length: number; created: number; expires: number }): WriteStep[];
   /** Rewrites pages and moves the acknowledged offset from `from` to `to` (guarded: state receiving, offset `from`). */

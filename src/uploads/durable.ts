@@ -53,7 +53,7 @@ export function metadataBytes(s: Pick<UploadSession, 'id' | 'principalCollection
  *   refused store format, invalid recovered state, or a budget change while sessions remain
  */
 export async function openDurableUploads(store: Store, dbPath: string, budgets: UploadBudgets, now = Date.now()): Promise<{ persistence: UploadPersistence; restored: UploadSession[] }> {
-  checkLengthLimit(store, budgets);
+  await checkLengthLimit(store, budgets);
   const lock = acquireUploadOwner(dbPath);
   try {
     const restored = await recover(store, budgets, now);
@@ -65,11 +65,11 @@ export async function openDurableUploads(store: Store, dbPath: string, budgets: 
 }
 
 /** The connection's real length limit must hold the largest payload page and the budgets' cap. */
-function checkLengthLimit(store: Store, budgets: UploadBudgets): void {
+async function checkLengthLimit(store: Store, budgets: UploadBudgets): Promise<void> {
   if (budgets.max_upload_bytes > DURABLE_MAX_UPLOAD_BYTES) throw new UploadStoreError(`max_upload_bytes ${budgets.max_upload_bytes} is above the persistence mode's cap of ${DURABLE_MAX_UPLOAD_BYTES} bytes`);
   try {
     // zeroblob is not materialised: this only asks the connection whether such a value may exist
-    store.reader.getSync('SELECT length(zeroblob(?))', [budgets.max_upload_bytes + 16 * 1024 + 256]);
+    await store.reader.get('SELECT length(zeroblob(?))', [budgets.max_upload_bytes + 16 * 1024 + 256]);
   } catch (err) {
     throw new UploadStoreError(`this database connection cannot hold a payload of max_upload_bytes (${budgets.max_upload_bytes}) plus its metadata: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -77,7 +77,7 @@ function checkLengthLimit(store: Store, budgets: UploadBudgets): void {
 
 async function recover(store: Store, budgets: UploadBudgets, now: number): Promise<UploadSession[]> {
   const sql = store.sql.uploads;
-  const schema = sql.schemaState();
+  const schema = await sql.schemaState();
   if (schema.kind === 'absent') {
     await store.writer.write(sql.createSteps(budgetsJson(budgets)));
     store.reader.endSnapshot();
@@ -97,7 +97,7 @@ async function recover(store: Store, budgets: UploadBudgets, now: number): Promi
   }
 
   // validate everything before any sweep
-  const rows = sql.sessions();
+  const rows = await sql.sessions();
   const sessions = rows.map((r) => validRow(r, earlier));
   const perPrincipal = new Map<string, number>();
   let reserved = 0;
@@ -105,7 +105,7 @@ async function recover(store: Store, budgets: UploadBudgets, now: number): Promi
     const key = `${s.principalCollection}/${s.principalId}`;
     perPrincipal.set(key, (perPrincipal.get(key) ?? 0) + 1);
     if (s.state === 'receiving' || s.state === 'committing') reserved += s.length;
-    const pages = sql.pageSizes(s.id);
+    const pages = await sql.pageSizes(s.id);
     if (s.state === 'completed' || s.state === 'failed') {
       if (pages.length) throw new UploadStoreError(`upload session ${s.id} is ${s.state} but keeps payload rows`);
       continue;
@@ -126,7 +126,7 @@ async function recover(store: Store, budgets: UploadBudgets, now: number): Promi
   // the sweep: expired sessions go without loading their payload; committing ones fail
   const steps: WriteStep[] = [];
   const expired = sessions.filter((s) => s.expiresAt <= now).map((s) => s.id);
-  steps.push(...sql.deleteSteps(expired), ...sql.deleteSteps(sql.orphanPayloads()));
+  steps.push(...sql.deleteSteps(expired), ...sql.deleteSteps(await sql.orphanPayloads()));
   for (const s of live) {
     if (s.state === 'committing') {
       steps.push(...sql.stateSteps(s.id, 'committing', 'failed', true));
@@ -142,7 +142,7 @@ async function recover(store: Store, budgets: UploadBudgets, now: number): Promi
     if (s.state !== 'receiving') continue;
     const payload = Buffer.allocUnsafeSlow(s.length);
     for (let p = 0, at = 0; at < s.length; p++, at += UPLOAD_PAGE_BYTES) {
-      const page = sql.page(s.id, p);
+      const page = await sql.page(s.id, p);
       if (!page) throw new UploadStoreError(`upload session ${s.id} lost payload page ${p}`);
       payload.set(page, at);
     }

@@ -6,6 +6,7 @@
 import type { SqlValue } from '../../store/bind.js';
 import type { ListSql } from '../../store/store.js';
 import type { Store } from '../../context/store.js';
+import type { SyncReads } from '../../store/backend.js';
 import { hidePrivate, type Where } from '../record-scope.js';
 import { boundedCache } from '../../cache/bounded.js';
 import { overBudget, type ListConfig, type ListPlanner, type Scope } from './plan.js';
@@ -47,16 +48,18 @@ export class PageRenderer {
    * caller in a base collection (rules choose rows, not what a row shows), so every caller shares
    * the entries; every write to a record drops its entry (the change feed, Caches). Everything runs synchronously in one event-loop turn, inside one read snapshot, so
    * the ids, the cache and the rendered rows agree: SQLite only (its reads are synchronous on the
-   * main thread; PostgreSQL pages take pageFromPoolIds).
+   * main thread, SqlReader.sync; PostgreSQL has none and answers null here: its pages take
+   * pageFromPoolIds).
    */
   pageFromRowCache(s: Scope, where: Where, order: string[], rendered: string, params: SqlValue[], visits: number, bounded: boolean): Buffer[] | null {
-    const reader = this.store.reader;
+    const reader = this.store.reader.sync;
+    if (reader === null) return null;
     const { pageIds: sql, aggregate: idsSql } = this.idQueriesOf(s, where, order);
     // `bounded`: a walk's page in an unfiltered scope reads at most WALK_STEP + perPage index entries
     if (!bounded && reader.isExpensive(sql, params, visits)) return null;
     if (s.trace) { s.trace.sql = idsSql; s.trace.params = params; }
     const text = reader.getSync(idsSql, params)?.[0] as string | null | undefined;
-    return this.bodiesOf(s, text ? text.split('\u001f') : [], rendered);
+    return this.bodiesOf(s, text ? text.split('\u001f') : [], rendered, reader);
   }
 
   /**
@@ -90,9 +93,10 @@ export class PageRenderer {
     if (this.store.writer.commits !== commits) return null;
     const text = row?.[0] as string | null | undefined;
     const ids = text ? text.split('\u001f') : [];
-    if (this.store.sql.kind !== 'postgres') return this.bodiesOf(s, ids, rendered);
+    const sync = this.store.reader.sync;
+    if (sync !== null) return this.bodiesOf(s, ids, rendered, sync);
     // PostgreSQL: the records not cached are rendered on the pool too
-    const bodies = this.bodiesOf(s, ids, rendered, true);
+    const bodies = this.bodiesOf(s, ids, rendered, null);
     if (bodies === null || !bodies.includes(undefined as unknown as Buffer)) return bodies;
     const missing = ids.filter((_, i) => bodies[i] === undefined);
     const rows = await this.store.reader.allOffThread(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing, this.cfg.timeBudgetMs ?? 0).catch((err) => {
@@ -104,9 +108,11 @@ export class PageRenderer {
 
   /**
    * The bodies of a page's records in page order (Caches.listRows as UTF-8 bytes), those not
-   * cached rendered by one main-thread query and kept; null when a record is gone meanwhile.
+   * cached rendered by one main-thread query on `sync` (SQLite's reader) and kept; null when a
+   * record is gone meanwhile. `sync` null: the missing ones are left as holes, for the caller to
+   * render off the main thread (fillBodies).
    */
-  private bodiesOf(s: Scope, ids: string[], rendered: string, cachedOnly = false): Buffer[] | null {
+  private bodiesOf(s: Scope, ids: string[], rendered: string, sync: SyncReads | null): Buffer[] | null {
     const cache = this.store.caches.listRows;
     const version = this.store.registry.version(s.c.id);
     const bodies: Buffer[] = new Array<Buffer>(ids.length);
@@ -117,10 +123,9 @@ export class PageRenderer {
       if (body === undefined) missing.push(id);
       else bodies[i] = body;
     }
-    // `cachedOnly`: the caller renders the missing ones itself (off the main thread), fillBodies
-    if (!missing.length || cachedOnly) return bodies;
+    if (!missing.length || sync === null) return bodies;
     // one string for all of them: `id US json RS id US json …` (JSON escapes control characters)
-    const rows = this.store.reader.allSync(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
+    const rows = sync.allSync(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing);
     return this.fillBodies(s, ids, bodies, rows[0]?.[0] as string | null | undefined);
   }
 

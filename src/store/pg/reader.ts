@@ -354,6 +354,8 @@ const first = (rows: unknown[][]): unknown[] | undefined => rows[0];
 const timeouts = new WeakMap<pg.PoolClient, number>();
 
 export class PgReader {
+  /** No synchronous reads on PostgreSQL (SqlReader.sync): every read is a round trip the main thread does not wait for. */
+  readonly sync = null;
   private readonly bridge: SyncBridge;
   private readonly pool: pg.Pool;
   private readonly poolSize: number;

@@ -19,7 +19,7 @@ import type { WriteStep } from '../write-job.js';
 import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID } from '../change-feed.js';
 import type { SettingsRowStore } from '../settings-store.js';
 import type { Setting } from '../../model/setting.js';
-import type { BackendKind, SqlReader } from '../backend.js';
+import type { BackendKind, SqlReader, SyncReads } from '../backend.js';
 
 /** What the settings statements spell differently per backend. */
 export interface SettingsSqlDialect {
@@ -60,7 +60,7 @@ export const SETTINGS_DIALECTS: Readonly<Record<BackendKind, SettingsSqlDialect>
  * {@link SETTINGS_DIALECTS}.
  */
 export class SettingsSql implements SettingsRowStore {
-  constructor(private reader: SqlReader, private dialect: SettingsSqlDialect) {}
+  constructor(private reader: SqlReader & Pick<SyncReads, 'getSync' | 'allSync'>, private dialect: SettingsSqlDialect) {}
 
   all(): Setting[] {
     return this.reader.allSync(`SELECT "key","value","created","updated" FROM "_settings" ORDER BY ${this.dialect.keyOrder}`, [])

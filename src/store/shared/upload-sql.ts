@@ -70,12 +70,12 @@ export const UPLOAD_DIALECTS: Readonly<Record<BackendKind, UploadSqlDialect>> = 
 export class UploadSql implements UploadRowStore {
   constructor(private reader: SqlReader, private dialect: UploadSqlDialect, private ddl: readonly string[]) {}
 
-  schemaState(): UploadSchemaState {
-    const have = this.reader.allSync(this.dialect.tablesSql, TABLES).map((r) => String(r[0]));
+  async schemaState(): Promise<UploadSchemaState> {
+    const have = (await this.reader.all(this.dialect.tablesSql, TABLES)).map((r) => String(r[0]));
     if (!have.length) return { kind: 'absent' };
     if (have.length < TABLES.length) return { kind: 'partial', tables: have };
     const settings = new Map<string, string>();
-    for (const r of this.reader.allSync('SELECT "key", "value" FROM "_uploadStore"', [])) settings.set(String(r[0]), String(r[1]));
+    for (const r of await this.reader.all('SELECT "key", "value" FROM "_uploadStore"', [])) settings.set(String(r[0]), String(r[1]));
     return { kind: 'present', settings };
   }
 
@@ -90,25 +90,25 @@ export class UploadSql implements UploadRowStore {
     return { sql: 'UPDATE "_uploadStore" SET "value" = ? WHERE "key" = \'budgets\'', params: [budgetsJson], expect: 'change', fail: { status: 503, code: 'internal', message: 'The upload store has no budgets row.' } };
   }
 
-  sessions(): UploadRow[] {
-    return this.reader.allSync(`SELECT ${COL_LIST} FROM "_uploadSessions" ORDER BY "created"`, []).map((r) => {
+  async sessions(): Promise<UploadRow[]> {
+    return (await this.reader.all(`SELECT ${COL_LIST} FROM "_uploadSessions" ORDER BY "created"`, [])).map((r) => {
       const out = {} as Record<string, unknown>;
       COLS.forEach((c, i) => (out[c] = r[i]));
       return out as unknown as UploadRow;
     });
   }
 
-  pageSizes(id: string): Array<[number, number]> {
-    return this.reader.allSync('SELECT "page", length("data") FROM "_uploadPayloads" WHERE "session" = ? ORDER BY "page"', [id]).map((r) => [Number(r[0]), Number(r[1])]);
+  async pageSizes(id: string): Promise<Array<[number, number]>> {
+    return (await this.reader.all('SELECT "page", length("data") FROM "_uploadPayloads" WHERE "session" = ? ORDER BY "page"', [id])).map((r) => [Number(r[0]), Number(r[1])]);
   }
 
-  page(id: string, page: number): Buffer | undefined {
-    const r = this.reader.getSync('SELECT "data" FROM "_uploadPayloads" WHERE "session" = ? AND "page" = ?', [id, page]);
+  async page(id: string, page: number): Promise<Buffer | undefined> {
+    const r = await this.reader.get('SELECT "data" FROM "_uploadPayloads" WHERE "session" = ? AND "page" = ?', [id, page]);
     return r ? (r[0] as Buffer) : undefined;
   }
 
-  orphanPayloads(): string[] {
-    return this.reader.allSync('SELECT DISTINCT "session" FROM "_uploadPayloads" p WHERE NOT EXISTS (SELECT 1 FROM "_uploadSessions" s WHERE s."id" = p."session")', []).map((r) => String(r[0]));
+  async orphanPayloads(): Promise<string[]> {
+    return (await this.reader.all('SELECT DISTINCT "session" FROM "_uploadPayloads" p WHERE NOT EXISTS (SELECT 1 FROM "_uploadSessions" s WHERE s."id" = p."session")', [])).map((r) => String(r[0]));
   }
 
   insertSteps(row: { id: string; principalCollection: string; principalId: string; collectionId: string; recordId: string; fieldId: string; filename: string; mimetype: string; length: number; created: number; expires: number }): WriteStep[] {

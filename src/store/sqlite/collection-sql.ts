@@ -11,7 +11,7 @@ import { AUTH_HIDDEN_COLUMNS_SQL, collectionSideRowsDeleteSteps } from './auth-s
 import { UnsupportedSchema } from '../errors/store-errors.js';
 import { q } from './sql-ident.js';
 import { searchableFields } from '../full-text.js';
-import type { SqlReader } from '../backend.js';
+import type { SyncReads } from '../backend.js';
 import { vectorColumnsSql, vectorCreateSteps, vectorFields, vectorIndexDropStep, vectorIndexStep, vectorSignature } from './vector-sql.js';
 
 export { q };
@@ -270,7 +270,7 @@ const SCHEMA_OBJECTS_SQL = `SELECT "name", "sql" FROM sqlite_master WHERE "type"
  * what {@link ftsCreateSql} makes now (read from `sqlite_master` on `reader`), with the steps
  * that drop and rebuild them, existing rows indexed (src/store/full-text.ts, staleIndexes).
  */
-export function staleFullTextIndexes(reader: SqlReader, searchable: Collection[]): { stale: Collection[]; steps: WriteStep[] } {
+export function staleFullTextIndexes(reader: SyncReads, searchable: Collection[]): { stale: Collection[]; steps: WriteStep[] } {
   const master = new Map<string, string>();
   for (const row of reader.allSync(SCHEMA_OBJECTS_SQL, [])) master.set(String(row[0]), String(row[1]));
   const stale = searchable.filter((c) => {

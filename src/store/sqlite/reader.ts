@@ -10,7 +10,7 @@ import Database from 'libsql';
 import { Piscina } from 'piscina';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
-import type { ReaderPoolStats } from '../backend.js';
+import type { ReaderPoolStats, SyncReads } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { piscinaRan, workerScript } from '../worker-url.js';
 
@@ -166,8 +166,10 @@ function openPlanner(path: string): InstanceType<typeof Database> {
   return db;
 }
 
-export class Reader {
+export class Reader implements SyncReads {
   readonly db: InstanceType<typeof Database>;
+  /** This reader's synchronous reads (SqlReader.sync): libsql answers on the main thread at once. */
+  readonly sync: SyncReads = this;
   private cache = new LRUCache<string, Stmt>({ max: STMT_CACHE_MAX });
   /** statements that run `all()` (see statement) */
   private allCache = new LRUCache<string, Stmt>({ max: STMT_CACHE_MAX });

@@ -276,23 +276,23 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
     const seen = await differential(async (b) => {
       const out: Record<string, unknown> = {};
       const u = b.uploads;
-      out.absent = u.schemaState();
+      out.absent = await u.schemaState();
       await b.write([u.createSteps('{}')[0]]);
-      out.partial = u.schemaState();
+      out.partial = await u.schemaState();
       await b.write([{ sql: 'DROP TABLE "_uploadStore"', params: [] }]);
-      out.absentAgain = u.schemaState().kind;
+      out.absentAgain = (await u.schemaState()).kind;
       await b.write(u.createSteps('{"max_sessions":3}'));
-      out.present = u.schemaState();
+      out.present = await u.schemaState();
       await b.write([u.budgetsStep('{"max_sessions":4}')]);
-      out.budgets = u.schemaState();
-      out.noSessions = [u.sessions(), u.pageSizes(id), u.page(id, 0), u.orphanPayloads(), u.deleteSteps([])];
+      out.budgets = await u.schemaState();
+      out.noSessions = [(await u.sessions()), (await u.pageSizes(id)), (await u.page(id, 0)), (await u.orphanPayloads()), u.deleteSteps([])];
 
       await b.write(u.insertSteps(meta(id, len, 1_700_000_000_000)));
       await b.write(u.insertSteps(meta(id2, 10, 1_700_000_000_001)));
-      out.sessions = u.sessions();
-      out.pages = [u.pageSizes(id), u.pageSizes(id2)];
-      const zero = u.page(id, 0)!;
-      out.zero = [zero.length, zero.every((x) => x === 0), u.page(id, 2)!.length, u.page(id, 3)];
+      out.sessions = await u.sessions();
+      out.pages = [(await u.pageSizes(id)), (await u.pageSizes(id2))];
+      const zero = (await u.page(id, 0))!;
+      out.zero = [zero.length, zero.every((x) => x === 0), (await u.page(id, 2))!.length, (await u.page(id, 3))];
 
       // a chunk of page 0 and part of page 1, then the offset moves 0 → len of chunk
       const page0 = Buffer.from(chunk.subarray(0, UPLOAD_PAGE_BYTES));
@@ -301,22 +301,22 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       out.append = await outcome(b.write(u.appendSteps(id, 0, chunk.length, [[0, page0], [1, page1]])));
       out.stale = await outcome(b.write(u.appendSteps(id, 0, 5, [[0, page0]])));
       out.badLength = await outcome(b.write(u.appendSteps(id, chunk.length, chunk.length + 10, [[2, Buffer.alloc(10)]])));
-      out.offset = u.sessions().map((s) => [s.id, s.offset, s.state]);
-      out.page0 = u.page(id, 0)!.equals(page0);
-      out.page1 = u.page(id, 1)!.equals(page1);
+      out.offset = (await u.sessions()).map((s) => [s.id, s.offset, s.state]);
+      out.page0 = (await u.page(id, 0))!.equals(page0);
+      out.page1 = (await u.page(id, 1))!.equals(page1);
 
       out.toCommitting = await outcome(b.write(u.stateSteps(id, 'receiving', 'committing', false)));
       out.wrongFrom = await outcome(b.write(u.stateSteps(id, 'receiving', 'failed', true)));
       out.appendCommitting = await outcome(b.write(u.appendSteps(id, chunk.length, chunk.length + 1, [])));
-      out.pagesKept = u.pageSizes(id).length;
+      out.pagesKept = (await u.pageSizes(id)).length;
       out.receipt = await outcome(b.write(u.stateSteps(id, 'committing', 'completed', true)));
-      out.afterReceipt = [u.pageSizes(id), u.sessions().map((s) => [s.id, s.state])];
+      out.afterReceipt = [(await u.pageSizes(id)), (await u.sessions()).map((s) => [s.id, s.state])];
 
       // a payload without its session
       await b.write([{ sql: 'INSERT INTO "_uploadPayloads" ("session", "page", "data") VALUES (?, ?, ?)', params: ['orphan', 0, Buffer.from([1, 2, 3])] }]);
-      out.orphans = u.orphanPayloads();
-      await b.write(u.deleteSteps([...u.orphanPayloads(), id2]));
-      out.afterDelete = [u.orphanPayloads(), u.sessions().map((s) => s.id), u.pageSizes(id2)];
+      out.orphans = await u.orphanPayloads();
+      await b.write(u.deleteSteps([...(await u.orphanPayloads()), id2]));
+      out.afterDelete = [(await u.orphanPayloads()), (await u.sessions()).map((s) => s.id), (await u.pageSizes(id2))];
       return out;
     });
     assert.deepEqual(seen.absent, { kind: 'absent' });
