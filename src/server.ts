@@ -102,7 +102,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   const { reader, registry, sql } = store;
   // stages: the data (above), the services with the app attached, the schema the app declares,
   // realtime, then HTTP
-  const services = buildServices(config, logger, data, app ?? null, null);
+  const services = await buildServices(config, logger, data, app ?? null, null);
   const { ctx, mailQueue } = services;
   const statePath = app?.stateRoute === false ? null : (app?.stateRoute ?? '/api/state');
   // custom sign-in slugs first: a declared collection may turn them on
@@ -125,7 +125,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
         : await applyMigrations(dbPath, pending, onApplied);
       if (applied.length) {
         reader.endSnapshot();
-        registry.load(sql.schema.loadAll()); // a migration may have changed collections
+        registry.load(await sql.schema.loadAll()); // a migration may have changed collections
         // and settings or assignments: announced on the change feed, which FeatureService follows
         await store.writer.write(sql.settings.changedAllSteps());
       }

@@ -70,7 +70,7 @@ export class ImportCommand extends SvcCommand {
     // the server's services, so an --app's record hooks fire for every imported row (docs/framework.md, "Hooks")
     const app = await (await import('../load-app.js')).loadApp(this.app ?? this.context.env.SERVICE_APP);
     const relations = importRelationsKnown(data.store);
-    const services = buildServices(config, logger, data, app ?? null, relations.known);
+    const services = await buildServices(config, logger, data, app ?? null, relations.known);
     try {
       const c = data.store.registry.find(this.collection);
       if (!c) return this.fail('not_found', `no collection "${this.collection}"`);

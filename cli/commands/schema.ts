@@ -42,7 +42,7 @@ abstract class SchemaBase extends SvcCommand {
       try {
         const registry = new CollectionRegistry();
         // a database no server has started on yet has no system tables: no collections
-        if ((await reader.get(`SELECT to_regclass('"_collections"')::text`, []))?.[0]) registry.load(pgStores(reader).schema.loadAll());
+        if ((await reader.get(`SELECT to_regclass('"_collections"')::text`, []))?.[0]) registry.load(await pgStores(reader).schema.loadAll());
         return registry;
       } finally {
         await reader.close();
@@ -54,7 +54,7 @@ abstract class SchemaBase extends SvcCommand {
     const reader = new Reader(databasePath(config.dataDir), 0);
     try {
       const registry = new CollectionRegistry();
-      registry.load(sqliteStores(reader).schema.loadAll());
+      registry.load(await sqliteStores(reader).schema.loadAll());
       return registry;
     } finally {
       await reader.close();

@@ -64,15 +64,18 @@ interface MailParts {
  * (null for the standalone server) supplies the mail backend (`mailer`) and group, the declared
  * flags and experiments, its hooks, tenancy and sign-in methods. `relationsKnown`: the record
  * writer's (RelationsKnown: `svc import`, which holds the data directory alone); null for a server.
+ * Resolves once the settings mirror has been read.
+ * @throws the reader's error when the settings cannot be read
  */
-export function buildServices(config: ServeConfig, logger: Logger, data: OpenedData, app: AppDefinition<AppHandle> | null, relationsKnown: RelationsKnown | null): Services {
+export async function buildServices(config: ServeConfig, logger: Logger, data: OpenedData, app: AppDefinition<AppHandle> | null, relationsKnown: RelationsKnown | null): Promise<Services> {
   const { backend, dbPath, secret, store, files } = data;
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => store.reader.plan(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
   const mail = buildMail(config, logger, store, secret, app);
   const writes = new RecordWriter(store, files, new RecordLifecycle(), relationsKnown);
   const reads = new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries });
-  const features = new FeatureService(store, app?.flags ?? [], app?.experiments ?? []);
+  // the settings mirror is read before anything can ask it (a promise read: PostgreSQL's only kind)
+  const features = await FeatureService.open(store, app?.flags ?? [], app?.experiments ?? []);
   const services = { store, reads, writes, features, mail: mail.service, outbox: mail.outbox };
   const runtime = app ? new AppRuntime(app, services, logger) : AppRuntime.empty(services, logger);
   const auth = new AuthService(store, secret, config, logger, mail.queue.transport('auth'), {

@@ -8,8 +8,10 @@
  * assignments cached change only from the change feed (src/store/change-feed.ts): every write of
  * `_settings` or `_assignments` names its row there (SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID), and
  * the feed delivers it on the writing process before the write is answered and, on PostgreSQL,
- * on every other instance (the cluster feed); each then reads the row again. One invalidation
- * path, whoever wrote (docs/framework.md, "Flags and experiments"). A flag's
+ * on every other instance (the cluster feed); each then reads the row again, with a promise read
+ * the feed waits for (src/store/change-feed.ts: the batch reaches the later listeners, and the
+ * write is answered, once the mirror has it; reloads run one at a time, in commit order). One
+ * invalidation path, whoever wrote (docs/framework.md, "Flags and experiments"). A flag's
  * value is its override (`flag:<name>` = `true`/`false`) or its default. An experiment assigns a
  * subject by xxhash32 of `<experiment>:<subject>` over the weights (the override in
  * `exp:<name>:weights`, a JSON array of integers, or the declared ones); a sticky experiment keeps
@@ -62,12 +64,25 @@ export class FeatureService {
   private readonly overrideListeners = new Set<() => void>();
   /** override changes so far (a state computed across one is not cached) */
   private overridesGen = 0;
-  /** a refresh from the feed failed to read: the mirror is read whole again at its next use */
+  /** a refresh from the feed failed to read: the mirror is read whole again from its next use on */
   private stale = false;
+  /** the reloads of the mirror, one after another (each settles, never rejects) */
+  private reloads: Promise<void> = Promise.resolve();
+  /** a whole reload started by mirror() after a failed one, until it ends */
+  private retrying = false;
   private readonly unsubscribe: () => void;
 
-  constructor(private store: Store, readonly flags: readonly FlagDefinition[] = [], readonly experiments: readonly ExperimentDefinition[] = []) {
-    for (const s of store.sql.settings.all()) this.settings.set(s.key, s);
+  /**
+   * The service over `store` with every setting read into the mirror (`_settings`), following the
+   * change feed from then on.
+   * @throws the reader's error when the settings cannot be read
+   */
+  static async open(store: Store, flags: readonly FlagDefinition[] = [], experiments: readonly ExperimentDefinition[] = []): Promise<FeatureService> {
+    return new FeatureService(store, flags, experiments, await store.sql.settings.all());
+  }
+
+  private constructor(private store: Store, readonly flags: readonly FlagDefinition[], readonly experiments: readonly ExperimentDefinition[], settings: readonly Setting[]) {
+    for (const s of settings) this.settings.set(s.key, s);
     this.flagsByName = new Map(flags.map((f) => [f.name, f]));
     this.experimentsByName = new Map(experiments.map((e) => [e.name, e]));
     this.unsubscribe = store.writer.changes.subscribe((batch) => this.onBatch(batch));
@@ -93,8 +108,10 @@ export class FeatureService {
    * deleted); a truncated `_settings`, or the id `/` (SettingsRowStore.changedAllSteps: after app
    * migrations), reloads them all. States cached go when an override may have
    * moved; a subject's cached state and sticky variant go when its assignment was written.
+   * Answers the reload's promise when settings are read again (the feed waits for it), else
+   * nothing.
    */
-  private onBatch(batch: ChangeBatch): void {
+  private onBatch(batch: ChangeBatch): Promise<void> | undefined {
     let keys: string[] | null = null;
     let allSettings = batch.truncated.includes(SETTINGS_FEED_ID);
     let allAssignments = batch.truncated.includes(ASSIGNMENTS_FEED_ID);
@@ -114,23 +131,32 @@ export class FeatureService {
       this.assigned.clear();
       this.stateCache.clear();
     }
-    let overrides = false;
-    if (allSettings) overrides = this.reloadAll();
-    else if (keys) {
-      // a remote commit: the reader may hold a snapshot taken before it
-      this.store.reader.endSnapshot();
-      for (const key of keys) {
-        this.reload(key);
-        if (this.isOverrideKey(key)) overrides = true;
+    if (!allSettings && !keys) return undefined;
+    const named = keys;
+    return this.serially(async () => {
+      let overrides = false;
+      if (allSettings) overrides = await this.reloadAll();
+      else if (named) {
+        // a remote commit: the reader may hold a snapshot taken before it
+        this.store.reader.endSnapshot();
+        await Promise.all(named.map((key) => this.reload(key)));
+        overrides = named.some((key) => this.isOverrideKey(key));
       }
-    }
-    if (overrides) this.changed();
+      if (overrides) this.changed();
+    });
+  }
+
+  /** Runs `fn` after every reload queued before it (each reload settles: `fn` never rejects). */
+  private serially(fn: () => Promise<void>): Promise<void> {
+    const run = this.reloads.then(fn);
+    this.reloads = run;
+    return run;
   }
 
   /** Reads one setting into the mirror (or out of it when gone); on a failed read the mirror turns stale. */
-  private reload(key: string): void {
+  private async reload(key: string): Promise<void> {
     try {
-      const s = this.store.sql.settings.get(key);
+      const s = await this.store.sql.settings.get(key);
       if (s) this.settings.set(key, s);
       else this.settings.delete(key);
     } catch {
@@ -139,11 +165,11 @@ export class FeatureService {
   }
 
   /** Reads every setting; true when an override's value may have moved (or the read failed). */
-  private reloadAll(): boolean {
+  private async reloadAll(): Promise<boolean> {
     this.store.reader.endSnapshot();
     let rows: Setting[];
     try {
-      rows = this.store.sql.settings.all();
+      rows = await this.store.sql.settings.all();
     } catch {
       this.stale = true;
       return true;
@@ -157,9 +183,19 @@ export class FeatureService {
     return false;
   }
 
-  /** The mirror, read whole again first when a refresh from the feed could not read. */
+  /**
+   * The mirror. When a refresh from the feed could not read, it is read whole again, in the
+   * background (a read never blocks here): this answer is the mirror as it is, the next ones have
+   * the reload once it ended.
+   */
   private mirror(): Map<string, Setting> {
-    if (this.stale && this.reloadAll() && !this.stale) this.changed();
+    if (this.stale && !this.retrying) {
+      this.retrying = true;
+      void this.serially(async () => {
+        if (this.stale && (await this.reloadAll()) && !this.stale) this.changed();
+        this.retrying = false;
+      });
+    }
     return this.settings;
   }
 

@@ -5,8 +5,12 @@
  * main thread: every cache invalidates from it, and realtime, hooks and cross-instance fan-out
  * subscribe to it.
  *
- * Delivery is synchronous, in commit order, after the commit is durable and before any write
- * job of that commit is answered: a request that wrote sees its own write in every cache.
+ * Delivery is in commit order, after the commit is durable and before any write job of that
+ * commit is answered: a request that wrote sees its own write in every cache. It is synchronous
+ * unless a listener must read before the listeners after it may see the batch (a schema or
+ * settings reload: PostgreSQL answers reads only asynchronously): such a listener answers a
+ * promise, and the feed holds the batch, and every batch emitted after it, from the later
+ * listeners until the promise settles (ChangeFeed.emit).
  */
 import { CHANGE_CREATE, CHANGE_DELETE } from './write-job.js';
 
@@ -40,7 +44,13 @@ export interface ChangeBatch {
   truncated: string[];
 }
 
-export type ChangeListener = (batch: ChangeBatch) => void;
+/**
+ * A listener of the feed. It may answer a promise (a native one: an async function's) when it
+ * must finish something asynchronous (a read) before the listeners subscribed after it see the
+ * batch; it must settle (a rejection is reported as an uncaught error, as a throw is) and must
+ * not wait on a write job: jobs are answered only after their batch was delivered.
+ */
+export type ChangeListener = (batch: ChangeBatch) => void | Promise<void>;
 
 /*
  * State that is not records travels on the same feed, under reserved "collection" ids that no
@@ -74,9 +84,32 @@ export const EVERY_ROW = '/';
 /** Every reserved id above (the cluster feed names them in its "everything changed" batch). */
 export const STATE_FEED_IDS: readonly string[] = [SETTINGS_FEED_ID, ASSIGNMENTS_FEED_ID, SESSIONS_FEED_ID];
 
-/** The stream: subscribe, and the writer client emits. A listener that throws does not stop the others. */
+/** Reports a listener's failure without stopping the feed: thrown again outside it, as an uncaught error. */
+function rethrow(err: unknown): void {
+  queueMicrotask(() => {
+    throw err;
+  });
+}
+
+/**
+ * The stream: subscribe, and the writer client emits. A listener that throws does not stop the
+ * others. Listeners see the batches in commit order, each batch in subscription order; a listener
+ * that answers a promise holds the batch from the listeners after it until it settles, and
+ * the batches emitted meanwhile wait behind it (the backlog), so no listener sees a batch before
+ * an earlier one.
+ */
 export class ChangeFeed {
   private listeners: ChangeListener[] = [];
+  /** Batches emitted while an earlier one waits on a listener, in order, with what tells their emitter; null when none waits. */
+  private backlog: Array<{ batch: ChangeBatch; delivered: () => void }> | null = null;
+
+  /**
+   * @param onLate called after a batch whose delivery waited (on a listener, or in the backlog)
+   *   has reached every listener: the writer counts it as one more commit (its `commits`), so a
+   *   read cached meanwhile, under a commit count whose batch had not reached the caches yet, is
+   *   not served after it (src/cache/caches.ts: caches are valid for one commit count)
+   */
+  constructor(private readonly onLate: (() => void) | null = null) {}
 
   /** Adds a listener; returns the function that removes it. */
   subscribe(listener: ChangeListener): () => void {
@@ -86,17 +119,63 @@ export class ChangeFeed {
     };
   }
 
-  /** Delivers one batch to every listener, in subscription order. */
-  emit(batch: ChangeBatch): void {
-    for (const l of this.listeners) {
+  /**
+   * Delivers one batch to every listener, in subscription order. Answers undefined when every
+   * listener has it on return (the common case), else a promise that settles (never rejects)
+   * once the last listener has it: the writer answers the batch's jobs then.
+   */
+  emit(batch: ChangeBatch): Promise<void> | undefined {
+    if (this.backlog) return new Promise<void>((resolve) => this.backlog!.push({ batch, delivered: resolve }));
+    const waiting = this.deliver(batch, this.listeners, 0, false);
+    if (!waiting) return undefined;
+    this.backlog = [];
+    // told before the backlog moves on, so the batches' jobs are answered in commit order too
+    return new Promise<void>((resolve) => {
+      void waiting.then(() => {
+        resolve();
+        this.caughtUp();
+      });
+    });
+  }
+
+  /** Hands `batch` to `listeners` from `from` on; a promise when one of them answered one (the rest follow it). */
+  private deliver(batch: ChangeBatch, listeners: readonly ChangeListener[], from: number, resumed: boolean): Promise<void> | undefined {
+    for (let i = from; i < listeners.length; i++) {
+      const l = listeners[i];
+      // after a wait, a listener removed meanwhile is skipped
+      if (resumed && !this.listeners.includes(l)) continue;
+      let r: void | Promise<void>;
       try {
-        l(batch);
+        r = l(batch);
       } catch (err) {
-        queueMicrotask(() => {
-          throw err;
-        });
+        rethrow(err);
+        continue;
+      }
+      if (r instanceof Promise) {
+        return r.then(undefined, rethrow).then(() => this.deliver(batch, listeners, i + 1, true));
       }
     }
+    return undefined;
+  }
+
+  /** After a batch that waited reached every listener: counts it late, then delivers the backlog in order until one waits again. */
+  private caughtUp(): void {
+    this.onLate?.();
+    const backlog = this.backlog!;
+    while (backlog.length) {
+      const next = backlog.shift()!;
+      const waiting = this.deliver(next.batch, this.listeners, 0, false);
+      if (waiting) {
+        void waiting.then(() => {
+          next.delivered();
+          this.caughtUp();
+        });
+        return;
+      }
+      this.onLate?.();
+      next.delivered();
+    }
+    this.backlog = null;
   }
 }
 

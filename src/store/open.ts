@@ -62,7 +62,7 @@ export async function openSqliteStore(dbPath: string, logger: Logger, readers: n
   const upgrade = linkUpgradeSteps((table, column) => reader.getSync('SELECT 1 FROM pragma_table_info(?) WHERE "name" = ?', [table, column]) !== undefined);
   if (upgrade.length) await writer.write(upgrade.map((sql) => ({ sql, params: [] })));
   const sql = sqliteStores(reader);
-  registry.load(sql.schema.loadAll());
+  registry.load(await sql.schema.loadAll());
   // record tables made before every table had its `created` index (docs/operations.md, "Upgrades")
   const unindexed = registry.all().filter((c) => !c.system && reader.getSync('SELECT 1 FROM sqlite_master WHERE "type" = \'index\' AND "name" = ?', [createdIndexName(c)]) === undefined);
   for (const c of unindexed) logger.info(`indexing "created" of collection "${c.name}"`);

@@ -9,8 +9,11 @@ import type { Collection } from '../model/schema.js';
 import type { WriteStep } from './write-job.js';
 
 export interface SchemaStore {
-  /** Every stored collection definition, in storage order (read at startup, outside any cache). */
-  loadAll(): Collection[];
+  /**
+   * Every stored collection definition, in storage order (read at startup and, on PostgreSQL,
+   * after any instance's schema change; outside any cache). A promise on both backends.
+   */
+  loadAll(): Promise<Collection[]>;
   /**
    * Steps creating collection `c`: its table, indexes, full-text and vector indexes, the
    * relation triggers of the whole schema `after` (replacing those of `before`), and its stored

@@ -7,10 +7,10 @@ import type { WriteStep } from './write-job.js';
 import type { Setting } from '../model/setting.js';
 
 export interface SettingsRowStore {
-  /** Every setting, by key. */
-  all(): Setting[];
+  /** Every setting, by key (a promise on both backends: FeatureService reads on the change feed, never blocking). */
+  all(): Promise<Setting[]>;
   /** One setting, or undefined when there is none. */
-  get(key: string): Setting | undefined;
+  get(key: string): Promise<Setting | undefined>;
   /**
    * Step creating or replacing a setting (`created` kept on replace). Like every step that writes
    * `_settings` or `_assignments`, it names its row on the change feed (`creates` under

@@ -68,7 +68,7 @@ before(async () => {
   await Promise.all(jobs);
   if (TEST_BACKEND === 'postgres') return; // the registry serves the SQLite-only SQL and plan checks
   const reader = new Reader(join(dataDir, 'data.db'), 0);
-  registry.load(sqliteStores(reader).schema.loadAll());
+  registry.load(await sqliteStores(reader).schema.loadAll());
   await reader.close();
 });
 
@@ -215,7 +215,7 @@ test('a semi-join still hides related rows the related view rule denies', async 
       const c = registry.byName('cities')!;
       const reg = new CollectionRegistry();
       const reader = new Reader(join(dataDir, 'data.db'), 0);
-      reg.load(sqliteStores(reader).schema.loadAll());
+      reg.load(await sqliteStores(reader).schema.loadAll());
       await reader.close();
       const compiled = compileExpression("country.code = 'LU'", reg.byName('cities') ?? c, reg, { mode: 'filter', alias: 'r' });
       assert.match(compiled.sql, /IN \(SELECT r_1\."id" FROM "countries" r_1 WHERE \(r_1\."code" IS NOT \?\) AND/);

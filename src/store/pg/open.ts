@@ -152,7 +152,7 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
     if (Number((await reader.get(SEARCH_FOLDS_SQL, []))?.[0] ?? 0) !== 1) logger.warn(SEARCH_NO_UNACCENT_WARNING);
     writer.committed.subscribe(() => reader.endSnapshot());
     const sql = pgStores(reader, { vector }, localLimits);
-    registry.load(sql.schema.loadAll());
+    registry.load(await sql.schema.loadAll());
     await upgradeRecordTables(reader, writer, registry.all(), logger);
     await writer.syncChangeTriggers(changeTables(registry.all()));
     const cluster = await ClusterFeed.start({
@@ -170,13 +170,15 @@ export async function openPostgres(url: string, logger: Logger, envKey: Buffer |
     const locks = new ClusterLock(url);
     cleanup.push(() => locks.close());
     // a schema change (of any instance) reloads the registry before the batch reaches the caches
-    // and the realtime hub, which subscribed after this listener
+    // and the realtime hub, which subscribed after this listener: the feed holds the batch (and
+    // those after it) from them until the definitions are read (src/store/change-feed.ts)
+    const reloadSchema = async (): Promise<void> => {
+      registry.load(await sql.schema.loadAll());
+      reader.invalidate(); // cached statements and plans (what Store.schemaChanged does)
+    };
     const schemaListener = writer.changes.subscribe((batch) => {
-      if (batch.truncated.includes(SCHEMA_FEED_ID) || batch.changes.some((c) => c.collection === SCHEMA_FEED_ID)) {
-        reader.endSnapshot();
-        registry.load(sql.schema.loadAll());
-        reader.invalidate(); // cached statements and plans (what Store.schemaChanged does)
-      }
+      if (batch.truncated.includes(SCHEMA_FEED_ID) || batch.changes.some((c) => c.collection === SCHEMA_FEED_ID)) return reloadSchema();
+      return undefined;
     });
     cleanup.push(async () => schemaListener());
     const claimTick = async (job: string, tick: Date): Promise<boolean> => {

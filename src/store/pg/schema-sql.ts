@@ -39,16 +39,9 @@ const SELECT_ALL = 'SELECT "id","name","type","system","fields","indexes","optio
 export class PgSchemaSql implements SchemaStore {
   constructor(private reader: PgReader, private options: PgDdlOptions = { vector: false }) {}
 
-  /**
-   * Reads through the reader's synchronous bridge: with snapshots off (the default) that is one
-   * statement in its own implicit transaction; with them on it ends the turn's snapshot first, so
-   * the definitions are read fresh and no snapshot is left open by this read.
-   */
-  loadAll(): Collection[] {
-    this.reader.endSnapshot();
-    const rows = this.reader.allSync(SELECT_ALL, []);
-    this.reader.endSnapshot();
-    return rows.map(rowToCollection);
+  /** Reads on a connection of the reader's pool: one statement in its own implicit transaction, so the definitions are read fresh. */
+  async loadAll(): Promise<Collection[]> {
+    return (await this.reader.all(SELECT_ALL, [])).map(rowToCollection);
   }
 
   createSteps(c: Collection, before: Collection[], after: Collection[]): WriteStep[] {

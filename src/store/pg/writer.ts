@@ -250,8 +250,11 @@ function changesOf(r: pg.QueryArrayResult): number {
 }
 
 export class PgWriter {
-  /** The committed changes, delivered after `committed` and before the jobs of the commit settle. */
-  readonly changes = new ChangeFeed();
+  /**
+   * The committed changes, delivered after `committed` and before the jobs of the commit settle; a
+   * batch delivered late (ChangeFeed's onLate) counts as one more commit.
+   */
+  readonly changes = new ChangeFeed(() => void this.commits++);
   /** Group commits so far (caches of rendered reads are valid for one count). */
   commits = 0;
   /** Called after each group commit, before any of its jobs' promises settle. */
@@ -541,16 +544,18 @@ export class PgWriter {
     this.commits++;
     this.committed.call();
     if (group.length && this.commitLatency.any) this.commitLatency.call(performance.now() - group[0]!.at);
-    // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
-    // every subscriber before any of them runs.
     const created = createsOf(group, outcomes);
-    group.forEach((j, k) => {
+    const [flat, truncated] = mergeNotes(taken);
+    // The jobs are answered once the feed has delivered their commit: at once, or, when a
+    // listener reads first (a schema or settings reload, change-feed.ts), after that read.
+    const delivered = created.length || flat || truncated ? this.changes.emit(decodeChanges(this.commits, created, flat, truncated)) : undefined;
+    const answer = (): void => group.forEach((j, k) => {
       const o = outcomes[k];
       if (o instanceof Error) j.reject(o);
       else j.resolve(o);
     });
-    const [flat, truncated] = mergeNotes(taken);
-    if (created.length || flat || truncated) this.changes.emit(decodeChanges(this.commits, created, flat, truncated));
+    if (delivered) void delivered.then(answer);
+    else answer();
   }
 
   /**

@@ -19,7 +19,7 @@ import type { WriteStep } from '../write-job.js';
 import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID } from '../change-feed.js';
 import type { SettingsRowStore } from '../settings-store.js';
 import type { Setting } from '../../model/setting.js';
-import type { BackendKind, SqlReader, SyncReads } from '../backend.js';
+import type { BackendKind, SqlReader } from '../backend.js';
 
 /** What the settings statements spell differently per backend. */
 export interface SettingsSqlDialect {
@@ -60,15 +60,15 @@ export const SETTINGS_DIALECTS: Readonly<Record<BackendKind, SettingsSqlDialect>
  * {@link SETTINGS_DIALECTS}.
  */
 export class SettingsSql implements SettingsRowStore {
-  constructor(private reader: SqlReader & Pick<SyncReads, 'getSync' | 'allSync'>, private dialect: SettingsSqlDialect) {}
+  constructor(private reader: SqlReader, private dialect: SettingsSqlDialect) {}
 
-  all(): Setting[] {
-    return this.reader.allSync(`SELECT "key","value","created","updated" FROM "_settings" ORDER BY ${this.dialect.keyOrder}`, [])
+  async all(): Promise<Setting[]> {
+    return (await this.reader.all(`SELECT "key","value","created","updated" FROM "_settings" ORDER BY ${this.dialect.keyOrder}`, []))
       .map((r) => ({ key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) }));
   }
 
-  get(key: string): Setting | undefined {
-    const r = this.reader.getSync('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = ?', [key]);
+  async get(key: string): Promise<Setting | undefined> {
+    const r = await this.reader.get('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = ?', [key]);
     return r ? { key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) } : undefined;
   }
 

@@ -15,7 +15,7 @@ export class SqliteSchemaSql implements SchemaStore {
   constructor(private reader: Reader) {}
 
   /** Reads on the reader's connection directly: no cached statement, no read snapshot left open. */
-  loadAll(): Collection[] {
+  async loadAll(): Promise<Collection[]> {
     const rows = this.reader.db.prepare(SELECT_ALL).raw(true).all([]) as unknown[][];
     return rows.map(rowToCollection);
   }

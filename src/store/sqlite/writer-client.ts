@@ -11,6 +11,16 @@ import { Subscribers } from '../subscribers.js';
 
 /** A job sent and not yet answered; `at`: when it was queued (performance.now(), ms), for its latency. */
 type Pending = { resolve: (r: StepResult[]) => void; reject: (e: unknown) => void; steps: WriteStep[]; at: number };
+/** A decoded job of a group: its results, or why it failed (WriterClient.decodeGroup). */
+type Outcome = { job: Pending; result: StepResult[] | Error };
+
+/** Answers each job of a group with its outcome. */
+function answer(outcomes: readonly Outcome[]): void {
+  for (const o of outcomes) {
+    if (o.result instanceof Error) o.job.reject(o.result);
+    else o.job.resolve(o.result);
+  }
+}
 
 /** Error of a write that SQLite refused (constraint, schema, I/O). */
 export class WriteError extends Error {
@@ -52,8 +62,11 @@ export class WriterClient {
   };
   /** Called after each group commit, before any of its jobs' promises settle (read snapshots end here). */
   readonly committed = new Subscribers<[]>();
-  /** The committed changes, delivered after `committed` and before the jobs of the commit settle. */
-  readonly changes = new ChangeFeed();
+  /**
+   * The committed changes, delivered after `committed` and before the jobs of the commit settle; a
+   * batch delivered late (ChangeFeed's onLate) counts as one more commit.
+   */
+  readonly changes = new ChangeFeed(() => void this.commits++);
   /** Group commits reported so far (caches of rendered reads are valid for one count). */
   commits = 0;
   /** Called after each group commit with its latency (SqlWriter.commitLatency). */
@@ -72,13 +85,16 @@ export class WriterClient {
       const n = msg.length;
       // jobs are answered in the order they were sent: the group's first is its oldest
       const oldest = n > 2 && this.commitLatency.any ? this.pending.get(msg[0] as number)?.at : undefined;
-      // Settling only queues the jobs' continuations (microtasks): the feed below still reaches
-      // every subscriber before any of them runs.
-      const created = this.settleGroup(msg, n - 2);
+      const created: Change[] = [];
+      const outcomes = this.decodeGroup(msg, n - 2, created);
       if (oldest !== undefined) this.commitLatency.call(performance.now() - oldest);
-      if (created.length || msg[n - 2] !== null || msg[n - 1] !== null) {
-        this.changes.emit(decodeChanges(this.commits, created, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null));
-      }
+      // The jobs are answered once the feed has delivered their commit: at once, or, when a
+      // listener reads first (a settings reload, change-feed.ts), after that read.
+      const delivered = created.length || msg[n - 2] !== null || msg[n - 1] !== null
+        ? this.changes.emit(decodeChanges(this.commits, created, msg[n - 2] as unknown[] | null, msg[n - 1] as string[] | null))
+        : undefined;
+      if (delivered) void delivered.then(() => answer(outcomes));
+      else answer(outcomes);
     });
     worker.on('error', (err) => this.failAll(err));
     worker.on('exit', () => {
@@ -159,18 +175,20 @@ export class WriterClient {
   }
 
   /**
-   * Settles the jobs of one message of outcomes (wire format in write-job.ts); returns the
-   * records the committed jobs created (their steps' `creates`), as changes.
+   * Decodes one message of outcomes (wire format in write-job.ts) into each job with its result
+   * or error, taking the jobs off `pending`; pushes onto `created` the records the committed jobs
+   * created (their steps' `creates`), as changes. The jobs are answered by `answer`.
    */
-  private settleGroup(out: unknown[], end: number): Change[] {
-    const created: Change[] = [];
+  private decodeGroup(out: unknown[], end: number, created: Change[]): Outcome[] {
+    const outcomes: Outcome[] = [];
     let k = 0;
     while (k < end) {
       const id = out[k] as number;
       const kind = out[k + 1] as number;
       k += 2;
       const p = this.pending.get(id);
-      if (p === undefined) return created; // every pending job was failed already (the thread died)
+      if (p === undefined) return outcomes; // every pending job was failed already (the thread died)
+      this.pending.delete(id);
       if (kind === OUT_OK) {
         // The step count and which steps return rows are known here, from the job as sent.
         const steps = p.steps;
@@ -185,21 +203,18 @@ export class WriterClient {
             k += 1;
           }
         }
-        this.pending.delete(id);
-        p.resolve(results);
+        outcomes.push({ job: p, result: results });
       } else if (kind === OUT_GUARD) {
         const step = out[k] as number;
         k += 1;
-        this.pending.delete(id);
-        p.reject(new GuardFailed(step, p.steps[step]?.fail));
+        outcomes.push({ job: p, result: new GuardFailed(step, p.steps[step]?.fail) });
       } else {
         const [step, code, message] = [out[k] as number, out[k + 1] as string, out[k + 2] as string];
         k += 3;
-        this.pending.delete(id);
-        p.reject(new WriteError(code, message, step));
+        outcomes.push({ job: p, result: new WriteError(code, message, step) });
       }
     }
-    return created;
+    return outcomes;
   }
 
   private failAll(err: unknown): void {

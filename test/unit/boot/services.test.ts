@@ -23,7 +23,7 @@ async function withServices(app: AppDefinition<AppHandle> | null, features: stri
   const dir = mkdtempSync(join(tmpdir(), 'svc-boot-'));
   const config = loadServeConfig({ 'data-dir': dir }, features ? { SERVICE_FEATURES: features } : {});
   const data = await openDataDir(config, logger, 0);
-  const services = buildServices(config, logger, data, app, null);
+  const services = await buildServices(config, logger, data, app, null);
   try {
     await fn(services);
   } finally {

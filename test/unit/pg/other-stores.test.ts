@@ -157,10 +157,10 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       await b.write([b.settings.putStep('Alpha', '{"a":1}', T0)]);
       await b.write([b.settings.putStep('alpha', 'x', T0)]);
       await b.write([b.settings.putStep('zeta', '2', T1)]);
-      out.all = b.settings.all();
+      out.all = await b.settings.all();
       out.delete = await outcome(b.write([b.settings.deleteStep('alpha', notFound)]));
       out.deleteMissing = await outcome(b.write([b.settings.deleteStep('alpha', notFound)]));
-      out.after = b.settings.all();
+      out.after = await b.settings.all();
       out.none = (await b.settings.assignment('exp', 'user1'));
       await b.write([b.settings.assignStep('exp', 'user1', 'A', T0)]);
       await b.write([b.settings.assignStep('exp', 'user1', 'B', T1)]);
@@ -363,21 +363,21 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       const out: Record<string, unknown> = {};
       // the system collection's times are those of each database's bootstrap
       const byId = (cs: Collection[]) => [...cs].sort((x, y) => (x.id < y.id ? -1 : 1)).map((c) => (c.system ? { ...c, created: '', updated: '' } : c));
-      out.initial = byId(b.schema.loadAll());
-      const base = b.schema.loadAll();
+      out.initial = byId(await b.schema.loadAll());
+      const base = await b.schema.loadAll();
       const afterCreate = [...base, posts];
       await b.write(b.schema.createSteps(posts, base, afterCreate));
       await b.write([{ sql: 'INSERT INTO "posts" ("id","created","updated","title","avatar","docs") VALUES (?,?,?,?,?,?)', params: ['r1', T0, T0, 'Hello', 'a_1.png', '["d_1.pdf","d_2.pdf"]'] }]);
-      out.created = byId(b.schema.loadAll());
+      out.created = byId(await b.schema.loadAll());
       const next: Collection = {
         ...posts, name: 'articles', updated: T1,
         fields: [field('f_title', 'headline', 'text'), single, multi, field('f_views', 'views', 'number')],
       };
       await b.write(b.schema.updateSteps(posts, next, afterCreate, [...base, next]));
-      out.updated = byId(b.schema.loadAll());
+      out.updated = byId(await b.schema.loadAll());
       out.data = (await b.get('SELECT "headline","avatar","views" FROM "articles" WHERE "id" = ?', ['r1']));
       await b.write(b.schema.deleteSteps(next, [...base, next], base));
-      out.deleted = byId(b.schema.loadAll());
+      out.deleted = byId(await b.schema.loadAll());
       out.tableGone = (await outcome(Promise.resolve().then(() => b.get('SELECT 1 FROM "articles"', [])))).startsWith('error');
       return out;
     });
@@ -392,22 +392,22 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
 
   test('schema store: loadAll answers collections in creation order on PostgreSQL', async () => {
     const pgb = backends[0];
-    const base = pgb.schema.loadAll();
+    const base = await pgb.schema.loadAll();
     const a = { ...coll('c_order_b', 'order_b', [title]), created: '2999-02-01 00:00:00.000Z' };
     const z = { ...coll('c_order_a', 'order_a', [title]), created: '2999-03-01 00:00:00.000Z' };
     await pgb.write(pgb.schema.createSteps(z, base, [...base, z]));
     await pgb.write(pgb.schema.createSteps(a, [...base, z], [...base, z, a]));
-    assert.deepEqual(pgb.schema.loadAll().map((c) => c.id).slice(-2), ['c_order_b', 'c_order_a']);
+    assert.deepEqual((await pgb.schema.loadAll()).map((c) => c.id).slice(-2), ['c_order_b', 'c_order_a']);
     await pgb.write(pgb.schema.deleteSteps(a, [...base, z, a], [...base, z]));
     await pgb.write(pgb.schema.deleteSteps(z, [...base, z], base));
-    assert.deepEqual(pgb.schema.loadAll(), base);
+    assert.deepEqual(await pgb.schema.loadAll(), base);
   });
 
   test('file store: stored names read back as on SQLite, guard on concurrent change, referenced rows', async () => {
     let rawPg: unknown;
     const seen = await differential(async (b) => {
       const out: Record<string, unknown> = {};
-      const base = b.schema.loadAll();
+      const base = await b.schema.loadAll();
       await b.write(b.schema.createSteps(posts, base, [...base, posts]));
       const insert = 'INSERT INTO "posts" ("id","created","updated","title","avatar","docs") VALUES (?,?,?,?,?,?)';
       await b.write([{ sql: insert, params: ['r1', T0, T0, 'one', 'a_1.png', '["d_1.pdf","d é_2.pdf"]'] }]);

@@ -48,11 +48,11 @@ after(async () => {
 });
 
 test('a collection through the schema store, a record through the record statements', { skip }, async () => {
-  const before = sql.schema.loadAll();
+  const before = await sql.schema.loadAll();
   assert.ok(!before.some((c) => c.name === 'notes'));
   await writer!.write(sql.schema.createSteps(notes, before, [...before, notes]));
   reader!.invalidate();
-  const loaded = sql.schema.loadAll().find((c) => c.id === notes.id);
+  const loaded = (await sql.schema.loadAll()).find((c) => c.id === notes.id);
   assert.equal(loaded?.name, 'notes');
   assert.deepEqual(loaded?.fields.map((f) => f.name), ['title', 'n', 'tags']);
   const cols = ['id', 'created', 'updated', 'title', 'n', 'tags'];
@@ -66,7 +66,7 @@ test('a collection through the schema store, a record through the record stateme
 
 test('settings and sessions through their stores', { skip }, async () => {
   await writer!.write([sql.settings.putStep('app.name', JSON.stringify('svc'), T0)]);
-  assert.deepEqual(sql.settings.all().find((s) => s.key === 'app.name')?.value, JSON.stringify('svc'));
+  assert.deepEqual((await sql.settings.all()).find((s) => s.key === 'app.name')?.value, JSON.stringify('svc'));
   await writer!.write(sql.sessions.createSteps('c_users', 'u1', '2000-01-01 00:00:00.000Z', { id: 'sid1', created: T0, user_agent: 'test', ip: '127.0.0.1' }));
   assert.equal((await sql.sessions.lastSeen('c_users', 'u1', 'sid1')), T0);
   assert.deepEqual((await sql.sessions.list('c_users', 'u1', '2000-01-01 00:00:00.000Z')).map((s) => s.id), ['sid1']);
