@@ -1,41 +1,29 @@
 /**
- * The worker of PgReader's sync bridge (src/store/pg/reader.ts). It owns one pg.Client and answers
- * the main thread, which blocks until the answer is there:
+ * Two things of PostgreSQL's reading, shared by the main thread and this file's worker:
  *
- * - the main thread posts a request on the MessagePort it shares with this worker, then waits with
- *   `Atomics.wait` on `flag[0]` (0: no answer yet);
- * - this worker runs the request, posts the answer on the port, then stores 1 in `flag[0]` and
- *   wakes the main thread (`Atomics.notify`), which takes the answer with `receiveMessageOnPort`.
+ * - the type parsers every PostgreSQL read connection uses (`readTypes`), PgReader's pool
+ *   (src/store/pg/reader.ts) among them, and what tells a lost connection from a failed statement
+ *   (`isConnectionFailure`);
+ * - the worker of the app migrations' synchronous connection (src/store/pg/migrations-sql.ts,
+ *   MigrationBridge). It owns one pg.Client and answers the main thread, which blocks until the
+ *   answer is there: the main thread posts a request on the MessagePort it shares with this
+ *   worker, then waits with `Atomics.wait` on `flag[0]` (0: no answer yet); this worker runs the
+ *   request, posts the answer on the port, then stores 1 in `flag[0]` and wakes the main thread
+ *   (`Atomics.notify`), which takes the answer with `receiveMessageOnPort`. Such a worker runs
+ *   only while migrations are applied or listed (before the server listens, or under `svc
+ *   migrate`): no serving path ever blocks on it.
  *
- * Requests are handled one at a time, in order. `query` and `close` are answered; `end` (finish
- * the read snapshot) and `forget` (drop prepared statements) are not: the main thread does not
- * wait for them, and a request posted after them runs after them.
- *
- * Snapshots: a `query` with `snap` runs inside a REPEATABLE READ READ ONLY transaction, begun if
- * none is open (BEGIN and the query are pipelined when the main thread asks for `pipeline` in the
- * client configuration, as PgReader does with snapshots on: one network round trip); `end` commits it. A
- * statement that fails inside it rolls it back (PostgreSQL refuses every later statement of a
- * failed transaction), so the next read starts a new snapshot.
- *
- * Statements with parameters are prepared once per connection (named, at most NAMED_MAX; past
- * that, unnamed). A connection that fails (killed backend, server restart, network) is dropped and
- * the read is tried once more on a new one: reads have no side effects.
- *
- * This module also exports the type parsers both halves of PgReader use (`readTypes`); it starts
- * serving only when it runs as the bridge's worker.
+ * Requests are handled one at a time, in order, each answered. A statement is never retried on a
+ * new connection: a migration's `BEGIN` goes on on the same connection, or fails. This module
+ * starts serving only when it runs as the migration bridge's worker.
  */
 import { isMainThread, workerData, type MessagePort } from 'node:worker_threads';
 import pg from 'pg';
 
-/** Most statements prepared (named) on one bridge connection. */
-export const NAMED_MAX = 1000;
-
-/** What the main thread asks. */
+/** What the main thread asks: one statement (or a script of several, without parameters), the connection, the end. */
 export type BridgeRequest =
-  | { op: 'query'; sql: string; params: unknown[]; snap: boolean; prepare: boolean; noRetry?: boolean }
+  | { op: 'query'; sql: string; params: unknown[] }
   | { op: 'connect' }
-  | { op: 'end' }
-  | { op: 'forget' }
   | { op: 'close' };
 
 /** A PostgreSQL error (or a connection error) as it crosses the port. */
@@ -53,7 +41,7 @@ export interface BridgeError {
   database: boolean;
 }
 
-/** The answer to `query`, `connect` or `close`. */
+/** The answer to every request: rows as arrays, `blobs` the indexes of bytea columns, `changes` the rows changed. */
 export type BridgeReply =
   | { ok: true; rows: unknown[][]; blobs: number[] | null; pid: number | null; changes?: number; fields?: string[] }
   | { ok: false; error: BridgeError; pid: number | null };
@@ -141,26 +129,16 @@ export function toBridgeError(err: unknown): BridgeError {
   return out;
 }
 
-/** A prepared statement whose result shape changed under it (DDL in another session). */
-const isStalePlan = (err: unknown): boolean =>
-  err instanceof pg.DatabaseError && err.code === '0A000' && /cached plan must not change result type/.test(err.message);
-
-const BEGIN_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
-
+/** The worker's half: one connection, one request at a time. */
 class Bridge {
   private client: pg.Client | null = null;
-  private connecting: Promise<pg.Client> | null = null;
-  private lost = false;
-  private inTx = false;
-  private names = new Map<string, string>();
-  private namesMade = 0;
   private chain: Promise<void> = Promise.resolve();
 
   constructor(private readonly init: BridgeInit) {
     init.port.on('message', (msg: BridgeRequest) => {
       this.chain = this.chain.then(() => this.handle(msg)).catch((err: unknown) => {
         // not expected (handle answers every request itself): still never leave the main thread waiting
-        if (msg.op === 'query' || msg.op === 'connect' || msg.op === 'close') this.reply({ ok: false, error: toBridgeError(err), pid: null });
+        this.reply({ ok: false, error: toBridgeError(err), pid: null });
       });
     });
   }
@@ -172,135 +150,45 @@ class Bridge {
   }
 
   private get pid(): number | null {
-    return this.client && !this.lost ? ((this.client as unknown as { processID: number | null }).processID ?? null) : null;
+    return this.client ? ((this.client as unknown as { processID: number | null }).processID ?? null) : null;
   }
 
   private async handle(msg: BridgeRequest): Promise<void> {
     switch (msg.op) {
-      case 'query':
-        return this.reply(await this.query(msg.sql, msg.params, msg.snap, msg.prepare, !msg.noRetry));
       case 'connect':
         try {
-          await this.connection();
+          const client = new pg.Client({ ...this.init.config, types: readTypes() });
+          client.on('error', () => undefined); // the next statement fails with it
+          await client.connect();
+          this.client = client;
           return this.reply({ ok: true, rows: [], blobs: null, pid: this.pid });
         } catch (err) {
           return this.reply({ ok: false, error: toBridgeError(err), pid: null });
         }
-      case 'end':
-        if (this.inTx && this.client && !this.lost) {
-          this.inTx = false;
-          await this.client.query('COMMIT').catch(() => this.drop());
-        }
-        this.inTx = false;
-        return;
-      case 'forget':
-        // pg remembers which names it parsed on a connection: a new connection forgets them all
-        this.inTx = false;
-        this.drop(true);
-        await this.connection().catch(() => undefined);
-        return;
-      case 'close':
-        this.inTx = false;
-        if (this.connecting) await this.connecting.catch(() => undefined);
-        {
-          const c = this.client;
-          this.client = null;
-          if (c) await c.end().catch(() => undefined);
-        }
+      case 'query':
+        return this.reply(await this.query(msg.sql, msg.params));
+      case 'close': {
+        const c = this.client;
+        this.client = null;
+        if (c) await c.end().catch(() => undefined);
         this.reply({ ok: true, rows: [], blobs: null, pid: null });
         this.init.port.close();
         return;
-    }
-  }
-
-  /** The open connection, connecting (again) when there is none or it was lost. */
-  private connection(): Promise<pg.Client> {
-    if (this.client && !this.lost) return Promise.resolve(this.client);
-    if (this.connecting) return this.connecting;
-    this.drop();
-    const client = new pg.Client({ ...this.init.config, types: readTypes() });
-    client.on('error', () => {
-      if (this.client === client) this.lost = true;
-    });
-    client.on('end', () => {
-      if (this.client === client) this.lost = true;
-    });
-    this.connecting = client.connect().then(
-      () => {
-        this.connecting = null;
-        this.client = client;
-        this.lost = false;
-        this.inTx = false;
-        this.names.clear();
-        this.namesMade = 0;
-        return client;
-      },
-      (err: unknown) => {
-        this.connecting = null;
-        client.end().catch(() => undefined);
-        throw err;
-      },
-    );
-    return this.connecting;
-  }
-
-  /** Forgets the current connection; `graceful` lets it say goodbye, otherwise its socket is cut. */
-  private drop(graceful = false): void {
-    const c = this.client;
-    this.client = null;
-    this.lost = false;
-    this.inTx = false;
-    if (!c) return;
-    if (!graceful) {
-      try {
-        (c as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
-      } catch { /* already gone */ }
-    }
-    c.end().catch(() => undefined);
-  }
-
-  private async query(sql: string, params: unknown[], snap: boolean, prepare: boolean, retry = true): Promise<BridgeReply> {
-    let client: pg.Client;
-    try {
-      client = await this.connection();
-    } catch (err) {
-      return { ok: false, error: toBridgeError(err), pid: null };
-    }
-    // Uint8Array parameters arrive as plain typed arrays (a Buffer loses its class crossing threads)
-    const values = params.map((v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v));
-    let name: string | undefined;
-    if (prepare && params.length > 0) {
-      name = this.names.get(sql);
-      if (name === undefined && this.namesMade < NAMED_MAX) {
-        name = `svc_r${++this.namesMade}`;
-        this.names.set(sql, name);
       }
     }
-    const begin = snap && !this.inTx;
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<BridgeReply> {
+    const client = this.client;
+    if (!client) return { ok: false, error: { message: 'the migration connection is not open', database: false }, pid: null };
+    // Uint8Array parameters arrive as plain typed arrays (a Buffer loses its class crossing threads)
+    const values = params.map((v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v));
     try {
-      // pipelined: BEGIN and the read leave in one write; a failed BEGIN fails the read too
-      const began = begin ? client.query(BEGIN_SNAPSHOT) : null;
-      if (begin) this.inTx = true;
-      const read = client.query({ text: sql, values, rowMode: 'array', name });
-      const [, got] = (await Promise.all([began, read])) as unknown as [unknown, pg.QueryArrayResult | pg.QueryArrayResult[]];
+      const got = (await client.query({ text: sql, values, rowMode: 'array' })) as unknown as pg.QueryArrayResult | pg.QueryArrayResult[];
       // a script of several statements (no parameters) answers one result each: the last one counts
       const r = Array.isArray(got) ? got[got.length - 1] : got;
       return { ok: true, rows: r?.rows ?? [], blobs: r ? blobColumns(r.fields) : null, pid: this.pid, changes: r?.rowCount ?? 0, fields: r?.fields.map((f) => f.name) ?? [] };
     } catch (err) {
-      if (isConnectionFailure(err) || this.lost) {
-        this.drop();
-        if (retry) return this.query(sql, params, snap, prepare, false);
-        return { ok: false, error: toBridgeError(err), pid: null };
-      }
-      if (this.inTx) {
-        this.inTx = false;
-        await client.query('ROLLBACK').catch(() => this.drop());
-      }
-      if (retry && isStalePlan(err)) {
-        // another session changed a table under a prepared statement: prepare again, once
-        this.drop(true);
-        return this.query(sql, params, snap, prepare, false);
-      }
       return { ok: false, error: toBridgeError(err), pid: this.pid };
     }
   }

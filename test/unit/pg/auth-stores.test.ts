@@ -67,7 +67,7 @@ const C = USERS.id;
 interface Backend {
   name: string;
   write(steps: WriteStep[]): Promise<unknown>;
-  get(sql: string, params: (string | number)[]): unknown[] | undefined;
+  get(sql: string, params: (string | number)[]): Promise<unknown[] | undefined>;
   auth: AuthRecordStore;
   sessions: SessionRowStore;
   tokens: AuthTokenRowStore;
@@ -101,8 +101,8 @@ const insertUser = (id: string, email: string, username: string): WriteStep => (
   params: [id, T(0), T(0), email, 0, 0, username, `hash-${id}`, `key-${id}`],
 });
 
-const sideCounts = (b: Backend, recordId?: string): number[] =>
-  AUTH_SIDE_TABLES.map((t) => Number(b.get(`SELECT count(*) FROM "${t}" WHERE "collectionId" = ?${recordId ? ' AND "recordId" = ?' : ''}`, recordId ? [C, recordId] : [C])?.[0]));
+const sideCounts = (b: Backend, recordId?: string): Promise<number[]> =>
+  Promise.all(AUTH_SIDE_TABLES.map(async (t) => Number((await b.get(`SELECT count(*) FROM "${t}" WHERE "collectionId" = ?${recordId ? ' AND "recordId" = ?' : ''}`, recordId ? [C, recordId] : [C]))?.[0])));
 
 /**
  * The scenario: every store method, with expectations asserted on the backend; returns what it
@@ -251,7 +251,7 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('passkey use, counter moved', [b.passkeys.useStep(C, 'cred1', 0, 6, T(45), gone('counter'))], 'guard:counter_gone');
   await job('passkey use, other collection', [b.passkeys.useStep('other', 'cred1', 5, 6, T(45), gone('counter'))], 'guard:counter_gone');
   assert.equal(see('passkey counter', (await b.passkeys.find(C, 'cred1'))?.counter), 5);
-  assert.equal(see('passkey lastUsed', b.get('SELECT "lastUsed" FROM "_passkeys" WHERE "id" = ?', ['cred1'])?.[0]), T(44));
+  assert.equal(see('passkey lastUsed', (await b.get('SELECT "lastUsed" FROM "_passkeys" WHERE "id" = ?', ['cred1']))?.[0]), T(44));
   await job('passkey remove', [b.passkeys.removeStep(C, 'u1', 'cred1', gone('passkey'))], 'ok');
   await job('passkey remove again', [b.passkeys.removeStep(C, 'u1', 'cred1', gone('passkey'))], 'guard:passkey_gone');
   await job('passkey remove other owner', [b.passkeys.removeStep(C, 'u1', 'cred4', gone('passkey'))], 'guard:passkey_gone');
@@ -345,15 +345,15 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('token for u1', b.tokens.issueSteps(tok('t5', 'verify', 'u1', 25, NOW + 1000), NOW), 'ok');
   await job('recovery for u1', b.mfa.replaceRecoveryStep(C, 'u1', [{ id: 'r9', hash: 'x' }], T(54)), 'ok');
   await job('totp for u1', [b.mfa.addTotpStep('f3', C, 'u1', 'enc:s', 0, T(55))], 'ok');
-  const beforeU2 = see('u2 side rows', sideCounts(b, 'u2'));
+  const beforeU2 = see('u2 side rows', await sideCounts(b, 'u2'));
   assert.ok(beforeU2.every((n) => n > 0), `${b.name}: u2 has a row in each side table: ${beforeU2}`);
-  const beforeU1 = see('u1 side rows', sideCounts(b, 'u1'));
+  const beforeU1 = see('u1 side rows', await sideCounts(b, 'u1'));
   assert.ok(beforeU1.every((n) => n > 0), `${b.name}: u1 has a row in each side table: ${beforeU1}`);
   await job('delete u2 side rows', b.auth.recordSideRowsDeleteSteps(C, 'u2'), 'ok');
-  assert.deepEqual(see('u2 side rows gone', sideCounts(b, 'u2')), AUTH_SIDE_TABLES.map(() => 0));
-  assert.deepEqual(see('u1 side rows kept', sideCounts(b, 'u1')), beforeU1);
+  assert.deepEqual(see('u2 side rows gone', await sideCounts(b, 'u2')), AUTH_SIDE_TABLES.map(() => 0));
+  assert.deepEqual(see('u1 side rows kept', await sideCounts(b, 'u1')), beforeU1);
   await job('delete collection side rows', b.auth.collectionSideRowsDeleteSteps(C), 'ok');
-  assert.deepEqual(see('collection side rows gone', sideCounts(b)), AUTH_SIDE_TABLES.map(() => 0));
+  assert.deepEqual(see('collection side rows gone', await sideCounts(b)), AUTH_SIDE_TABLES.map(() => 0));
   assert.equal(see('other collection kept', (await b.links.recordFor('other', 'google', 'g-1'))), 'x1');
   return seen;
 }
@@ -367,7 +367,7 @@ async function pgBackend(server: Postgres): Promise<Backend> {
   return {
     name: 'postgresql',
     write: (steps) => writer.write(steps),
-    get: (sql, params) => reader.getSync(sql, params),
+    get: (sql, params) => reader.get(sql, params),
     auth: new AuthSql(reader, AUTH_DIALECTS.postgres),
     sessions: new SessionSql(reader, SESSION_TIE_BREAK.postgres),
     tokens: new TokenSql(reader, TOKEN_TIE_BREAK.postgres),
@@ -392,7 +392,7 @@ async function sqliteBackend(dir: string): Promise<Backend> {
   return {
     name: 'sqlite',
     write: (steps) => writer.write(steps),
-    get: (sql, params) => reader.getSync(sql, params),
+    get: (sql, params) => reader.get(sql, params),
     auth: new AuthSql(reader, AUTH_DIALECTS.sqlite),
     sessions: new SessionSql(reader, SESSION_TIE_BREAK.sqlite),
     tokens: new TokenSql(reader, TOKEN_TIE_BREAK.sqlite),

@@ -74,8 +74,8 @@ test('full-text search folds accents through unaccent; a role that may not creat
   const before = lines.length;
   const o = await openPostgres(url, logger, undefined, new CollectionRegistry(), new RateLimiter());
   opened.push(o);
-  assert.equal(Number(o.store.reader.getSync(SEARCH_FOLDS_SQL, [])?.[0]), 1);
-  assert.deepEqual(o.store.reader.getSync(`SELECT to_tsvector('svc_search', 'Crème Brûlée ÉTÉ São-Paulo')::text`, []), ["'brulee':2 'creme':1 'ete':3 'paulo':6 'sao':5 'sao-paulo':4"]);
+  assert.equal(Number((await o.store.reader.get(SEARCH_FOLDS_SQL, []))?.[0]), 1);
+  assert.deepEqual(await o.store.reader.get(`SELECT to_tsvector('svc_search', 'Crème Brûlée ÉTÉ São-Paulo')::text`, []), ["'brulee':2 'creme':1 'ete':3 'paulo':6 'sao':5 'sao-paulo':4"]);
   const warned = (from: number) => lines.slice(from).some((l) => JSON.parse(l).msg === SEARCH_NO_UNACCENT_WARNING);
   assert.ok(!warned(before));
 
@@ -91,7 +91,7 @@ test('full-text search folds accents through unaccent; a role that may not creat
   const mark = lines.length;
   const p = await openPostgres(`postgres://limited@127.0.0.1:${server!.port}/nofold`, logger, undefined, new CollectionRegistry(), new RateLimiter());
   opened.push(p);
-  assert.equal(Number(p.store.reader.getSync(SEARCH_FOLDS_SQL, [])?.[0]), 0);
-  assert.deepEqual(p.store.reader.getSync(`SELECT to_tsvector('svc_search', 'Crème')::text`, []), ["'crème':1"]);
+  assert.equal(Number((await p.store.reader.get(SEARCH_FOLDS_SQL, []))?.[0]), 0);
+  assert.deepEqual(await p.store.reader.get(`SELECT to_tsvector('svc_search', 'Crème')::text`, []), ["'crème':1"]);
   assert.ok(warned(mark), lines.slice(mark).join('\n'));
 });

@@ -1,12 +1,10 @@
 /**
  * The PostgreSQL reader (src/store/pg/reader.ts, workers/pg-reader.ts) against a real PostgreSQL
- * (test/helpers/postgres.ts): the sync bridge with every parameter and value type, errors with
- * their SQLSTATE, read snapshots per turn, the asynchronous pool path, time budgets that stop the
- * statement on the server, the bridge's own timeouts, lost connections, plans and isExpensive,
- * close(), and (printed, not asserted) what a point read costs on the bridge and on the pool.
- *
- * Runs from the TypeScript sources, but the bridge's worker is the compiled one
- * (dist/workers/pg-reader.js, see src/store/worker-url.ts): `npm run build` first.
+ * (test/helpers/postgres.ts): no synchronous read at all (nothing serving requests may block the
+ * main thread on the server), every parameter and value type, errors with their SQLSTATE, the
+ * pool's routing, time budgets that stop the statement on the server, lost connections, plans,
+ * close(), and (printed, not asserted) what a point read costs on the pool. The migrations'
+ * blocking connection is tested in migration-bridge.test.ts.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +14,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { startPostgres, postgresSkipReason, postgresBinDir, type Postgres } from '../../helpers/postgres.js';
-import { PgReader, PgBridgeTimeout, planDetails, type PgReaderOptions } from '../../../src/store/pg/reader.js';
+import { PgReader, planDetails, type PgReaderOptions } from '../../../src/store/pg/reader.js';
 import { ReadBudgetExceeded } from '../../../src/store/read-budget.js';
 
 const skip = postgresSkipReason() ?? false;
@@ -83,23 +81,31 @@ const errCode = (code: string) => (err: unknown): boolean => {
   return true;
 };
 
-test('sync reads: every parameter type in, every value type out', { skip }, async () => {
+test('no synchronous read: SqlReader.sync is null and PgReader has no …Sync method or isExpensive', () => {
+  const names = Object.getOwnPropertyNames(PgReader.prototype);
+  assert.deepEqual(names.filter((n) => /Sync$|^isExpensive$|^planCost$/.test(n)), []);
+  const r = new PgReader('postgres://127.0.0.1:1/none');
+  assert.equal(r.sync, null);
+  return r.close();
+});
+
+test('reads: every parameter type in, every value type out', { skip }, async () => {
   const r = await reader();
   const big = 9007199254740993n;
   const bytes = new Uint8Array([0, 1, 254, 255]);
-  const row = r.getSync('SELECT ?::text, ?::float8, ?::int8, ?::int8, ?::text IS NULL, ?::bytea, ?::bytea, \'?\' AS literal_not_a_slot', ['it\'s ?', 2.5, 42, big, null, bytes, Buffer.from('hi')]);
+  const row = await r.get('SELECT ?::text, ?::float8, ?::int8, ?::int8, ?::text IS NULL, ?::bytea, ?::bytea, \'?\' AS literal_not_a_slot', ['it\'s ?', 2.5, 42, big, null, bytes, Buffer.from('hi')]);
   assert.ok(row);
   assert.equal(row[0], 'it\'s ?');
   assert.equal(row[1], 2.5);
   assert.equal(row[2], 42n);
   assert.equal(row[3], big);
   assert.equal(row[4], 1n, 'a boolean comes back as SQLite would give it: 1n');
-  assert.ok(Buffer.isBuffer(row[5]), 'bytea is a Buffer on the main thread');
+  assert.ok(Buffer.isBuffer(row[5]), 'bytea is a Buffer');
   assert.deepEqual([...(row[5] as Buffer)], [0, 1, 254, 255]);
   assert.equal((row[6] as Buffer).toString(), 'hi');
   assert.equal(row[7], '?');
 
-  const t = r.getSync('SELECT id, n, i, f, num, s, j, b, flag, at, j::text FROM t WHERE id = ?', ['a'])!;
+  const t = (await r.get('SELECT id, n, i, f, num, s, j, b, flag, at, j::text FROM t WHERE id = ?', ['a']))!;
   assert.equal(t[0], 'a');
   assert.equal(t[1], 9007199254740993n, 'int8 as BigInt, exact');
   assert.equal(t[2], 7n, 'int4 as BigInt, like every SQLite integer');
@@ -113,61 +119,36 @@ test('sync reads: every parameter type in, every value type out', { skip }, asyn
   assert.equal(t[8], 1n);
   assert.equal(typeof t[9], 'string', 'timestamps as the server\'s text');
 
-  const nulls = r.getSync('SELECT n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['nulls'])!;
+  const nulls = (await r.get('SELECT n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['nulls']))!;
   assert.deepEqual(nulls, [null, null, null, null, null, null, null, null]);
 
-  assert.equal(r.getSync('SELECT id FROM t WHERE id = ?', ['none']), undefined);
-  const all = r.allSync('SELECT id FROM t ORDER BY id', []);
-  assert.deepEqual(all, [['a'], ['nulls']]);
-  assert.deepEqual(r.allSync('SELECT id FROM t WHERE id = ?', ['none']), []);
-  // the same statement again (prepared on the bridge connection by now)
-  for (let k = 0; k < 10; k++) assert.equal(r.getSync('SELECT n FROM t WHERE id = ?', ['a'])![0], 9007199254740993n);
-  // a page of many rows crosses the port whole
-  assert.equal(r.allSync('SELECT id, pop FROM big r', []).length, BIG_ROWS);
+  assert.equal(await r.get('SELECT id FROM t WHERE id = ?', ['none']), undefined);
+  assert.deepEqual(await r.all('SELECT id FROM t ORDER BY id', []), [['a'], ['nulls']]);
+  assert.deepEqual(await r.all('SELECT id FROM t WHERE id = ?', ['none']), []);
+  for (let k = 0; k < 10; k++) assert.equal((await r.get('SELECT n FROM t WHERE id = ?', ['a']))![0], 9007199254740993n);
+  assert.equal((await r.all('SELECT id, pop FROM big r', [])).length, BIG_ROWS);
 });
 
-test('sync errors carry the SQLSTATE; a failed read leaves the bridge usable', { skip }, async () => {
-  const r = await reader({ snapshots: true });
-  assert.throws(() => r.getSync('SELECT * FROM no_such_table WHERE id = ?', ['x']), (err: unknown) => err instanceof pg.DatabaseError && errCode('42P01')(err));
-  assert.throws(() => r.getSync('SELEC 1', []), errCode('42601'));
-  assert.throws(() => r.getSync('SELECT 1 / ?::int', [0]), errCode('22012'));
-  assert.throws(() => r.getSync('SELECT ?::int', ['x']), errCode('22P02'));
-  // inside one turn (one snapshot): an error ended the snapshot; later reads still work
-  assert.equal(r.getSync('SELECT count(*) FROM t', [])![0], 2n);
-  assert.throws(() => r.getSync('SELECT 1 / 0', []), errCode('22012'));
-  assert.equal(r.getSync('SELECT count(*) FROM t', [])![0], 2n);
-  await turn();
-  assert.equal(r.getSync('SELECT 1', [])![0], 1n);
-});
-
-test('a snapshot sees one view within a turn, new commits in the next turn; endSnapshot ends it at once', { skip }, async () => {
-  const r = await reader({ snapshots: true });
-  const v = (): bigint => r.getSync('SELECT v FROM counter WHERE id = ?', [1])![0] as bigint;
-  const start = v();
+test('errors carry the SQLSTATE; a failed read leaves the reader usable; every read sees the latest commit', { skip }, async () => {
+  const r = await reader();
+  await assert.rejects(r.get('SELECT * FROM no_such_table WHERE id = ?', ['x']), (err: unknown) => err instanceof pg.DatabaseError && errCode('42P01')(err));
+  await assert.rejects(r.get('SELEC 1', []), errCode('42601'));
+  await assert.rejects(r.get('SELECT 1 / ?::int', [0]), errCode('22012'));
+  await assert.rejects(r.get('SELECT ?::int', ['x']), errCode('22P02'));
+  assert.equal((await r.get('SELECT count(*) FROM t', []))![0], 2n);
+  const v = async (): Promise<bigint> => (await r.get('SELECT v FROM counter WHERE id = ?', [1]))![0] as bigint;
+  const start = await v();
   psql('UPDATE counter SET v = v + 1');
-  assert.equal(v(), start, 'same turn: the commit made meanwhile is not seen');
-  assert.equal(r.allSync('SELECT v FROM counter', [])[0][0], start);
-  r.endSnapshot();
-  assert.equal(v(), start + 1n, 'after endSnapshot: seen at once, same turn');
-  psql('UPDATE counter SET v = v + 1');
-  assert.equal(v(), start + 1n);
-  await turn();
-  await turn();
-  assert.equal(v(), start + 2n, 'next turn: seen');
-
-  // without snapshots (the default) every read sees the latest commit
-  const plain = await reader();
-  const w = (): bigint => plain.getSync('SELECT v FROM counter WHERE id = ?', [1])![0] as bigint;
-  const s2 = w();
-  psql('UPDATE counter SET v = v + 1');
-  assert.equal(w(), s2 + 1n);
+  assert.equal(await v(), start + 1n);
+  r.endSnapshot(); // nothing to end: a no-op
+  assert.equal(await v(), start + 1n);
 });
 
 test('asynchronous reads on the pool: same shapes, errors with codes, Auto and Balanced routing', { skip }, async () => {
   const r = await reader();
-  const sync = r.getSync('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
+  const viaGet = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
   const viaPool = await r.getOffThread('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
-  assert.deepEqual(viaPool, sync);
+  assert.deepEqual(viaPool, viaGet);
   assert.ok(Buffer.isBuffer(viaPool![7]));
   assert.deepEqual(await r.allOffThread('SELECT id FROM t ORDER BY id', []), [['a'], ['nulls']]);
   assert.equal(await r.getOffThread('SELECT id FROM t WHERE id = ?', ['none']), undefined);
@@ -203,95 +184,37 @@ test('a time budget rejects with ReadBudgetExceeded and stops the statement on t
   assert.deepEqual(await r.getOffThread('SELECT 2', [], 1000), [2n]);
 });
 
-test('the bridge: statement_timeout answers 57014; past bridgeTimeoutMs it throws, resets, and the next read works', { skip }, async () => {
-  const r = await reader({ bridgeTimeoutMs: 600, applicationName: 'rt-bridge' });
-  const t0 = performance.now();
-  assert.throws(() => r.getSync('SELECT pg_sleep(5)', []), errCode('57014'));
-  assert.ok(performance.now() - t0 < 1500);
-  assert.equal(r.getSync('SELECT 3', [])![0], 3n);
-  const pid = r.bridgePid!;
-  assert.ok(pid > 0);
-  await turn();
-  // a backend that stops answering (SIGSTOP): statement_timeout cannot fire, the main thread must not hang
-  process.kill(pid, 'SIGSTOP');
-  try {
-    const t1 = performance.now();
-    assert.throws(() => r.getSync('SELECT 4', []), (err: unknown) => err instanceof PgBridgeTimeout);
-    const waited = performance.now() - t1;
-    assert.ok(waited >= 590 && waited < 2000, `gave up after ${waited.toFixed(0)} ms`);
-  } finally {
-    process.kill(pid, 'SIGCONT');
-  }
-  assert.equal(r.getSync('SELECT 5', [])![0], 5n, 'a new bridge answers');
-  assert.notEqual(r.bridgePid, pid);
-  await until('the abandoned backend to be terminated', async () => (await activity('rt-bridge-sync')).every((a) => a.pid !== pid), 5000);
-});
-
-test('a killed connection: the next read reconnects, on the bridge and on the pool', { skip }, async () => {
-  const r = await reader({ applicationName: 'rt-kill', snapshots: true });
-  assert.equal(r.getSync('SELECT 1', [])![0], 1n);
-  await turn();
-  const pid = r.bridgePid!;
-  await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-  assert.equal(r.getSync('SELECT 2', [])![0], 2n);
-  assert.notEqual(r.bridgePid, pid);
-  await turn();
-  // killed in the middle of a snapshot: the turn goes on with a new one
-  assert.equal(r.getSync('SELECT 3', [])![0], 3n);
-  psql(`SELECT pg_terminate_backend(${r.bridgePid})`);
-  assert.equal(r.getSync('SELECT 4', [])![0], 4n);
-  await turn();
-  // the pool
+test('a killed pool connection: the next read reconnects', { skip }, async () => {
+  const r = await reader({ applicationName: 'rt-kill' });
   await r.getOffThread('SELECT 1', []);
   await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rt-kill-pool'`);
   assert.deepEqual(await r.getOffThread('SELECT ?::int8', [6]), [6n]);
 });
 
-test('prepared bridge statements survive a schema change made elsewhere; invalidate drops them', { skip }, async () => {
+test('a schema change made elsewhere: the next read has the new shape', { skip }, async () => {
   const r = await reader();
   await admin.query('CREATE TABLE shape (id text PRIMARY KEY, a integer); INSERT INTO shape VALUES (\'x\', 1)');
-  assert.equal(r.getSync('SELECT * FROM shape WHERE id = ?', ['x'])!.length, 2);
-  await turn();
+  assert.equal((await r.get('SELECT * FROM shape WHERE id = ?', ['x']))!.length, 2);
   await admin.query('ALTER TABLE shape ADD COLUMN b text DEFAULT \'new\'');
-  assert.deepEqual(r.getSync('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
+  assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
   r.invalidate();
-  assert.deepEqual(r.getSync('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
+  assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
 });
 
-test('plan and isExpensive: indexed against unindexed reads', { skip }, async () => {
+test('plan: indexed against unindexed reads, in SQLite\'s wording', { skip }, async () => {
   const r = await reader();
+  const plan = async (sql: string, params: unknown[]): Promise<string[]> => r.plan(sql, params as never[]);
   const point = 'SELECT r.id, r.pop FROM big r WHERE r.id = ?';
-  assert.ok(r.planSync(point, ['r7']).some((d) => /^SEARCH r USING (COVERING )?INDEX big_pkey$/.test(d)), r.planSync(point, ['r7']).join('; '));
-  assert.equal(r.isExpensive(point, ['r7']), false);
-
+  assert.ok((await plan(point, ['r7'])).some((d) => /^SEARCH r USING (COVERING )?INDEX big_pkey$/.test(d)), (await plan(point, ['r7'])).join('; '));
   const indexed = 'SELECT r.id FROM big r WHERE r.country = ? LIMIT 20';
-  assert.ok(r.planSync(indexed, ['c3']).some((d) => d === 'SEARCH r USING INDEX big_country'), r.planSync(indexed, ['c3']).join('; '));
-  assert.equal(r.isExpensive(indexed, ['c3']), false);
-
-  const unindexed = 'SELECT r.id FROM big r WHERE r.pop = ? LIMIT 20';
-  assert.deepEqual(r.planSync(unindexed, [7]), ['SCAN r']);
-  assert.equal(r.isExpensive(unindexed, [7]), true);
-
+  assert.ok((await plan(indexed, ['c3'])).some((d) => d === 'SEARCH r USING INDEX big_country'), (await plan(indexed, ['c3'])).join('; '));
+  assert.deepEqual(await plan('SELECT r.id FROM big r WHERE r.pop = ? LIMIT 20', [7]), ['SCAN r']);
   const sorted = 'SELECT r.id FROM big r ORDER BY r.pop LIMIT 20';
-  assert.ok(r.planSync(sorted, []).includes('USE TEMP B-TREE FOR ORDER BY'), r.planSync(sorted, []).join('; '));
-  assert.equal(r.isExpensive(sorted, []), true);
-
-  const unfilteredScan = 'SELECT r.id FROM big r LIMIT 20';
-  assert.deepEqual(r.planSync(unfilteredScan, []), ['SCAN r']);
-  assert.equal(r.isExpensive(unfilteredScan, []), false, 'a scan that stops after its rows is cheap, as on SQLite');
-
-  assert.deepEqual(r.planSync('SELECT 1', []), ['SCAN CONSTANT ROW']);
-  const grouped = r.planSync('SELECT r.country, count(*) FROM big r GROUP BY r.country', []);
+  assert.ok((await plan(sorted, [])).includes('USE TEMP B-TREE FOR ORDER BY'), (await plan(sorted, [])).join('; '));
+  assert.deepEqual(await plan('SELECT r.id FROM big r LIMIT 20', []), ['SCAN r']);
+  assert.deepEqual(await plan('SELECT 1', []), ['SCAN CONSTANT ROW']);
+  const grouped = await plan('SELECT r.country, count(*) FROM big r GROUP BY r.country', []);
   assert.ok(grouped.some((d) => d.includes('TEMP B-TREE FOR GROUP BY')), grouped.join('; '));
-
-  // the cost threshold: a whole-table count is cheap by shape, and its estimate decides
-  const count = 'SELECT count(*) FROM big r';
-  const cost = r.planCost(count, []);
-  assert.ok(cost > 100, `estimated ${cost}`);
-  const strict = await reader({ costThreshold: 100 });
-  assert.equal(strict.isExpensive(count, []), true);
-  assert.equal(strict.isExpensive(point, ['r7']), false);
-  console.log(`plan: count(*) over ${BIG_ROWS} rows estimated at ${cost.toFixed(0)}; point read at ${r.planCost(point, ['r7']).toFixed(1)}`);
 
   // the mapping itself, on a hand-made tree
   assert.deepEqual(planDetails({
@@ -313,26 +236,20 @@ test('close() leaves no thread and no connection', { skip }, async () => {
   const threads = (): number => readdirSync('/proc/self/task').length;
   // a first reader warms whatever the process starts once (libuv's pool, pg's modules)
   const warm = await PgReader.start(url, { applicationName: 'rt-warm' });
-  warm.get('SELECT 1', []);
   await warm.getOffThread('SELECT 1', []);
   await warm.close();
   const before = threads();
   const r = await PgReader.start(url, { applicationName: 'rt-close' });
-  r.getSync('SELECT 1', []);
-  await Promise.all([r.getOffThread('SELECT 1', []), r.getOffThread('SELECT 2', [])]);
-  assert.ok(r.bridgeThreadId !== null);
-  assert.ok(threads() > before, 'the bridge runs a thread');
-  assert.ok((await activity('rt-close-sync')).length === 1);
+  await Promise.all([r.get('SELECT 1', []), r.getOffThread('SELECT 1', []), r.getOffThread('SELECT 2', [])]);
+  assert.ok(threads() <= before, 'no thread of its own');
   assert.ok((await activity('rt-close-pool')).length >= 1);
   await r.close();
-  assert.equal(r.bridgeThreadId, null);
-  await until('the thread count to come back', async () => threads() <= before, 3000);
-  await until('no connection left', async () => (await activity('rt-close-sync')).length + (await activity('rt-close-pool')).length === 0, 3000);
-  assert.throws(() => r.getSync('SELECT 1', []), /closed/);
+  await until('no connection left', async () => (await activity('rt-close-pool')).length === 0, 3000);
+  await assert.rejects(r.get('SELECT 1', []), /closed/);
   await assert.rejects(r.getOffThread('SELECT 1', []), /closed/);
 });
 
-test('measured: a point read on the bridge against the pool (printed, not asserted)', { skip }, async () => {
+test('measured: a point read on the pool (printed, not asserted)', { skip }, async () => {
   // The machine is shared: every configuration runs ROUNDS times, interleaved, and the median
   // (and the best) round is reported.
   const sql = 'SELECT r.id, r.country, r.pop FROM big r WHERE r.id = ?';
@@ -341,17 +258,12 @@ test('measured: a point read on the bridge against the pool (printed, not assert
   const N = 1000;
   const ROUNDS = 5;
   const elu = (): number => performance.eventLoopUtilization().active;
-  const off = await reader({ snapshots: false });
-  const on = await reader({ snapshots: true });
+  const off = await reader();
   const direct = new pg.Client({ connectionString: url, types: { getTypeParser: (() => (v: string) => v) as pg.CustomTypesConfig['getTypeParser'] } });
   await direct.connect();
   const text = 'SELECT r.id, r.country, r.pop FROM big r WHERE r.id = $1';
   /** One round of a configuration: [wall µs per read, main-thread busy µs per read]. */
   const configs: Array<[string, () => Promise<void>]> = [
-    ['bridge, 1 read per turn, snapshots off', async () => { for (let k = 0; k < N; k++) { off.get(sql, [id()]); await turn(); } }],
-    ['bridge, 1 read per turn, snapshots on', async () => { for (let k = 0; k < N; k++) { on.get(sql, [id()]); await turn(); } }],
-    ['bridge, 10 reads per turn, snapshots off', async () => { for (let k = 0; k < N; k += 10) { for (let j = 0; j < 10; j++) off.get(sql, [id()]); await turn(); } }],
-    ['bridge, 10 reads per turn, snapshots on', async () => { for (let k = 0; k < N; k += 10) { for (let j = 0; j < 10; j++) on.get(sql, [id()]); await turn(); } }],
     ['pool, one read at a time', async () => { for (let k = 0; k < N; k++) await off.getOffThread(sql, [id()]); }],
     ['pool, 8 reads in flight', async () => {
       await Promise.all(Array.from({ length: 8 }, async () => { for (let k = 0; k < N / 8; k++) await off.getOffThread(sql, [id()]); }));
