@@ -9,7 +9,7 @@
  *    key unless SERVICE_ENCRYPTION_KEY gives one; the first instance to start makes them, every
  *    other instance reads the same, so a token signed by one instance verifies on any other and
  *    an encrypted value written by one decrypts on all;
- * 4. the reader (PgReader: a synchronous bridge and an asynchronous pool);
+ * 4. the reader (PgReader: promise reads on a connection pool; nothing here blocks the main thread);
  * 5. the collection registry, and change capture on every record table and on `_collections`
  *    (again after every schema change: PgSchemaSql adds the step to each DDL job); a change of
  *    `_collections`, made by this instance or another, reloads the registry;

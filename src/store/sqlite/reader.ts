@@ -37,17 +37,18 @@ const RETIRED_CLOSE_WAIT_MS = 10_000;
  * and no different from three (bench/README.md, "Reader pool").
  */
 const BALANCED_QUEUE = 1;
-/** Rows a page may visit (offset + limit) before it is read off the main thread (both readers). */
+/** Rows a page may visit (offset + limit) before it is read off the main thread. */
 export const DEEP_OFFSET = 2000;
 
 /**
- * Whether a statement with this query plan (EXPLAIN QUERY PLAN details in SQLite's wording,
- * which PgReader translates its plans into) reads enough rows to be worth running off the main
- * thread: sorting through a temporary b-tree reads every matching row; under a WHERE clause, so
+ * Whether a statement with this query plan (EXPLAIN QUERY PLAN details in SQLite's wording)
+ * reads enough rows to be worth running off the main thread: sorting through a temporary b-tree
+ * reads every matching row; under a WHERE clause, so
  * does a scan without an index (it may walk the table to find a page), and so may an ORDER BY
  * answered by walking an index, which stops only after enough rows pass the filter (a selective
  * filter makes it walk the whole index: bench/README.md, "Lists over the cities"). A scan with
- * neither stops after the rows it returns. Used by both readers' `isExpensive`.
+ * neither stops after the rows it returns. Used by `isExpensive` (PostgreSQL has none: every read
+ * there is on its pool already).
  */
 export function expensivePlan(sql: string, plan: readonly string[]): boolean {
   if (plan.some((d) => d.includes('TEMP B-TREE'))) return true;
