@@ -26,8 +26,7 @@ before(async () => {
   if (skip) return;
   server = await startPostgres();
   url = await server.createDatabase('migration_bridge');
-  admin = new pg.Client({ connectionString: url });
-  await admin.connect();
+  await (admin = new pg.Client({ connectionString: url })).connect();
 });
 
 after(async () => {
