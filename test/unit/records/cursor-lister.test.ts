@@ -42,8 +42,8 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
       all: (sql: string) => (calls.push(['main', sql]), [[0n]]),
       get: (sql: string) => (calls.push(['main', sql]), [0n]),
       workerFree: () => true,
-      // plain pages ask the plan before assembling cached renderings; "expensive" sends them on
-      isExpensive: () => true,
+      // plain pages ask SQLite's plan (its synchronous reads) before assembling cached renderings; "expensive" sends them on
+      sync: { isExpensive: () => true },
     },
   } as unknown as Store;
   const l = new RecordLister(store, { offset: true, cursor: true, fts: true, vector: true, tokens: new CursorCodec('stateless', null, 60, null) }, async (_c, recs) => recs);
