@@ -13,7 +13,8 @@
 import { cpus, loadavg, totalmem } from 'node:os';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startSvc, svcBuilt, CLI_PATH, REPO_ROOT, SvcClient, type SvcInstance } from './lib/svc.js';
+import { startSvc, svcBuilt, CLI_PATH, REPO_ROOT, type SvcInstance } from './lib/svc.js';
+import { readPostId, seedReadPosts } from './lib/seed.js';
 import {
   freePort,
   median,
@@ -51,7 +52,6 @@ const ENFORCE = process.argv.includes('--enforce') || process.env.BENCH_ENFORCE 
 
 /** Fixed record id measured by the benchmark (15 lowercase alphanumerics). */
 const FIXED_INDEX = Math.floor(RECORDS / 2);
-const postId = (i: number): string => `benchpost${String(i).padStart(6, '0')}`;
 
 interface Series {
   label: string;
@@ -64,38 +64,8 @@ function log(msg: string): void {
 }
 
 async function seedPosts(svc: SvcInstance): Promise<string> {
-  const client = new SvcClient(svc.url);
-  await client.loginSuperuser(svc.email, svc.password);
-  await client.request('POST', '/api/collections', {
-    name: 'posts',
-    type: 'base',
-    fields: [
-      { name: 'title', type: 'text', options: {} },
-      { name: 'body', type: 'text', options: {} },
-    ],
-    listRule: '@public',
-    viewRule: '@public',
-    createRule: null,
-    updateRule: null,
-    deleteRule: null,
-  });
-
-  const paragraph =
-    'A record of moderate size, about the length of a short blog post summary, so the ' +
-    'response is not trivially small compared with the hello-world body. ';
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < RECORDS) {
-      const i = next++;
-      await client.request('POST', '/api/collections/posts/records', {
-        id: postId(i),
-        title: `Post number ${i}`,
-        body: paragraph.repeat(1 + (i % 3)),
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, worker));
-  return postId(FIXED_INDEX);
+  await seedReadPosts(svc.url, svc.email, svc.password, RECORDS);
+  return readPostId(FIXED_INDEX);
 }
 
 async function checkOk(url: string, expect: (body: any) => boolean, what: string): Promise<void> {

@@ -172,3 +172,41 @@ export async function userToken(baseUrl: string, i: number): Promise<string> {
   });
   return r.token;
 }
+
+/** Id of post `i` of {@link seedReadPosts}: `benchpost` and six digits (15 characters). */
+export const readPostId = (i: number): string => `benchpost${String(i).padStart(6, '0')}`;
+
+/**
+ * The record-read benchmarks' data (bench/read-by-id.ts, bench/node-engine.ts): a `posts`
+ * collection (`title`, `body` text fields; `@public` list and view, writes superuser-only) and
+ * `count` posts with ids {@link readPostId}, post i's body one to three sentences (1 + i % 3),
+ * created 16 at a time through the REST API as the superuser.
+ */
+export async function seedReadPosts(baseUrl: string, email: string, password: string, count: number): Promise<void> {
+  const client = new SvcClient(baseUrl);
+  await client.loginSuperuser(email, password);
+  await client.request('POST', '/api/collections', {
+    name: 'posts',
+    type: 'base',
+    fields: [
+      { name: 'title', type: 'text', options: {} },
+      { name: 'body', type: 'text', options: {} },
+    ],
+    listRule: '@public',
+    viewRule: '@public',
+    createRule: null,
+    updateRule: null,
+    deleteRule: null,
+  });
+  const paragraph =
+    'A record of moderate size, about the length of a short blog post summary, so the ' +
+    'response is not trivially small compared with the hello-world body. ';
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      await client.request('POST', '/api/collections/posts/records', { id: readPostId(i), title: `Post number ${i}`, body: paragraph.repeat(1 + (i % 3)) });
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+}

@@ -94,6 +94,8 @@ export interface StartSvcOptions {
   dataDir?: string;
   /** Extra `svc serve` flags (e.g. `--ignore-lock` for a second read-only server on the same data). */
   extra?: string[];
+  /** The node binary that runs the server (default: this process's, `process.execPath`), e.g. a Node 22 build. */
+  node?: string;
 }
 
 /**
@@ -115,7 +117,7 @@ export async function startSvc(opts: StartSvcOptions = {}): Promise<SvcInstance>
   };
   try {
     const port = await freePort();
-    proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, opts), { cwd: REPO_ROOT, env, echo: opts.echo });
+    proc = startProcess('svc serve', opts.node ?? process.execPath, serveArgs(port, dataDir, opts), { cwd: REPO_ROOT, env, echo: opts.echo });
     const url = `http://127.0.0.1:${port}`;
     await waitForHttp(`${url}/api/health`, proc);
     let stopped = false;
@@ -211,7 +213,7 @@ export class SvcClient {
  */
 export async function serveDataDir(dataDir: string, extraArgs: string[] = [], cliPath?: string): Promise<{ url: string; proc: ManagedProcess }> {
   const port = await freePort();
-  const proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, { extra: extraArgs, cliPath }), { cwd: REPO_ROOT });
+  const proc = startProcess('svc serve', opts.node ?? process.execPath, serveArgs(port, dataDir, { extra: extraArgs, cliPath }), { cwd: REPO_ROOT });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/api/health`, proc);
   return { url, proc };
