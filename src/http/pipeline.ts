@@ -57,59 +57,128 @@ export interface CompiledRoute {
   wildcard: boolean;
   /** `:name` segments in the pattern */
   paramCount: number;
+  /**
+   * The precedence of a match (see RouteTable): one entry per segment, STATIC or PARAM, then 0
+   * for the wildcard. It depends on the pattern only: a route that matches a path matches every
+   * static segment exactly and every parameter with a non-empty one.
+   */
+  rank: number[];
 }
 
 /** Segment kinds by precedence (uWS: static, then parameter, then wildcard). */
 const STATIC = 2;
 const PARAM = 1;
 
+/** Paths of up to this many segments are matched on a prepared candidate list (longer: every route). */
+const INDEXED_SEGMENTS = 16;
+
 /**
  * The routes in uWS's precedence: a static segment beats a parameter, a parameter beats the `/*`
- * wildcard. uWS matches natively over `routes`; an engine without a router calls `match`.
+ * wildcard (the first differing segment decides; a longer rank wins a tie; equal ranks: the
+ * first route given). uWS matches natively over `routes`; an engine without a router calls `match`.
+ *
+ * `match` looks only at the routes that can fit the request: per method and per number of path
+ * segments, the routes of that method (or `any`) with as many segments, and the wildcards with
+ * no more, sorted best rank first (stable), so the first route that fits is the answer.
  */
 export class RouteTable {
   readonly routes: CompiledRoute[];
+  /** method → candidates by path segment count (0 … INDEXED_SEGMENTS) */
+  private byMethod = new Map<string, CompiledRoute[][]>();
+  /** the candidates of a method no route names (only `any` routes fit it) */
+  private anyMethod: CompiledRoute[][];
 
   constructor(routes: Route[]) {
     this.routes = routes.map((route) => {
       const wildcard = route.pattern.endsWith('/*');
       const body = wildcard ? route.pattern.slice(0, -2) : route.pattern;
       const segments = body === '' ? [] : body.split('/').slice(1);
-      return { route, method: ROUTE_METHOD[route.method], segments, wildcard, paramCount: segments.filter((s) => s.startsWith(':')).length };
+      const rank: number[] = segments.map((s) => (s.startsWith(':') ? PARAM : STATIC));
+      if (wildcard) rank.push(0);
+      return { route, method: ROUTE_METHOD[route.method], segments, wildcard, paramCount: segments.filter((s) => s.startsWith(':')).length, rank };
     });
+    const methods = new Set<string>(['HEAD']);
+    for (const c of this.routes) if (c.method !== null) methods.add(c.method);
+    for (const m of methods) this.byMethod.set(m, this.candidates(m));
+    this.anyMethod = this.candidates(null);
   }
 
-  /** The best route for a method and path, and its raw parameters; undefined when none matches. */
+  /** The candidate lists of a method (null: one no route names), best rank first. */
+  private candidates(method: string | null): CompiledRoute[][] {
+    const of = this.routes.filter((c) => c.method === null || c.method === method || (c.method === 'GET' && method === 'HEAD'));
+    const lists: CompiledRoute[][] = [];
+    for (let n = 0; n <= INDEXED_SEGMENTS; n++) {
+      const fit = of.filter((c) => (c.wildcard ? c.segments.length <= n : c.segments.length === n));
+      // Array.prototype.sort is stable: routes of equal rank keep their order
+      lists.push(fit.sort((a, b) => (better(a.rank, b.rank) ? -1 : better(b.rank, a.rank) ? 1 : 0)));
+    }
+    return lists;
+  }
+
+  /**
+   * The best route for a method and path, and its raw parameters; undefined when none matches.
+   * The path's segments are what follows its first '/', split at each further '/' (as
+   * `path.split('/').slice(1)`), read in place.
+   */
   match(method: string, path: string): { route: Route; params: string[] } | undefined {
-    const parts = path.split('/').slice(1);
-    let best: { route: Route; params: string[]; rank: number[] } | undefined;
+    let n = 0;
+    for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === SLASH) n++;
+    const from = path.indexOf('/') + 1;
+    if (n > INDEXED_SEGMENTS) return this.scan(method, path, from, n);
+    const list = (this.byMethod.get(method) ?? this.anyMethod)[n];
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i];
+      if (fits(c, path, from)) return { route: c.route, params: paramsOf(c, path, from) };
+    }
+    return undefined;
+  }
+
+  /** `match` over every route (paths longer than the prepared lists), `n` segments from `from`. */
+  private scan(method: string, path: string, from: number, n: number): { route: Route; params: string[] } | undefined {
+    let best: CompiledRoute | undefined;
     for (const c of this.routes) {
       if (c.method !== null && c.method !== method && !(c.method === 'GET' && method === 'HEAD')) continue;
-      if (c.wildcard ? parts.length < c.segments.length : parts.length !== c.segments.length) continue;
-      const params: string[] = [];
-      const rank: number[] = [];
-      let ok = true;
-      for (let i = 0; i < c.segments.length; i++) {
-        const seg = c.segments[i];
-        if (seg.startsWith(':')) {
-          if (parts[i] === '') {
-            ok = false;
-            break;
-          }
-          params.push(parts[i]);
-          rank.push(PARAM);
-        } else if (seg === parts[i]) rank.push(STATIC);
-        else {
-          ok = false;
-          break;
-        }
-      }
-      if (!ok) continue;
-      if (c.wildcard) rank.push(0);
-      if (!best || better(rank, best.rank)) best = { route: c.route, params, rank };
+      if (c.wildcard ? n < c.segments.length : n !== c.segments.length) continue;
+      if (fits(c, path, from) && (!best || better(c.rank, best.rank))) best = c;
     }
-    return best;
+    return best && { route: best.route, params: paramsOf(best, path, from) };
   }
+}
+
+const SLASH = 0x2f;
+
+/** Where the path segment starting at `at` ends (its '/' or the end of the path). */
+function segmentEnd(path: string, at: number): number {
+  const end = path.indexOf('/', at);
+  return end < 0 ? path.length : end;
+}
+
+/**
+ * True when the path's segments (from `from`) fit the route's: each static one equal, each
+ * parameter non-empty. The caller has checked the segment count.
+ */
+function fits(c: CompiledRoute, path: string, from: number): boolean {
+  const segments = c.segments;
+  let at = from;
+  for (let i = 0; i < segments.length; i++) {
+    const end = segmentEnd(path, at);
+    if (c.rank[i] === PARAM ? end === at : end - at !== segments[i].length || !path.startsWith(segments[i], at)) return false;
+    at = end + 1;
+  }
+  return true;
+}
+
+/** The route's parameters as they appear in the path (segments from `from`). */
+function paramsOf(c: CompiledRoute, path: string, from: number): string[] {
+  const params: string[] = [];
+  if (c.paramCount === 0) return params;
+  let at = from;
+  for (let i = 0; i < c.segments.length; i++) {
+    const end = segmentEnd(path, at);
+    if (c.rank[i] === PARAM) params.push(path.slice(at, end));
+    at = end + 1;
+  }
+  return params;
 }
 
 /** True when rank `a` is more specific than `b` (first differing segment decides; longer wins a tie). */
