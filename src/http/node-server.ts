@@ -124,16 +124,19 @@ export class NodeHttpServer {
     for (const s of this.sockets) s.destroy();
   }
 
-  /** One request: copied into a `Req`, matched on the pipeline's table, served by the pipeline. */
+  /**
+   * One request: copied into a `Req`, matched on the pipeline's table, served by the pipeline.
+   * The close of the response is watched only once the pipeline asks (NodeExchange.watchAbort):
+   * a reply written within this call cannot have lost its client.
+   */
   private handle(ireq: IncomingMessage, res: ServerResponse): void {
     const start = this.pipeline.timed ? performance.now() : 0;
-    const method = (ireq.method ?? 'GET').toUpperCase();
+    // llhttp accepts only its list of methods, all upper case
+    const method = ireq.method ?? 'GET';
     const { path, query } = splitUrl(ireq.url);
     this.pipeline.arrive();
     const req: Req = { method, path, query, headers: readHeaders(ireq), params: [], remoteAddress: ireq.socket.remoteAddress ?? '', body: null };
     const x = new NodeExchange(req, start, ireq, res, this.pipeline);
-    // node:http reports the close that follows every response too; the pipeline tells them apart
-    res.once('close', () => this.pipeline.clientGone(x));
     const found = this.pipeline.table.match(method, path);
     if (found?.route.extraHeaders) {
       req.headers.extra = {};
@@ -193,18 +196,23 @@ class NodeSocket extends EngineSocket {
 
 /**
  * One request's node:http primitives (see Exchange). The head is gathered and written at the end
- * with `writeHead`, headers in the order given (a repeated name becomes a list).
+ * with one `writeHead` of a flat `[name, value, …]` list, headers in the order given, a repeated
+ * name right after its earlier values (the lines a `{ name: [values] }` object gives).
  */
 class NodeExchange extends Exchange {
   private code = 200;
-  private headers: Record<string, string | string[]> = {};
+  private headers: string[] = [];
 
   constructor(req: Req, start: number, private ireq: IncomingMessage, private res: ServerResponse, private p: Pipeline) {
     super(req, start);
   }
 
-  /** The close listener is registered with the request (NodeHttpServer.handle). */
-  watchAbort(): void {}
+  /** Watches the response's close (node:http reports the close that follows every response too; the pipeline tells them apart). */
+  watchAbort(): void {
+    if (this.watching) return;
+    this.watching = true;
+    this.res.once('close', () => this.p.clientGone(this));
+  }
 
   declaredLength(): number {
     const h = this.ireq.headers['content-length'];
@@ -237,18 +245,47 @@ class NodeExchange extends Exchange {
   }
 
   header(name: string, value: string): void {
-    const prev = this.headers[name];
-    this.headers[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+    const h = this.headers;
+    let at = -1;
+    for (let i = 0; i < h.length; i += 2) if (h[i] === name) at = i;
+    if (at < 0) h.push(name, value);
+    else h.splice(at + 2, 0, name, value);
+  }
+
+  /** Sets a header's one value: in place of its first line (dropping the others), else last. */
+  private put(name: string, value: string): void {
+    const h = this.headers;
+    for (let i = 0; i < h.length; i += 2) {
+      if (h[i] !== name) continue;
+      h[i + 1] = value;
+      let n = 0;
+      while (h[i + 2 + n] === name) n += 2;
+      if (n) h.splice(i + 2, n);
+      return;
+    }
+    h.push(name, value);
+  }
+
+  /** Writes the head: the flat list, or after a `setHeader` (the cut-off's Connection) the object of lists it stands for. */
+  private writeHead(): void {
+    if (!this.closing) return void this.res.writeHead(this.code, this.headers);
+    const obj: Record<string, string | string[]> = {};
+    const h = this.headers;
+    for (let i = 0; i < h.length; i += 2) {
+      const prev = obj[h[i]];
+      obj[h[i]] = prev === undefined ? h[i + 1] : Array.isArray(prev) ? [...prev, h[i + 1]] : [prev, h[i + 1]];
+    }
+    this.res.writeHead(this.code, obj);
   }
 
   end(body: string | Buffer): void {
-    this.headers['Content-Length'] = String(Buffer.byteLength(body));
-    this.res.writeHead(this.code, this.headers);
+    this.put('Content-Length', String(Buffer.byteLength(body)));
+    this.writeHead();
     this.res.end(body);
   }
 
   endWithoutBody(): void {
-    this.res.writeHead(this.code, this.headers);
+    this.writeHead();
     this.res.end();
   }
 
@@ -257,8 +294,8 @@ class NodeExchange extends Exchange {
   }
 
   beginStream(size: number): void {
-    this.headers['Content-Length'] = String(size);
-    this.res.writeHead(this.code, this.headers);
+    this.put('Content-Length', String(size));
+    this.writeHead();
   }
 
   private sent = 0;
@@ -276,7 +313,7 @@ class NodeExchange extends Exchange {
   }
 
   beginEvents(): void {
-    this.res.writeHead(this.code, this.headers);
+    this.writeHead();
     this.res.flushHeaders();
   }
 
@@ -308,28 +345,33 @@ function splitUrl(url = '/'): { path: string; query: string } {
   return q < 0 ? { path: url, query: '' } : { path: url.slice(0, q), query: url.slice(q + 1) };
 }
 
+/** A request header as one string ('' when absent; node:http's list of a repeated one joined). */
 function header(r: IncomingMessage, name: string): string {
-  const v = r.headers[name];
-  return Array.isArray(v) ? v.join(', ') : (v ?? '');
+  return one(r.headers[name]);
+}
+
+function one(v: string | string[] | undefined): string {
+  return v === undefined ? '' : typeof v === 'string' ? v : v.join(', ');
 }
 
 /** The headers every route may read (absent ones as ''); node:http parsed them all already. */
 function readHeaders(r: IncomingMessage): RequestHeaders {
-  const cookie = header(r, 'cookie');
+  const h = r.headers;
+  const cookie = one(h.cookie);
   return {
-    authorization: header(r, 'authorization'),
-    contentType: header(r, 'content-type'),
+    authorization: one(h.authorization),
+    contentType: one(h['content-type']),
     cookie,
-    csrf: cookie ? header(r, 'x-csrf-token') : '',
-    userAgent: header(r, 'user-agent'),
-    forwardedFor: header(r, 'x-forwarded-for'),
-    realIp: header(r, 'x-real-ip'),
-    origin: header(r, 'origin'),
-    accept: header(r, 'accept'),
-    range: header(r, 'range'),
-    ifNoneMatch: header(r, 'if-none-match'),
-    account: header(r, 'x-account-id'),
-    requestId: header(r, 'x-request-id'),
+    csrf: cookie ? one(h['x-csrf-token']) : '',
+    userAgent: one(h['user-agent']),
+    forwardedFor: one(h['x-forwarded-for']),
+    realIp: one(h['x-real-ip']),
+    origin: one(h.origin),
+    accept: one(h.accept),
+    range: one(h.range),
+    ifNoneMatch: one(h['if-none-match']),
+    account: one(h['x-account-id']),
+    requestId: one(h['x-request-id']),
   };
 }
 
