@@ -4,7 +4,7 @@
 //
 // GET / answers {"hello":"world"} with content-type application/json; anything else is 404.
 // With --record every GET answers the shape of svc's get by id in bench/node-engine.ts instead: a
-// record-sized JSON string body (367 bytes) under the same headers (Access-Control-Allow-Origin,
+// record-sized JSON string body (490 bytes) under the same headers (Access-Control-Allow-Origin,
 // Content-Type, Content-Length), so the gap to svc is what svc does besides writing the reply.
 // Keep-alive as node:http has it by default. Prints "listening on HOST:PORT" once ready.
 import { createServer } from 'node:http';

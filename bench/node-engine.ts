@@ -10,7 +10,8 @@
  *       [--baseline=<other build>/dist/cli/main.js]
  *
  * `--baseline` adds that build's svc with `SERVICE_HTTP_ENGINE=node` on each node binary (an A/B
- * of the adapter in the same rounds); `--nodes` picks the node majors measured.
+ * of the adapter in the same rounds); `--nodes` picks the node majors measured; `--ab-only`
+ * measures only the node:http svc pairs (no floors), for repeating the A/B over fresh processes.
  *
  * Node binaries: this process's (`20`), and NODE22 / NODE24 (default: the CI cache of
  * ci/node-matrix.sh, ~/.cache/svc-ci/node/<major>/…); a missing one is skipped. Every target is
@@ -40,6 +41,7 @@ const ROUNDS = option('rounds', 3);
 const DURATION_S = option('duration', 3);
 const RECORDS = 200;
 const BASELINE = process.argv.find((a) => a.startsWith('--baseline='))?.slice(11);
+const AB_ONLY = process.argv.includes('--ab-only') && BASELINE !== undefined;
 const MAJORS = (process.argv.find((a) => a.startsWith('--nodes='))?.slice(8) ?? '20,22,24').split(',');
 const ID = readPostId(100);
 
@@ -85,20 +87,22 @@ async function main(): Promise<number> {
     servers.push(uws);
     await seedReadPosts(uws.url, uws.email, uws.password, RECORDS);
     const targets: Target[] = [];
+    const floors: Target[] = [];
     const h = await hello('hello-uws.mjs', process.execPath);
     procs.push(h.proc);
-    targets.push({ label: 'hello uWS (20)', url: h.url, pid: h.proc.child.pid!, rps: [], cpu: [] });
+    floors.push({ label: 'hello uWS (20)', url: h.url, pid: h.proc.child.pid!, rps: [], cpu: [] });
     for (const [major, bin] of nodes) {
       const n = await hello('hello-node.mjs', bin);
       procs.push(n.proc);
-      targets.push({ label: `hello node:http (${major})`, url: n.url, pid: n.proc.child.pid!, rps: [], cpu: [] });
+      floors.push({ label: `hello node:http (${major})`, url: n.url, pid: n.proc.child.pid!, rps: [], cpu: [] });
     }
     // svc's reply to the get by id (same headers, same body size) from a bare node:http handler
     const shaped = await hello('hello-node.mjs', process.execPath, ['--record']);
     procs.push(shaped.proc);
-    targets.push({ label: 'record-shaped node:http (20)', url: shaped.url, pid: shaped.proc.child.pid!, rps: [], cpu: [] });
+    floors.push({ label: 'record-shaped node:http (20)', url: shaped.url, pid: shaped.proc.child.pid!, rps: [], cpu: [] });
     const path = `/api/collections/posts/records/${ID}`;
-    targets.push({ label: 'svc uWS (20)', url: uws.url + path, pid: uws.proc.child.pid!, rps: [], cpu: [] });
+    floors.push({ label: 'svc uWS (20)', url: uws.url + path, pid: uws.proc.child.pid!, rps: [], cpu: [] });
+    if (!AB_ONLY) targets.push(...floors);
     for (const [major, bin] of nodes) {
       const s = await startSvc({ node: bin, dataDir: uws.dataDir, extra: ['--ignore-lock'], env: { SERVICE_HTTP_ENGINE: 'node' } });
       servers.push(s);
@@ -133,8 +137,8 @@ async function main(): Promise<number> {
     for (const t of targets) console.log(`| ${t.label} | ${range(t.rps, 0)} | ${range(t.cpu, 2)} |`);
     // the ratios by throughput, and by CPU per request (uWS's ÷ node's: the throughput a server
     // would have alone on a core; steadier on a shared machine)
-    console.log('\n| node | svc node:http ÷ svc uWS | hello node:http ÷ hello uWS | svc node:http ÷ hello node:http |\n| --- | ---: | ---: | ---: |');
-    for (const [major] of nodes) {
+    if (!AB_ONLY) console.log('\n| node | svc node:http ÷ svc uWS | hello node:http ÷ hello uWS | svc node:http ÷ hello node:http |\n| --- | ---: | ---: | ---: |');
+    for (const [major] of AB_ONLY ? [] : nodes) {
       const sn = med(`svc node:http (${major})`);
       const hn = med(`hello node:http (${major})`);
       const snc = cpuMed(`svc node:http (${major})`);

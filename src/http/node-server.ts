@@ -5,8 +5,8 @@
  * bodies have the same limits; streamed replies honour backpressure and stop on abort; an aborted
  * request is logged as 499. WebSockets go through the `ws` package.
  *
- * It is slower than uWS (bench/README.md, "Session 6: the architecture step, paired (quick
- * suite)", HTTP engine), and that is its only difference a client can see.
+ * It is slower than uWS (bench/README.md, "node:http engine floors": node:http's own work per
+ * request is about twice uWS's), and that is its only difference a client can see.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
