@@ -166,7 +166,7 @@ export class ServiceMetrics {
 
     // the writer: its queue, commits, and each group commit's latency (one observation a group)
     gauge(registers, `${p}writer_queue_jobs`, 'Write jobs queued or being committed, not yet answered.', [], (set) => set({}, store.writer.inFlight));
-    counter(registers, `${p}writer_commits_total`, 'Group commits of the writer since start (several write jobs each).', [], (add) => add({}, store.writer.commits));
+    counter(registers, `${p}writer_commits_total`, 'Group commits of the writer since start (several write jobs each).', [], (add) => add({}, store.writer.groupCommits));
     const commits = new Histogram({ name: `${p}writer_commit_duration_seconds`, help: 'Time from the oldest job of a commit group being queued to its commit being acknowledged on the main thread.', buckets: [...COMMIT_BUCKETS_S], registers });
     this.stopTiming = store.writer.commitLatency.subscribe((ms) => commits.observe(ms / 1000));
 

@@ -99,8 +99,14 @@ export interface ReaderPoolStats {
 export interface SqlWriter {
   /** The committed changes of this instance (and, on PostgreSQL, of the others: ClusterFeed). */
   readonly changes: ChangeFeed;
-  /** Commits reported so far; caches of rendered reads are valid for one count. */
+  /**
+   * Commits reported so far; caches of rendered reads are valid for one count. Besides this
+   * writer's group commits it counts other instances' commits (PostgreSQL's ClusterFeed) and
+   * a batch whose delivery waited (ChangeFeed's onLate).
+   */
   commits: number;
+  /** This writer's own group commits so far (what `svc_writer_commits_total` reports). */
+  readonly groupCommits: number;
   /** Called after each group commit, before any of its jobs' promises settle (snapshots end there). */
   readonly committed: Subscribers<[]>;
   /** Jobs written and not yet answered. */

@@ -255,8 +255,10 @@ export class PgWriter {
    * batch delivered late (ChangeFeed's onLate) counts as one more commit.
    */
   readonly changes = new ChangeFeed(() => void this.commits++);
-  /** Group commits so far (caches of rendered reads are valid for one count). */
+  /** Commits so far (SqlWriter.commits: caches of rendered reads are valid for one count). */
   commits = 0;
+  /** This writer's own group commits (SqlWriter.groupCommits). */
+  groupCommits = 0;
   /** Called after each group commit, before any of its jobs' promises settle. */
   readonly committed = new Subscribers<[]>();
   /** Called after each group commit with its latency (SqlWriter.commitLatency). */
@@ -542,6 +544,7 @@ export class PgWriter {
       return;
     }
     this.commits++;
+    this.groupCommits++;
     this.committed.call();
     if (group.length && this.commitLatency.any) this.commitLatency.call(performance.now() - group[0]!.at);
     const created = createsOf(group, outcomes);

@@ -67,8 +67,10 @@ export class WriterClient {
    * batch delivered late (ChangeFeed's onLate) counts as one more commit.
    */
   readonly changes = new ChangeFeed(() => void this.commits++);
-  /** Group commits reported so far (caches of rendered reads are valid for one count). */
+  /** Commits reported so far (SqlWriter.commits: caches of rendered reads are valid for one count). */
   commits = 0;
+  /** This writer's own group commits (SqlWriter.groupCommits). */
+  groupCommits = 0;
   /** Called after each group commit with its latency (SqlWriter.commitLatency). */
   readonly commitLatency = new Subscribers<[latencyMs: number]>();
 
@@ -81,6 +83,7 @@ export class WriterClient {
         return;
       }
       this.commits++;
+      this.groupCommits++;
       this.committed.call();
       const n = msg.length;
       // jobs are answered in the order they were sent: the group's first is its oldest
