@@ -213,7 +213,7 @@ export class SvcClient {
  */
 export async function serveDataDir(dataDir: string, extraArgs: string[] = [], cliPath?: string): Promise<{ url: string; proc: ManagedProcess }> {
   const port = await freePort();
-  const proc = startProcess('svc serve', opts.node ?? process.execPath, serveArgs(port, dataDir, { extra: extraArgs, cliPath }), { cwd: REPO_ROOT });
+  const proc = startProcess('svc serve', process.execPath, serveArgs(port, dataDir, { extra: extraArgs, cliPath }), { cwd: REPO_ROOT });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/api/health`, proc);
   return { url, proc };
