@@ -77,8 +77,11 @@ export class RssSampler {
   }
 }
 
-/** CPU time (user + system, clock ticks) a process has used so far; NaN when unavailable. */
-export function cpuTicks(pid: number): number {
+/**
+ * CPU time (user + system, clock ticks) a process has used so far, all its threads; NaN when
+ * unavailable. `pid` may also name one thread as `<pid>/task/<tid>` (the main thread's tid is the pid).
+ */
+export function cpuTicks(pid: number | string): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
