@@ -19,6 +19,7 @@
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Store } from '../context/store.js';
+import { authTokenRepository } from '../context/auth-repositories.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
@@ -37,7 +38,7 @@ export class AccountEmails {
   readonly tokens: AuthTokens;
 
   constructor(private store: Store, private queue: BackgroundQueue, private transport: MailTransport) {
-    this.tokens = new AuthTokens(store);
+    this.tokens = new AuthTokens(authTokenRepository(store));
   }
 
   /**

@@ -15,6 +15,7 @@ import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../context/store.js';
+import { sessionRepository } from '../context/auth-repositories.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
@@ -217,7 +218,7 @@ export class AuthService {
     this.tenancy = parts.tenancy;
     this.accountKey = createHmac('sha256', secret).update('svc account cookie v1').digest();
     this.tokens = new TokenService(secret);
-    this.sessions = new SessionStore(store, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
+    this.sessions = new SessionStore(sessionRepository(store), (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
     const budget: Budget = { max: opts.rateLimit?.max ?? 10, windowS: opts.rateLimit?.windowS ?? 60 };
     // several instances (PostgreSQL) count in one table; one process in its memory
     this.limits = new AuthRateLimits(budget, !!opts.trustProxy, store.sql.sharedLimiter);

@@ -10,7 +10,7 @@
  * applies the effect, so a race between two redemptions lets exactly one win.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Store } from '../context/store.js';
+import type { AuthTokenRepository } from '../context/auth-repositories.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
@@ -43,8 +43,9 @@ export interface FoundToken {
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
+/** Issues, finds and redeems single-use tokens (this module's header) over an AuthTokenRepository. */
 export class AuthTokens {
-  constructor(private store: Store) {}
+  constructor(private repo: AuthTokenRepository) {}
 
   /**
    * Creates a token for a record and the address it goes to; drops every expired token.
@@ -55,11 +56,11 @@ export class AuthTokens {
     const verifier = randomToken(32);
     const now = Date.now();
     // expired rows go in the same job: the table stays small
-    const steps = this.store.sql.authTokens.issueSteps({
+    const steps = this.repo.authTokens.issueSteps({
       id: selector, hash: sha256(verifier).toString('hex'), kind, collectionId: c.id, recordId, email, created: nowDate(), expires: now + ttlS * 1000,
     }, now);
     for (const s of steps) s.params = s.params.map(bindValue);
-    await this.store.writer.write(steps);
+    await this.repo.write(steps);
     return `${selector}.${verifier}`;
   }
 
@@ -72,7 +73,7 @@ export class AuthTokens {
     const dot = token.indexOf('.');
     const selector = dot > 0 ? token.slice(0, dot) : '';
     const verifier = dot > 0 ? token.slice(dot + 1) : token;
-    const row = await this.store.sql.authTokens.find(selector, kind, c.id);
+    const row = await this.repo.authTokens.find(selector, kind, c.id);
     // Hash and compare even without a row, so a miss costs what a hit costs.
     const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(sha256(verifier), stored.length === 32 ? stored : Buffer.alloc(32));
@@ -82,11 +83,11 @@ export class AuthTokens {
 
   /** The write step that redeems a found token; the job fails with `fail` when it was used meanwhile. */
   consumeStep(t: FoundToken, fail: NonNullable<WriteStep['fail']>): WriteStep {
-    return this.store.sql.authTokens.consumeStep(t.selector, fail);
+    return this.repo.authTokens.consumeStep(t.selector, fail);
   }
 
   /** Steps deleting every outstanding token of `kind` for a record (after a reset, the others are void). */
   dropAllSteps(kind: AuthTokenKind, c: Collection, recordId: string): WriteStep[] {
-    return this.store.sql.authTokens.dropAllSteps(kind, c.id, recordId);
+    return this.repo.authTokens.dropAllSteps(kind, c.id, recordId);
   }
 }

@@ -17,7 +17,7 @@
  * session is cached here: `check` reads the row on every request, and the token epoch comes with
  * the auth record, whose cached copies the feed drops like any record's.
  */
-import type { Store } from '../context/store.js';
+import type { SessionRepository } from '../context/auth-repositories.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { SESSIONS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
@@ -48,6 +48,7 @@ export function sessionMode(c: Collection): 'epoch' | 'table' {
 
 const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ');
 
+/** Table-store session rows (this module's header) over a SessionRepository. */
 export class SessionStore {
   /** sessions whose last_seen write is in flight or was just written (bounded) */
   private touched = boundedCache<string, number>(10_000);
@@ -58,8 +59,9 @@ export class SessionStore {
   private readonly endedListeners = new Set<(collectionId: string, recordId: string) => void>();
   private readonly unsubscribe: () => void;
 
-  constructor(private store: Store, private onError: (err: unknown) => void = () => {}) {
-    this.unsubscribe = store.writer.changes.subscribe((batch) => this.onBatch(batch));
+  /** `onError`: told when a background `last_seen` refresh fails. Subscribes to `repo.changes` until {@link close}. */
+  constructor(private repo: SessionRepository, private onError: (err: unknown) => void = () => {}) {
+    this.unsubscribe = repo.changes.subscribe((batch) => this.onBatch(batch));
   }
 
   /** Stops following the change feed. */
@@ -98,7 +100,7 @@ export class SessionStore {
     const sid = newId();
     const now = nowDate();
     const cutoff = stamp(Date.now() - TOKEN_TTL_S * 1000);
-    await this.write(this.store.sql.sessions.createSteps(c.id, recordId, cutoff, { id: sid, created: now, user_agent: meta.userAgent.slice(0, MAX_UA), ip: meta.ip.slice(0, 128) }));
+    await this.write(this.repo.sessions.createSteps(c.id, recordId, cutoff, { id: sid, created: now, user_agent: meta.userAgent.slice(0, MAX_UA), ip: meta.ip.slice(0, 128) }));
     return sid;
   }
 
@@ -107,7 +109,7 @@ export class SessionStore {
    * `last_seen` refresh when the stored one is over a minute old.
    */
   async check(c: Collection, recordId: string, sid: string): Promise<boolean> {
-    return this.seen(sid, await this.store.sql.sessions.lastSeen(c.id, recordId, sid));
+    return this.seen(sid, await this.repo.sessions.lastSeen(c.id, recordId, sid));
   }
 
   /** Whether a session was found (`lastSeen` defined); schedules a refresh of a stale `last_seen`. */
@@ -124,26 +126,26 @@ export class SessionStore {
     const last = this.touched.get(sid);
     if (last !== undefined && t - last < TOUCH_EVERY_MS) return;
     this.touched.set(sid, t);
-    this.write([this.store.sql.sessions.touchStep(sid, nowDate())]).catch(this.onError);
+    this.write([this.repo.sessions.touchStep(sid, nowDate())]).catch(this.onError);
   }
 
   /** The owner's live sessions, newest first; `is_current` marks `currentSid`. */
   async list(c: Collection, recordId: string, currentSid: string | undefined): Promise<SessionView[]> {
     const cutoff = stamp(Date.now() - TOKEN_TTL_S * 1000);
-    return (await this.store.sql.sessions.list(c.id, recordId, cutoff)).map((r) => ({ ...r, is_current: r.id === currentSid }));
+    return (await this.repo.sessions.list(c.id, recordId, cutoff)).map((r) => ({ ...r, is_current: r.id === currentSid }));
   }
 
   /** Ends one of the owner's sessions; 404 when unknown or owned by someone else. */
   async revoke(c: Collection, recordId: string, sid: string): Promise<void> {
     await this.write(ended([
-      this.store.sql.sessions.revokeStep(c.id, recordId, sid, { status: 404, code: 'not_found', message: 'The requested resource was not found.' }),
+      this.repo.sessions.revokeStep(c.id, recordId, sid, { status: 404, code: 'not_found', message: 'The requested resource was not found.' }),
     ], c.id, recordId));
   }
 
   /** Logout everywhere: bumps the record's token epoch and wipes its session rows, in one job. */
   async endAll(c: Collection, recordId: string): Promise<void> {
     await this.write(ended([
-      this.store.sql.auth.bumpEpochStep(c, recordId),
+      this.repo.auth.bumpEpochStep(c, recordId),
       ...this.wipeSteps(c, recordId, null),
     ], c.id, recordId)); // the epoch changed: the change feed drops cached copies of the record
   }
@@ -155,12 +157,12 @@ export class SessionStore {
 
   /** Steps deleting a record's session rows (all, or all but `keepSid`), for use inside another job. */
   wipeSteps(c: Collection, recordId: string, keepSid: string | null): WriteStep[] {
-    return this.store.sql.sessions.wipeSteps(c.id, recordId, keepSid);
+    return this.repo.sessions.wipeSteps(c.id, recordId, keepSid);
   }
 
   private write(steps: WriteStep[]) {
     for (const s of steps) s.params = s.params.map(bindValue);
-    return this.store.writer.write(steps);
+    return this.repo.write(steps);
   }
 }
 

@@ -1,0 +1,51 @@
+/**
+ * The narrow repositories of the auth services (src/auth/, src/auth/methods/): each names the
+ * statement stores and capabilities one class really uses, instead of the whole `Store` (the
+ * service locator of ./store.ts; ARCHITECTURE.md, "Folders"), so a class's dependencies show in
+ * its constructor type and a test can hand it a small fake. The statement stores are those of
+ * `StoreSql` (src/store/store.ts, src/store/auth-store.ts), narrowed with `Pick` to the members
+ * used; `write` is the writer's (SqlWriter of src/store/backend.ts). One builder per repository,
+ * each over the open database's Store.
+ */
+import type { Store } from './store.js';
+import type { WriteStep, StepResult } from '../store/write-job.js';
+import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore } from '../store/auth-store.js';
+import type { ChangeFeed } from '../store/change-feed.js';
+
+/** Runs write jobs (SqlWriter.write of src/store/backend.ts). */
+export interface StepWriter {
+  /**
+   * Runs `steps` as one write job, in one transaction; resolves each step's result in order.
+   * @throws GuardFailed (src/store/errors/) when a step's guard did not hold; the backend's write error otherwise
+   */
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+}
+
+/** What AuthTokens (src/auth/auth-tokens.ts) needs: the `_authTokens` statements and the writer. */
+export interface AuthTokenRepository extends StepWriter {
+  authTokens: AuthTokenRowStore;
+}
+
+/**
+ * What SessionStore (src/auth/sessions.ts) needs: the `_sessions` statements, the epoch bump of
+ * an auth record (sign out everywhere), the writer and its change feed (ended sessions).
+ */
+export interface SessionRepository extends StepWriter {
+  sessions: SessionRowStore;
+  auth: Pick<AuthRecordStore, 'bumpEpochStep'>;
+  /** the committed changes (SqlWriter.changes), where ended sessions are announced */
+  changes: ChangeFeed;
+}
+
+/** The writer of `store` as a StepWriter. */
+const writerOf = (store: Store): StepWriter['write'] => (steps) => store.writer.write(steps);
+
+/** The AuthTokenRepository over `store`. */
+export function authTokenRepository(store: Store): AuthTokenRepository {
+  return { authTokens: store.sql.authTokens, write: writerOf(store) };
+}
+
+/** The SessionRepository over `store`. */
+export function sessionRepository(store: Store): SessionRepository {
+  return { sessions: store.sql.sessions, auth: store.sql.auth, changes: store.writer.changes, write: writerOf(store) };
+}
