@@ -18,12 +18,11 @@
  * redeems the token and ends every session.
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Store } from '../context/store.js';
-import { authTokenRepository } from '../context/auth-repositories.js';
+import type { AccountEmailRepository } from '../context/auth-repositories.js';
 import type { Collection } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
-import { AuthTokens, type AuthTokenKind, type FoundToken } from './auth-tokens.js';
+import type { AuthTokens, AuthTokenKind, FoundToken } from './auth-tokens.js';
 import { hashPassword, checkNewPassword, verifyPassword } from './passwords.js';
 import { minPasswordLength } from './auth-defaults.js';
 import { randomToken } from '../records/ids.js';
@@ -34,12 +33,10 @@ import type { MailMessage, MailTransport } from '../mail/transports.js';
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const BAD_TOKEN = { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { token: { code: 'validation_value', message: 'Invalid or expired token.' } } };
 
+/** Verification, password-reset and address-change mails and their confirmations (this module's header). */
 export class AccountEmails {
-  readonly tokens: AuthTokens;
-
-  constructor(private store: Store, private queue: BackgroundQueue, private transport: MailTransport) {
-    this.tokens = new AuthTokens(authTokenRepository(store));
-  }
+  /** `tokens`: the single-use tokens the mails carry (also the sign-in methods', AuthService). */
+  constructor(private repo: AccountEmailRepository, private queue: BackgroundQueue, private transport: MailTransport, readonly tokens: AuthTokens) {}
 
   /**
    * The `email` of a request-* body, validated identically for every address (400
@@ -59,9 +56,9 @@ export class AccountEmails {
 
   /** The background half of request-*: look-up, token, mail. */
   private async deliver(kind: AuthTokenKind, collectionId: string, email: string): Promise<void> {
-    const c = this.store.registry.byId(collectionId);
+    const c = this.repo.registry.byId(collectionId);
     if (!c || c.type !== 'auth') return;
-    const found = await this.store.sql.auth.byEmail(c, email);
+    const found = await this.repo.auth.byEmail(c, email);
     if (!found) return;
     const { id, email: to, verified } = found;
     if (kind === 'verify' && verified) return;
@@ -82,8 +79,8 @@ export class AccountEmails {
     if (!found) throw badToken();
     await this.run([
       this.tokens.consumeStep(found, BAD_TOKEN),
-      this.store.sql.auth.markVerifiedStep(c, found.recordId, found.email, nowDate(), BAD_TOKEN),
-      this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
+      this.repo.auth.markVerifiedStep(c, found.recordId, found.email, nowDate(), BAD_TOKEN),
+      this.repo.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }
 
@@ -106,11 +103,11 @@ export class AccountEmails {
     const hash = await hashPassword(b.password as string);
     await this.run([
       this.tokens.consumeStep(found, BAD_TOKEN),
-      this.store.sql.auth.setPasswordStep(c, found.recordId, found.email, hash, randomToken(24), nowDate(), BAD_TOKEN),
+      this.repo.auth.setPasswordStep(c, found.recordId, found.email, hash, randomToken(24), nowDate(), BAD_TOKEN),
       ...this.tokens.dropAllSteps('reset', c, found.recordId),
-      ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
-      this.store.sql.passkeys.removeAllSignInStep(c.id, found.recordId),
-      this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
+      ...this.repo.sessions.wipeSteps(c.id, found.recordId, null),
+      this.repo.passkeys.removeAllSignInStep(c.id, found.recordId),
+      this.repo.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }
 
@@ -127,7 +124,7 @@ export class AccountEmails {
     if (!isValidEmail(to) || /[\r\n]/.test(to)) throw ApiError.validation({ newEmail: { code: 'validation_invalid_email', message: 'Must be a valid email address.' } });
     const collectionId = c.id;
     this.queue.push(async () => {
-      const now = this.store.registry.byId(collectionId);
+      const now = this.repo.registry.byId(collectionId);
       if (!now || now.type !== 'auth') return;
       const token = await this.tokens.issue('email_change', now, recordId, to);
       await this.transport.send(emailChangeMessage(now, to, token));
@@ -168,15 +165,15 @@ export class AccountEmails {
     await this.run([
       this.tokens.consumeStep(found, BAD_TOKEN),
       ...this.tokens.dropAllSteps('email_change', c, found.recordId),
-      this.store.sql.auth.bumpEpochStep(c, found.recordId),
-      ...this.store.sql.sessions.wipeSteps(c.id, found.recordId, null),
-      this.store.sql.externalAuths.unconfirmedDropStep(c.id, found.recordId),
+      this.repo.auth.bumpEpochStep(c, found.recordId),
+      ...this.repo.sessions.wipeSteps(c.id, found.recordId, null),
+      this.repo.externalAuths.unconfirmedDropStep(c.id, found.recordId),
     ]);
   }
 
   private async run(steps: WriteStep[]) {
     for (const s of steps) s.params = s.params.map(bindValue);
-    return this.store.writer.write(steps);
+    return this.repo.write(steps);
   }
 }
 

@@ -15,7 +15,7 @@ import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../context/store.js';
-import { sessionRepository } from '../context/auth-repositories.js';
+import { accountEmailRepository, authTokenRepository, sessionRepository } from '../context/auth-repositories.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
@@ -32,6 +32,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { SessionStore, sessionMode } from './sessions.js';
 import { AuthRateLimits, type Budget } from './rate-limit.js';
 import { AccountEmails } from './account-emails.js';
+import { AuthTokens } from './auth-tokens.js';
 import { BackgroundQueue } from '../mail/queue.js';
 import { createMailTransport, type MailTransport } from '../mail/transports.js';
 
@@ -224,7 +225,7 @@ export class AuthService {
     this.limits = new AuthRateLimits(budget, !!opts.trustProxy, store.sql.sharedLimiter);
     this.mailQueue = new BackgroundQueue(logger, 'mail');
     this.mailTransport = transport ?? createMailTransport(opts, logger, opts.smtpTls);
-    this.emails = new AccountEmails(store, this.mailQueue, this.mailTransport);
+    this.emails = new AccountEmails(accountEmailRepository(store), this.mailQueue, this.mailTransport, new AuthTokens(authTokenRepository(store)));
     const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
     const password = new PasswordMethod(store, this.limits, load);
     this.magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);

@@ -9,7 +9,8 @@
  */
 import type { Store } from './store.js';
 import type { WriteStep, StepResult } from '../store/write-job.js';
-import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore } from '../store/auth-store.js';
+import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore, ExternalAuthRowStore, PasskeyRowStore } from '../store/auth-store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 
 /** Runs write jobs (SqlWriter.write of src/store/backend.ts). */
@@ -37,6 +38,20 @@ export interface SessionRepository extends StepWriter {
   changes: ChangeFeed;
 }
 
+/**
+ * What AccountEmails (src/auth/account-emails.ts) needs: the collection an id names (a queued
+ * mail finds its collection again), the auth record's address look-up and its verification,
+ * password and epoch steps, and the side rows a reset or an address change drops (session rows,
+ * sign-in passkeys, unconfirmed provider links).
+ */
+export interface AccountEmailRepository extends StepWriter {
+  registry: Pick<CollectionRegistry, 'byId'>;
+  auth: Pick<AuthRecordStore, 'byEmail' | 'markVerifiedStep' | 'setPasswordStep' | 'bumpEpochStep'>;
+  sessions: Pick<SessionRowStore, 'wipeSteps'>;
+  passkeys: Pick<PasskeyRowStore, 'removeAllSignInStep'>;
+  externalAuths: Pick<ExternalAuthRowStore, 'unconfirmedDropStep'>;
+}
+
 /** The writer of `store` as a StepWriter. */
 const writerOf = (store: Store): StepWriter['write'] => (steps) => store.writer.write(steps);
 
@@ -48,4 +63,10 @@ export function authTokenRepository(store: Store): AuthTokenRepository {
 /** The SessionRepository over `store`. */
 export function sessionRepository(store: Store): SessionRepository {
   return { sessions: store.sql.sessions, auth: store.sql.auth, changes: store.writer.changes, write: writerOf(store) };
+}
+
+/** The AccountEmailRepository over `store`. */
+export function accountEmailRepository(store: Store): AccountEmailRepository {
+  const { auth, sessions, passkeys, externalAuths } = store.sql;
+  return { registry: store.registry, auth, sessions, passkeys, externalAuths, write: writerOf(store) };
 }
