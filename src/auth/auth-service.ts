@@ -15,7 +15,7 @@ import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../context/store.js';
-import { accountEmailRepository, authTokenRepository, sessionRepository } from '../context/auth-repositories.js';
+import { accountEmailRepository, authTokenRepository, emailedMethodRepository, identityRepository, otpRepository, sessionRepository } from '../context/auth-repositories.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
@@ -227,9 +227,9 @@ export class AuthService {
     this.mailTransport = transport ?? createMailTransport(opts, logger, opts.smtpTls);
     this.emails = new AccountEmails(accountEmailRepository(store), this.mailQueue, this.mailTransport, new AuthTokens(authTokenRepository(store)));
     const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
-    const password = new PasswordMethod(store, this.limits, load);
-    this.magicLink = new MagicLinkMethod(store, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
-    const otp = this.otp = new OtpMethod(store, this.limits, this.mailQueue, this.mailTransport, load, secret);
+    const password = new PasswordMethod(identityRepository(store), this.limits, load);
+    this.magicLink = new MagicLinkMethod(emailedMethodRepository(store), this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
+    const otp = this.otp = new OtpMethod(otpRepository(store), this.limits, this.mailQueue, this.mailTransport, load, secret);
     // what the methods (and their own routes) ask about the caller
     const access: CallerAccess = {
       resolve: (client) => this.resolve(client),

@@ -52,6 +52,25 @@ export interface AccountEmailRepository extends StepWriter {
   externalAuths: Pick<ExternalAuthRowStore, 'unconfirmedDropStep'>;
 }
 
+/** What PasswordMethod (src/auth/methods/password.ts) needs: the record an identity names. */
+export interface IdentityRepository {
+  auth: Pick<AuthRecordStore, 'idByIdentity'>;
+}
+
+/**
+ * What the mailed sign-in methods share (EmailedMethod, src/auth/methods/emailed.ts; the magic
+ * link needs nothing more): the collection an id names (a queued mail finds its collection
+ * again), the record an identity names, and the writer.
+ */
+export interface EmailedMethodRepository extends IdentityRepository, StepWriter {
+  registry: Pick<CollectionRegistry, 'byId'>;
+}
+
+/** What OtpMethod (src/auth/methods/otp.ts) needs besides the mailed methods' share: its `_authTokens` rows. */
+export interface OtpRepository extends EmailedMethodRepository {
+  authTokens: Pick<AuthTokenRowStore, 'issueSteps' | 'dropAllSteps' | 'latest' | 'consumeStep'>;
+}
+
 /** The writer of `store` as a StepWriter. */
 const writerOf = (store: Store): StepWriter['write'] => (steps) => store.writer.write(steps);
 
@@ -69,4 +88,19 @@ export function sessionRepository(store: Store): SessionRepository {
 export function accountEmailRepository(store: Store): AccountEmailRepository {
   const { auth, sessions, passkeys, externalAuths } = store.sql;
   return { registry: store.registry, auth, sessions, passkeys, externalAuths, write: writerOf(store) };
+}
+
+/** The IdentityRepository over `store`. */
+export function identityRepository(store: Store): IdentityRepository {
+  return { auth: store.sql.auth };
+}
+
+/** The EmailedMethodRepository over `store` (the magic link's). */
+export function emailedMethodRepository(store: Store): EmailedMethodRepository {
+  return { registry: store.registry, auth: store.sql.auth, write: writerOf(store) };
+}
+
+/** The OtpRepository over `store`. */
+export function otpRepository(store: Store): OtpRepository {
+  return { ...emailedMethodRepository(store), authTokens: store.sql.authTokens };
 }

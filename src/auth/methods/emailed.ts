@@ -15,7 +15,7 @@
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../context/store.js';
+import type { EmailedMethodRepository } from '../../context/auth-repositories.js';
 import { bindValue } from '../../store/bind.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';
@@ -36,15 +36,15 @@ export function identityOf(body: unknown): string {
   return v.trim();
 }
 
-/** What both methods share: the identity lookup and the mail. */
-export abstract class EmailedMethod implements AuthMethod {
+/** What both methods share: the identity lookup and the mail; `R` what a method needs of storage. */
+export abstract class EmailedMethod<R extends EmailedMethodRepository = EmailedMethodRepository> implements AuthMethod {
   abstract readonly slug: string;
   abstract readonly stores: readonly string[];
   readonly events = ['auth-success'] as const;
   abstract readonly checkOptions: (options: Record<string, unknown>, path: string) => Record<string, FieldError>;
 
   constructor(
-    protected store: Store,
+    protected repo: R,
     protected limits: AuthRateLimits,
     protected queue: BackgroundQueue,
     protected transport: MailTransport,
@@ -61,7 +61,7 @@ export abstract class EmailedMethod implements AuthMethod {
     const identity = identityOf(body);
     const collectionId = c.id;
     this.queue.push(async () => {
-      const now = this.store.registry.byId(collectionId);
+      const now = this.repo.registry.byId(collectionId);
       if (!now || now.type !== 'auth' || !this.enabled(now)) return;
       const found = await this.findRecord(now, identity);
       if (!found) return;
@@ -79,12 +79,12 @@ export abstract class EmailedMethod implements AuthMethod {
 
   /** The whole auth record an identity names (any identity field), or null. */
   protected async findRecord(c: Collection, identity: string): Promise<Record<string, unknown> | null> {
-    const id = await this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity);
+    const id = await this.repo.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity);
     return id === undefined ? null : this.loadRecord(c, id);
   }
 
   protected async run(steps: WriteStep[]): Promise<void> {
     for (const s of steps) s.params = s.params.map(bindValue);
-    await this.store.writer.write(steps);
+    await this.repo.write(steps);
   }
 }

@@ -6,7 +6,7 @@
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../context/store.js';
+import type { EmailedMethodRepository } from '../../context/auth-repositories.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import type { AuthTokens } from '../auth-tokens.js';
@@ -46,8 +46,8 @@ export class MagicLinkMethod extends EmailedMethod {
   readonly stores = ['_authTokens'] as const;
   readonly checkOptions = magicLinkOptions.checkOptions;
 
-  constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>, private tokens: AuthTokens) {
-    super(store, limits, queue, transport, loadRecord);
+  constructor(repo: EmailedMethodRepository, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>, private tokens: AuthTokens) {
+    super(repo, limits, queue, transport, loadRecord);
   }
 
   protected async issue(c: Collection, recordId: string, to: string): Promise<MailMessage> {

@@ -8,7 +8,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../context/store.js';
+import type { OtpRepository } from '../../context/auth-repositories.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import type { BackgroundQueue } from '../../mail/queue.js';
@@ -39,15 +39,15 @@ const BAD_CODE = { status: 400, code: 'validation_failed', message: 'Failed to v
  * a record counts, it is compared in constant time, and after five wrong tries it is void. The
  * complete endpoint is also rate limited per identity.
  */
-export class OtpMethod extends EmailedMethod {
+export class OtpMethod extends EmailedMethod<OtpRepository> {
   readonly slug = otpOptions.slug;
   readonly stores = ['_authTokens'] as const;
   readonly checkOptions = otpOptions.checkOptions;
   /** wrong tries per code row (bounded: rows expire; the least recently tried of 10,000 go first) */
   private tries = boundedCache<string, number>(10_000);
 
-  constructor(store: Store, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>, private secret: Buffer) {
-    super(store, limits, queue, transport, loadRecord);
+  constructor(repo: OtpRepository, limits: AuthRateLimits, queue: BackgroundQueue, transport: MailTransport, loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>, private secret: Buffer) {
+    super(repo, limits, queue, transport, loadRecord);
   }
 
   /**
@@ -101,8 +101,8 @@ export class OtpMethod extends EmailedMethod {
     const ttl = methodOptions(c, this.slug).ttl_s;
     const now = Date.now();
     await this.run([
-      ...this.store.sql.authTokens.dropAllSteps('otp', c.id, recordId), // only the newest code counts
-      ...this.store.sql.authTokens.issueSteps({
+      ...this.repo.authTokens.dropAllSteps('otp', c.id, recordId), // only the newest code counts
+      ...this.repo.authTokens.issueSteps({
         id, hash: this.hash(id, code).toString('hex'), kind: 'otp', collectionId: c.id, recordId, email: to, created: nowDate(), expires: now + (typeof ttl === 'number' ? ttl : OTP_TTL_S) * 1000,
       }, now),
     ]);
@@ -117,7 +117,7 @@ export class OtpMethod extends EmailedMethod {
     const code = String(b.code);
     if (!/^\d{6}$/.test(code)) throw ApiError.validation(BAD_CODE.data);
     const rec = await this.findRecord(c, identity);
-    const row = rec ? await this.store.sql.authTokens.latest('otp', c.id, String(rec.id)) : undefined;
+    const row = rec ? await this.repo.authTokens.latest('otp', c.id, String(rec.id)) : undefined;
     // compare even without a row, so a miss costs what a hit costs
     const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(this.hash(row?.id ?? '-', code), stored.length === 32 ? stored : Buffer.alloc(32));
@@ -127,12 +127,12 @@ export class OtpMethod extends EmailedMethod {
       this.tries.set(row.id, n);
       if (n >= OTP_MAX_TRIES) {
         this.tries.delete(row.id);
-        await this.run(this.store.sql.authTokens.dropAllSteps('otp', c.id, String(rec.id)));
+        await this.run(this.repo.authTokens.dropAllSteps('otp', c.id, String(rec.id)));
       }
       throw ApiError.validation(BAD_CODE.data);
     }
     this.tries.delete(row.id);
-    await this.run([this.store.sql.authTokens.consumeStep(row.id, BAD_CODE)]);
+    await this.run([this.repo.authTokens.consumeStep(row.id, BAD_CODE)]);
     return { record: rec };
   }
 }

@@ -6,7 +6,7 @@
  */
 import { ApiError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../context/store.js';
+import type { IdentityRepository } from '../../context/auth-repositories.js';
 import { verifyPassword, MAX_PASSWORD_LENGTH } from '../passwords.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
@@ -23,7 +23,7 @@ export class PasswordMethod implements AuthMethod {
 
   /** @param loadRecord the whole auth record by id (hidden columns included), or null */
   constructor(
-    private store: Store,
+    private repo: IdentityRepository,
     private limits: AuthRateLimits,
     private loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
   ) {}
@@ -45,7 +45,7 @@ export class PasswordMethod implements AuthMethod {
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     const identity = b.identity as string;
     const fields = c.options.auth?.identityFields ?? ['email'];
-    const id = await this.store.sql.auth.idByIdentity(c, fields, identity);
+    const id = await this.repo.auth.idByIdentity(c, fields, identity);
     const rec = id !== undefined ? await this.loadRecord(c, id) : null;
     const ok = await verifyPassword(rec && typeof rec.passwordHash === 'string' ? rec.passwordHash : null, b.password as string);
     if (!ok || !rec) throw ApiError.invalidCredentials();
