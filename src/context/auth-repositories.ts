@@ -12,6 +12,7 @@ import type { WriteStep, StepResult } from '../store/write-job.js';
 import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore, ExternalAuthRowStore, PasskeyRowStore } from '../store/auth-store.js';
 import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { ChangeFeed } from '../store/change-feed.js';
+import type { Dialect } from '../store/dialect.js';
 
 /** Runs write jobs (SqlWriter.write of src/store/backend.ts). */
 export interface StepWriter {
@@ -71,6 +72,29 @@ export interface OtpRepository extends EmailedMethodRepository {
   authTokens: Pick<AuthTokenRowStore, 'issueSteps' | 'dropAllSteps' | 'latest' | 'consumeStep'>;
 }
 
+/** Tells a unique-key clash of a failed write (a provider account or passkey linked twice). */
+export interface WriteFailures {
+  dialect: Pick<Dialect, 'writeFailure'>;
+}
+
+/**
+ * What OAuth2Method (src/auth/methods/oauth2.ts) needs: its `_externalAuths` statements, the
+ * address look-up of an auth record (a first sign-in with a taken address), the writer and its
+ * failures.
+ */
+export interface OAuth2Repository extends StepWriter, WriteFailures {
+  externalAuths: Pick<ExternalAuthRowStore, 'recordFor' | 'linkStep' | 'unlinkStep'>;
+  auth: Pick<AuthRecordStore, 'byEmail'>;
+}
+
+/**
+ * What WebAuthnMethod (src/auth/methods/webauthn.ts) needs: its `_passkeys` statements, the
+ * record an identity names, the writer and its failures.
+ */
+export interface WebAuthnRepository extends StepWriter, WriteFailures, IdentityRepository {
+  passkeys: Pick<PasskeyRowStore, 'list' | 'addStep' | 'find' | 'useStep' | 'signInKeys' | 'removeSignInStep'>;
+}
+
 /** The writer of `store` as a StepWriter. */
 const writerOf = (store: Store): StepWriter['write'] => (steps) => store.writer.write(steps);
 
@@ -103,4 +127,16 @@ export function emailedMethodRepository(store: Store): EmailedMethodRepository {
 /** The OtpRepository over `store`. */
 export function otpRepository(store: Store): OtpRepository {
   return { ...emailedMethodRepository(store), authTokens: store.sql.authTokens };
+}
+
+/** The OAuth2Repository over `store`. */
+export function oauth2Repository(store: Store): OAuth2Repository {
+  const { externalAuths, auth, dialect } = store.sql;
+  return { externalAuths, auth, dialect, write: writerOf(store) };
+}
+
+/** The WebAuthnRepository over `store`. */
+export function webauthnRepository(store: Store): WebAuthnRepository {
+  const { passkeys, auth, dialect } = store.sql;
+  return { passkeys, auth, dialect, write: writerOf(store) };
 }

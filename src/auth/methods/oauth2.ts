@@ -25,7 +25,7 @@
  */
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../context/store.js';
+import type { OAuth2Repository } from '../../context/auth-repositories.js';
 import type { WriteStep } from '../../store/write-job.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
@@ -102,7 +102,7 @@ export class OAuth2Method implements AuthMethod {
    * its record events fire); null: a first sign-in answers 404.
    */
   constructor(
-    private store: Store,
+    private repo: OAuth2Repository,
     private limits: AuthRateLimits,
     private tokens: AuthTokens,
     private state: OAuth2StateOptions,
@@ -250,7 +250,7 @@ export class OAuth2Method implements AuthMethod {
     const profile = await fetchProfile(p, endpoints, accessToken);
     const meta = { provider: p.name, id: profile.id, email: profile.email, name: profile.name, avatarURL: profile.avatarURL, isNew: false, rawUser: profile.raw };
 
-    const linked = await this.store.sql.externalAuths.recordFor(c.id, p.name, profile.id);
+    const linked = await this.repo.externalAuths.recordFor(c.id, p.name, profile.id);
     if (caller) {
       // an authenticated user adds the provider to their own record; the link is confirmed only
       // when the record's address is proven: someone signed in to an unverified record may not
@@ -270,20 +270,20 @@ export class OAuth2Method implements AuthMethod {
     // auth records always hold an email (a required system field), so an address the provider
     // does not vouch for makes no account: its holder could not be told from the address's owner
     if (!profile.emailVerified) throw ApiError.validation(NOT_VOUCHED);
-    if (await this.store.sql.auth.byEmail(c, profile.email)) {
+    if (await this.repo.auth.byEmail(c, profile.email)) {
       throw ApiError.conflict('An account with this email already exists. Sign in to it, then complete this provider\'s sign-in while signed in to link it.');
     }
     if (!this.signup) throw ApiError.notFound();
     const fields: Record<string, unknown> = { ...sdk, email: profile.email, emailVisibility: false };
     const nameField = c.fields.find((f) => f.name === 'name' && f.type === 'text');
     if (nameField && profile.name && fields.name === undefined) fields.name = profile.name.slice(0, Number(nameField.options.max) > 0 ? Number(nameField.options.max) : 200);
-    const id = await this.signup(c, fields, true, (recordId) => [this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate(), true)]);
+    const id = await this.signup(c, fields, true, (recordId) => [this.repo.externalAuths.linkStep(newId(), c.id, recordId, p.name, profile.id, nowDate(), true)]);
     return { record: await this.mustLoad(c, id), meta: { ...meta, isNew: true } };
   }
 
   /** Unlinks a provider from a record (DELETE …/records/:id/external-auths/:provider); 404 when not linked. */
   async unlink(c: Collection, recordId: string, provider: string): Promise<void> {
-    await this.store.writer.write([this.store.sql.externalAuths.unlinkStep(c.id, recordId, provider, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
+    await this.repo.write([this.repo.externalAuths.unlinkStep(c.id, recordId, provider, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
   }
 
   /**
@@ -295,7 +295,7 @@ export class OAuth2Method implements AuthMethod {
     const found = await this.tokens.find('oauth_state', c, state);
     if (!found) throw ApiError.validation(BAD_STATE);
     // consumed whatever follows: a state that was tried with the wrong provider is spent too
-    await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_STATE })]);
+    await this.repo.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_STATE })]);
     if (found.recordId !== p.name || found.email !== initiator) throw ApiError.validation(BAD_STATE);
   }
 
@@ -338,9 +338,9 @@ export class OAuth2Method implements AuthMethod {
 
   private async link(c: Collection, recordId: string, provider: string, providerId: string, confirmed: boolean): Promise<void> {
     try {
-      await this.store.writer.write([this.store.sql.externalAuths.linkStep(newId(), c.id, recordId, provider, providerId, nowDate(), confirmed)]);
+      await this.repo.write([this.repo.externalAuths.linkStep(newId(), c.id, recordId, provider, providerId, nowDate(), confirmed)]);
     } catch (err) {
-      if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This provider account is already linked to a record.');
+      if (this.repo.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This provider account is already linked to a record.');
       throw err;
     }
   }

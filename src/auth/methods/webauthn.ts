@@ -21,7 +21,7 @@
 import { createHmac } from 'node:crypto';
 import { ApiError, type FieldError } from '../../errors/api-error.js';
 import type { Collection } from '../../model/schema.js';
-import type { Store } from '../../context/store.js';
+import type { WebAuthnRepository } from '../../context/auth-repositories.js';
 import type { AuthRateLimits } from '../rate-limit.js';
 import type { ClientInfo } from '../client.js';
 import { isObject, methodEnabled, methodOptions, type AuthMethod, type CallerAccess, type MethodCaller, type MethodOptionsCheck, type MethodResult, type MethodRoute } from './method.js';
@@ -101,7 +101,7 @@ export class WebAuthnMethod implements AuthMethod {
   readonly events = ['auth-success'] as const;
 
   constructor(
-    private store: Store,
+    private repo: WebAuthnRepository,
     private limits: AuthRateLimits,
     private tokens: AuthTokens,
     private secret: Buffer,
@@ -140,7 +140,7 @@ export class WebAuthnMethod implements AuthMethod {
     if (typeof ceremonyId !== 'string' || ceremonyId === '') throw ApiError.validation({ ceremonyId: { code: 'validation_required', message: 'Missing required value.' } });
     const found = await this.tokens.find(kind, c, ceremonyId);
     if (!found) throw ApiError.validation(BAD_CEREMONY);
-    await this.store.writer.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_CEREMONY })]);
+    await this.repo.write([this.tokens.consumeStep(found, { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: BAD_CEREMONY })]);
     return { ...found, ceremonyId };
   }
 
@@ -149,7 +149,7 @@ export class WebAuthnMethod implements AuthMethod {
    * options with `challenge`, `rpId`, `rpName` and `ceremonyId`.
    */
   async registerBegin(c: Collection, record: Record<string, unknown>): Promise<Record<string, unknown>> {
-    return this.registrationOptions(c, record, 'webauthn_register', await this.store.sql.passkeys.list(c.id, String(record.id)));
+    return this.registrationOptions(c, record, 'webauthn_register', await this.repo.passkeys.list(c.id, String(record.id)));
   }
 
   /**
@@ -170,8 +170,8 @@ export class WebAuthnMethod implements AuthMethod {
     const cred = await this.verifyRegistration(c, String(record.id), 'webauthn_register', {
       ceremonyId: b.ceremonyId, id: b.id as string, clientDataJSON: r.clientDataJSON as string, attestationObject: r.attestationObject as string, transports: r.transports,
     });
-    await this.store.writer.write([this.storeStep(c, cred, false)]).catch((err) => {
-      if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
+    await this.repo.write([this.storeStep(c, cred, false)]).catch((err) => {
+      if (this.repo.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
       throw err;
     });
   }
@@ -231,7 +231,7 @@ export class WebAuthnMethod implements AuthMethod {
 
   /** The write step storing a verified credential (a second factor with `factor`). */
   storeStep(c: Collection, cred: Omit<PasskeyRow, 'factor'>, factor: boolean): WriteStep {
-    return this.store.sql.passkeys.addStep(c.id, { ...cred, factor }, nowDate());
+    return this.repo.passkeys.addStep(c.id, { ...cred, factor }, nowDate());
   }
 
   /**
@@ -263,7 +263,7 @@ export class WebAuthnMethod implements AuthMethod {
     if (b.userHandle !== undefined && b.userHandle !== null && b.userHandle !== '') byteString(b, 'userHandle', errors);
     if (Object.keys(errors).length) throw ApiError.validation(errors);
     const ceremony = await this.consume(kind, c, b.ceremonyId);
-    const key = await this.store.sql.passkeys.find(c.id, b.credentialId as string);
+    const key = await this.repo.passkeys.find(c.id, b.credentialId as string);
     const refused = () => fieldError('signature', 'The passkey assertion could not be verified.');
     if (!key) throw fieldError('credentialId', 'No such passkey is registered in this collection.');
     if ((ceremony.recordId !== '' && ceremony.recordId !== key.recordId) || !accept(key)) throw refused();
@@ -291,7 +291,7 @@ export class WebAuthnMethod implements AuthMethod {
       if (/counter/i.test((err as Error).message)) throw fieldError('signature', 'The passkey\'s signature counter did not move forward: the authenticator may have been cloned.');
       throw refused();
     }
-    await this.store.writer.write([this.store.sql.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);
+    await this.repo.write([this.repo.passkeys.useStep(c.id, key.id, key.counter, newCounter, nowDate(), { status: 400, code: 'validation_failed', message: 'Failed to validate the submitted data.', data: { signature: { code: 'validation_value', message: 'The passkey was used concurrently; sign in again.' } } })]);
     return { key, userVerified };
   }
 
@@ -300,7 +300,7 @@ export class WebAuthnMethod implements AuthMethod {
    * factors are managed by the two-factor ceremonies and not listed.
    */
   signInKeys(c: Collection, recordId: string): Promise<PasskeyView[]> {
-    return this.store.sql.passkeys.signInKeys(c.id, recordId);
+    return this.repo.passkeys.signInKeys(c.id, recordId);
   }
 
   /**
@@ -308,7 +308,7 @@ export class WebAuthnMethod implements AuthMethod {
    * @throws ApiError 404 when the record has no such sign-in passkey
    */
   async deleteSignInKey(c: Collection, recordId: string, id: string): Promise<void> {
-    await this.store.writer.write([this.store.sql.passkeys.removeSignInStep(c.id, recordId, id, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
+    await this.repo.write([this.repo.passkeys.removeSignInStep(c.id, recordId, id, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
   }
 
   /**
@@ -374,7 +374,7 @@ export class WebAuthnMethod implements AuthMethod {
     // complete); the answer is the same either way.
     let bound = '';
     if (typeof identity === 'string' && identity.trim() !== '') {
-      bound = (await this.store.sql.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim())) ?? '-';
+      bound = (await this.repo.auth.idByIdentity(c, c.options.auth?.identityFields ?? ['email'], identity.trim())) ?? '-';
     }
     return this.assertionOptions(c, 'webauthn_login', bound, []);
   }
