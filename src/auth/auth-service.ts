@@ -15,7 +15,7 @@ import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
 import type { Store } from '../context/store.js';
-import { accountEmailRepository, authTokenRepository, emailedMethodRepository, identityRepository, oauth2Repository, otpRepository, sessionRepository, webauthnRepository } from '../context/auth-repositories.js';
+import { accountEmailRepository, authTokenRepository, emailedMethodRepository, identityRepository, oauth2Repository, otpRepository, sessionRepository, twoFactorRepository, webauthnRepository } from '../context/auth-repositories.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
@@ -239,7 +239,7 @@ export class AuthService {
     this.oauth2 = new OAuth2Method(oauth2Repository(store), this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, access, parts.signup);
     this.webauthn = new WebAuthnMethod(webauthnRepository(store), this.limits, this.emails.tokens, secret, load, access, (c, id, except) => this.twoFactor.factorsOf(c, id, except));
     for (const m of [password, this.magicLink, otp, this.oauth2, this.webauthn, ...parts.customMethods(this.limits)]) this.methods.add(m);
-    this.twoFactor = new TwoFactor(store, secret, this.webauthn, load);
+    this.twoFactor = new TwoFactor(twoFactorRepository(store), secret, this.webauthn, load);
   }
 
   /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */

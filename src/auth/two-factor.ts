@@ -27,7 +27,7 @@
 import { createHash, createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../context/store.js';
+import type { TwoFactorRepository } from '../context/auth-repositories.js';
 import type { MfaAttemptRow, PasskeyRow } from '../store/auth-store.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
@@ -96,9 +96,10 @@ export function twoFactorPolicy(c: Collection): TwoFactorPolicy {
   return p === 'optional' || p === 'required' ? p : 'disabled';
 }
 
+/** Second factors and the two-factor policy (this module's header) over a TwoFactorRepository. */
 export class TwoFactor {
   constructor(
-    private store: Store,
+    private repo: TwoFactorRepository,
     private secret: Buffer,
     private webauthn: WebAuthnMethod,
     private loadRecord: (c: Collection, id: string) => Promise<Record<string, unknown> | null>,
@@ -107,8 +108,8 @@ export class TwoFactor {
   /** The factor kinds a record has; `exceptPasskey`: a credential that does not count (one just used to sign in). */
   async factorsOf(c: Collection, recordId: string, exceptPasskey?: string): Promise<FactorKind[]> {
     const out: FactorKind[] = [];
-    if ((await this.store.sql.mfa.totpFactors(c.id, recordId)).length) out.push('totp');
-    if ((await this.store.sql.passkeys.list(c.id, recordId)).some((k) => k.id !== exceptPasskey)) out.push('webauthn');
+    if ((await this.repo.mfa.totpFactors(c.id, recordId)).length) out.push('totp');
+    if ((await this.repo.passkeys.list(c.id, recordId)).some((k) => k.id !== exceptPasskey)) out.push('webauthn');
     return out;
   }
 
@@ -150,14 +151,14 @@ export class TwoFactor {
     if (usedPasskey !== undefined) data.usedPasskey = usedPasskey;
     if (authTime !== undefined) data.authTime = authTime;
     const pendingToken = await this.newAttempt(c, recordId, purpose, MFA_ATTEMPT_TTL_MS, JSON.stringify(data));
-    return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: (await this.store.sql.mfa.recoveryCodes(c.id, recordId)).length };
+    return { status, pendingToken, expiresIn: MFA_ATTEMPT_TTL_MS / 1000, factors, recoveryCodes: (await this.repo.mfa.recoveryCodes(c.id, recordId)).length };
   }
 
   private async newAttempt(c: Collection, recordId: string, purpose: MfaAttemptRow['purpose'], ttlMs: number, data = ''): Promise<string> {
     const id = newId();
     const verifier = randomToken(32);
     const now = Date.now();
-    await this.write(this.store.sql.mfa.addAttemptSteps({ id, hash: sha256(verifier).toString('hex'), collectionId: c.id, recordId, purpose, tries: 0, data, expires: now + ttlMs }, nowDate(), now));
+    await this.write(this.repo.mfa.addAttemptSteps({ id, hash: sha256(verifier).toString('hex'), collectionId: c.id, recordId, purpose, tries: 0, data, expires: now + ttlMs }, nowDate(), now));
     return `${id}.${verifier}`;
   }
 
@@ -165,7 +166,7 @@ export class TwoFactor {
   private async attempt(c: Collection, token: unknown, purposes: readonly MfaAttemptRow['purpose'][]): Promise<MfaAttemptRow> {
     if (typeof token !== 'string' || token === '') throw ApiError.validation({ pendingToken: { code: 'validation_required', message: 'Missing required value.' } });
     const dot = token.indexOf('.');
-    const row = token.length <= 200 && dot > 0 ? await this.store.sql.mfa.attempt(token.slice(0, dot), c.id) : undefined;
+    const row = token.length <= 200 && dot > 0 ? await this.repo.mfa.attempt(token.slice(0, dot), c.id) : undefined;
     const stored = Buffer.from(row ? row.hash : '0'.repeat(64), 'hex');
     const equal = timingSafeEqual(sha256(dot > 0 ? token.slice(dot + 1) : token), stored.length === 32 ? stored : Buffer.alloc(32));
     if (!row || !equal || row.expires <= Date.now() || !purposes.includes(row.purpose)) throw BAD_TOKEN();
@@ -180,7 +181,7 @@ export class TwoFactor {
    */
   private async reserveProof(c: Collection, a: MfaAttemptRow): Promise<void> {
     const tooMany = ApiError.tooManyRequests();
-    await this.write(this.store.sql.mfa.reserveTrySteps(a.id, MFA_ATTEMPT_TRIES, c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS, MFA_ACCOUNT_LIMIT, {
+    await this.write(this.repo.mfa.reserveTrySteps(a.id, MFA_ATTEMPT_TRIES, c.id, a.recordId, Date.now(), MFA_ACCOUNT_WINDOW_MS, MFA_ACCOUNT_LIMIT, {
       attempt: { status: 401, code: 'unauthorized', message: BAD_TOKEN().message },
       account: { status: tooMany.status, code: tooMany.code, message: tooMany.message },
     }));
@@ -188,7 +189,7 @@ export class TwoFactor {
 
   /** A reserved proof failed: drops the attempt when that was its last try, then throws 401. */
   private async refuse(a: MfaAttemptRow): Promise<never> {
-    await this.write([this.store.sql.mfa.dropSpentAttemptStep(a.id, MFA_ATTEMPT_TRIES)]);
+    await this.write([this.repo.mfa.dropSpentAttemptStep(a.id, MFA_ATTEMPT_TRIES)]);
     throw BAD_PROOF();
   }
 
@@ -236,12 +237,12 @@ export class TwoFactor {
     const factor = this.factorOf(b, this.available(c));
     const rec = await this.record(c, a.recordId);
     if (factor === 'webauthn') {
-      return { kind: 'json', body: await this.webauthn.registrationOptions(c, rec, 'mfa_webauthn_enroll', await this.store.sql.passkeys.list(c.id, a.recordId)) };
+      return { kind: 'json', body: await this.webauthn.registrationOptions(c, rec, 'mfa_webauthn_enroll', await this.repo.passkeys.list(c.id, a.recordId)) };
     }
     const { generateSecret, generateURI } = await otplib();
     const secret = generateSecret();
     const ceremonyId = newId();
-    await this.write([this.store.sql.mfa.setAttemptDataStep(a.id, JSON.stringify({ ...parseJson(a.data), ceremonyId, secret: encryptStored(c.id, PENDING_FIELD, a.id, secret) }))]);
+    await this.write([this.repo.mfa.setAttemptDataStep(a.id, JSON.stringify({ ...parseJson(a.data), ceremonyId, secret: encryptStored(c.id, PENDING_FIELD, a.id, secret) }))]);
     const label = String(rec.email || rec.id);
     return { kind: 'json', body: { ceremonyId, secret, algorithm: 'SHA1', digits: 6, period: 30, uri: generateURI({ issuer: 'svc', label, secret, algorithm: 'sha1', digits: 6, period: 30 }) } };
   }
@@ -259,7 +260,7 @@ export class TwoFactor {
       const step = totpStep(await otplib(), secret, b.code);
       if (step === null) return this.refuse(a);
       const id = newId();
-      steps.push(this.store.sql.mfa.addTotpStep(id, c.id, a.recordId, encryptStored(c.id, TOTP_FIELD, id, secret), step, nowDate()));
+      steps.push(this.repo.mfa.addTotpStep(id, c.id, a.recordId, encryptStored(c.id, TOTP_FIELD, id, secret), step, nowDate()));
     } else {
       for (const k of ['clientDataJSON', 'attestationObject']) {
         if (typeof b[k] !== 'string' || b[k] === '') throw ApiError.validation({ [k]: { code: 'validation_required', message: 'Missing required value.' } });
@@ -287,7 +288,7 @@ export class TwoFactor {
     // a factor change: every session and pending attempt of the record ends (the proof was counted by reserveProof)
     steps.push(...this.invalidateSteps(c, a.recordId));
     await this.write(steps).catch((err) => {
-      if (this.store.sql.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
+      if (this.repo.dialect.writeFailure(err)?.constraint) throw ApiError.conflict('This passkey is registered already.');
       throw err;
     });
     return this.success(c, a, codes);
@@ -297,7 +298,7 @@ export class TwoFactor {
     const a = await this.attempt(c, b.pendingToken, ['login']);
     this.factorOf(b, ['webauthn']);
     const used = parseJson(a.data)?.usedPasskey;
-    const keys = (await this.store.sql.passkeys.list(c.id, a.recordId)).filter((k) => k.id !== used);
+    const keys = (await this.repo.passkeys.list(c.id, a.recordId)).filter((k) => k.id !== used);
     if (!keys.length) throw ApiError.validation({ factor: { code: 'validation_value', message: used ? 'The account has no other passkey than the one that signed in.' : 'The account has no passkey.' } });
     return { kind: 'json', body: await this.webauthn.assertionOptions(c, 'mfa_webauthn_login', a.recordId, keys) };
   }
@@ -311,21 +312,21 @@ export class TwoFactor {
     if (factor === 'totp') {
       let hit: { id: string; step: number } | null = null;
       const otp = await otplib();
-      for (const f of await this.store.sql.mfa.totpFactors(c.id, a.recordId)) {
+      for (const f of await this.repo.mfa.totpFactors(c.id, a.recordId)) {
         const step = totpStep(otp, String(decryptStored(c.id, TOTP_FIELD, f.id, f.secret) ?? ''), b.code);
         if (step !== null && step > f.lastStep) hit = { id: f.id, step };
       }
       if (!hit) return this.refuse(a);
-      steps.push(this.store.sql.mfa.useTotpStep(hit.id, hit.step, spent));
+      steps.push(this.repo.mfa.useTotpStep(hit.id, hit.step, spent));
     } else if (factor === 'recovery') {
       const code = normalizeRecoveryCode(b.code);
       const mac = createHmac('sha256', this.secret).update(`${a.recordId}.${code}`).digest();
-      const row = (await this.store.sql.mfa.recoveryCodes(c.id, a.recordId)).find((r) => {
+      const row = (await this.repo.mfa.recoveryCodes(c.id, a.recordId)).find((r) => {
         const h = Buffer.from(r.hash, 'hex');
         return h.length === 32 && timingSafeEqual(h, mac);
       });
       if (!code || !row) return this.refuse(a);
-      steps.push(this.store.sql.mfa.useRecoveryStep(row.id, spent));
+      steps.push(this.repo.mfa.useRecoveryStep(row.id, spent));
     } else {
       try {
         // the passkey that made the primary sign-in cannot also be its second factor
@@ -338,7 +339,7 @@ export class TwoFactor {
         throw err;
       }
     }
-    steps.push(this.store.sql.mfa.consumeAttemptStep(a.id, { status: 401, code: 'unauthorized', message: 'The pending token is invalid, expired or used up; sign in again.' }));
+    steps.push(this.repo.mfa.consumeAttemptStep(a.id, { status: 401, code: 'unauthorized', message: 'The pending token is invalid, expired or used up; sign in again.' }));
     await this.write(steps);
     return this.success(c, a);
   }
@@ -354,8 +355,8 @@ export class TwoFactor {
   private async remove(c: Collection, b: Record<string, unknown>): Promise<CeremonyOutcome> {
     const a = await this.attempt(c, b.pendingToken, ['manage']);
     const factor = this.factorOf(b, ['totp', 'webauthn']);
-    const totp = await this.store.sql.mfa.totpFactors(c.id, a.recordId);
-    const keys = await this.store.sql.passkeys.list(c.id, a.recordId);
+    const totp = await this.repo.mfa.totpFactors(c.id, a.recordId);
+    const keys = await this.repo.passkeys.list(c.id, a.recordId);
     const credentialId = typeof b.credentialId === 'string' && b.credentialId ? b.credentialId : null;
     const removing = factor === 'totp' ? totp.length : credentialId ? keys.filter((k) => k.id === credentialId).length : keys.filter((k) => k.factor).length;
     if (!removing) throw ApiError.notFound();
@@ -364,29 +365,29 @@ export class TwoFactor {
       throw ApiError.validation({ factor: { code: 'validation_value', message: 'This is the last second factor and the collection requires one: enroll another first.' } });
     }
     const steps: WriteStep[] = [this.consumeManage(a)];
-    steps.push(factor === 'totp' ? this.store.sql.mfa.removeTotpStep(c.id, a.recordId) : this.store.sql.passkeys.removeStep(c.id, a.recordId, credentialId, { status: 404, code: 'not_found', message: 'The requested resource was not found.' }));
-    if (left === 0) steps.push(...this.store.sql.mfa.replaceRecoveryStep(c.id, a.recordId, [], nowDate()));
+    steps.push(factor === 'totp' ? this.repo.mfa.removeTotpStep(c.id, a.recordId) : this.repo.passkeys.removeStep(c.id, a.recordId, credentialId, { status: 404, code: 'not_found', message: 'The requested resource was not found.' }));
+    if (left === 0) steps.push(...this.repo.mfa.replaceRecoveryStep(c.id, a.recordId, [], nowDate()));
     steps.push(...this.invalidateSteps(c, a.recordId));
     await this.write(steps);
     return { kind: 'none' };
   }
 
   private consumeManage(a: MfaAttemptRow): WriteStep {
-    return this.store.sql.mfa.consumeAttemptStep(a.id, { status: 401, code: 'unauthorized', message: 'The management token is invalid, expired or used.' });
+    return this.repo.mfa.consumeAttemptStep(a.id, { status: 401, code: 'unauthorized', message: 'The management token is invalid, expired or used.' });
   }
 
   /** Steps ending every session and pending attempt of the record (a factor changed). */
   private invalidateSteps(c: Collection, recordId: string): WriteStep[] {
     return [
-      this.store.sql.auth.bumpEpochStep(c, recordId),
-      ...this.store.sql.sessions.wipeSteps(c.id, recordId, null),
-      this.store.sql.mfa.dropAttemptsStep(c.id, recordId, ['login', 'enroll', 'manage']),
+      this.repo.auth.bumpEpochStep(c, recordId),
+      ...this.repo.sessions.wipeSteps(c.id, recordId, null),
+      this.repo.mfa.dropAttemptsStep(c.id, recordId, ['login', 'enroll', 'manage']),
     ];
   }
 
   private recoverySteps(c: Collection, recordId: string, codes: string[]): WriteStep[] {
     const rows = codes.map((code) => ({ id: newId(), hash: createHmac('sha256', this.secret).update(`${recordId}.${code}`).digest('hex') }));
-    return this.store.sql.mfa.replaceRecoveryStep(c.id, recordId, rows, nowDate());
+    return this.repo.mfa.replaceRecoveryStep(c.id, recordId, rows, nowDate());
   }
 
   /** The record signs in with both factors: its management token (and first recovery codes). */
@@ -402,7 +403,7 @@ export class TwoFactor {
 
   private write(steps: WriteStep[]): Promise<unknown> {
     for (const s of steps) s.params = s.params.map(bindValue);
-    return this.store.writer.write(steps);
+    return this.repo.write(steps);
   }
 }
 

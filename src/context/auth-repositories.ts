@@ -9,7 +9,7 @@
  */
 import type { Store } from './store.js';
 import type { WriteStep, StepResult } from '../store/write-job.js';
-import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore, ExternalAuthRowStore, PasskeyRowStore } from '../store/auth-store.js';
+import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore, ExternalAuthRowStore, PasskeyRowStore, MfaRowStore } from '../store/auth-store.js';
 import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 import type { Dialect } from '../store/dialect.js';
@@ -95,6 +95,18 @@ export interface WebAuthnRepository extends StepWriter, WriteFailures, IdentityR
   passkeys: Pick<PasskeyRowStore, 'list' | 'addStep' | 'find' | 'useStep' | 'signInKeys' | 'removeSignInStep'>;
 }
 
+/**
+ * What TwoFactor (src/auth/two-factor.ts) needs: the second-factor statements (TOTP, recovery
+ * codes, attempts), the record's passkeys (listed as factors, removed), what ends every session
+ * of a record (epoch bump, session rows), the writer and its failures.
+ */
+export interface TwoFactorRepository extends StepWriter, WriteFailures {
+  mfa: MfaRowStore;
+  passkeys: Pick<PasskeyRowStore, 'list' | 'removeStep'>;
+  auth: Pick<AuthRecordStore, 'bumpEpochStep'>;
+  sessions: Pick<SessionRowStore, 'wipeSteps'>;
+}
+
 /** The writer of `store` as a StepWriter. */
 const writerOf = (store: Store): StepWriter['write'] => (steps) => store.writer.write(steps);
 
@@ -139,4 +151,10 @@ export function oauth2Repository(store: Store): OAuth2Repository {
 export function webauthnRepository(store: Store): WebAuthnRepository {
   const { passkeys, auth, dialect } = store.sql;
   return { passkeys, auth, dialect, write: writerOf(store) };
+}
+
+/** The TwoFactorRepository over `store`. */
+export function twoFactorRepository(store: Store): TwoFactorRepository {
+  const { mfa, passkeys, auth, sessions, dialect } = store.sql;
+  return { mfa, passkeys, auth, sessions, dialect, write: writerOf(store) };
 }
