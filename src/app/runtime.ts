@@ -13,6 +13,7 @@ import { Cron } from 'croner';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
 import type { Store } from '../context/store.js';
+import { authRecordRepository } from '../context/auth-repositories.js';
 import type { RecordReader } from '../records/records-read.js';
 import type { RecordWriter } from '../records/records-write.js';
 import type { FeatureService } from '../settings/features.js';
@@ -310,7 +311,7 @@ export class AppRuntime {
   private async principalOf(auth: AuthRecord): Promise<Principal> {
     const c = this.ctx.store.registry.byId(String(auth.collectionId)) ?? this.ctx.store.registry.find(String(auth.collectionName));
     if (!c || c.type !== 'auth') throw new Error('asUser: not an auth record');
-    const record = await loadAuthRecord(this.ctx.store, c, String(auth.id));
+    const record = await loadAuthRecord(authRecordRepository(this.ctx.store), c, String(auth.id));
     if (!record) throw ApiError.notFound();
     return { superuser: c.name === '_superusers', collection: c, record };
   }
@@ -526,7 +527,7 @@ class CustomMethod implements AuthMethod {
       throw this.rt.appError(err, `auth method ${this.slug}.complete`);
     }
     const id = typeof out === 'string' ? out : out?.id;
-    const record = typeof id === 'string' ? await loadAuthRecord(this.store, c, id) : null;
+    const record = typeof id === 'string' ? await loadAuthRecord(authRecordRepository(this.store), c, id) : null;
     if (!record) throw this.rt.appError(new Error(`complete answered ${JSON.stringify(id)}, which names no record of "${c.name}"`), `auth method ${this.slug}.complete`);
     return { record };
   }

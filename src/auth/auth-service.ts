@@ -14,8 +14,7 @@ import { closeHashPool, sizeHashPool } from './passwords.js';
 import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
-import type { Store } from '../context/store.js';
-import { accountEmailRepository, authTokenRepository, emailedMethodRepository, identityRepository, oauth2Repository, otpRepository, sessionRepository, twoFactorRepository, webauthnRepository } from '../context/auth-repositories.js';
+import type { AuthRecordRepository, AuthRecordSource, AuthRepositories } from '../context/auth-repositories.js';
 import { safeEqual, TokenService, type TokenClaims } from './tokens.js';
 import { noteResolvedCaller, type ClientInfo } from './client.js';
 import type { AuthMethod, CallerAccess, MethodResult, SignInTag } from './methods/method.js';
@@ -130,7 +129,7 @@ export interface AuthServiceHooks {
 export type TenancyResolver = (p: AuthPrincipal, accountId: string) => Promise<AccountContext | null>;
 
 /**
- * What the auth service is given besides the store and its configuration, at construction
+ * What the auth service is given besides its repositories and its configuration, at construction
  * (src/boot/services.ts builds it): how an OAuth2 first sign-in creates its record, and an
  * embedding app's parts (src/app/runtime.ts `AppRuntime.authExtensions`; none for the
  * standalone server, whose runtime is empty).
@@ -178,10 +177,10 @@ export interface IssuedSession {
  * The whole auth record `id` of `c` (with `passwordHash`, `tokenKey` and `token_epoch`) or null;
  * one point read, no cache. Also what an app's code reads before the auth service exists.
  */
-export async function loadAuthRecord(store: Store, c: Collection, id: string): Promise<Record<string, unknown> | null> {
+export async function loadAuthRecord(source: AuthRecordSource, c: Collection, id: string): Promise<Record<string, unknown> | null> {
   // the codec of the statement's columns, even if the schema changes during the read
-  const codec = store.codec(c);
-  const row = await store.sql.auth.recordRow(c, store.registry.version(c.id), codec.columns, id);
+  const codec = source.codec(c);
+  const row = await source.auth.recordRow(c, source.registry.version(c.id), codec.columns, id);
   if (!row) return null;
   const rec = codec.fromRow(row);
   rec.passwordHash = row[codec.width];
@@ -213,33 +212,38 @@ export class AuthService {
   /** signs the active-account cookie (`svc_account`) */
   private accountKey: Buffer;
 
-  constructor(private store: Store, secret: Buffer, private opts: AuthServiceOptions, logger: Logger, transport: MailTransport | undefined, parts: AuthCollaborators) {
+  /** What it reads of callers' records (AuthRepositories.records). */
+  private repo: AuthRecordRepository;
+
+  /** `repos`: its own and those of the classes it builds (src/context/auth-repositories.ts, authRepositories). */
+  constructor(repos: AuthRepositories, secret: Buffer, private opts: AuthServiceOptions, logger: Logger, transport: MailTransport | undefined, parts: AuthCollaborators) {
     if (opts.hashThreads) sizeHashPool(opts.hashThreads);
+    this.repo = repos.records;
     this.hooks = parts.hooks;
     this.tenancy = parts.tenancy;
     this.accountKey = createHmac('sha256', secret).update('svc account cookie v1').digest();
     this.tokens = new TokenService(secret);
-    this.sessions = new SessionStore(sessionRepository(store), (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
+    this.sessions = new SessionStore(repos.sessions, (err) => logger.warn(`session last_seen update failed: ${(err as Error)?.message}`, 'auth'));
     const budget: Budget = { max: opts.rateLimit?.max ?? 10, windowS: opts.rateLimit?.windowS ?? 60 };
     // several instances (PostgreSQL) count in one table; one process in its memory
-    this.limits = new AuthRateLimits(budget, !!opts.trustProxy, store.sql.sharedLimiter);
+    this.limits = new AuthRateLimits(budget, !!opts.trustProxy, repos.sharedLimiter);
     this.mailQueue = new BackgroundQueue(logger, 'mail');
     this.mailTransport = transport ?? createMailTransport(opts, logger, opts.smtpTls);
-    this.emails = new AccountEmails(accountEmailRepository(store), this.mailQueue, this.mailTransport, new AuthTokens(authTokenRepository(store)));
+    this.emails = new AccountEmails(repos.emails, this.mailQueue, this.mailTransport, new AuthTokens(repos.tokens));
     const load = (c: Collection, id: string) => this.loadAuthRecord(c, id);
-    const password = new PasswordMethod(identityRepository(store), this.limits, load);
-    this.magicLink = new MagicLinkMethod(emailedMethodRepository(store), this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
-    const otp = this.otp = new OtpMethod(otpRepository(store), this.limits, this.mailQueue, this.mailTransport, load, secret);
+    const password = new PasswordMethod(repos.password, this.limits, load);
+    this.magicLink = new MagicLinkMethod(repos.magicLink, this.limits, this.mailQueue, this.mailTransport, load, this.emails.tokens);
+    const otp = this.otp = new OtpMethod(repos.otp, this.limits, this.mailQueue, this.mailTransport, load, secret);
     // what the methods (and their own routes) ask about the caller
     const access: CallerAccess = {
       resolve: (client) => this.resolve(client),
       ownCaller: async (c, client) => requireOwnCollection(c, await this.resolve(client)),
       requireRecent: (p) => this.requireRecentSignIn(p),
     };
-    this.oauth2 = new OAuth2Method(oauth2Repository(store), this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, access, parts.signup);
-    this.webauthn = new WebAuthnMethod(webauthnRepository(store), this.limits, this.emails.tokens, secret, load, access, (c, id, except) => this.twoFactor.factorsOf(c, id, except));
+    this.oauth2 = new OAuth2Method(repos.oauth2, this.limits, this.emails.tokens, opts.oauthState ?? { server: true, ttlS: 600 }, load, access, parts.signup);
+    this.webauthn = new WebAuthnMethod(repos.webauthn, this.limits, this.emails.tokens, secret, load, access, (c, id, except) => this.twoFactor.factorsOf(c, id, except));
     for (const m of [password, this.magicLink, otp, this.oauth2, this.webauthn, ...parts.customMethods(this.limits)]) this.methods.add(m);
-    this.twoFactor = new TwoFactor(twoFactorRepository(store), secret, this.webauthn, load);
+    this.twoFactor = new TwoFactor(repos.twoFactor, secret, this.webauthn, load);
   }
 
   /** Finishes queued mail (bounded wait) and closes the transport; call before closing the database. */
@@ -256,20 +260,20 @@ export class AuthService {
    */
   private callerRecord(c: Collection, id: string): Record<string, unknown> | null | Promise<Record<string, unknown> | null> {
     if (c.system) return this.loadAuthRecord(c, id);
-    const version = this.store.registry.version(c.id);
-    const hit = this.store.caches.authRecords.get(c.id, id, version);
+    const version = this.repo.registry.version(c.id);
+    const hit = this.repo.authRecords.get(c.id, id, version);
     if (hit) return hit;
-    const commits = this.store.writer.commits;
+    const commits = this.repo.writer.commits;
     return this.loadAuthRecord(c, id).then((rec) => {
       // kept only when nothing committed during the read (a revoking write could have been missed)
-      if (rec && this.store.writer.commits === commits && this.store.registry.version(c.id) === version) this.store.caches.authRecords.set(c.id, id, version, rec);
+      if (rec && this.repo.writer.commits === commits && this.repo.registry.version(c.id) === version) this.repo.authRecords.set(c.id, id, version, rec);
       return rec;
     });
   }
 
   /** The whole auth record (with `passwordHash`, `tokenKey` and `token_epoch`) or null; one point read (loadAuthRecord). */
   loadAuthRecord(c: Collection, id: string): Promise<Record<string, unknown> | null> {
-    return loadAuthRecord(this.store, c, id);
+    return loadAuthRecord(this.repo, c, id);
   }
 
   /**
@@ -294,7 +298,7 @@ export class AuthService {
     const { token, viaCookie } = cred;
     const claims = this.tokens.known(token) ?? this.tokens.peek(token);
     if (!claims) return invalid(viaCookie);
-    const c = this.store.registry.byId(claims.collectionId);
+    const c = this.repo.registry.byId(claims.collectionId);
     if (!c || c.type !== 'auth') return invalid(viaCookie);
     const rec = this.callerRecord(c, claims.id);
     // a cached caller record answers at once; a read answers later

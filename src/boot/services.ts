@@ -22,6 +22,7 @@ import { RecordReader, listConfigFrom } from '../records/records-read.js';
 import { RecordWriter, type RelationsKnown } from '../records/records-write.js';
 import { RecordLifecycle } from '../records/lifecycle.js';
 import { AuthService } from '../auth/auth-service.js';
+import { authRepositories } from '../context/auth-repositories.js';
 import { CollectionsService } from '../collections/collections-service.js';
 import { DEFAULT_SLOW_QUERY_MS, SlowQueryLog } from '../ops/slow-queries.js';
 import { FeatureService } from '../settings/features.js';
@@ -78,7 +79,7 @@ export async function buildServices(config: ServeConfig, logger: Logger, data: O
   const features = await FeatureService.open(store, app?.flags ?? [], app?.experiments ?? []);
   const services = { store, reads, writes, features, mail: mail.service, outbox: mail.outbox };
   const runtime = app ? new AppRuntime(app, services, logger) : AppRuntime.empty(services, logger);
-  const auth = new AuthService(store, secret, config, logger, mail.queue.transport('auth'), {
+  const auth = new AuthService(authRepositories(store), secret, config, logger, mail.queue.transport('auth'), {
     // a first OAuth2 sign-in creates its record through the writer, so its record events fire
     signup: (c, body, verified, extra) => writes.createExternal(c, body, verified, extra),
     ...runtime.authExtensions(),

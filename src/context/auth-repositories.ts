@@ -5,7 +5,8 @@
  * its constructor type and a test can hand it a small fake. The statement stores are those of
  * `StoreSql` (src/store/store.ts, src/store/auth-store.ts), narrowed with `Pick` to the members
  * used; `write` is the writer's (SqlWriter of src/store/backend.ts). One builder per repository,
- * each over the open database's Store.
+ * each over the open database's Store, and `authRepositories`, every one AuthService hands out,
+ * built by the composition root (src/boot/services.ts).
  */
 import type { Store } from './store.js';
 import type { WriteStep, StepResult } from '../store/write-job.js';
@@ -13,6 +14,11 @@ import type { AuthTokenRowStore, SessionRowStore, AuthRecordStore, ExternalAuthR
 import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 import type { Dialect } from '../store/dialect.js';
+import type { SqlWriter } from '../store/backend.js';
+import type { RateCounter } from '../store/store.js';
+import type { Collection } from '../model/schema.js';
+import type { RecordCodec } from '../records/record-codec.js';
+import type { AuthRecordCache } from '../cache/record-cache.js';
 
 /** Runs write jobs (SqlWriter.write of src/store/backend.ts). */
 export interface StepWriter {
@@ -107,6 +113,48 @@ export interface TwoFactorRepository extends StepWriter, WriteFailures {
   sessions: Pick<SessionRowStore, 'wipeSteps'>;
 }
 
+/**
+ * What reads a whole auth record by id (loadAuthRecord of src/auth/auth-service.ts): the
+ * collection's version, its record codec and the whole-record statement.
+ */
+export interface AuthRecordSource {
+  registry: Pick<CollectionRegistry, 'version'>;
+  /** the record codec of `c`'s current version (Store.codec) */
+  codec(c: Collection): RecordCodec;
+  auth: Pick<AuthRecordStore, 'recordRow'>;
+}
+
+/**
+ * What AuthService itself reads: a token's collection by id, the callers' records (an
+ * AuthRecordSource), their cache, and the writer's commit count (a record read is cached only when
+ * nothing committed during it).
+ */
+export interface AuthRecordRepository extends AuthRecordSource {
+  registry: Pick<CollectionRegistry, 'byId' | 'version'>;
+  /** callers' whole auth records (Caches.authRecords of src/cache/caches.ts) */
+  authRecords: AuthRecordCache;
+  writer: Pick<SqlWriter, 'commits'>;
+}
+
+/**
+ * Every repository AuthService (src/auth/auth-service.ts) uses or hands to the classes it builds,
+ * one per class, and the shared rate counters.
+ */
+export interface AuthRepositories {
+  records: AuthRecordRepository;
+  sessions: SessionRepository;
+  tokens: AuthTokenRepository;
+  emails: AccountEmailRepository;
+  password: IdentityRepository;
+  magicLink: EmailedMethodRepository;
+  otp: OtpRepository;
+  oauth2: OAuth2Repository;
+  webauthn: WebAuthnRepository;
+  twoFactor: TwoFactorRepository;
+  /** rate-limit counters shared by every instance (StoreSql.sharedLimiter; PostgreSQL); absent: counted in this process's memory */
+  sharedLimiter?: RateCounter;
+}
+
 /** The writer of `store` as a StepWriter. */
 const writerOf = (store: Store): StepWriter['write'] => (steps) => store.writer.write(steps);
 
@@ -157,4 +205,26 @@ export function webauthnRepository(store: Store): WebAuthnRepository {
 export function twoFactorRepository(store: Store): TwoFactorRepository {
   const { mfa, passkeys, auth, sessions, dialect } = store.sql;
   return { mfa, passkeys, auth, sessions, dialect, write: writerOf(store) };
+}
+
+/** The AuthRecordRepository over `store` (also an AuthRecordSource, for loadAuthRecord). */
+export function authRecordRepository(store: Store): AuthRecordRepository {
+  return { registry: store.registry, codec: (c) => store.codec(c), auth: store.sql.auth, authRecords: store.caches.authRecords, writer: store.writer };
+}
+
+/** Every repository of AuthRepositories over `store`. */
+export function authRepositories(store: Store): AuthRepositories {
+  return {
+    records: authRecordRepository(store),
+    sessions: sessionRepository(store),
+    tokens: authTokenRepository(store),
+    emails: accountEmailRepository(store),
+    password: identityRepository(store),
+    magicLink: emailedMethodRepository(store),
+    otp: otpRepository(store),
+    oauth2: oauth2Repository(store),
+    webauthn: webauthnRepository(store),
+    twoFactor: twoFactorRepository(store),
+    sharedLimiter: store.sql.sharedLimiter,
+  };
 }
