@@ -42,7 +42,7 @@ export interface SessionRepository extends StepWriter {
   sessions: SessionRowStore;
   auth: Pick<AuthRecordStore, 'bumpEpochStep'>;
   /** the committed changes (SqlWriter.changes), where ended sessions are announced */
-  changes: ChangeFeed;
+  changes: Pick<ChangeFeed, 'subscribe'>;
 }
 
 /**
