@@ -60,7 +60,8 @@ const MAY_IMPORT = {
   // parsed tree's types (store/rule-types.ts), the worker script's path (store/worker-url.ts) and
   // the request-log thread's batch encoding (workers/logs-wire.ts)
   'src/logs': ['src/http', 'src/rules', 'src/store', 'workers'],
-  'src/mail': ['src/collections', 'src/config', 'src/context', 'src/records', 'src/store'],
+  // no src/context: the queue and the sender identities take a MailRepository (src/boot/repositories.ts)
+  'src/mail': ['src/collections', 'src/config', 'src/records', 'src/store'],
   // plain data types (the schema model), imported by storage and the features alike
   'src/model': [],
   'src/meta': ['src/http', 'src/store'],

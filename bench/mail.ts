@@ -18,6 +18,7 @@ import { loadServeConfig } from '../src/config/config.js';
 import { createLogger } from '../src/log/logger.js';
 import { openDataDir } from '../src/boot/open-data.js';
 import { DurableMailQueue } from '../src/mail/mail-queue.js';
+import { mailRepository } from '../src/boot/repositories.js';
 import { createMailTransport } from '../src/mail/transports.js';
 import { CollectionsService } from '../src/collections/collections-service.js';
 import { RecordWriter } from '../src/records/records-write.js';
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
   const data = await openDataDir(config, logger, 0);
   const transport = createMailTransport({ smtp: { host: '127.0.0.1', port, transport: 'none', from: 'bench@example.com' } }, logger);
   try {
-    const queue = new DurableMailQueue(data.store, transport, logger);
+    const queue = new DurableMailQueue(mailRepository(data.store), transport, logger);
     // 1. enqueue against record creates through the same writer
     const collections = new CollectionsService(data.store, data.files);
     const c = await collections.create({ name: 'notes', type: 'base', fields: [{ name: 'to', type: 'text' }, { name: 'subject', type: 'text' }, { name: 'text', type: 'text' }] });

@@ -31,6 +31,7 @@ import type { MailTransport } from '../mail/transports.js';
 import { DurableMailQueue } from '../mail/mail-queue.js';
 import { SenderIdentities } from '../mail/senders.js';
 import { createMailTransport } from '../mail/transports.js';
+import { mailRepository } from './repositories.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -114,10 +115,11 @@ function buildMail(config: ServeConfig, logger: Logger, store: Store, secret: Bu
   // a development build (dev-tools) wraps it in the test capture outbox (app.mail.outbox)
   const outbox = config.features.has('dev-tools') ? new TestOutbox(realBackend) : null;
   const backend = outbox ?? realBackend;
-  const suppressed = app?.mail?.check_suppression ? (email: string, account: string) => store.sql.mail.suppressed(email, account) : undefined;
+  const repo = mailRepository(store);
+  const suppressed = app?.mail?.check_suppression ? (email: string, account: string) => repo.rows.suppressed(email, account) : undefined;
   // check_suppression: queued messages to an address suppressed meanwhile are not sent either
-  const queue = new DurableMailQueue(store, backend, logger, suppressed ? (msg, account) => suppressed(addressOf(msg.to), account) : null);
-  const senders = new SenderIdentities(store, queue, secret);
+  const queue = new DurableMailQueue(repo, backend, logger, suppressed ? (msg, account) => suppressed(addressOf(msg.to), account) : null);
+  const senders = new SenderIdentities(repo, queue, secret);
   const service = new MailService(backend, queue, !!(app?.mail || app?.mailer), {
     suppressed,
     verifiedSender: app?.mail?.require_verified_sender ? (account, from) => senders.verified(account, from) : undefined,

@@ -11,8 +11,9 @@
  * Auth mail (verification, reset, magic links, one-time codes) goes through this queue too, via
  * `transport(queue)`.
  */
-import type { Store } from '../context/store.js';
 import type { Logger } from '../log/logger.js';
+import type { MailRowStore } from '../store/mail-store.js';
+import type { StepResult, WriteStep } from '../store/write-job.js';
 import type { MailMessage, MailTransport } from './transports.js';
 import { bindValue } from '../store/bind.js';
 import { newId } from '../records/ids.js';
@@ -22,6 +23,19 @@ export const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 /** Deliveries at once (the SMTP transport pools its connections). */
 const CONCURRENCY = 8;
 
+/**
+ * What the mail queue and the sender identities (senders.ts) need of storage: the mail statements
+ * (`_mailQueue`, suppressions, sender identities; src/store/mail-store.ts) and the writer that
+ * commits their steps. Built over the Store by the composition root (src/boot/repositories.ts); a
+ * test may give a small fake.
+ */
+export interface MailRepository {
+  /** the mail statements of the open database's backend */
+  rows: MailRowStore;
+  /** Commits `steps` as one write job (SqlWriter.write). @throws the writer's error when the job fails */
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+}
+
 export class DurableMailQueue {
   private inFlight = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
@@ -30,11 +44,11 @@ export class DurableMailQueue {
   private pumping = false;
   private again = false;
   /**
-   * `isSuppressed`: whether a queued message's recipient is suppressed meanwhile (the app's
+   * `repo`: the mail statements and the writer (MailRepository). `isSuppressed`: whether a queued message's recipient is suppressed meanwhile (the app's
    * `check_suppression`; then it is not sent); null: none is. `delays`: RETRY_DELAYS_MS unless a
    * test shortens them.
    */
-  constructor(private store: Store, private backend: MailTransport, private logger: Logger, private isSuppressed: ((msg: MailMessage, account: string) => Promise<boolean>) | null = null, private delays: readonly number[] = RETRY_DELAYS_MS) {}
+  constructor(private repo: MailRepository, private backend: MailTransport, private logger: Logger, private isSuppressed: ((msg: MailMessage, account: string) => Promise<boolean>) | null = null, private delays: readonly number[] = RETRY_DELAYS_MS) {}
 
   /**
    * Stores `msg` for delivery from `queue`; resolves once the row is committed (from then on it
@@ -44,9 +58,9 @@ export class DurableMailQueue {
   async enqueue(msg: MailMessage, queue: string, account = ''): Promise<string> {
     if (this.closed) throw new Error('the mail queue is closed');
     const id = newId();
-    const step = this.store.sql.mail.enqueueStep(id, queue, JSON.stringify(msg), account, Date.now());
+    const step = this.repo.rows.enqueueStep(id, queue, JSON.stringify(msg), account, Date.now());
     step.params = step.params.map(bindValue);
-    await this.store.writer.write([step]);
+    await this.repo.write([step]);
     this.wake();
     return id;
   }
@@ -64,14 +78,14 @@ export class DurableMailQueue {
 
   /** Messages waiting (pending) and given up (failed). */
   counts(): Promise<{ pending: number; failed: number }> {
-    return this.store.sql.mail.counts();
+    return this.repo.rows.counts();
   }
 
   /** Resolves once no message is due and none is being delivered (tests, benchmarks). */
   async whenIdle(): Promise<void> {
     for (;;) {
       await Promise.allSettled([...this.inFlight.values()]);
-      const next = await this.store.sql.mail.nextDue();
+      const next = await this.repo.rows.nextDue();
       if (this.inFlight.size === 0 && (next === undefined || next > Date.now())) return;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -105,7 +119,7 @@ export class DurableMailQueue {
         this.again = false;
         const free = CONCURRENCY - this.inFlight.size;
         if (free <= 0) break;
-        const due = await this.store.sql.mail.due(Date.now(), free + this.inFlight.size);
+        const due = await this.repo.rows.due(Date.now(), free + this.inFlight.size);
         if (!this.running) return; // closed during the read: nothing new starts
         const rows = due.filter((r) => !this.inFlight.has(r.id)).slice(0, free);
         for (const row of rows) {
@@ -129,7 +143,7 @@ export class DurableMailQueue {
 
   private async sleepUntilDue(atLeastMs = 0): Promise<void> {
     // after a failure (`atLeastMs`) a failing read only leaves the minimum wait
-    const next = await this.store.sql.mail.nextDue().catch((err: unknown) => {
+    const next = await this.repo.rows.nextDue().catch((err: unknown) => {
       if (!atLeastMs) throw err;
       return undefined;
     });
@@ -149,12 +163,12 @@ export class DurableMailQueue {
     try {
       msg = JSON.parse(text) as MailMessage;
     } catch {
-      await this.write(this.store.sql.mail.failedStep(id, attempts + 1, 'the stored message is not JSON', null, Date.now()));
+      await this.write(this.repo.rows.failedStep(id, attempts + 1, 'the stored message is not JSON', null, Date.now()));
       return;
     }
     if (this.isSuppressed && (await this.isSuppressed(msg, account))) {
       this.logger.info(`mail to ${msg.to} not sent: the recipient is suppressed (bounce or complaint)`, 'mail');
-      await this.write(this.store.sql.mail.failedStep(id, attempts, 'the recipient is suppressed', null, Date.now()));
+      await this.write(this.repo.rows.failedStep(id, attempts, 'the recipient is suppressed', null, Date.now()));
       return;
     }
     try {
@@ -165,16 +179,16 @@ export class DurableMailQueue {
       const next = n <= this.delays.length ? Date.now() + this.delays[n - 1] : null;
       if (next === null) this.logger.error(`mail to ${msg.to} failed for good after ${n} attempts: ${error}`, 'mail');
       else this.logger.warn(`mail to ${msg.to} failed (attempt ${n}), retrying in ${Math.round((next - Date.now()) / 1000)} s: ${error}`, 'mail');
-      await this.write(this.store.sql.mail.failedStep(id, n, error, next, Date.now()));
+      await this.write(this.repo.rows.failedStep(id, n, error, next, Date.now()));
       return;
     }
-    await this.write(this.store.sql.mail.deliveredStep(id));
+    await this.write(this.repo.rows.deliveredStep(id));
   }
 
-  private async write(step: ReturnType<Store['sql']['mail']['deliveredStep']>): Promise<void> {
+  private async write(step: WriteStep): Promise<void> {
     step.params = step.params.map(bindValue);
     try {
-      await this.store.writer.write([step]);
+      await this.repo.write([step]);
     } catch (err) {
       this.logger.error(`mail queue: could not record a delivery: ${(err as Error)?.message ?? String(err)}`, 'mail');
     }

@@ -10,14 +10,14 @@
  * Addresses compare case-insensitively.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Store } from '../context/store.js';
 import type { SenderRow } from '../store/mail-store.js';
+import type { WriteStep } from '../store/write-job.js';
 import { ApiError } from '../errors/api-error.js';
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
 import { newId } from '../records/ids.js';
 import { addressOf, checkMessage, MailError } from './mail-service.js';
-import type { DurableMailQueue } from './mail-queue.js';
+import type { DurableMailQueue, MailRepository } from './mail-queue.js';
 
 /** Milliseconds before a pending address may be sent a new token. */
 export const RESEND_AFTER_MS = 60_000;
@@ -33,10 +33,12 @@ export interface SenderView {
 const view = (r: SenderRow): SenderView => ({ id: r.id, email: r.email, status: r.status, verified_at: r.verified_at });
 const NOT_FOUND = { status: 404, code: 'not_found', message: "The requested resource wasn't found." };
 
+/** The sender identities of every account (this module's header), rows through `repo`. */
 export class SenderIdentities {
   private key: Buffer;
 
-  constructor(private store: Store, private queue: DurableMailQueue, secret: Buffer) {
+  /** `repo`: the mail statements and the writer; `queue` sends the tokens; `secret` keys their HMAC. */
+  constructor(private repo: MailRepository, private queue: DurableMailQueue, secret: Buffer) {
     this.key = createHmac('sha256', secret).update('svc sender tokens v1').digest();
   }
 
@@ -44,9 +46,9 @@ export class SenderIdentities {
     return createHmac('sha256', this.key).update(token).digest('hex');
   }
 
-  private async write(steps: ReturnType<Store['sql']['mail']['putSenderStep']>[]): Promise<void> {
+  private async write(steps: WriteStep[]): Promise<void> {
     for (const s of steps) s.params = s.params.map(bindValue);
-    await this.store.writer.write(steps);
+    await this.repo.write(steps);
   }
 
   /**
@@ -63,13 +65,13 @@ export class SenderIdentities {
       if (err instanceof MailError) throw ApiError.validation({ email: { code: 'validation_invalid_email', message: 'Must be a valid email address.' } });
       throw err;
     }
-    const existing = await this.store.sql.mail.sender(account, address);
+    const existing = await this.repo.rows.sender(account, address);
     if (existing?.status === 'verified') return { sender: view(existing), created: false };
     const now = Date.now();
     if (existing && now - existing.sentAt < RESEND_AFTER_MS) throw ApiError.tooManyRequests();
     const token = randomBytes(24).toString('base64url');
     const row: SenderRow = { id: existing?.id ?? newId(), account, email: address, status: 'pending', verified_at: null, tokenHash: this.hash(token), sentAt: now };
-    await this.write([this.store.sql.mail.putSenderStep(row, nowDate())]);
+    await this.write([this.repo.rows.putSenderStep(row, nowDate())]);
     await this.queue.enqueue({
       to: address,
       subject: 'Confirm this sender address',
@@ -83,19 +85,19 @@ export class SenderIdentities {
    * @throws ApiError 404 for an unknown id, another account's, a wrong or absent token
    */
   async verify(account: string, id: string, token: unknown): Promise<void> {
-    const row = await this.store.sql.mail.senderById(id);
+    const row = await this.repo.rows.senderById(id);
     if (!row || row.account !== account || typeof token !== 'string' || token === '') throw ApiError.notFound();
     if (row.status === 'verified') return;
-    await this.write([this.store.sql.mail.verifySenderStep(id, this.hash(token), nowDate(), NOT_FOUND)]);
+    await this.write([this.repo.rows.verifySenderStep(id, this.hash(token), nowDate(), NOT_FOUND)]);
   }
 
   /** The identities of `account`, oldest first. */
   async list(account: string): Promise<SenderView[]> {
-    return (await this.store.sql.mail.senders(account)).map(view);
+    return (await this.repo.rows.senders(account)).map(view);
   }
 
   /** Whether `from` is a verified identity of `account`. */
   async verified(account: string, from: string): Promise<boolean> {
-    return (await this.store.sql.mail.sender(account, addressOf(from)))?.status === 'verified';
+    return (await this.repo.rows.sender(account, addressOf(from)))?.status === 'verified';
   }
 }
