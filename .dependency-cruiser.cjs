@@ -72,7 +72,8 @@ const MAY_IMPORT = {
   // store/sql: the value helpers of bound parameters (rule-values.ts), shared with the emitters
   'src/rules': ['src/cache', 'src/collections', 'src/store', 'src/store/sql'],
   // auth and http: the capability's route module (routes.ts: who is a superuser, the route types)
-  'src/settings': ['src/auth', 'src/cache', 'src/collections', 'src/context', 'src/http', 'src/store'],
+  // no src/context: FeatureService takes a SettingsRepository (src/boot/repositories.ts)
+  'src/settings': ['src/auth', 'src/cache', 'src/collections', 'src/http', 'src/store'],
   // Storage: the store folders (and src/model/, BASE), and the pg reader's worker; nothing of the
   // features built on it (the Store context over it is src/context/).
   'src/store': ['src/store/errors', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],

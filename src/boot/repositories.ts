@@ -7,8 +7,20 @@
  */
 import type { Store } from '../context/store.js';
 import type { MailRepository } from '../mail/mail-queue.js';
+import type { SettingsRepository } from '../settings/features.js';
+import type { StepResult, WriteStep } from '../store/write-job.js';
+
+/** The writer's `write` of `store`, bound to it (each repository commits through the one writer). */
+function writeThrough(store: Store): (steps: WriteStep[]) => Promise<StepResult[]> {
+  return (steps) => store.writer.write(steps);
+}
 
 /** The mail queue's and the sender identities' repository: `store.sql.mail` and the writer. */
 export function mailRepository(store: Store): MailRepository {
-  return { rows: store.sql.mail, write: (steps) => store.writer.write(steps) };
+  return { rows: store.sql.mail, write: writeThrough(store) };
+}
+
+/** FeatureService's repository: `store.sql.settings`, the writer and its change feed, the reader's snapshot end. */
+export function settingsRepository(store: Store): SettingsRepository {
+  return { rows: store.sql.settings, write: writeThrough(store), changes: store.writer.changes, endSnapshot: () => store.reader.endSnapshot() };
 }

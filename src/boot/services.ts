@@ -31,7 +31,7 @@ import type { MailTransport } from '../mail/transports.js';
 import { DurableMailQueue } from '../mail/mail-queue.js';
 import { SenderIdentities } from '../mail/senders.js';
 import { createMailTransport } from '../mail/transports.js';
-import { mailRepository } from './repositories.js';
+import { mailRepository, settingsRepository } from './repositories.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -77,7 +77,7 @@ export async function buildServices(config: ServeConfig, logger: Logger, data: O
   const writes = new RecordWriter(store, files, new RecordLifecycle(), relationsKnown);
   const reads = new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries });
   // the settings mirror is read before anything can ask it (a promise read: PostgreSQL's only kind)
-  const features = await FeatureService.open(store, app?.flags ?? [], app?.experiments ?? []);
+  const features = await FeatureService.open(settingsRepository(store), app?.flags ?? [], app?.experiments ?? []);
   const services = { store, reads, writes, features, mail: mail.service, outbox: mail.outbox };
   const runtime = app ? new AppRuntime(app, services, logger) : AppRuntime.empty(services, logger);
   const auth = new AuthService(authRepositories(store), secret, config, logger, mail.queue.transport('auth'), {

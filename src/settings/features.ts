@@ -20,8 +20,9 @@
  */
 import { xxh32 } from '@node-rs/xxhash';
 import { ApiError } from '../errors/api-error.js';
-import type { Store } from '../context/store.js';
-import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID, type ChangeBatch } from '../store/change-feed.js';
+import { ASSIGNMENTS_FEED_ID, EVERY_ROW, SETTINGS_FEED_ID, type ChangeBatch, type ChangeFeed } from '../store/change-feed.js';
+import type { SettingsRowStore } from '../store/settings-store.js';
+import type { StepResult, WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import { nowDate } from '../collections/fields/index.js';
 import { experimentWeightsKey, flagKey } from './setting.js';
@@ -53,6 +54,23 @@ export const MAX_SETTING_VALUE = 64 * 1024;
 /** Sticky assignments kept in memory. */
 const ASSIGNMENT_CACHE = 100_000;
 
+/**
+ * What FeatureService needs of storage: the settings and assignment statements
+ * (src/store/settings-store.ts), the writer that commits their steps, the change feed it follows
+ * (this module's header) and the end of the reader's snapshot before a reload. Built over the
+ * Store by the composition root (src/boot/repositories.ts); a test may give a small fake.
+ */
+export interface SettingsRepository {
+  /** the settings statements of the open database's backend */
+  rows: SettingsRowStore;
+  /** Commits `steps` as one write job (SqlWriter.write). @throws the writer's error when the job fails */
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+  /** the writer's change feed (SqlWriter.changes), followed until `close()` */
+  changes: Pick<ChangeFeed, 'subscribe'>;
+  /** Ends the reader's current read snapshot (SqlReader.endSnapshot): the next read sees the latest commit. */
+  endSnapshot(): void;
+}
+
 export class FeatureService {
   private settings = new Map<string, Setting>();
   private assigned = boundedCache<string, string>(ASSIGNMENT_CACHE);
@@ -73,19 +91,19 @@ export class FeatureService {
   private readonly unsubscribe: () => void;
 
   /**
-   * The service over `store` with every setting read into the mirror (`_settings`), following the
+   * The service over `repo` with every setting read into the mirror (`_settings`), following the
    * change feed from then on.
    * @throws the reader's error when the settings cannot be read
    */
-  static async open(store: Store, flags: readonly FlagDefinition[] = [], experiments: readonly ExperimentDefinition[] = []): Promise<FeatureService> {
-    return new FeatureService(store, flags, experiments, await store.sql.settings.all());
+  static async open(repo: SettingsRepository, flags: readonly FlagDefinition[] = [], experiments: readonly ExperimentDefinition[] = []): Promise<FeatureService> {
+    return new FeatureService(repo, flags, experiments, await repo.rows.all());
   }
 
-  private constructor(private store: Store, readonly flags: readonly FlagDefinition[], readonly experiments: readonly ExperimentDefinition[], settings: readonly Setting[]) {
+  private constructor(private repo: SettingsRepository, readonly flags: readonly FlagDefinition[], readonly experiments: readonly ExperimentDefinition[], settings: readonly Setting[]) {
     for (const s of settings) this.settings.set(s.key, s);
     this.flagsByName = new Map(flags.map((f) => [f.name, f]));
     this.experimentsByName = new Map(experiments.map((e) => [e.name, e]));
-    this.unsubscribe = store.writer.changes.subscribe((batch) => this.onBatch(batch));
+    this.unsubscribe = repo.changes.subscribe((batch) => this.onBatch(batch));
   }
 
   /** Stops following the change feed (the store's writer outlives this service). */
@@ -138,7 +156,7 @@ export class FeatureService {
       if (allSettings) overrides = await this.reloadAll();
       else if (named) {
         // a remote commit: the reader may hold a snapshot taken before it
-        this.store.reader.endSnapshot();
+        this.repo.endSnapshot();
         await Promise.all(named.map((key) => this.reload(key)));
         overrides = named.some((key) => this.isOverrideKey(key));
       }
@@ -156,7 +174,7 @@ export class FeatureService {
   /** Reads one setting into the mirror (or out of it when gone); on a failed read the mirror turns stale. */
   private async reload(key: string): Promise<void> {
     try {
-      const s = await this.store.sql.settings.get(key);
+      const s = await this.repo.rows.get(key);
       if (s) this.settings.set(key, s);
       else this.settings.delete(key);
     } catch {
@@ -166,10 +184,10 @@ export class FeatureService {
 
   /** Reads every setting; true when an override's value may have moved (or the read failed). */
   private async reloadAll(): Promise<boolean> {
-    this.store.reader.endSnapshot();
+    this.repo.endSnapshot();
     let rows: Setting[];
     try {
-      rows = await this.store.sql.settings.all();
+      rows = await this.repo.rows.all();
     } catch {
       this.stale = true;
       return true;
@@ -223,14 +241,14 @@ export class FeatureService {
     if (override) throw ApiError.validation({ value: { code: 'validation_value', message: override } });
     const now = nowDate();
     // the change feed delivers the write (onBatch) before it is answered: the mirror has it then
-    await this.write([this.store.sql.settings.putStep(key, value, now)]);
+    await this.write([this.repo.rows.putStep(key, value, now)]);
     return { key, value, created: this.settings.get(key)?.created ?? now, updated: now };
   }
 
   /** Deletes a setting (the mirror drops it from the change feed, as on every instance). @throws ApiError 404 when absent */
   async delete(key: string): Promise<void> {
     checkKey(key);
-    await this.write([this.store.sql.settings.deleteStep(key, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
+    await this.write([this.repo.rows.deleteStep(key, { status: 404, code: 'not_found', message: 'The requested resource was not found.' })]);
   }
 
   private isOverrideKey(key: string): boolean {
@@ -281,12 +299,12 @@ export class FeatureService {
     const key = `${name}\u0000${subject}`;
     const hit = this.assigned.get(key);
     if (hit !== undefined) return hit;
-    let v = await this.store.sql.settings.assignment(name, subject);
+    let v = await this.repo.rows.assignment(name, subject);
     if (v === undefined) {
       v = this.bucket(e, subject);
-      await this.write([this.store.sql.settings.assignStep(name, subject, v, nowDate())]);
+      await this.write([this.repo.rows.assignStep(name, subject, v, nowDate())]);
       // a concurrent first resolve (another process) may have won: the stored one counts
-      v = (await this.store.sql.settings.assignment(name, subject)) ?? v;
+      v = (await this.repo.rows.assignment(name, subject)) ?? v;
     }
     this.assigned.set(key, v);
     return v;
@@ -353,9 +371,9 @@ export class FeatureService {
     return e.variants[e.variants.length - 1].name;
   }
 
-  private write(steps: ReturnType<Store['sql']['settings']['putStep']>[]): Promise<unknown> {
+  private write(steps: WriteStep[]): Promise<unknown> {
     for (const s of steps) s.params = s.params.map(bindValue);
-    return this.store.writer.write(steps);
+    return this.repo.write(steps);
   }
 }
 
