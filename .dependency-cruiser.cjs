@@ -43,8 +43,9 @@ const MAY_IMPORT = {
   'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'workers'],
   // the composition root: the services over an opened data directory (the data directory's open,
   // stored files), for the server and offline commands, and the server's realtime stage (the hub
-  // and its transports' route types)
-  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store'],
+  // and its transports' route types), and the narrow repositories the features take (repositories.ts,
+  // typed by each feature: uploads for the persistence mode's UploadRepository)
+  'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/uploads'],
   'src/cache': ['src/store'],
   'src/collections': ['src/auth', 'src/cache', 'src/context', 'src/files', 'src/records', 'src/rules', 'src/store'],
   'src/config': ['src/files'],
@@ -85,7 +86,8 @@ const MAY_IMPORT = {
   // src/store/rule-types.ts, the schema's src/model/; the parser is given to the rule emitter)
   'src/store/sql': ['src/store', 'src/store/errors'],
   'src/store/sqlite': ['src/store', 'src/store/errors', 'src/store/shared', 'src/store/sql'],
-  'src/uploads': ['src/context', 'src/store'],
+  // no src/context: the persistence mode takes an UploadRepository (src/boot/repositories.ts)
+  'src/uploads': ['src/store'],
   'workers': ['src/store'],
   // cli/app-modules.ts also loads src/server.ts and src/auth/superuser-admin.ts through import()
   // of a computed specifier, which no static check sees: `src` and `src/auth` are listed for them.

@@ -39,6 +39,7 @@ import { accountRoutes } from './api/account.js';
 import { mailRoutes } from './api/mail.js';
 import { applyDeclaredCollections } from './app/declared-collections.js';
 import { openDataDir } from './boot/open-data.js';
+import { uploadRepository } from './boot/repositories.js';
 import { appDatabaseUrl, featureNames } from './app/definition.js';
 import { loadMigrations } from './app/migrations.js';
 import { applyMigrations } from './store/sqlite/migrations-sql.js';
@@ -146,7 +147,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
       // the persistence mode needs the built-in local storage (docs/files.md, "Resumable uploads")
       if (budgets.durable && files.storage.kind !== 'local') throw new Error(`durable resumable uploads need the built-in local file storage, not ${files.storage.blobs.location}`);
       if (budgets.durable && backend !== 'sqlite') throw new Error('durable resumable uploads need the embedded database (file-backed SQLite), not the server SQL backend');
-      const durable = budgets.durable ? await openDurableUploads(store, dbPath, budgets) : null;
+      const durable = budgets.durable ? await openDurableUploads(uploadRepository(store), dbPath, budgets) : null;
       uploads = new UploadStore(budgets, durable?.persistence ?? null, durable?.restored ?? [], (reason) => logger.error(`uploads stopped until restart: ${reason}`, 'uploads'));
       if (durable?.restored.length) logger.info(`restored ${durable.restored.length} upload session(s)`, 'uploads');
     } catch (err) {

@@ -9,6 +9,7 @@ import type { Store } from '../context/store.js';
 import type { MailRepository } from '../mail/mail-queue.js';
 import type { SettingsRepository } from '../settings/features.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
+import type { UploadRepository } from '../uploads/durable.js';
 
 /** The writer's `write` of `store`, bound to it (each repository commits through the one writer). */
 function writeThrough(store: Store): (steps: WriteStep[]) => Promise<StepResult[]> {
@@ -23,4 +24,9 @@ export function mailRepository(store: Store): MailRepository {
 /** FeatureService's repository: `store.sql.settings`, the writer and its change feed, the reader's snapshot end. */
 export function settingsRepository(store: Store): SettingsRepository {
   return { rows: store.sql.settings, write: writeThrough(store), changes: store.writer.changes, endSnapshot: () => store.reader.endSnapshot() };
+}
+
+/** The upload persistence mode's repository: `store.sql.uploads`, the writer, the reader's point read and snapshot end. */
+export function uploadRepository(store: Store): UploadRepository {
+  return { rows: store.sql.uploads, write: writeThrough(store), get: (sql, params) => store.reader.get(sql, params), endSnapshot: () => store.reader.endSnapshot() };
 }

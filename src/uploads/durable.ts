@@ -17,9 +17,9 @@
  * - The owner file `<db>.svc-uploads.lock` (owner-lock.ts) is held from right after the
  *   database opens until the store closes.
  */
-import type { Store } from '../context/store.js';
-import type { WriteStep } from '../store/write-job.js';
-import { UPLOAD_PAGE_BYTES, UPLOAD_STORE_VERSION, type UploadRow } from '../store/upload-store.js';
+import type { SqlValue } from '../store/bind.js';
+import type { StepResult, WriteStep } from '../store/write-job.js';
+import { UPLOAD_PAGE_BYTES, UPLOAD_STORE_VERSION, type UploadRow, type UploadRowStore } from '../store/upload-store.js';
 import { DURABLE_MAX_UPLOAD_BYTES, type UploadBudgets } from './budgets.js';
 import { acquireUploadOwner, type UploadOwnerLock } from './owner-lock.js';
 import { MAX_SESSION_METADATA_BYTES, type UploadPersistence, type UploadSession, type UploadState } from './upload-store.js';
@@ -47,17 +47,35 @@ export function metadataBytes(s: Pick<UploadSession, 'id' | 'principalCollection
 }
 
 /**
- * Opens the persistence mode on `store` (database at `dbPath`): takes the owner file, checks or
+ * What the persistence mode needs of storage: the upload tables' statements
+ * (src/store/upload-store.ts), the writer that commits their steps, one point read (the
+ * connection's length-limit probe) and the end of the reader's snapshot after the open's own
+ * writes. Built over the Store by the composition root (src/boot/repositories.ts); a test may
+ * give a small fake.
+ */
+export interface UploadRepository {
+  /** the upload statements of the open database's backend */
+  rows: UploadRowStore;
+  /** Commits `steps` as one write job (SqlWriter.write). @throws the writer's error when the job fails */
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+  /** The first row of `sql` (SqlReader.get), or undefined. @throws the reader's error */
+  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined>;
+  /** Ends the reader's current read snapshot (SqlReader.endSnapshot): the next read sees the latest commit. */
+  endSnapshot(): void;
+}
+
+/**
+ * Opens the persistence mode on `repo` (database at `dbPath`): takes the owner file, checks or
  * creates the store, recovers its sessions.
  * @throws UploadOwnerError when another live process owns the store; UploadStoreError for a
  *   refused store format, invalid recovered state, or a budget change while sessions remain
  */
-export async function openDurableUploads(store: Store, dbPath: string, budgets: UploadBudgets, now = Date.now()): Promise<{ persistence: UploadPersistence; restored: UploadSession[] }> {
-  await checkLengthLimit(store, budgets);
+export async function openDurableUploads(repo: UploadRepository, dbPath: string, budgets: UploadBudgets, now = Date.now()): Promise<{ persistence: UploadPersistence; restored: UploadSession[] }> {
+  await checkLengthLimit(repo, budgets);
   const lock = acquireUploadOwner(dbPath);
   try {
-    const restored = await recover(store, budgets, now);
-    return { persistence: new SqlitePersistence(store, lock), restored };
+    const restored = await recover(repo, budgets, now);
+    return { persistence: new SqlitePersistence(repo, lock), restored };
   } catch (err) {
     lock.release();
     throw err;
@@ -65,22 +83,22 @@ export async function openDurableUploads(store: Store, dbPath: string, budgets: 
 }
 
 /** The connection's real length limit must hold the largest payload page and the budgets' cap. */
-async function checkLengthLimit(store: Store, budgets: UploadBudgets): Promise<void> {
+async function checkLengthLimit(repo: UploadRepository, budgets: UploadBudgets): Promise<void> {
   if (budgets.max_upload_bytes > DURABLE_MAX_UPLOAD_BYTES) throw new UploadStoreError(`max_upload_bytes ${budgets.max_upload_bytes} is above the persistence mode's cap of ${DURABLE_MAX_UPLOAD_BYTES} bytes`);
   try {
     // zeroblob is not materialised: this only asks the connection whether such a value may exist
-    await store.reader.get('SELECT length(zeroblob(?))', [budgets.max_upload_bytes + 16 * 1024 + 256]);
+    await repo.get('SELECT length(zeroblob(?))', [budgets.max_upload_bytes + 16 * 1024 + 256]);
   } catch (err) {
     throw new UploadStoreError(`this database connection cannot hold a payload of max_upload_bytes (${budgets.max_upload_bytes}) plus its metadata: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
-async function recover(store: Store, budgets: UploadBudgets, now: number): Promise<UploadSession[]> {
-  const sql = store.sql.uploads;
+async function recover(repo: UploadRepository, budgets: UploadBudgets, now: number): Promise<UploadSession[]> {
+  const sql = repo.rows;
   const schema = await sql.schemaState();
   if (schema.kind === 'absent') {
-    await store.writer.write(sql.createSteps(budgetsJson(budgets)));
-    store.reader.endSnapshot();
+    await repo.write(sql.createSteps(budgetsJson(budgets)));
+    repo.endSnapshot();
     return [];
   }
   if (schema.kind === 'partial') throw new UploadStoreError(`the upload store is incomplete (only ${schema.tables.join(', ')}); it is refused and left as it is`);
@@ -135,8 +153,8 @@ async function recover(store: Store, budgets: UploadBudgets, now: number): Promi
   }
   if (budgetsJson(earlier) !== budgetsJson(budgets)) steps.push(sql.budgetsStep(budgetsJson(budgets)));
   if (steps.length) {
-    await store.writer.write(steps);
-    store.reader.endSnapshot();
+    await repo.write(steps);
+    repo.endSnapshot();
   }
   for (const s of live) {
     if (s.state !== 'receiving') continue;
@@ -196,10 +214,10 @@ function validRow(r: UploadRow, earlier: UploadBudgets): UploadSession {
 
 /** UploadPersistence over the writer (each call one write job, resolved after its commit). */
 class SqlitePersistence implements UploadPersistence {
-  constructor(private store: Store, private lock: UploadOwnerLock) {}
+  constructor(private repo: UploadRepository, private lock: UploadOwnerLock) {}
 
   async insert(s: UploadSession): Promise<void> {
-    await this.store.writer.write(this.store.sql.uploads.insertSteps({
+    await this.repo.write(this.repo.rows.insertSteps({
       id: s.id, principalCollection: s.principalCollection, principalId: s.principalId, collectionId: s.collectionId, recordId: s.recordId,
       fieldId: s.fieldId, filename: s.filename, mimetype: s.mimetype, length: s.length, created: s.createdAt, expires: s.expiresAt,
     }));
@@ -213,19 +231,19 @@ class SqlitePersistence implements UploadPersistence {
       // a copy: a view would take the whole payload's buffer with it to the writer thread
       pages.push([p, Buffer.from(payload.subarray(start, Math.min(start + UPLOAD_PAGE_BYTES, s.length)))]);
     }
-    await this.store.writer.write(this.store.sql.uploads.appendSteps(s.id, from, to, pages));
+    await this.repo.write(this.repo.rows.appendSteps(s.id, from, to, pages));
   }
 
   async setState(s: UploadSession, from: UploadState, to: UploadState, dropPayload: boolean): Promise<void> {
-    await this.store.writer.write(this.store.sql.uploads.stateSteps(s.id, from, to, dropPayload));
+    await this.repo.write(this.repo.rows.stateSteps(s.id, from, to, dropPayload));
   }
 
   receiptSteps(s: UploadSession): WriteStep[] {
-    return this.store.sql.uploads.stateSteps(s.id, 'committing', 'completed', true);
+    return this.repo.rows.stateSteps(s.id, 'committing', 'completed', true);
   }
 
   async remove(ids: string[]): Promise<void> {
-    await this.store.writer.write(this.store.sql.uploads.deleteSteps(ids));
+    await this.repo.write(this.repo.rows.deleteSteps(ids));
   }
 
   close(): void {
