@@ -54,7 +54,8 @@ const MAY_IMPORT = {
   'src/context': ['src/cache', 'src/collections', 'src/records', 'src/rules', 'src/store', 'src/store/errors'],
   // the typed storage errors, answered in one place (knownApiError, src/errors/api-error.ts)
   'src/errors': ['src/store/errors'],
-  'src/files': ['src/collections', 'src/context', 'src/records', 'src/rules', 'src/store'],
+  // no src/context: RecordFiles takes a FileRepository (src/boot/repositories.ts)
+  'src/files': ['src/collections', 'src/records', 'src/rules', 'src/store'],
   'src/http': [],
   'src/log': [],
   // the request logs: the request observer's types (http), the filter grammar (rules) and its

@@ -22,6 +22,7 @@ import { FileStorage, storageRoot } from '../files/files.js';
 import { LocalBlobStore, type BlobStore } from '../files/blob-store.js';
 import { openS3BlobStore } from '../files/s3-blob-store.js';
 import { RecordFiles } from '../files/record-files.js';
+import { fileRepository } from './repositories.js';
 
 /** An open data directory: the open database (OpenedStore) with the directory's parts. */
 export interface OpenedData extends OpenedStore {
@@ -69,7 +70,7 @@ async function openFiles(config: ServeConfig, logger: Logger, store: Store, clos
   try {
     for (const name of await prepareFullText(store, !config.features.has('fts5-off'))) logger.info(`built the full-text index of collection "${name}"`);
     const blobs: BlobStore = config.storage ? await openS3BlobStore(config.storage) : new LocalBlobStore(storageRoot(config.dataDir));
-    return new RecordFiles(new FileStorage(blobs), store);
+    return new RecordFiles(new FileStorage(blobs), fileRepository(store));
   } catch (err) {
     await close();
     throw err;

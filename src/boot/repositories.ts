@@ -6,6 +6,7 @@
  * declared beside the features that take them.
  */
 import type { Store } from '../context/store.js';
+import type { FileRepository } from '../files/record-files.js';
 import type { MailRepository } from '../mail/mail-queue.js';
 import type { SettingsRepository } from '../settings/features.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
@@ -29,4 +30,9 @@ export function settingsRepository(store: Store): SettingsRepository {
 /** The upload persistence mode's repository: `store.sql.uploads`, the writer, the reader's point read and snapshot end. */
 export function uploadRepository(store: Store): UploadRepository {
   return { rows: store.sql.uploads, write: writeThrough(store), get: (sql, params) => store.reader.get(sql, params), endSnapshot: () => store.reader.endSnapshot() };
+}
+
+/** RecordFiles' repository: `store.sql.files` and the collection registry. */
+export function fileRepository(store: Store): FileRepository {
+  return { rows: store.sql.files, registry: store.registry };
 }

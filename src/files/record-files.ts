@@ -19,10 +19,10 @@ import type { FieldError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';
 import type { WriteStep } from '../store/write-job.js';
 import type { SqlValue } from '../store/bind.js';
-import type { RowGet } from '../store/file-store.js';
+import type { FileStore, RowGet } from '../store/file-store.js';
 import { type FileStorage, detectMime, mimeAllowed, storedFileName } from './files.js';
 import { fileNames } from '../collections/fields/index.js';
-import type { Store } from '../context/store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
 
 /** One uploaded file: the client's file name and the bytes. */
 export interface Upload {
@@ -54,8 +54,22 @@ const asList = (v: unknown): string[] | null => {
 
 const fileFields = (c: Collection): Field[] => c.fields.filter((f) => f.type === 'file');
 
+/**
+ * What RecordFiles needs of storage: the statements over stored file names
+ * (src/store/file-store.ts) and the collection registry's list, to find the collections a delete
+ * cascades to. Built over the Store by the composition root (src/boot/repositories.ts); a test
+ * may give a small fake.
+ */
+export interface FileRepository {
+  /** the file-name statements of the open database's backend */
+  rows: FileStore;
+  /** the collection registry (every collection, read at each sweep) */
+  registry: Pick<CollectionRegistry, 'all'>;
+}
+
+/** The file side of record writes (this module's header), files in `storage`, names through `repo`. */
 export class RecordFiles {
-  constructor(readonly storage: FileStorage, private store: Store) {}
+  constructor(readonly storage: FileStorage, private repo: FileRepository) {}
 
   /** Whether a body or upload set touches any file field of `c`. */
   touches(c: Collection, body: Record<string, unknown>, uploads: Uploads | null): boolean {
@@ -122,7 +136,7 @@ export class RecordFiles {
     const fields = fileFields(c);
     const out = new Map<string, SqlValue>();
     if (!fields.length) return out;
-    const row = await this.store.sql.files.values(read, c, fields.map((f) => f.name), id);
+    const row = await this.repo.rows.values(read, c, fields.map((f) => f.name), id);
     if (row) fields.forEach((f, i) => out.set(f.name, row[i] as SqlValue));
     return out;
   }
@@ -133,7 +147,7 @@ export class RecordFiles {
    */
   guard(c: Collection, id: string, plan: FilePlan): WriteStep | null {
     if (!plan.raw.size) return null;
-    return this.store.sql.files.unchangedGuardStep(c, id, plan.raw, { status: 409, code: 'conflict', message: 'The files of this record changed during the update; retry.' });
+    return this.repo.rows.unchangedGuardStep(c, id, plan.raw, { status: 409, code: 'conflict', message: 'The files of this record changed during the update; retry.' });
   }
 
   /** Writes the plan's new files; returns the release function of the sweep hold. */
@@ -182,7 +196,7 @@ export class RecordFiles {
     const queue = [c.id];
     while (queue.length) {
       const target = queue.shift()!;
-      for (const other of this.store.registry.all()) {
+      for (const other of this.repo.registry.all()) {
         if (seen.has(other.id)) continue;
         if (!other.fields.some((f) => f.type === 'relation' && f.options.cascadeDelete && f.options.collectionId === target)) continue;
         seen.add(other.id);
@@ -197,7 +211,7 @@ export class RecordFiles {
     const fields = fileFields(c);
     const names = fields.map((f) => f.name);
     return this.storage.sweep(c.id, async (ids) => {
-      const rows = await this.store.sql.files.referenced(c, names, ids);
+      const rows = await this.repo.rows.referenced(c, names, ids);
       const out = new Map<string, Set<string>>();
       for (const row of rows) out.set(String(row[0]), new Set(fields.flatMap((_f, i) => fileNames(row[i + 1]))));
       return out;
