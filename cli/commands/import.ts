@@ -60,6 +60,7 @@ export class ImportCommand extends SvcCommand {
     const logger = bootstrapLogger(this.context.env, (line) => this.context.stderr.write(`${line}\n`));
     const { openDataDir } = await import('../../src/boot/open-data.js');
     const { buildServices } = await import('../../src/boot/services.js');
+    const { importRepository } = await import('../../src/boot/repositories.js');
     let data;
     try {
       data = await openDataDir(config, logger, 0);
@@ -69,7 +70,8 @@ export class ImportCommand extends SvcCommand {
     }
     // the server's services, so an --app's record hooks fire for every imported row (docs/framework.md, "Hooks")
     const app = await (await import('../load-app.js')).loadApp(this.app ?? this.context.env.SERVICE_APP);
-    const relations = importRelationsKnown(data.store);
+    const repo = importRepository(data.store);
+    const relations = importRelationsKnown(repo);
     const services = await buildServices(config, logger, data, app ?? null, relations.known);
     try {
       const c = data.store.registry.find(this.collection);
@@ -109,7 +111,7 @@ export class ImportCommand extends SvcCommand {
       const opts = { onError: this.onError as 'stop' | 'skip', onProgress: (i: number, k: number) => progress(i, k), upsert: this.upsert ? { key: this.key ?? 'id' } : undefined, relations };
       let result: ImportResult;
       try {
-        result = this.oauth2Links ? await importLinks(data.store, c, rows, opts) : await importRecords(data.store, services.ctx.writes, c, rows, opts);
+        result = this.oauth2Links ? await importLinks(repo, c, rows, opts) : await importRecords(repo, services.ctx.writes, c, rows, opts);
       } catch (err) {
         return this.fail('import_failed', `reading ${this.file}: ${err instanceof Error ? err.message : String(err)}`);
       }

@@ -8,6 +8,7 @@
 import type { Store } from '../context/store.js';
 import type { FileRepository } from '../files/record-files.js';
 import type { MailRepository } from '../mail/mail-queue.js';
+import type { ImportRepository } from '../ops/import.js';
 import type { SettingsRepository } from '../settings/features.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
 import type { UploadRepository } from '../uploads/durable.js';
@@ -35,4 +36,16 @@ export function uploadRepository(store: Store): UploadRepository {
 /** RecordFiles' repository: `store.sql.files` and the collection registry. */
 export function fileRepository(store: Store): FileRepository {
   return { rows: store.sql.files, registry: store.registry };
+}
+
+/** The bulk import's repository (`svc import`): the registry, `store.sql.records` and `.externalAuths`, the reader's reads, the writer. */
+export function importRepository(store: Store): ImportRepository {
+  return {
+    registry: store.registry,
+    records: store.sql.records,
+    externalAuths: store.sql.externalAuths,
+    get: (sql, params) => store.reader.get(sql, params),
+    all: (sql, params) => store.reader.all(sql, params),
+    write: writeThrough(store),
+  };
 }

@@ -20,7 +20,11 @@ import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import streamArray from 'stream-json/streamers/stream-array.js';
 import type { Collection, Field } from '../model/schema.js';
-import type { Store } from '../context/store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
+import type { RecordSql } from '../store/record-sql.js';
+import type { ExternalAuthRowStore } from '../store/auth-store.js';
+import type { SqlValue } from '../store/bind.js';
+import type { StepResult, WriteStep } from '../store/write-job.js';
 import { WriteBatch, type RecordWriter, type RelationsKnown } from '../records/records-write.js';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Principal } from '../rules/access.js';
@@ -224,8 +228,29 @@ export interface ImportRelations {
   learn(c: Collection, rows: readonly SourceRow[]): Promise<void>;
 }
 
-/** The import's ImportRelations over `store` (built once per import, before its services). */
-export function importRelationsKnown(store: Store): ImportRelations {
+/**
+ * What the bulk import needs of storage: the collection registry's look-ups, the record
+ * statements it reads keys and related ids with, the provider-link statements of the OAuth2 link
+ * import, the reader's point and list reads, and the writer. Built over the Store by the
+ * composition root (src/boot/repositories.ts, `importRepository`); a test may give a small fake.
+ */
+export interface ImportRepository {
+  /** the collection registry (related collections, `_superusers`) */
+  registry: Pick<CollectionRegistry, 'byId' | 'find'>;
+  /** the record statements of the open database's backend */
+  records: Pick<RecordSql, 'selectAll' | 'selectOne' | 'rowById' | 'ident'>;
+  /** the provider-link statements (importLinks) */
+  externalAuths: Pick<ExternalAuthRowStore, 'recordFor' | 'linkStep'>;
+  /** The first row of `sql` (SqlReader.get), or undefined. @throws the reader's error */
+  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined>;
+  /** Every row of `sql` (SqlReader.all). @throws the reader's error */
+  all(sql: string, params: SqlValue[]): Promise<unknown[][]>;
+  /** Commits `steps` as one write job (SqlWriter.write). @throws the writer's error when the job fails */
+  write(steps: WriteStep[]): Promise<StepResult[]>;
+}
+
+/** The import's ImportRelations over `repo` (built once per import, before its services). */
+export function importRelationsKnown(repo: ImportRepository): ImportRelations {
   const seen = new Map<string, Set<string>>();
   const idsOf = (target: Collection): Set<string> => {
     let ids = seen.get(target.id);
@@ -235,7 +260,7 @@ export function importRelationsKnown(store: Store): ImportRelations {
   const learn = async (c: Collection, rows: readonly SourceRow[]): Promise<void> => {
     for (const f of c.fields) {
       if (f.type !== 'relation') continue;
-      const target = store.registry.byId(String(f.options.collectionId));
+      const target = repo.registry.byId(String(f.options.collectionId));
       if (!target) continue;
       const ids = idsOf(target);
       const asked = new Set<string>();
@@ -246,8 +271,8 @@ export function importRelationsKnown(store: Store): ImportRelations {
       const wanted = [...asked];
       for (let at = 0; at < wanted.length && ids.size < KNOWN_MAX; at += LEARN_BATCH) {
         const part = wanted.slice(at, at + LEARN_BATCH);
-        const sql = store.sql.records.selectAll(target, '"id"', ` WHERE r."id" IN (${part.map(() => '?').join(',')})`);
-        for (const [id] of await store.reader.all(sql, part)) if (ids.size < KNOWN_MAX) ids.add(String(id));
+        const sql = repo.records.selectAll(target, '"id"', ` WHERE r."id" IN (${part.map(() => '?').join(',')})`);
+        for (const [id] of await repo.all(sql, part)) if (ids.size < KNOWN_MAX) ids.add(String(id));
       }
     }
   };
@@ -259,8 +284,8 @@ export function importRelationsKnown(store: Store): ImportRelations {
  * `writes` (built with importRelationsKnown's `known`; `options.relations` the same object).
  * @throws Error only for failures that are not a row's (the database closing, I/O)
  */
-export async function importRecords(store: Store, writes: RecordWriter, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
-  const su: Principal = { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
+export async function importRecords(repo: ImportRepository, writes: RecordWriter, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
+  const su: Principal = { superuser: true, collection: repo.registry.find('_superusers')!, record: { id: '' } };
   const size = options.chunk ?? 1000;
   const result: ImportResult = { imported: 0, updated: 0, skipped: 0, stopped: false, errors: [] };
   const refuse = (row: number, err: unknown) => {
@@ -270,12 +295,12 @@ export async function importRecords(store: Store, writes: RecordWriter, c: Colle
   let chunk: SourceRow[] = [];
 
   const key = options.upsert?.key;
-  const keySql = key && key !== 'id' ? store.sql.records.selectOne(c, '"id"', ` WHERE r.${store.sql.records.ident(key)} = ?`) : store.sql.records.rowById(c, '"id"');
+  const keySql = key && key !== 'id' ? repo.records.selectOne(c, '"id"', ` WHERE r.${repo.records.ident(key)} = ?`) : repo.records.rowById(c, '"id"');
   /** The id of the record a row's key names, under `upsert`, or undefined. */
   const existing = async (v: Record<string, unknown>): Promise<string | undefined> => {
     const k = key === undefined ? undefined : v[key];
     if ((typeof k !== 'string' && typeof k !== 'number') || k === '') return undefined;
-    return (await store.reader.get(keySql, [k]))?.[0] as string | undefined;
+    return (await repo.get(keySql, [k]))?.[0] as string | undefined;
   };
   /** A row's write: an update of the record its key names (under `upsert`), else a create; resolves once committed. */
   const create = async (r: SourceRow, batch?: WriteBatch): Promise<unknown> => {
@@ -319,7 +344,7 @@ export async function importRecords(store: Store, writes: RecordWriter, c: Colle
     const batch = new WriteBatch({
       write: async (steps) => {
         const merged = mergeInserts(steps);
-        return merged.expand(await store.writer.write(merged.steps));
+        return merged.expand(await repo.write(merged.steps));
       },
     });
     await options.relations?.learn(c, part);
@@ -399,7 +424,7 @@ export interface LinkRow {
  * can write the links for migrations): rows `{record, provider, providerId}` link existing records
  * of the auth collection `c` to provider accounts, as a first OAuth2 sign-in would have.
  */
-export async function importLinks(store: Store, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
+export async function importLinks(repo: ImportRepository, c: Collection, rows: AsyncIterable<SourceRow>, options: ImportOptions): Promise<ImportResult> {
   const result: ImportResult = { imported: 0, updated: 0, skipped: 0, stopped: false, errors: [] };
   const refuse = (row: number, message: string) => {
     result.skipped++;
@@ -410,8 +435,8 @@ export async function importLinks(store: Store, c: Collection, rows: AsyncIterab
     let problem = r.error;
     if (!problem && v) {
       if (typeof v.record !== 'string' || typeof v.provider !== 'string' || typeof v.providerId !== 'string' || !v.record || !v.provider || !v.providerId) problem = 'a link row needs record, provider and providerId (strings)';
-      else if (!(await store.reader.get(store.sql.records.rowById(c, '"id"'), [v.record]))) problem = `no record "${v.record}" in ${c.name}`;
-      else if (await store.sql.externalAuths.recordFor(c.id, v.provider, v.providerId)) problem = `${v.provider} account ${v.providerId} is already linked`;
+      else if (!(await repo.get(repo.records.rowById(c, '"id"'), [v.record]))) problem = `no record "${v.record}" in ${c.name}`;
+      else if (await repo.externalAuths.recordFor(c.id, v.provider, v.providerId)) problem = `${v.provider} account ${v.providerId} is already linked`;
     }
     if (problem) {
       refuse(r.n, problem);
@@ -423,7 +448,7 @@ export async function importLinks(store: Store, c: Collection, rows: AsyncIterab
     }
     try {
       // confirmed: the operator vouches for imported links (docs/operations.md, "Bulk import")
-      await store.writer.write([store.sql.externalAuths.linkStep(newId(), c.id, String(v!.record), String(v!.provider), String(v!.providerId), nowDate(), true)]);
+      await repo.write([repo.externalAuths.linkStep(newId(), c.id, String(v!.record), String(v!.provider), String(v!.providerId), nowDate(), true)]);
       result.imported++;
     } catch (err) {
       refuse(r.n, describe(err).message);

@@ -16,9 +16,8 @@
  */
 import type { Collection } from '../model/schema.js';
 import type { CollectionsService } from '../collections/collections-service.js';
-import { collectionToJson } from '../collections/collection-registry.js';
+import { collectionToJson, type CollectionRegistry } from '../collections/collection-registry.js';
 import { buildCollection } from '../collections/collection-input.js';
-import type { Store } from '../context/store.js';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 
 /** A schema file. */
@@ -45,8 +44,17 @@ function dumped(c: Collection): Record<string, unknown> {
   return rest;
 }
 
+/**
+ * What the schema commands read of a database: its collection registry (the live collections).
+ * The Store of an open database satisfies it, as does `{ registry }` over a registry read on its
+ * own (cli/commands/schema.ts).
+ */
+export interface SchemaSource {
+  registry: Pick<CollectionRegistry, 'all' | 'byId' | 'find'>;
+}
+
 /** The schema of `store` as a document (see the module comment). */
-export function dumpSchema(store: Pick<Store, 'registry'>): SchemaDocument {
+export function dumpSchema(store: SchemaSource): SchemaDocument {
   const list = store.registry.all().filter((c) => !c.system).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { collections: list.map(dumped) };
 }
@@ -77,7 +85,7 @@ interface Matched {
   prev: Collection | undefined;
 }
 
-function match(store: Pick<Store, 'registry'>, doc: SchemaDocument): Matched[] {
+function match(store: SchemaSource, doc: SchemaDocument): Matched[] {
   const live = store.registry.all().filter((c) => !c.system);
   return doc.collections.map((body) => {
     const prev = (typeof body.id === 'string' ? live.find((c) => c.id === body.id) : undefined) ?? live.find((c) => c.name.toLowerCase() === String(body.name).toLowerCase());
@@ -155,7 +163,7 @@ function createOrder(news: Matched[], existing: Set<string>): Matched[] {
  * the file is validated as the REST API would (against the schema as it will be).
  * @throws ApiError 400 (with the collection named) when a collection of the file is invalid
  */
-export function planSchema(store: Pick<Store, 'registry'>, doc: SchemaDocument): PlanItem[] {
+export function planSchema(store: SchemaSource, doc: SchemaDocument): PlanItem[] {
   const matched = match(store, doc);
   const live = store.registry.all();
   const provisional: Collection[] = [];
@@ -206,7 +214,7 @@ function targets(body: Record<string, unknown>): string[] {
  * @throws ApiError 409 `conflict` when the plan is destructive and `allowDrop` is false (nothing
  *   is applied); the first failing change's error otherwise (earlier changes stay applied)
  */
-export async function applySchema(store: Store, collections: CollectionsService, doc: SchemaDocument, allowDrop: boolean): Promise<PlanItem[]> {
+export async function applySchema(store: SchemaSource, collections: CollectionsService, doc: SchemaDocument, allowDrop: boolean): Promise<PlanItem[]> {
   const plan = planSchema(store, doc);
   if (!allowDrop && plan.some((p) => p.destructive)) {
     throw new ApiError(409, 'conflict', `the schema change drops data (${plan.filter((p) => p.destructive).map((p) => `${p.action} ${p.collection}: ${p.changes.join(', ')}`).join('; ')}); pass --allow-drop to apply it`);
