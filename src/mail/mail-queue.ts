@@ -36,6 +36,7 @@ export interface MailRepository {
   write(steps: WriteStep[]): Promise<StepResult[]>;
 }
 
+/** The durable queue of this module's header: `_mailQueue` rows through `repo`, delivered to `backend`. */
 export class DurableMailQueue {
   private inFlight = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
@@ -44,9 +45,9 @@ export class DurableMailQueue {
   private pumping = false;
   private again = false;
   /**
-   * `repo`: the mail statements and the writer (MailRepository). `isSuppressed`: whether a queued message's recipient is suppressed meanwhile (the app's
-   * `check_suppression`; then it is not sent); null: none is. `delays`: RETRY_DELAYS_MS unless a
-   * test shortens them.
+   * `repo`: the mail statements and the writer (MailRepository). `isSuppressed`: whether a
+   * queued message's recipient is suppressed meanwhile (the app's `check_suppression`; then it is
+   * not sent); null: none is. `delays`: RETRY_DELAYS_MS unless a test shortens them.
    */
   constructor(private repo: MailRepository, private backend: MailTransport, private logger: Logger, private isSuppressed: ((msg: MailMessage, account: string) => Promise<boolean>) | null = null, private delays: readonly number[] = RETRY_DELAYS_MS) {}
 

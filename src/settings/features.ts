@@ -71,6 +71,7 @@ export interface SettingsRepository {
   endSnapshot(): void;
 }
 
+/** Settings, flags and experiments (this module's header), over a SettingsRepository. */
 export class FeatureService {
   private settings = new Map<string, Setting>();
   private assigned = boundedCache<string, string>(ASSIGNMENT_CACHE);
