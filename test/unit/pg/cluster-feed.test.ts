@@ -42,7 +42,7 @@ interface Instance {
 async function instance(url: string, name: string, maxListed?: number): Promise<Instance> {
   const writer = await PgWriter.start(url, { applicationName: `writer-${name}` });
   const batches: ChangeBatch[] = [];
-  writer.changes.subscribe((b) => batches.push(b));
+  writer.changes.subscribe((b) => void batches.push(b));
   const cluster = await ClusterFeed.start({
     connection: { connectionString: url, application_name: `feed-${name}` },
     feed: writer.changes,

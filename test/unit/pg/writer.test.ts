@@ -297,7 +297,7 @@ test('a bulk change past the listing limit names the collection only', { skip },
   await writer.write([{ sql: `CREATE TABLE t (id text PRIMARY KEY, v integer); INSERT INTO t SELECT 'r' || g, g FROM generate_series(1, 45000) g`, params: [] }]);
   await writer.syncChangeTriggers([{ collection: 'c_t', table: 't' }]);
   const batches: ChangeBatch[] = [];
-  writer.changes.subscribe((b) => batches.push(b));
+  writer.changes.subscribe((b) => void batches.push(b));
   await writer.write([{ sql: 'UPDATE t SET v = v + 1', params: [] }]);
   assert.equal(batches.length, 1);
   assert.deepEqual(batches[0].changes, []);
@@ -311,7 +311,7 @@ test('committed and the feed run before the write promise resolves', { skip }, a
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY)', params: [] }]);
   const order: string[] = [];
   writer.committed.subscribe(() => order.push(`commit ${writer.commits}`));
-  writer.changes.subscribe((b) => order.push(`feed ${b.commit}`));
+  writer.changes.subscribe((b) => void order.push(`feed ${b.commit}`));
   const c = writer.commits;
   await Promise.all([
     writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: ['a'], creates: { collection: 'c', id: 'a' } }]).then(() => order.push('resolved a')),
@@ -361,7 +361,7 @@ test('a lost connection fails the in-flight and queued jobs, and the next write 
   await admin.query('SELECT pg_terminate_backend($1)', [idlePid]);
   await new Promise((r) => setTimeout(r, 100));
   const batches: ChangeBatch[] = [];
-  writer.changes.subscribe((b) => batches.push(b));
+  writer.changes.subscribe((b) => void batches.push(b));
   await writer.write([{ sql: 'UPDATE t SET id = ? WHERE id = ?', params: ['after2', 'after'], expect: 'change' }]);
   assert.notEqual(writer.backendPid, idlePid);
   assert.deepEqual(batches.map((b) => b.changes), [[{ collection: 'c_t', id: 'after2', op: 'update' }]]);

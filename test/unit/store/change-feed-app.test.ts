@@ -14,7 +14,7 @@ const seen = () => batches.flatMap((b) => b.changes.map((c) => `${c.op} ${c.id}`
 
 before(async () => {
   app = await startApp();
-  app.context.store.writer.changes.subscribe((b) => batches.push(b));
+  app.context.store.writer.changes.subscribe((b) => void batches.push(b));
 });
 after(async () => {
   await app?.stop();

@@ -16,7 +16,7 @@ async function withWriter(fn: (w: WriterClient, batches: ChangeBatch[]) => Promi
   const dir = mkdtempSync(join(tmpdir(), 'svc-feed-'));
   const writer = await WriterClient.start(join(dir, 'data.db'));
   const batches: ChangeBatch[] = [];
-  writer.changes.subscribe((b) => batches.push(b));
+  writer.changes.subscribe((b) => void batches.push(b));
   try {
     // the record tables the feed watches are the ones `_collections` names
     await writer.write([
