@@ -97,7 +97,11 @@ async function subscribe(url: string, topic: string, opts: { token?: string; fil
 }
 
 test('the second instance sees the schema the first one changed', { skip: skip ?? false }, async () => {
-  const r = await b.api('GET', '/api/collections/posts', { token: b.suToken });
+  // B reloads its registry when A's commit reaches it over the cluster feed, with a read of its
+  // own: asynchronous, like every other change B hears of
+  const read = () => b.api('GET', '/api/collections/posts', { token: b.suToken });
+  let r = await read();
+  if (r.status === 404) await eventually('B knows the collection A made', async () => (r = await read()).status !== 404, 10_000);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.name, 'posts');
 });
