@@ -19,6 +19,7 @@ import { createLogger } from '../src/log/logger.js';
 import { openDataDir } from '../src/boot/open-data.js';
 import { DurableMailQueue } from '../src/mail/mail-queue.js';
 import { mailRepository } from '../src/boot/repositories.js';
+import { recordWriteRepository } from '../src/boot/record-repositories.js';
 import { createMailTransport } from '../src/mail/transports.js';
 import { CollectionsService } from '../src/collections/collections-service.js';
 import { RecordWriter } from '../src/records/records-write.js';
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     // 1. enqueue against record creates through the same writer
     const collections = new CollectionsService(data.store, data.files);
     const c = await collections.create({ name: 'notes', type: 'base', fields: [{ name: 'to', type: 'text' }, { name: 'subject', type: 'text' }, { name: 'text', type: 'text' }] });
-    const writes = new RecordWriter(data.store, data.files);
+    const writes = new RecordWriter(recordWriteRepository(data.store), data.files);
     const su = { superuser: true, collection: data.store.registry.find('_superusers')!, record: { id: '' } };
     const msg = (i: number) => ({ to: `user${i}@example.com`, subject: `Message ${i}`, text: `Hello number ${i}, this is the body of a benchmark message.` });
     let t = performance.now();

@@ -32,6 +32,7 @@ import { DurableMailQueue } from '../mail/mail-queue.js';
 import { SenderIdentities } from '../mail/senders.js';
 import { createMailTransport } from '../mail/transports.js';
 import { mailRepository, settingsRepository } from './repositories.js';
+import { recordReadRepository, recordWriteRepository } from './record-repositories.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -74,8 +75,8 @@ export async function buildServices(config: ServeConfig, logger: Logger, data: O
   const slowMs = config.slowQueryMs ?? DEFAULT_SLOW_QUERY_MS;
   const slowQueries = slowMs > 0 ? new SlowQueryLog({ dataDir: config.dataDir, dbPath, explain: backend === 'sqlite' ? undefined : (q, params) => store.reader.plan(q, params), thresholdMs: slowMs, onError: (err) => logger.warn(`cannot write the slow-query log: ${err instanceof Error ? err.message : String(err)}`) }) : null;
   const mail = buildMail(config, logger, store, secret, app);
-  const writes = new RecordWriter(store, files, new RecordLifecycle(), relationsKnown);
-  const reads = new RecordReader(store, { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries });
+  const writes = new RecordWriter(recordWriteRepository(store), files, new RecordLifecycle(), relationsKnown);
+  const reads = new RecordReader(recordReadRepository(store), { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries });
   // the settings mirror is read before anything can ask it (a promise read: PostgreSQL's only kind)
   const features = await FeatureService.open(settingsRepository(store), app?.flags ?? [], app?.experiments ?? []);
   const services = { store, reads, writes, features, mail: mail.service, outbox: mail.outbox };

@@ -11,7 +11,7 @@
 import type { Collection } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import type { RuleRequest } from '../rules/compiler.js';
-import type { Store } from '../context/store.js';
+import type { ListRepository } from './record-repositories.js';
 import type { Where } from './record-scope.js';
 import type { ListQuery } from './list-query.js';
 import { ListPlanner, type Finish, type ListConfig, type QueryTrace } from './list/plan.js';
@@ -29,7 +29,8 @@ export class RecordLister {
   private readonly offset: OffsetPages;
   private readonly cursor: CursorPages;
 
-  constructor(private store: Store, private cfg: ListConfig, finish: Finish) {
+  /** `store`: what the lister and its parts read (ListRepository); `finish`: expand and projection of a page's records. */
+  constructor(private store: ListRepository, private cfg: ListConfig, finish: Finish) {
     const counts = new ListCounts(store, cfg);
     const planner = new ListPlanner(store, cfg, counts);
     const render = new PageRenderer(store, cfg, planner);

@@ -11,7 +11,7 @@ import type { Collection, Field } from '../model/schema.js';
 import type { Principal } from '../rules/access.js';
 import { bindParams, compileExpression, compileSort, type RuleContext, type RuleRequest } from '../rules/compiler.js';
 import { findBackRelation } from '../store/sql/rule-fields.js';
-import type { Store } from '../context/store.js';
+import type { CursorStateSource, LinkSource, RecordReadRepository } from './record-repositories.js';
 import type { SqlValue } from '../store/bind.js';
 import type { WriteStep } from '../store/write-job.js';
 import { project, type Projection } from './projection.js';
@@ -55,14 +55,14 @@ export const DEFAULT_LIST_CONFIG: ListConfig = { offset: true, cursor: true, fts
 
 /**
  * The list configuration of a server: paging modes, cursor token kind and the list time budget
- * (ServeConfig.pagination), feature switches, the token secret (signed tokens) and the store
- * (stateful tokens' table).
+ * (ServeConfig.pagination), feature switches, the token secret (signed tokens) and the point
+ * read and the writer of the stateful tokens' table (`store`).
  */
 export function listConfigFrom(
   p: { offset: boolean; cursor: boolean; cursorToken: 'stateless' | 'signed' | 'stateful'; cursorTtlS: number; listTimeBudgetMs?: number },
   features: { fts: boolean; vector: boolean },
   secret: Buffer,
-  store: Store,
+  store: CursorStateSource,
 ): ListConfig {
   const states = { get: (sql: string, params: SqlValue[]) => store.reader.get(sql, params), write: (steps: WriteStep[]) => store.writer.write(steps) };
   return { offset: p.offset, cursor: p.cursor, ...features, tokens: new CursorCodec(p.cursorToken, secret, p.cursorTtlS, states), timeBudgetMs: p.listTimeBudgetMs ?? 0 };
@@ -72,17 +72,19 @@ export function listConfigFrom(
  * Adds `externalAuths: [{provider, providerId}]` to an auth record viewed by its owner or a
  * superuser (docs/auth.md, "OAuth2 and passkeys"); one indexed read.
  */
-export async function withLinks(store: Store, c: Collection, rec: Record<string, unknown>, principal: Principal | null): Promise<void> {
+export async function withLinks(store: LinkSource, c: Collection, rec: Record<string, unknown>, principal: Principal | null): Promise<void> {
   if (c.type !== 'auth') return;
   if (!principal?.superuser && !(principal && principal.collection.id === c.id && principal.record.id === rec.id)) return;
   rec.externalAuths = (await store.sql.externalAuths.list(c.id, [String(rec.id)])).map((l) => ({ provider: l.provider, providerId: l.providerId }));
 }
 
+/** Record views, abilities, expand and lists (this module's header) over a RecordReadRepository. */
 export class RecordReader {
   private viewSqlCache = new WeakMap<object, Map<string, string>>();
   private lister: RecordLister;
 
-  constructor(private store: Store, listConfig: ListConfig = DEFAULT_LIST_CONFIG) {
+  /** `store`: what the reads use (RecordReadRepository), handed on to the lister; `listConfig`: paging modes, switches, tokens. */
+  constructor(private store: RecordReadRepository, listConfig: ListConfig = DEFAULT_LIST_CONFIG) {
     this.lister = new RecordLister(store, listConfig, (c, recs, principal, shape) => this.finish(c, recs, principal, shape));
   }
 

@@ -11,7 +11,7 @@ import { ApiError, failedGuardStep, type FieldError } from '../errors/api-error.
 import type { Collection, Field } from '../model/schema.js';
 import type { Principal, RuleCheck } from '../rules/access.js';
 import type { RuleContext, RuleRequest } from '../rules/compiler.js';
-import type { Store } from '../context/store.js';
+import type { RecordWriteRepository } from './record-repositories.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
 import { bindValue, type SqlValue } from '../store/bind.js';
 import { encodeValue, nowDate } from '../collections/fields/index.js';
@@ -204,18 +204,20 @@ export async function runWriteBatch<T>(writer: StepSink, writes: Array<(sink: St
  */
 export type RelationsKnown = (target: Collection, id: string) => boolean;
 
+/** Record creates, updates and deletes (this module's header) over a RecordWriteRepository. */
 export class RecordWriter {
   private ruleVerdicts = boundedCache<string, boolean>(10_000);
   private insertSqls = boundedCache<string, string>(1000);
   private guards = boundedCache<string, { sql: string; fail: NonNullable<WriteStep['fail']> }>(1000);
 
   /**
+   * @param store     the record statements, rules, codecs, point reads and the writer (RecordWriteRepository)
    * @param files     file fields (uploads, cleanup after commit); without it they take stored names only
    * @param lifecycle where the record event handlers are registered (./lifecycle.ts): every
    *   create, update and delete of this writer fires them
+   * @param relationsKnown see RelationsKnown; null (the server): every relation is guarded inside the write job
    */
-  /** `relationsKnown`: see RelationsKnown; null (the server): every relation is guarded inside the write job. */
-  constructor(private store: Store, private files?: RecordFiles, readonly lifecycle: RecordLifecycle = new RecordLifecycle(), private relationsKnown: RelationsKnown | null = null) {}
+  constructor(private store: RecordWriteRepository, private files?: RecordFiles, readonly lifecycle: RecordLifecycle = new RecordLifecycle(), private relationsKnown: RelationsKnown | null = null) {}
 
   /**
    * Creates a record; 403 on a denied create rule, 400 on validation, 409 on conflicts.

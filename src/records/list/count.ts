@@ -4,7 +4,7 @@
  */
 import type { Collection } from '../../model/schema.js';
 import type { ListSql } from '../../store/store.js';
-import type { Store } from '../../context/store.js';
+import type { ListRepository } from '../record-repositories.js';
 import { isSmall, overBudget, type ListConfig, type Scope } from './plan.js';
 
 /** The counts of list scopes and tables, cached in Caches.counts. */
@@ -12,7 +12,7 @@ export class ListCounts {
   /** the backend's list statements (store.sql.list) */
   private readonly L: ListSql;
 
-  constructor(private store: Store, private cfg: ListConfig) {
+  constructor(private store: ListRepository, private cfg: ListConfig) {
     this.L = store.sql.list;
   }
 

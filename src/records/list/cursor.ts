@@ -4,7 +4,7 @@
  */
 import { ApiError } from '../../errors/api-error.js';
 import type { KeysetSql, ListSql } from '../../store/store.js';
-import type { Store } from '../../context/store.js';
+import type { ListRepository } from '../record-repositories.js';
 import { bindingHash, type Boundary, type CursorState } from '../cursor.js';
 import type { ListQuery } from '../list-query.js';
 import type { KeyValue, SortKey } from '../../store/sql/keyset.js';
@@ -18,7 +18,7 @@ export class CursorPages {
   private readonly L: ListSql;
   private readonly K: KeysetSql;
 
-  constructor(private store: Store, private cfg: ListConfig, private planner: ListPlanner, private counts: ListCounts, private render: PageRenderer, private finish: Finish) {
+  constructor(private store: ListRepository, private cfg: ListConfig, private planner: ListPlanner, private counts: ListCounts, private render: PageRenderer, private finish: Finish) {
     this.L = store.sql.list;
     this.K = store.sql.keyset;
   }

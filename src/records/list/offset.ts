@@ -6,7 +6,7 @@
  */
 import type { SqlValue } from '../../store/bind.js';
 import type { ListSql } from '../../store/store.js';
-import type { Store } from '../../context/store.js';
+import type { ListRepository } from '../record-repositories.js';
 import { compileSort } from '../../rules/compiler.js';
 import type { Where } from '../record-scope.js';
 import { malformedStored } from '../vector.js';
@@ -36,7 +36,7 @@ export class OffsetPages {
   /** the backend's list statements (store.sql.list) */
   private readonly L: ListSql;
 
-  constructor(private store: Store, private planner: ListPlanner, private counts: ListCounts, private render: PageRenderer, private finish: Finish) {
+  constructor(private store: ListRepository, private planner: ListPlanner, private counts: ListCounts, private render: PageRenderer, private finish: Finish) {
     this.L = store.sql.list;
   }
 

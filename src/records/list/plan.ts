@@ -12,7 +12,7 @@ import type { SqlValue } from '../../store/bind.js';
 import type { Collection } from '../../model/schema.js';
 import type { Principal } from '../../rules/access.js';
 import type { ListSql } from '../../store/store.js';
-import type { Store } from '../../context/store.js';
+import type { ListRepository } from '../record-repositories.js';
 import type { RecordCodec } from '../record-codec.js';
 import { bindParams, compileFilter, filterCache, type BoundFilter, type FilterCache, type RuleRequest } from '../../rules/compiler.js';
 import { Where } from '../record-scope.js';
@@ -102,7 +102,7 @@ export class ListPlanner {
   /** the backend's list statements (store.sql.list) */
   private readonly L: ListSql;
 
-  constructor(private store: Store, private cfg: ListConfig, private counts: ListCounts) {
+  constructor(private store: ListRepository, private cfg: ListConfig, private counts: ListCounts) {
     this.L = store.sql.list;
   }
 

@@ -5,7 +5,7 @@
  */
 import type { SqlValue } from '../../store/bind.js';
 import type { ListSql } from '../../store/store.js';
-import type { Store } from '../../context/store.js';
+import type { ListRepository } from '../record-repositories.js';
 import type { SyncReads } from '../../store/backend.js';
 import { hidePrivate, type Where } from '../record-scope.js';
 import { boundedCache } from '../../cache/bounded.js';
@@ -26,7 +26,7 @@ export class PageRenderer {
   /** the backend's list statements (store.sql.list) */
   private readonly L: ListSql;
 
-  constructor(private store: Store, private cfg: ListConfig, private planner: ListPlanner) {
+  constructor(private store: ListRepository, private cfg: ListConfig, private planner: ListPlanner) {
     this.L = store.sql.list;
   }
 

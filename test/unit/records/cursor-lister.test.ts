@@ -3,12 +3,12 @@
  * the reader pool (never the main thread); other pages let the plan decide (Reader.allAuto,
  * getAuto), and a plain page whose id query is expensive finds its ids on the pool; an
  * unfiltered COUNT(*) runs on the main thread.
- * Uses a stand-in store that records which reader entry point each query took.
+ * Uses a stand-in list repository (ListRepository) that records which reader entry point each query took.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Collection } from '../../../src/model/schema.js';
-import type { Store } from '../../../src/context/store.js';
+import type { ListRepository } from '../../../src/records/record-repositories.js';
 import { buildCodec } from '../../../src/records/record-codec.js';
 import * as sqliteJson from '../../../src/store/sqlite/record-json.js';
 import { RecordLister } from '../../../src/records/records-list.js';
@@ -45,7 +45,7 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
       // plain pages ask SQLite's plan (its synchronous reads) before assembling cached renderings; "expensive" sends them on
       sync: { isExpensive: () => true },
     },
-  } as unknown as Store;
+  } as unknown as ListRepository;
   const l = new RecordLister(store, { offset: true, cursor: true, fts: true, vector: true, tokens: new CursorCodec('stateless', null, 60, null) }, async (_c, recs) => recs);
   return { list: (q) => l.list(c, null, parseListQuery(q)), calls };
 }
