@@ -72,7 +72,9 @@ const MAY_IMPORT = {
   'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
   'src/realtime': ['src/auth', 'src/collections', 'src/context', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
-  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/context', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/sql'],
+  // no src/context: the reader, the lister and the writer take narrow repositories
+  // (src/records/record-repositories.ts, built by src/boot/record-repositories.ts)
+  'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/sql'],
   // store/sql: the value helpers of bound parameters (rule-values.ts), shared with the emitters
   'src/rules': ['src/cache', 'src/collections', 'src/store', 'src/store/sql'],
   // auth and http: the capability's route module (routes.ts: who is a superuser, the route types)

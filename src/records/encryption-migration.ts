@@ -7,7 +7,8 @@
  * left as it is rather than lost.
  */
 import type { Collection, Field } from '../model/schema.js';
-import type { Store } from '../context/store.js';
+import type { SqlReader, SqlWriter } from '../store/backend.js';
+import type { RecordSql } from '../store/record-sql.js';
 import type { WriteStep } from '../store/write-job.js';
 import { bindValue } from '../store/bind.js';
 import { decryptStored, encryptStored, isEncrypted } from './encryption.js';
@@ -22,8 +23,18 @@ export function encryptionToggled(prev: Collection, next: Collection): Field[] {
   });
 }
 
+/**
+ * What migrateEncryption reads and writes through: the values a column holds (read on the reader
+ * pool), the guarded rewrite of one value, and the writer. A Store is one.
+ */
+export interface EncryptionMigrationRepository {
+  reader: Pick<SqlReader, 'allOffThread'>;
+  writer: Pick<SqlWriter, 'write'>;
+  sql: { records: Pick<RecordSql, 'nonNullColumn' | 'replaceValue'> };
+}
+
 /** Re-writes the stored values of toggled fields; returns the number of rows changed. */
-export async function migrateEncryption(store: Store, prev: Collection, next: Collection): Promise<number> {
+export async function migrateEncryption(store: EncryptionMigrationRepository, prev: Collection, next: Collection): Promise<number> {
   let changed = 0;
   for (const f of encryptionToggled(prev, next)) {
     const rows = await store.reader.allOffThread(store.sql.records.nonNullColumn(next, f.name), []);

@@ -19,12 +19,12 @@
  * checked against what collection-sql.ts would create and rebuilt when missing or different.
  */
 import { ApiError } from '../errors/api-error.js';
-import type { Store } from '../context/store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { Collection } from '../model/schema.js';
 import type { SqlValue } from '../store/bind.js';
-import type { BackendKind } from '../store/backend.js';
+import type { BackendKind, SqlWriter } from '../store/backend.js';
 import { backendSql } from '../store/dialects.js';
-import { searchableFields } from '../store/full-text.js';
+import { searchableFields, type FullTextSql } from '../store/full-text.js';
 
 const MAX_SEARCH_CHARS = 1000;
 const MAX_TERMS = 64;
@@ -156,11 +156,23 @@ export function searchPlan(c: Collection, text: string, enabled: boolean, kind: 
 }
 
 /**
+ * What prepareFullText uses: every collection, the full-text indexes' upkeep, the writer, and the
+ * reader's invalidation after a rebuild (Store.schemaChanged). A Store is one.
+ */
+export interface FullTextRepository {
+  registry: Pick<CollectionRegistry, 'all'>;
+  writer: Pick<SqlWriter, 'write'>;
+  sql: { fullText: FullTextSql };
+  /** drops cached statements and plans after a schema change */
+  schemaChanged(): void;
+}
+
+/**
  * Startup: refuses (throws) a schema with searchable fields when full-text search is off;
  * otherwise creates or rebuilds every searchable collection's index that is missing or stale.
  * @returns the names of the collections whose index was (re)built
  */
-export async function prepareFullText(store: Store, enabled: boolean): Promise<string[]> {
+export async function prepareFullText(store: FullTextRepository, enabled: boolean): Promise<string[]> {
   store.sql.fullText.enable(enabled);
   const searchable = store.registry.all().filter((c) => searchableFields(c).length > 0);
   if (!enabled) {
