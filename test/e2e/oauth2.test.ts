@@ -73,8 +73,9 @@ before(async () => {
   [srv, noState, shortState] = await Promise.all([
     startSvc({ env }),
     startSvc({ env: { ...env, SERVICE_OAUTH_STATE_SERVER: 'false' } }),
-    // states live 1 s; a sign-in counts as recent for 2 s (SERVICE_REAUTH_MAX_AGE)
-    startSvc({ env: { ...env, SERVICE_OAUTH_STATE_TTL: '1', SERVICE_REAUTH_MAX_AGE: '2' } }),
+    // states live 3 s; a sign-in counts as recent for 5 s (SERVICE_REAUTH_MAX_AGE): short enough
+    // to wait out, long enough for a sign-in dance on a loaded machine
+    startSvc({ env: { ...env, SERVICE_OAUTH_STATE_TTL: '3', SERVICE_REAUTH_MAX_AGE: '5' } }),
   ]);
   await Promise.all([setup(srv, idp), setup(noState, idp), setup(shortState, idp)]);
   await srv.createCollection({ name: 'closed', type: 'auth', fields: [], createRule: null, options: { auth: { methods: { oauth2: { enabled: true, providers: providers(idp) } } } } });
@@ -192,9 +193,9 @@ test('state: missing, replayed, for another provider, expired or made up is 400 
   assert.ok(replay.body.data.state);
   assert.equal((await complete(srv, d2)).status, 200, 'the fresh code was not spent by the refused attempt');
 
-  // expiry (SERVICE_OAUTH_STATE_TTL=1)
+  // expiry (SERVICE_OAUTH_STATE_TTL=3)
   const e = await dance(shortState, 'bob-sub');
-  await sleep(1500);
+  await sleep(3500);
   const expired = await shortState.api('POST', '/api/collections/people/auth/oauth2/complete', { body: { provider: 'idp', code: e.code, codeVerifier: e.codeVerifier, redirectUrl: idp.redirectUris[0], state: e.state } });
   assert.equal(expired.status, 400, expired.text);
   assert.ok(expired.body.data.state);
@@ -518,7 +519,7 @@ test('linking a provider needs a recent primary sign-in: a stolen, refreshed ses
   const made = await shortState.api('POST', '/api/collections/people/records', { body: { email: 'hank@example.com', password: PW, passwordConfirm: PW } });
   assert.equal(made.status, 201, made.text);
   const login = await shortState.api('POST', '/api/collections/people/auth-with-password', { body: { identity: 'hank@example.com', password: PW } });
-  await sleep(3000);
+  await sleep(6000);
   const refreshed = await shortState.api('POST', '/api/collections/people/auth-refresh', { token: login.body.token });
   assert.equal(refreshed.status, 200, refreshed.text);
   const old = refreshed.body.token;
