@@ -11,6 +11,7 @@
 import uWS from '@trufflesuite/uws-js-unofficial';
 import Database from 'libsql';
 import { readFileSync } from 'node:fs';
+import { listenUntilSignal } from './lib/uws-listen.mjs';
 
 if (typeof uWS.getParts !== 'function') {
   console.error('list-floor: the native uWebSockets.js addon did not load (JS fallback in use); refusing to start');
@@ -28,26 +29,12 @@ ids.raw(true);
 ids.safeIntegers(true);
 const params = [20, 0];
 
-let listenSocket = null;
-uWS.App()
+const app = uWS.App()
   .get('/', (res) => {
     if (!ids.get(params)?.[0]) throw new Error('list-floor: the table has no rows');
     res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
   })
   .get('/bare', (res) => {
     res.cork(() => res.writeHeader('content-type', 'application/json').end(body));
-  })
-  .listen('127.0.0.1', port, (socket) => {
-    if (!socket) {
-      console.error(`list-floor: could not listen on 127.0.0.1:${port}`);
-      process.exit(1);
-    }
-    listenSocket = socket;
-    console.log(`listening on 127.0.0.1:${port}`);
   });
-const shutdown = () => {
-  if (listenSocket) uWS.us_listen_socket_close(listenSocket);
-  process.exit(0);
-};
-process.on('SIGTERM', shutdown);
-process.on('SIGINT', shutdown);
+listenUntilSignal(app, port, 'list-floor');
