@@ -28,7 +28,8 @@ export function recordRoutes(ctx: ApiContext): Route[] {
 
   /**
    * A record's rendered body and stored row from the record cache, synchronously on a hit; on a
-   * miss read (a promise), and cached when nothing committed meanwhile. 404 when absent.
+   * miss read (a promise), and cached when nothing committed meanwhile and the doorkeeper admits
+   * it. 404 when absent.
    */
   const cachedRecord = (c: Collection, id: string): CachedRecord | Promise<CachedRecord> => {
     const version = store.registry.version(c.id);
@@ -37,14 +38,48 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     return missedRecord(c, id, version);
   };
 
+  /*
+   * The record cache's doorkeeper: while reads mostly miss (more misses than hits over the last
+   * DOOR_WINDOW misses), a record is cached only on its second miss, remembered by a fingerprint
+   * of its id in a small table. Random reads over a large collection otherwise fill the cache with
+   * records never read again, each living long enough to be promoted into V8's old generation
+   * (bench/README.md, "Random reads over the cities"). While reads mostly hit (a fresh server
+   * too), every miss is cached, as before.
+   */
+  const DOOR_WINDOW = 1024;
+  const doorSlots = new Int32Array(4096);
+  let doorShut = false;
+  let doorMisses = 0;
+  let doorHits = 0;
+  /** True when the record with id `id` should be cached after this miss. */
+  const admit = (id: string): boolean => {
+    const cache = store.caches.records;
+    if (cache.misses - doorMisses >= DOOR_WINDOW) {
+      doorShut = cache.hits - doorHits < cache.misses - doorMisses;
+      doorMisses = cache.misses;
+      doorHits = cache.hits;
+    }
+    if (!doorShut) return true;
+    let h = 0x811c9dc5; // FNV-1a over the id's UTF-16 units
+    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+    h |= 1; // 0 marks an empty slot
+    const slot = (h >>> 20) & 4095;
+    if (doorSlots[slot] === h) {
+      doorSlots[slot] = 0;
+      return true;
+    }
+    doorSlots[slot] = h;
+    return false;
+  };
+
   const missedRecord = async (c: Collection, id: string, version: number): Promise<CachedRecord> => {
     const codec = store.codec(c);
     const commits = store.writer.commits;
     const row = await reads.rowById(c, id);
     if (row === undefined) throw ApiError.notFound();
     const body = codec.stringify(codec.fromRow(row));
-    // kept only when nothing committed during the read (the entry could be stale) and the schema is the same
-    if (store.writer.commits === commits && store.registry.version(c.id) === version) store.caches.records.set(c.id, id, version, body, row);
+    // kept only when nothing committed during the read (the entry could be stale), the schema is the same and the doorkeeper admits it
+    if (store.writer.commits === commits && store.registry.version(c.id) === version && admit(id)) store.caches.records.set(c.id, id, version, body, row);
     return { body, row };
   };
 
