@@ -10,6 +10,7 @@ import type { Collection } from '../model/schema.js';
 import { hidePrivate, projected, readShape, type ReadShape } from '../records/records-read.js';
 import { stripServerManaged } from '../records/records-write.js';
 import { parseListQuery } from '../records/list-query.js';
+import type { RecordCodec } from '../records/record-codec.js';
 import { sessionCookies } from './cookies.js';
 
 const BASE = '/api/collections/:col/records';
@@ -28,8 +29,8 @@ export function recordRoutes(ctx: ApiContext): Route[] {
 
   /**
    * A record's rendered body and stored row from the record cache, synchronously on a hit; on a
-   * miss read (a promise), and cached when nothing committed meanwhile and the doorkeeper admits
-   * it. 404 when absent.
+   * miss read (synchronously on SQLite, a promise on PostgreSQL) and cached when nothing committed
+   * meanwhile and the doorkeeper admits it. 404 when absent.
    */
   const cachedRecord = (c: Collection, id: string): CachedRecord | Promise<CachedRecord> => {
     const version = store.registry.version(c.id);
@@ -72,10 +73,25 @@ export function recordRoutes(ctx: ApiContext): Route[] {
     return false;
   };
 
-  const missedRecord = async (c: Collection, id: string, version: number): Promise<CachedRecord> => {
+  /** The point read's SQL of each codec, built once instead of on every miss. */
+  const rowSqls = new WeakMap<RecordCodec, string>();
+
+  /**
+   * A record cache miss: the point read, then the rendered record. On SQLite the read runs on the
+   * main thread synchronously (SyncReads), so the reply is too: no promise or extra turn.
+   */
+  const missedRecord = (c: Collection, id: string, version: number): CachedRecord | Promise<CachedRecord> => {
     const codec = store.codec(c);
+    let sql = rowSqls.get(codec);
+    if (sql === undefined) rowSqls.set(codec, (sql = store.sql.records.rowById(c, codec.columns)));
     const commits = store.writer.commits;
-    const row = await reads.rowById(c, id);
+    const sync = store.reader.sync;
+    if (sync !== null) return readRecord(c, id, version, codec, commits, sync.getSync(sql, [id]));
+    return store.reader.get(sql, [id]).then((row) => readRecord(c, id, version, codec, commits, row));
+  };
+
+  /** The read row rendered, and cached when it may be (see missedRecord); 404 when absent. */
+  const readRecord = (c: Collection, id: string, version: number, codec: RecordCodec, commits: number, row: unknown[] | undefined): CachedRecord => {
     if (row === undefined) throw ApiError.notFound();
     const body = codec.stringify(codec.fromRow(row));
     // kept only when nothing committed during the read (the entry could be stale), the schema is the same and the doorkeeper admits it
