@@ -4,7 +4,7 @@
  * were loaded into once: `npm run bench:lists -- --data=DIR --rounds=1 --only=nocache`.
  *
  *   npm run build && npx tsx bench/random-reads.ts --data=DIR [--baseline=<other>/dist/cli/main.js]
- *       [--rounds=4] [--seconds=3] [--cpu-prof]
+ *       [--rounds=4] [--seconds=3] [--only=floor,cold,warm] [--cpu-prof]
  *
  * Per round, interleaved (builds alternating A B, B A, …), wrk -t1 -c64 over bench/wrk/random-ids.lua:
  * - `ceiling`: bench/hello-uws.mjs;
@@ -36,6 +36,8 @@ const BASELINE = arg('baseline');
 const ROUNDS = Number(arg('rounds') ?? 4);
 const SECONDS = Number(arg('seconds') ?? 3);
 const PROF = argv.includes('--cpu-prof');
+/** the series to run besides the ceiling (`--only=floor,cold,warm`; all by default) */
+const ONLY = new Set(arg('only')?.split(',') ?? ['floor', 'cold', 'warm']);
 const WARM_IDS = 5000;
 const PATH = '/api/collections/cities/records/';
 if (!DATA) {
@@ -129,11 +131,11 @@ try {
     const ceiling = c.requestsPerSec;
     push(ratios, 'ceiling', 1);
     push(cpus, 'ceiling', ((cpuTicks(hello.child.pid!) - t) * 1e4) / c.requests);
-    await measure('floor', floor.child.pid!, cold(floorUrl), ceiling);
+    if (ONLY.has('floor')) await measure('floor', floor.child.pid!, cold(floorUrl), ceiling);
     for (const k of round % 2 ? [...sides.keys()].reverse() : sides.keys()) {
       const s = sides[k]!;
-      s.walked = (s.walked + (await measure(`${s.name} cold`, s.svc.proc.child.pid!, cold(s.svc.url, s), ceiling))) % coldCount;
-      await measure(`${s.name} warm`, s.svc.proc.child.pid!, warm(s.svc.url), ceiling);
+      if (ONLY.has('cold')) s.walked = (s.walked + (await measure(`${s.name} cold`, s.svc.proc.child.pid!, cold(s.svc.url, s), ceiling))) % coldCount;
+      if (ONLY.has('warm')) await measure(`${s.name} warm`, s.svc.proc.child.pid!, warm(s.svc.url), ceiling);
     }
     const line = [`round ${round + 1}: ceiling ${Math.round(ceiling)}/s (cpu ${cpus.get('ceiling')!.at(-1)!.toFixed(1)} µs/req)`];
     for (const [k, v] of ratios) if (k !== 'ceiling') line.push(`${k} ${v.at(-1)!.toFixed(3)} (cpu ${cpus.get(k)!.at(-1)!.toFixed(1)} µs/req)`);
@@ -145,7 +147,7 @@ try {
     console.log(`${k}: ${median(v).toFixed(3)} × ceiling (${range(v, 3)}), cpu ${median(cpu).toFixed(1)} µs/req (${range(cpu, 1)}); medians of ${v.length}`);
   }
   if (sides.length === 2) {
-    for (const series of ['cold', 'warm']) {
+    for (const series of ['cold', 'warm'].filter((k) => ONLY.has(k))) {
       const a = cpus.get(`baseline ${series}`)!;
       const b = cpus.get(`this build ${series}`)!;
       const r = b.map((v, i) => v / a[i]!);
