@@ -96,12 +96,6 @@ export class RecordReader {
     return this.lister.list(c, principal, query, request);
   }
 
-  /** The stored row (codec columns) of a record by id, ignoring rules; undefined when absent. */
-  rowById(c: Collection, id: string): Promise<unknown[] | undefined> {
-    const codec = this.store.codec(c);
-    return this.store.reader.get(this.store.sql.records.rowById(c, codec.columns), [id]);
-  }
-
   /**
    * One record by id under the view rule (with expand and projection), or 404. `request` and
    * `context`: the view rule's `@request.query.*`, `.headers.*` and `@request.context` (RuleBook.check).
