@@ -65,7 +65,7 @@ export interface CursorStateSource {
  * (LinkSource).
  */
 export interface RecordReadRepository extends ListRepository, LinkSource {
-  sql: ListRepository['sql'] & LinkSource['sql'] & { records: Pick<RecordSql, 'rowById' | 'view' | 'holds' | 'selectOne' | 'selectAll'> };
+  sql: ListRepository['sql'] & LinkSource['sql'] & { records: Pick<RecordSql, 'view' | 'holds' | 'selectOne' | 'selectAll'> };
 }
 
 /**
