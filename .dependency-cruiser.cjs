@@ -71,7 +71,8 @@ const MAY_IMPORT = {
   // commands a SchemaSource (the registry)
   'src/ops': ['src/cache', 'src/collections', 'src/config', 'src/files', 'src/records', 'src/rules', 'src/store'],
   // http: the transports' route module (routes.ts: SSE, the subscription POST, the WebSocket endpoint)
-  'src/realtime': ['src/auth', 'src/collections', 'src/context', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
+  // no src/context: the hub takes a RealtimeRepository (src/boot/repositories.ts)
+  'src/realtime': ['src/auth', 'src/collections', 'src/http', 'src/records', 'src/rules', 'src/store', 'src/store/sql'],
   // no src/context: the reader, the lister and the writer take narrow repositories
   // (src/records/record-repositories.ts, built by src/boot/record-repositories.ts)
   'src/records': ['src/auth', 'src/cache', 'src/collections', 'src/files', 'src/ops', 'src/rules', 'src/store', 'src/store/sql'],

@@ -10,6 +10,7 @@ import type { ClusterRelay } from '../store/backend.js';
 import { RealtimeHub, DEFAULT_REALTIME_LIMITS } from '../realtime/hub.js';
 import { realtimeRoutes, realtimeSocket } from '../realtime/routes.js';
 import { oauth2RedirectRoutes } from '../realtime/oauth2-redirect.js';
+import { realtimeRepository } from './repositories.js';
 
 /** What buildRealtime answers. */
 export interface Realtime {
@@ -29,7 +30,7 @@ export interface Realtime {
  */
 export function buildRealtime(ctx: ApiContext, relay: ClusterRelay | null): Realtime {
   const { limits } = ctx.config;
-  const hub = new RealtimeHub(ctx.store, ctx.auth, ctx.logger, {
+  const hub = new RealtimeHub(realtimeRepository(ctx.store), ctx.auth, ctx.logger, {
     ...DEFAULT_REALTIME_LIMITS,
     maxConnections: limits.realtimeMaxConnections,
     maxFilters: limits.realtimeMaxFilters,

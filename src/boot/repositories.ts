@@ -9,6 +9,7 @@ import type { Store } from '../context/store.js';
 import type { FileRepository } from '../files/record-files.js';
 import type { MailRepository } from '../mail/mail-queue.js';
 import type { ImportRepository } from '../ops/import.js';
+import type { RealtimeRepository } from '../realtime/hub.js';
 import type { SettingsRepository } from '../settings/features.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
 import type { UploadRepository } from '../uploads/durable.js';
@@ -47,5 +48,20 @@ export function importRepository(store: Store): ImportRepository {
     get: (sql, params) => store.reader.get(sql, params),
     all: (sql, params) => store.reader.all(sql, params),
     write: writeThrough(store),
+  };
+}
+
+/** The realtime hub's repository: the registry, the rule book, the record codecs, the reader, `store.sql.records`, `.list` and `.kind`, the writer (its capture of deleted rows) and its change feed. */
+export function realtimeRepository(store: Store): RealtimeRepository {
+  return {
+    registry: store.registry,
+    rules: store.rules,
+    codec: (c) => store.codec(c),
+    reader: store.reader,
+    records: store.sql.records,
+    list: store.sql.list,
+    kind: store.sql.kind,
+    writer: store.writer,
+    changes: store.writer.changes,
   };
 }

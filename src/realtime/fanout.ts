@@ -7,7 +7,9 @@
  * carries only the id.
  */
 import type { Collection, RuleName } from '../model/schema.js';
-import type { Store } from '../context/store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
+import type { RuleBook } from '../rules/access.js';
+import type { RecordCodec } from '../records/record-codec.js';
 import type { Change, ChangeBatch } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindParams, type BoundFilter } from '../rules/compiler.js';
@@ -27,12 +29,25 @@ function frame(sub: Subscription, action: string, recordJson: string): string {
   return `id:${sub.client.id}\nevent:${sub.topic}\ndata:{"action":"${action}","record":${recordJson}}\n\n`;
 }
 
+/**
+ * What Fanout needs instead of the whole Store (src/context/store.ts; ARCHITECTURE.md, "Folders"):
+ * a changed record's collection by id and the schema's generation, the read-rule checks and the
+ * owner column of a rule, and the record codec that renders a stored row. Built by the composition
+ * root (realtimeRepository, src/boot/repositories.ts).
+ */
+export interface FanoutRepository {
+  registry: Pick<CollectionRegistry, 'byId' | 'schemaGeneration'>;
+  rules: Pick<RuleBook, 'check' | 'ownerColumn'>;
+  /** the record codec of `c`'s current version (Store.codec) */
+  codec(c: Collection): RecordCodec;
+}
+
 /** Delivers committed batches to the subscribers that may see them. */
 export class Fanout {
   private queue: Array<{ batch: ChangeBatch; at: number }> = [];
   private scheduled = false;
 
-  constructor(private store: Store, private logger: Logger, private clients: Clients, private topics: Topics, private visibility: Visibility, private stats: HubStats) {}
+  constructor(private repo: FanoutRepository, private logger: Logger, private clients: Clients, private topics: Topics, private visibility: Visibility, private stats: HubStats) {}
 
   /** Ring of recent batch delivery times (ms), for metrics. */
   private timings = new Float64Array(1000);
@@ -116,7 +131,7 @@ export class Fanout {
   private deliverFrom(entries: Array<[string, Change[]]>, i: number): void | Promise<void> {
     for (; i < entries.length; i++) {
       const [cid, changes] = entries[i];
-      const c = this.store.registry.byId(cid);
+      const c = this.repo.registry.byId(cid);
       const subs = this.topics.byCollection.get(cid);
       if (!c || !subs) continue;
       const pending = this.deliverCollection(c, changes, subs);
@@ -136,7 +151,7 @@ export class Fanout {
     for (const ch of changes) changed.add(ch.id);
     // Group the interested subscriptions by what decides their verdict.
     const audiences = new Map<string, Audience>();
-    const generation = this.store.registry.schemaGeneration();
+    const generation = this.repo.registry.schemaGeneration();
     for (const sub of subs) {
       const client = sub.client;
       // a native member stays one until the schema (rules) or its caller changes: O(1) per socket
@@ -146,7 +161,7 @@ export class Fanout {
         continue;
       }
       const rule: RuleName = sub.recordId ? 'viewRule' : 'listRule';
-      const check = this.store.rules.check(c, rule, client.principal, null, 'GET', null, 'realtime');
+      const check = this.repo.rules.check(c, rule, client.principal, null, 'GET', null, 'realtime');
       if (this.topics.decideNative(sub, c, check, generation)) continue;
       if (sub.native) this.topics.leaveNative(sub);
       if (sub.recordId !== null && !changed.has(sub.recordId)) continue;
@@ -173,7 +188,7 @@ export class Fanout {
       const key = `${rule}\u0000${check.kind}\u0000${check.kind === 'where' ? paramsKey(check.params) : ''}\u0000${sub.filterFor?.superuser ? 's' : ''}\u0000${sub.filterSrc ?? ''}\u0000${paramsKey(filterParams)}`;
       let a = audiences.get(key);
       if (!a) {
-        const column = check.kind === 'where' && filterSql === null ? this.store.rules.ownerColumn(c, rule) : null;
+        const column = check.kind === 'where' && filterSql === null ? this.repo.rules.ownerColumn(c, rule) : null;
         const owner = column ? { column, field: c.fields[column.index - 3].name, principal: client.principal } : null;
         audiences.set(key, (a = { rule: check, owner, filterSql, filterParams, subs: [] }));
       }
@@ -214,7 +229,7 @@ export class Fanout {
     if (waited && natives) {
       for (const g of [...natives.values()]) for (const sub of [...g.members]) if (sub.client.closed || sub.client.checking || sub.nativeAuth !== sub.client.authVersion) this.topics.leaveNative(sub);
     }
-    const codec = this.store.codec(c);
+    const codec = this.repo.codec(c);
     const rendered = new Map<string, string>();
     const render = (id: string, sub: Subscription): string => {
       // one rendering per record and visibility class (an auth record's email is private)

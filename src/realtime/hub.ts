@@ -10,14 +10,14 @@
  * frames) and visibility.ts (rule and filter verdicts, off the main thread under the filter
  * budget for costly batches). Every delivery is checked as REST checks a read.
  */
-import type { Store } from '../context/store.js';
+import type { ChangeFeed } from '../store/change-feed.js';
 import type { AuthPrincipal, AuthService } from '../auth/auth-service.js';
 import type { ClientInfo } from '../auth/client.js';
 import type { Logger } from '../log/logger.js';
 import { Clients, type HubStats, type RealtimeClient, type RealtimeTransport } from './clients.js';
-import { DEFAULT_REALTIME_LIMITS, Topics, type RealtimeLimits, type Subscription, type Topic } from './topics.js';
-import { Visibility } from './visibility.js';
-import { Fanout } from './fanout.js';
+import { DEFAULT_REALTIME_LIMITS, Topics, type RealtimeLimits, type Subscription, type Topic, type TopicsRepository } from './topics.js';
+import { Visibility, type VisibilityRepository } from './visibility.js';
+import { Fanout, type FanoutRepository } from './fanout.js';
 
 export { ACCOUNT_RECHECK_MS, RealtimeClient, type RealtimeTransport } from './clients.js';
 export { DEFAULT_REALTIME_LIMITS, type RealtimeLimits, type Subscription, type Topic } from './topics.js';
@@ -44,6 +44,16 @@ export interface RealtimeMetrics {
   deliveryMs: { p50: number; p99: number; max: number; batches: number } | null;
 }
 
+/**
+ * What the hub needs instead of the whole Store (src/context/store.ts; ARCHITECTURE.md,
+ * "Folders"): what its parts need (Topics, Fanout, Visibility) and the writer's change feed it
+ * follows. Built by the composition root (realtimeRepository, src/boot/repositories.ts).
+ */
+export type RealtimeRepository = TopicsRepository & FanoutRepository & VisibilityRepository & {
+  /** the committed changes (SqlWriter.changes), fanned out to the subscribers */
+  changes: Pick<ChangeFeed, 'subscribe'>;
+};
+
 /** The realtime hub of one server: its public surface, over the parts it composes. */
 export class RealtimeHub {
   private readonly stats: HubStats = { delivered: 0, droppedConsumers: 0, refusedConnections: 0, ws: 0, sse: 0, subscriptions: 0, relayedPosts: 0 };
@@ -53,15 +63,15 @@ export class RealtimeHub {
   private unsubscribe: () => void;
 
   constructor(
-    store: Store,
+    repo: RealtimeRepository,
     auth: AuthService,
     logger: Logger,
     readonly limits: RealtimeLimits = DEFAULT_REALTIME_LIMITS,
   ) {
-    this.topics = new Topics(store, limits, this.stats);
+    this.topics = new Topics(repo, limits, this.stats);
     this.clients = new Clients(auth, logger, this.topics, this.stats);
-    this.fanout = new Fanout(store, logger, this.clients, this.topics, new Visibility(store, logger, limits), this.stats);
-    this.unsubscribe = store.writer.changes.subscribe((batch) => this.fanout.onBatch(batch));
+    this.fanout = new Fanout(repo, logger, this.clients, this.topics, new Visibility(repo, logger, limits), this.stats);
+    this.unsubscribe = repo.changes.subscribe((batch) => this.fanout.onBatch(batch));
   }
 
   /** Connections open now (WebSocket and SSE). */

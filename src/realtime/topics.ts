@@ -5,9 +5,11 @@
  * whose events go out in one publish.
  */
 import type { Collection, RuleName } from '../model/schema.js';
-import type { Store } from '../context/store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
+import type { SqlWriter, BackendKind } from '../store/backend.js';
+import type { SchemaLookup } from '../store/rule-types.js';
 import { compileFilter, filterCache, type BoundFilter } from '../rules/compiler.js';
-import type { RuleCheck } from '../rules/access.js';
+import type { RuleBook, RuleCheck } from '../rules/access.js';
 import { ApiError } from '../errors/api-error.js';
 import type { HubStats, RealtimeClient } from './clients.js';
 
@@ -77,6 +79,21 @@ const MAX_TOPIC = 512;
 const MAX_FILTER = 4096;
 
 /** The subscriptions of every client, by collection and by native topic. */
+/**
+ * What Topics needs instead of the whole Store (src/context/store.ts; ARCHITECTURE.md, "Folders"):
+ * the collection a topic names, the schema's generation and the schema the filter compiler reads
+ * (the registry), the subscribe-time rule checks, the writer's capture of deleted rows (the rows a
+ * delete event carries), and the backend kind (the filter's SQL dialect). Built by the composition
+ * root (realtimeRepository, src/boot/repositories.ts).
+ */
+export interface TopicsRepository {
+  registry: Pick<CollectionRegistry, 'find' | 'schemaGeneration'> & SchemaLookup;
+  rules: Pick<RuleBook, 'check' | 'isPublic'>;
+  writer: Pick<SqlWriter, 'captureDeletedRows'>;
+  /** the backend's SQL dialect (StoreSql.kind) */
+  kind: BackendKind;
+}
+
 export class Topics {
   /** subscriptions by collection id */
   readonly byCollection = new Map<string, Set<Subscription>>();
@@ -85,7 +102,7 @@ export class Topics {
   /** compiled filter shapes (compileFilter), shared by the subscriptions */
   private readonly filterShapes = filterCache(2000);
 
-  constructor(private store: Store, private limits: RealtimeLimits, private stats: HubStats) {}
+  constructor(private repo: TopicsRepository, private limits: RealtimeLimits, private stats: HubStats) {}
 
   /**
    * Parses a topic. @throws ApiError 400 for a malformed topic, 404 for an unknown collection.
@@ -96,7 +113,7 @@ export class Topics {
     const name = slash < 0 ? topic : topic.slice(0, slash);
     const rest = slash < 0 ? '*' : topic.slice(slash + 1);
     if (rest !== '*' && !RECORD_ID.test(rest)) throw ApiError.badRequest('Invalid topic: expected "<collection>" or "<collection>/<id>".');
-    const collection = this.store.registry.find(name);
+    const collection = this.repo.registry.find(name);
     if (!collection) throw ApiError.notFound(`Unknown collection ${JSON.stringify(name)}.`);
     return { collection, recordId: rest === '*' ? null : rest };
   }
@@ -114,9 +131,9 @@ export class Topics {
     const rule: RuleName = recordId ? 'viewRule' : 'listRule';
     const p = client.principal;
     // A locked rule denies everyone but superusers (who pass every rule).
-    const check = this.store.rules.check(collection, rule, p, null, 'GET', null, 'realtime');
+    const check = this.repo.rules.check(collection, rule, p, null, 'GET', null, 'realtime');
     if (check.kind === 'deny') throw ApiError.forbidden('Only superusers can subscribe to this collection.');
-    if (requireAuthUnlessPublic && !p && !this.store.rules.isPublic(collection, rule)) throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
+    if (requireAuthUnlessPublic && !p && !this.repo.rules.isPublic(collection, rule)) throw ApiError.unauthorized('Subscribing to this collection requires authentication: send an auth frame first.');
     if (filterSrc !== null && (typeof filterSrc !== 'string' || filterSrc.length > MAX_FILTER)) throw ApiError.badRequest(`Invalid filter: expected a string of at most ${MAX_FILTER} characters.`);
     if (!client.subs.has(name) && client.subs.size >= this.limits.maxSubscriptions) throw ApiError.badRequest(`Too many subscriptions: at most ${this.limits.maxSubscriptions} per connection.`);
     if (filterSrc && !client.filters.has(filterSrc)) {
@@ -138,7 +155,7 @@ export class Topics {
     }
     set.add(sub);
     this.stats.subscriptions++;
-    this.decideNative(sub, collection, check, this.store.registry.schemaGeneration());
+    this.decideNative(sub, collection, check, this.repo.registry.schemaGeneration());
     return sub;
   }
 
@@ -267,18 +284,18 @@ export class Topics {
     this.watchPending = true;
     queueMicrotask(() => {
       this.watchPending = false;
-      this.store.writer.captureDeletedRows([...this.byCollection.keys()]);
+      this.repo.writer.captureDeletedRows([...this.byCollection.keys()]);
     });
   }
 
   /** Compiles (or recompiles after a schema change) a subscription's filter for its caller. */
   compileFilter(sub: Subscription, c: Collection): BoundFilter {
-    const generation = this.store.registry.schemaGeneration();
+    const generation = this.repo.registry.schemaGeneration();
     const superuser = !!sub.client.principal?.superuser;
     if (sub.filter && sub.filterFor && sub.filterFor.generation === generation && sub.filterFor.superuser === superuser) return sub.filter;
     // subscriptions whose filters differ only in string and number literals share one compiled shape
     const scope = `${superuser ? 's' : 'u'}:${generation}:${c.id}`;
-    sub.filter = compileFilter(sub.filterSrc!, c, this.store.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.store.sql.kind }, this.filterShapes, scope);
+    sub.filter = compileFilter(sub.filterSrc!, c, this.repo.registry, { mode: 'filter', alias: 'r', superuser, dialect: this.repo.kind }, this.filterShapes, scope);
     sub.filterFor = { generation, superuser };
     return sub.filter;
   }

@@ -10,7 +10,10 @@
  * (RealtimeLimits.filterBudgetMs), failing closed.
  */
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../context/store.js';
+import type { SqlReader } from '../store/backend.js';
+import type { RecordSql } from '../store/record-sql.js';
+import type { ListSql } from '../store/store.js';
+import type { RecordCodec } from '../records/record-codec.js';
 import type { Change } from '../store/change-feed.js';
 import type { SqlValue } from '../store/bind.js';
 import { bindValue } from '../store/bind.js';
@@ -64,9 +67,23 @@ export function paramsKey(params: SqlValue[]): string {
   return out;
 }
 
+/**
+ * What Visibility needs instead of the whole Store (src/context/store.ts; ARCHITECTURE.md,
+ * "Folders"): the reader's reads (on the main thread and off it), the record statements that
+ * select rows and test a rule or filter against one, the id-list condition, and the record codec
+ * of a collection. Built by the composition root (realtimeRepository, src/boot/repositories.ts).
+ */
+export interface VisibilityRepository {
+  reader: Pick<SqlReader, 'all' | 'get' | 'allOffThread' | 'getOffThread'>;
+  records: Pick<RecordSql, 'selectAll' | 'rowHolds'>;
+  list: Pick<ListSql, 'idIn'>;
+  /** the record codec of `c`'s current version (Store.codec) */
+  codec(c: Collection): RecordCodec;
+}
+
 /** Decides which changes of a batch each audience may see. */
 export class Visibility {
-  constructor(private store: Store, private logger: Logger, private limits: RealtimeLimits) {}
+  constructor(private repo: VisibilityRepository, private logger: Logger, private limits: RealtimeLimits) {}
 
   /**
    * Decides the verdicts of a costly batch ahead (decideOffThread), or returns null when they are
@@ -123,7 +140,7 @@ export class Visibility {
     const budget = this.limits.filterBudgetMs;
     const deadline = budget > 0 ? performance.now() + budget : Infinity;
     const left = () => (budget > 0 ? Math.max(1, deadline - performance.now()) : 0);
-    const reader = this.store.reader;
+    const reader = this.repo.reader;
     let failed = 0;
     let reason = '';
     const decide = async (a: Audience): Promise<void> => {
@@ -201,7 +218,7 @@ export class Visibility {
     const visible = new Set<string>();
     for (let i = 0; i < ids.length; i += 500) {
       const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
-      for (const r of await this.store.reader.all(q.sql, q.params)) visible.add(String(r[0]));
+      for (const r of await this.repo.reader.all(q.sql, q.params)) visible.add(String(r[0]));
     }
     const deleted = new Set<string>();
     for (const ch of deletes) if (await this.oldRowHolds(c, a, ch.old!)) deleted.add(ch.id);
@@ -212,17 +229,17 @@ export class Visibility {
   /** The query answering which of `ids` (at most 500) an audience's rule and filter let it see. */
   private visibleQuery(c: Collection, a: Audience, ids: string[]): { sql: string; params: SqlValue[] } {
     const where = new Where();
-    where.add(this.store.sql.list.idIn(ids.length), ids);
+    where.add(this.repo.list.idIn(ids.length), ids);
     where.addRule(a.rule);
     if (a.filterSql) where.add(a.filterSql, a.filterParams);
-    return { sql: this.store.sql.records.selectAll(c, 'r."id"', where.sql()), params: where.params };
+    return { sql: this.repo.records.selectAll(c, 'r."id"', where.sql()), params: where.params };
   }
 
   /** The rule and filter over a deleted row, as it was. */
   private async oldRowHolds(c: Collection, a: Audience, old: Record<string, unknown>): Promise<boolean> {
     try {
       const q = this.rowHoldsQuery(c, a, old);
-      return (await this.store.reader.get(q.sql, q.params)) !== undefined;
+      return (await this.repo.reader.get(q.sql, q.params)) !== undefined;
     } catch {
       return false; // e.g. a column dropped since: fail closed
     }
@@ -236,19 +253,19 @@ export class Visibility {
     if (a.filterSql) where.add(a.filterSql, a.filterParams);
     const params: SqlValue[] = columns.map((k) => bindValue(old[k]));
     for (const p of where.params) params.push(p);
-    return { sql: this.store.sql.records.rowHolds(columns, where.sql(), c), params };
+    return { sql: this.repo.records.rowHolds(columns, where.sql(), c), params };
   }
 
   /** Rows (codec columns) of records by id, without expired ones. */
   async rowsById(c: Collection, ids: string[]): Promise<Map<string, unknown[]>> {
-    const codec = this.store.codec(c);
+    const codec = this.repo.codec(c);
     const out = new Map<string, unknown[]>();
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const where = new Where();
-      where.add(this.store.sql.list.idIn(chunk.length), chunk);
+      where.add(this.repo.list.idIn(chunk.length), chunk);
       where.addTtl(c);
-      for (const row of await this.store.reader.all(this.store.sql.records.selectAll(c, codec.columns, where.sql()), where.params)) out.set(String(row[0]), row);
+      for (const row of await this.repo.reader.all(this.repo.records.selectAll(c, codec.columns, where.sql()), where.params)) out.set(String(row[0]), row);
     }
     return out;
   }
