@@ -47,7 +47,8 @@ const MAY_IMPORT = {
   // typed by each feature: uploads for the persistence mode's UploadRepository)
   'src/boot': ['src/api', 'src/app', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/mail', 'src/ops', 'src/realtime', 'src/records', 'src/settings', 'src/store', 'src/uploads'],
   'src/cache': ['src/store'],
-  'src/collections': ['src/auth', 'src/cache', 'src/context', 'src/files', 'src/records', 'src/rules', 'src/store'],
+  // no src/context: CollectionsService takes a CollectionsRepository (src/boot/repositories.ts)
+  'src/collections': ['src/auth', 'src/cache', 'src/files', 'src/records', 'src/rules', 'src/store'],
   'src/config': ['src/files'],
   // the data context the domain services share (Store: registry, reader, writer, statement
   // stores, rule book, caches, record codecs), built by src/boot/ over the open database's parts

@@ -20,6 +20,7 @@ import { openDataDir } from '../src/boot/open-data.js';
 import { DurableMailQueue } from '../src/mail/mail-queue.js';
 import { mailRepository } from '../src/boot/repositories.js';
 import { recordWriteRepository } from '../src/boot/record-repositories.js';
+import { collectionsRepository, mailRepository } from '../src/boot/repositories.js';
 import { createMailTransport } from '../src/mail/transports.js';
 import { CollectionsService } from '../src/collections/collections-service.js';
 import { RecordWriter } from '../src/records/records-write.js';
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   try {
     const queue = new DurableMailQueue(mailRepository(data.store), transport, logger);
     // 1. enqueue against record creates through the same writer
-    const collections = new CollectionsService(data.store, data.files);
+    const collections = new CollectionsService(collectionsRepository(data.store), data.files);
     const c = await collections.create({ name: 'notes', type: 'base', fields: [{ name: 'to', type: 'text' }, { name: 'subject', type: 'text' }, { name: 'text', type: 'text' }] });
     const writes = new RecordWriter(recordWriteRepository(data.store), data.files);
     const su = { superuser: true, collection: data.store.registry.find('_superusers')!, record: { id: '' } };

@@ -170,6 +170,7 @@ export class SchemaApplyCommand extends SchemaBase {
     const logger = bootstrapLogger(this.context.env, write);
     const { openDataDir } = await import('../../src/boot/open-data.js');
     const { CollectionsService } = await import('../../src/collections/collections-service.js');
+    const { collectionsRepository } = await import('../../src/boot/repositories.js');
     let data;
     try {
       data = await openDataDir(config, logger, 0);
@@ -189,7 +190,7 @@ export class SchemaApplyCommand extends SchemaBase {
         return this.fail('destructive_change', 'the plan drops data (marked "drops data" above); nothing was applied. Pass --allow-drop to apply it', { plan });
       }
       try {
-        await schema.applySchema(data.store, new CollectionsService(data.store, data.files), doc, this.allowDrop);
+        await schema.applySchema(data.store, new CollectionsService(collectionsRepository(data.store), data.files), doc, this.allowDrop);
       } catch (err) {
         return this.failApply(err);
       }

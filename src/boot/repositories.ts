@@ -6,6 +6,7 @@
  * declared beside the features that take them.
  */
 import type { Store } from '../context/store.js';
+import type { CollectionsRepository } from '../collections/collections-service.js';
 import type { FileRepository } from '../files/record-files.js';
 import type { MailRepository } from '../mail/mail-queue.js';
 import type { ImportRepository } from '../ops/import.js';
@@ -13,6 +14,7 @@ import type { RealtimeRepository } from '../realtime/hub.js';
 import type { SettingsRepository } from '../settings/features.js';
 import type { StepResult, WriteStep } from '../store/write-job.js';
 import type { UploadRepository } from '../uploads/durable.js';
+import { migrateEncryption } from '../records/encryption-migration.js';
 
 /** The writer's `write` of `store`, bound to it (each repository commits through the one writer). */
 function writeThrough(store: Store): (steps: WriteStep[]) => Promise<StepResult[]> {
@@ -63,5 +65,18 @@ export function realtimeRepository(store: Store): RealtimeRepository {
     kind: store.sql.kind,
     writer: store.writer,
     changes: store.writer.changes,
+  };
+}
+
+/** CollectionsService's repository: the registry, `store.sql.schema` and `.dialect`, the writer, the schema-change reset, and migrateEncryption bound to `store`. */
+export function collectionsRepository(store: Store): CollectionsRepository {
+  return {
+    registry: store.registry,
+    collection: (idOrName) => store.collection(idOrName),
+    schema: store.sql.schema,
+    dialect: store.sql.dialect,
+    write: writeThrough(store),
+    schemaChanged: () => store.schemaChanged(),
+    migrateEncryption: (prev, next) => migrateEncryption(store, prev, next),
   };
 }

@@ -33,6 +33,7 @@ import { SenderIdentities } from '../mail/senders.js';
 import { createMailTransport } from '../mail/transports.js';
 import { mailRepository, settingsRepository } from './repositories.js';
 import { recordReadRepository, recordWriteRepository } from './record-repositories.js';
+import { collectionsRepository, mailRepository, settingsRepository } from './repositories.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -89,7 +90,7 @@ export async function buildServices(config: ServeConfig, logger: Logger, data: O
   const ctx: ApiContext = {
     ...services,
     auth,
-    collections: new CollectionsService(store, files),
+    collections: new CollectionsService(collectionsRepository(store), files),
     logger,
     config,
     maxBodyBytes: MAX_BODY_BYTES,
