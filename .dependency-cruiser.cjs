@@ -38,6 +38,7 @@ const MAY_IMPORT = {
   // realtime: the hub's counters type (RealtimeMetrics), read by the metrics route (api/metrics.ts)
   'src/api': ['src/app', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/logs', 'src/mail', 'src/meta', 'src/ops', 'src/realtime', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   // settings: the FeatureService type of the services an app runs over (AppServices)
+  // context: only the AuthRecordSource type (AppRepository, src/context/auth-repositories.ts); the runtime takes no Store
   'src/app': ['src', 'src/api', 'src/auth', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/http', 'src/mail', 'src/records', 'src/rules', 'src/settings', 'src/store', 'src/uploads'],
   // workers: the password hashers' task type (workers/hash.ts)
   'src/auth': ['src/cache', 'src/collections', 'src/config', 'src/context', 'src/files', 'src/mail', 'src/records', 'src/rules', 'src/store', 'workers'],

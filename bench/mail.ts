@@ -18,7 +18,6 @@ import { loadServeConfig } from '../src/config/config.js';
 import { createLogger } from '../src/log/logger.js';
 import { openDataDir } from '../src/boot/open-data.js';
 import { DurableMailQueue } from '../src/mail/mail-queue.js';
-import { mailRepository } from '../src/boot/repositories.js';
 import { recordWriteRepository } from '../src/boot/record-repositories.js';
 import { collectionsRepository, mailRepository } from '../src/boot/repositories.js';
 import { createMailTransport } from '../src/mail/transports.js';

@@ -110,7 +110,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
   for (const m of app?.authMethods ?? []) signInMethods.add(customMethodOptions(m));
   if (app?.collections?.length) {
     try {
-      await applyDeclaredCollections(app.collections as unknown as Record<string, unknown>[], ctx.collections, store, logger);
+      await applyDeclaredCollections(app.collections as unknown as Record<string, unknown>[], ctx.collections, store.registry, logger);
     } catch (err) {
       await closeData();
       throw err;

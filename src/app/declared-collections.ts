@@ -14,7 +14,7 @@
  */
 import type { Collection } from '../model/schema.js';
 import type { CollectionsService } from '../collections/collections-service.js';
-import type { Store } from '../context/store.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
 import type { Logger } from '../log/logger.js';
 import { buildCollection } from '../collections/collection-input.js';
 import { knownApiError } from '../errors/api-error.js';
@@ -23,14 +23,15 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const AUTH_FIELDS = new Set(['email', 'emailVisibility', 'verified']);
 
 /**
- * Creates or updates the declared collections, in order.
+ * Creates or updates the declared collections, in order. `registry`: the collections as they are
+ * (the registry `collections` updates; only looked up here, instead of the whole Store).
  * @throws Error naming the collection and the problem (an invalid declaration, or a change that would lose data)
  */
-export async function applyDeclaredCollections(declared: readonly Record<string, unknown>[], collections: CollectionsService, store: Store, logger: Logger): Promise<void> {
+export async function applyDeclaredCollections(declared: readonly Record<string, unknown>[], collections: CollectionsService, registry: Pick<CollectionRegistry, 'find' | 'all'>, logger: Logger): Promise<void> {
   for (const raw of declared) {
     const name = String(raw.name);
-    const body = resolveRelations(raw, store);
-    const prev = store.registry.find(name);
+    const body = resolveRelations(raw, registry);
+    const prev = registry.find(name);
     try {
       if (!prev) {
         await collections.create(body);
@@ -38,7 +39,7 @@ export async function applyDeclaredCollections(declared: readonly Record<string,
         continue;
       }
       const merged = keepFieldIds(body, prev);
-      const next = buildCollection(merged, prev, store.registry.all().filter((c) => c.id !== prev.id));
+      const next = buildCollection(merged, prev, registry.all().filter((c) => c.id !== prev.id));
       if (same(prev, next)) continue;
       await collections.update(prev.id, merged);
       logger.info(`updated the declared collection "${name}" to match the app`, 'app');
@@ -51,7 +52,7 @@ export async function applyDeclaredCollections(declared: readonly Record<string,
 }
 
 /** `options.collection: <name>` of relation fields → `options.collectionId`. */
-function resolveRelations(raw: Record<string, unknown>, store: Store): Record<string, unknown> {
+function resolveRelations(raw: Record<string, unknown>, registry: Pick<CollectionRegistry, 'find'>): Record<string, unknown> {
   const fields = Array.isArray(raw.fields) ? raw.fields : undefined;
   if (!fields) return raw;
   return {
@@ -59,7 +60,7 @@ function resolveRelations(raw: Record<string, unknown>, store: Store): Record<st
     fields: fields.map((f) => {
       if (!isObject(f) || f.type !== 'relation' || !isObject(f.options) || typeof f.options.collection !== 'string') return f;
       const { collection, ...rest } = f.options;
-      const target = store.registry.find(collection as string);
+      const target = registry.find(collection as string);
       // a self-relation of a collection being created resolves once it exists: leave it to the API's check
       return { ...f, options: { ...rest, collectionId: target?.id ?? collection } };
     }),

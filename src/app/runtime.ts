@@ -12,10 +12,11 @@
 import { Cron } from 'croner';
 import { ApiError, knownApiError } from '../errors/api-error.js';
 import type { Collection } from '../model/schema.js';
-import type { Store } from '../context/store.js';
-import { authRecordRepository } from '../context/auth-repositories.js';
+import type { AuthRecordSource } from '../context/auth-repositories.js';
+import type { CollectionRegistry } from '../collections/collection-registry.js';
+import type { RateCounter } from '../store/store.js';
 import type { RecordReader } from '../records/records-read.js';
-import type { RecordWriter } from '../records/records-write.js';
+import type { RecordWriter, StepSink } from '../records/records-write.js';
 import type { FeatureService } from '../settings/features.js';
 import type { Principal } from '../rules/access.js';
 import type { AccountContext } from '../rules/compiler.js';
@@ -119,11 +120,29 @@ function asApiError<T>(p: Promise<T>): Promise<T> {
 }
 
 /**
+ * What AppRuntime reads and writes directly, instead of the whole Store (src/context/store.ts;
+ * ARCHITECTURE.md, "Folders"): collections by name or id, the record codecs (a written record
+ * rendered for the app), the writer (`app.batch`'s one write job), callers' whole auth records
+ * (`asUser`, custom sign-in methods: an AuthRecordSource) and the cluster's shared rate counters.
+ * Built by the composition root (appRepository, src/boot/repositories.ts).
+ */
+export interface AppRepository extends AuthRecordSource {
+  registry: Pick<CollectionRegistry, 'find' | 'byId' | 'version'>;
+  /** The collection by id or name (Store.collection). @throws NotFound (the API answers 404) when there is none */
+  collection(idOrName: string): Collection;
+  /** the writer (SqlWriter of src/store/backend.ts), as the sink of `app.batch`'s write job */
+  writer: StepSink;
+  /** rate-limit counters shared by every instance (StoreSql.sharedLimiter; PostgreSQL); absent: counted in this process's memory */
+  sharedLimiter?: RateCounter;
+}
+
+/**
  * The services an app runs over, built before it (src/boot/services.ts); the auth service comes
  * after the app, which hands it its hooks, tenancy and sign-in methods (`authExtensions`).
  */
 export interface AppServices {
-  store: Store;
+  /** what the runtime reads and writes itself (AppRepository) */
+  repo: AppRepository;
   reads: RecordReader;
   writes: RecordWriter;
   features: FeatureService;
@@ -191,7 +210,7 @@ export class AppRuntime {
         authSuccess: def.onAuthSuccess ? (tag, c, rec, client) => this.runAuthHook('onAuthSuccess', def.onAuthSuccess!, tag, c, rec, false, client) : undefined,
       },
       tenancy: def.tenancy ? (p, accountId) => this.resolveAccount(p, accountId) : null,
-      customMethods: (limits) => (def.authMethods ?? []).map((m) => new CustomMethod(m, this, this.ctx.store, limits)),
+      customMethods: (limits) => (def.authMethods ?? []).map((m) => new CustomMethod(m, this, this.ctx.repo, limits)),
     };
   }
 
@@ -284,12 +303,12 @@ export class AppRuntime {
 
   private async batch(ops: BatchOp[], actor: AuthRecord | null | 'superuser'): Promise<Array<Record<string, unknown> | null>> {
     if (!Array.isArray(ops) || ops.length === 0 || ops.length > 1000) throw new TypeError('app.batch: give 1 to 1,000 writes');
-    const { store } = this.ctx;
+    const { repo } = this.ctx;
     const principal = await this.actorPrincipal(actor);
-    const { settled, failed } = await runWriteBatch(store.writer, ops.map((op) => async (sink): Promise<Record<string, unknown> | null> => {
-      const c = store.collection(op.collection);
-      if (op.action === 'create') return store.codec(c).visibleFromRow((await this.ctx.writes.create(c, principal, { ...op.data }, null, sink)).row);
-      if (op.action === 'update') return store.codec(c).visibleFromRow((await this.ctx.writes.update(c, op.id, principal, { ...op.data }, null, sink)).row);
+    const { settled, failed } = await runWriteBatch(repo.writer, ops.map((op) => async (sink): Promise<Record<string, unknown> | null> => {
+      const c = repo.collection(op.collection);
+      if (op.action === 'create') return repo.codec(c).visibleFromRow((await this.ctx.writes.create(c, principal, { ...op.data }, null, sink)).row);
+      if (op.action === 'update') return repo.codec(c).visibleFromRow((await this.ctx.writes.update(c, op.id, principal, { ...op.data }, null, sink)).row);
       if (op.action === 'delete') {
         await this.ctx.writes.delete(c, op.id, principal, sink);
         return null;
@@ -302,29 +321,29 @@ export class AppRuntime {
 
   private async actorPrincipal(actor: AuthRecord | null | 'superuser'): Promise<Principal | null> {
     if (actor === null) return null;
-    if (actor === 'superuser') return { superuser: true, collection: this.ctx.store.registry.find('_superusers')!, record: { id: '' } };
+    if (actor === 'superuser') return { superuser: true, collection: this.ctx.repo.registry.find('_superusers')!, record: { id: '' } };
     return this.principalOf(actor);
   }
 
   // ----- the records handle -----
 
   private async principalOf(auth: AuthRecord): Promise<Principal> {
-    const c = this.ctx.store.registry.byId(String(auth.collectionId)) ?? this.ctx.store.registry.find(String(auth.collectionName));
+    const c = this.ctx.repo.registry.byId(String(auth.collectionId)) ?? this.ctx.repo.registry.find(String(auth.collectionName));
     if (!c || c.type !== 'auth') throw new Error('asUser: not an auth record');
-    const record = await loadAuthRecord(authRecordRepository(this.ctx.store), c, String(auth.id));
+    const record = await loadAuthRecord(this.ctx.repo, c, String(auth.id));
     if (!record) throw ApiError.notFound();
     return { superuser: c.name === '_superusers', collection: c, record };
   }
 
   /** `actor`: 'superuser' (application code's default), null (anonymous) or an auth record. */
   private recordsHandle(name: string, actor: AuthRecord | null | 'superuser'): RecordsHandle {
-    const { store, reads } = this.ctx;
+    const { repo, reads } = this.ctx;
     const principal = async (): Promise<Principal | null> => {
       if (actor === null) return null;
-      if (actor === 'superuser') return { superuser: true, collection: store.registry.find('_superusers')!, record: { id: '' } };
+      if (actor === 'superuser') return { superuser: true, collection: repo.registry.find('_superusers')!, record: { id: '' } };
       return this.principalOf(actor);
     };
-    const col = () => store.collection(name);
+    const col = () => repo.collection(name);
     return {
       get: (id) => asApiError((async () => reads.view(col(), id, await principal(), { expand: null, projection: null }))()),
       list: (query = {}) => asApiError((async () => {
@@ -335,12 +354,12 @@ export class AppRuntime {
       create: (data) => asApiError((async () => {
         const c = col();
         const out = await this.ctx.writes.create(c, await principal(), { ...data }, null);
-        return store.codec(c).visibleFromRow(out.row);
+        return repo.codec(c).visibleFromRow(out.row);
       })()),
       update: (id, data) => asApiError((async () => {
         const c = col();
         const out = await this.ctx.writes.update(c, id, await principal(), { ...data }, null);
-        return store.codec(c).visibleFromRow(out.row);
+        return repo.codec(c).visibleFromRow(out.row);
       })()),
       delete: (id) => asApiError((async () => this.ctx.writes.delete(col(), id, await principal()))()),
       asUser: (auth) => this.recordsHandle(name, auth),
@@ -356,7 +375,7 @@ export class AppRuntime {
    */
   routes(auth: CallerResolver): Route[] {
     // shared by the instances of a cluster on PostgreSQL (keys `route:<i>:…`), else this process's
-    const limiter = this.ctx.store.sql.sharedLimiter ?? new RateLimiter();
+    const limiter = this.ctx.repo.sharedLimiter ?? new RateLimiter();
     return (this.def.routes ?? []).map((r, i) => {
       const names = r.path.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1));
       const method = r.method.toLowerCase() === 'delete' ? 'del' : (r.method.toLowerCase() as Route['method']);
@@ -494,7 +513,7 @@ class CustomMethod implements AuthMethod {
   readonly events = ['auth-success'] as const;
   readonly initiate?: (c: Collection, body: unknown, client: ClientInfo) => Promise<unknown>;
 
-  constructor(private def: CustomAuthMethod<AppHandle>, private rt: AppRuntime, private store: Store, private limits: AuthRateLimits) {
+  constructor(private def: CustomAuthMethod<AppHandle>, private rt: AppRuntime, private records: AuthRecordSource, private limits: AuthRateLimits) {
     this.slug = def.slug;
     this.checkOptions = customMethodOptions(def).checkOptions;
     if (def.initiate) {
@@ -527,7 +546,7 @@ class CustomMethod implements AuthMethod {
       throw this.rt.appError(err, `auth method ${this.slug}.complete`);
     }
     const id = typeof out === 'string' ? out : out?.id;
-    const record = typeof id === 'string' ? await loadAuthRecord(authRecordRepository(this.store), c, id) : null;
+    const record = typeof id === 'string' ? await loadAuthRecord(this.records, c, id) : null;
     if (!record) throw this.rt.appError(new Error(`complete answered ${JSON.stringify(id)}, which names no record of "${c.name}"`), `auth method ${this.slug}.complete`);
     return { record };
   }

@@ -6,6 +6,7 @@
  * declared beside the features that take them.
  */
 import type { Store } from '../context/store.js';
+import type { AppRepository } from '../app/runtime.js';
 import type { CollectionsRepository } from '../collections/collections-service.js';
 import type { FileRepository } from '../files/record-files.js';
 import type { MailRepository } from '../mail/mail-queue.js';
@@ -78,5 +79,17 @@ export function collectionsRepository(store: Store): CollectionsRepository {
     write: writeThrough(store),
     schemaChanged: () => store.schemaChanged(),
     migrateEncryption: (prev, next) => migrateEncryption(store, prev, next),
+  };
+}
+
+/** AppRuntime's repository: the registry, the collection look-up, the record codecs, the writer, `store.sql.auth` (whole auth records) and `.sharedLimiter`. */
+export function appRepository(store: Store): AppRepository {
+  return {
+    registry: store.registry,
+    collection: (idOrName) => store.collection(idOrName),
+    codec: (c) => store.codec(c),
+    writer: store.writer,
+    auth: store.sql.auth,
+    sharedLimiter: store.sql.sharedLimiter,
   };
 }

@@ -31,9 +31,8 @@ import type { MailTransport } from '../mail/transports.js';
 import { DurableMailQueue } from '../mail/mail-queue.js';
 import { SenderIdentities } from '../mail/senders.js';
 import { createMailTransport } from '../mail/transports.js';
-import { mailRepository, settingsRepository } from './repositories.js';
 import { recordReadRepository, recordWriteRepository } from './record-repositories.js';
-import { collectionsRepository, mailRepository, settingsRepository } from './repositories.js';
+import { appRepository, collectionsRepository, mailRepository, settingsRepository } from './repositories.js';
 
 /** Request body limit (bytes); published as limits.maxUploadSize. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -80,8 +79,9 @@ export async function buildServices(config: ServeConfig, logger: Logger, data: O
   const reads = new RecordReader(recordReadRepository(store), { ...listConfigFrom(config.pagination, { fts: !config.features.has('fts5-off'), vector: config.features.has('vector') }, secret, store), slowQueries });
   // the settings mirror is read before anything can ask it (a promise read: PostgreSQL's only kind)
   const features = await FeatureService.open(settingsRepository(store), app?.flags ?? [], app?.experiments ?? []);
-  const services = { store, reads, writes, features, mail: mail.service, outbox: mail.outbox };
-  const runtime = app ? new AppRuntime(app, services, logger) : AppRuntime.empty(services, logger);
+  const services = { reads, writes, features, mail: mail.service, outbox: mail.outbox };
+  const appServices = { ...services, repo: appRepository(store) };
+  const runtime = app ? new AppRuntime(app, appServices, logger) : AppRuntime.empty(appServices, logger);
   const auth = new AuthService(authRepositories(store), secret, config, logger, mail.queue.transport('auth'), {
     // a first OAuth2 sign-in creates its record through the writer, so its record events fire
     signup: (c, body, verified, extra) => writes.createExternal(c, body, verified, extra),
@@ -89,6 +89,7 @@ export async function buildServices(config: ServeConfig, logger: Logger, data: O
   });
   const ctx: ApiContext = {
     ...services,
+    store,
     auth,
     collections: new CollectionsService(collectionsRepository(store), files),
     logger,
