@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
-import { cleanupSites, makeSite, nextGeneration, sleep, startBackground, writeSite } from '../helpers/devtool.js';
+import { cleanupSites, makeSite, nextGeneration, settled, sleep, startBackground, writeSite } from '../helpers/devtool.js';
 
 let site: string;
 let info: any;
@@ -61,6 +61,7 @@ test('a component edit reloads it too; a failed build leaves it as it is', { ski
   await nextGeneration(info, gen);
   await page.getByRole('link', { name: 'about us' }).waitFor();
   // a layout that names a missing component fails the build: no reload, the old page stays
+  await settled(info);
   await streamOpen();
   const stable = loads;
   gen = (await status()).generation;

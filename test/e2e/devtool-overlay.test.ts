@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { NO_BROWSER, launchBrowser } from '../helpers/browser.js';
-import { STARTER, cleanupSites, controlStatus, makeSite, nextGeneration, sleep, startBackground, writeSite } from '../helpers/devtool.js';
+import { STARTER, cleanupSites, controlStatus, makeSite, nextGeneration, settled, sleep, startBackground, writeSite } from '../helpers/devtool.js';
 
 let site: string;
 let info: any;
@@ -55,6 +55,7 @@ const BAD_LAYOUT = '<!doctype html><html><head><title>{{ title }}</title></head>
 test('a failed build shows file, line and message in the open page; the fix removes it', { skip: NO_BROWSER }, async () => {
   const { page, loads, streamOpen } = await openPage();
   await page.getByRole('heading', { name: 'Welcome' }).waitFor();
+  await settled(info);
   await streamOpen();
   assert.equal(await page.getByRole('alert').count(), 0, 'no overlay while the build is good');
   const stable = loads();

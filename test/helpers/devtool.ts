@@ -141,6 +141,26 @@ export async function nextGeneration(info: any, after: number, ms = 10_000): Pro
   }, ms, `generation > ${after}`);
 }
 
+/**
+ * Waits until the dev server is quiet: no build running or pending and the build generation
+ * unchanged for `quietMs`. A file write can reach the watcher as more than one event, and a late
+ * one starts another (good) build, which reloads open pages: a test that counts reloads takes its
+ * baseline only after this.
+ */
+export async function settled(info: any, quietMs = 400, ms = 15_000): Promise<void> {
+  let generation = -1;
+  let since = Date.now();
+  await until(async () => {
+    const s = await controlStatus(info);
+    if (s.build.status === 'building' || s.build.pending || s.build.generation !== generation) {
+      generation = s.build.generation;
+      since = Date.now();
+      return null;
+    }
+    return Date.now() - since >= quietMs ? true : null;
+  }, ms, 'the dev server to settle');
+}
+
 /** Whether a process exists. */
 export function alive(pid: number): boolean {
   try {
