@@ -45,6 +45,8 @@ type Request =
   | { op: 'close'; id: number };
 
 let db: InstanceType<typeof Database>;
+/** the handle while it is being opened (closed again when opening fails) */
+let opening: InstanceType<typeof Database> | undefined;
 /** INSERT statements by their number of rows (ROWS_PER_INSERT, and each batch's remainder) */
 const inserts = new Map<number, ReturnType<InstanceType<typeof Database>['prepare']>>();
 /**
@@ -59,7 +61,7 @@ try {
   // created empty with mode 0600 first, as the main database is (src/files/data-paths.ts): SQLite
   // gives -wal and -shm the file's mode, and request URLs are no business of other local users
   if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
-  db = new Database(file);
+  db = opening = new Database(file);
   db.exec('PRAGMA journal_mode = WAL');
   // a lost last batch on a power cut is acceptable for logs: no fsync per commit
   db.exec('PRAGMA synchronous = NORMAL');
@@ -67,7 +69,15 @@ try {
   nextSeq = Number((db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 FROM logs').raw(true).get([]) as unknown[])[0]);
   port.postMessage({ ready: true });
 } catch (err) {
+  // closed here, and the thread left to end by itself: a libsql handle still open when the main
+  // thread terminates this one is finalized after JavaScript stopped, and that aborts the process
+  try {
+    opening?.close();
+  } catch {
+    // the handle was never opened, or is gone already
+  }
   port.postMessage({ ready: false, message: (err as Error).message });
+  port.close();
 }
 
 /** `YYYY-MM-DD HH:MM:SS.sssZ` of epoch milliseconds. */

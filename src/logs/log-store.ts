@@ -131,7 +131,8 @@ export class LogStore {
           this.openFailed = true;
           ready(message);
           this.stopped();
-          void worker.terminate();
+          // the thread closes its handle and ends by itself (terminating it could abort the
+          // process: workers/logs.ts)
           if (this.reportOpenFailure && !this.closing) this.onError(`cannot open the request logs (${LOGS_FILE}): ${message}`);
           return;
         }
