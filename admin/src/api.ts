@@ -29,6 +29,37 @@ export function setUnauthorizedHandler(fn: (() => void) | null): void {
   onUnauthorized = fn;
 }
 
+/**
+ * The requests made with the session (`session: true`, the default) share this controller: a
+ * sign-out aborts those under way before the logout is sent (one the server authorized after the
+ * logout would answer 403 to a page being left) and refuses new ones until the next sign-in.
+ */
+let sessionRequests = new AbortController();
+
+/** Aborts the session's requests under way and refuses new ones (sign-out, a lost session). */
+export function endSessionRequests(): void {
+  sessionRequests.abort();
+}
+
+/** Lets the session's requests through again (a sign-in). */
+export function beginSessionRequests(): void {
+  if (sessionRequests.signal.aborted) sessionRequests = new AbortController();
+}
+
+/** The signal a request listens to: the caller's and, for a session request, the session's. */
+function requestSignal(opts: RequestOptions): AbortSignal | undefined {
+  if (opts.session === false) return opts.signal;
+  const own = opts.signal;
+  if (!own) return sessionRequests.signal;
+  const both = new AbortController();
+  const abort = () => both.abort();
+  for (const s of [own, sessionRequests.signal]) {
+    if (s.aborted) both.abort();
+    else s.addEventListener('abort', abort, { once: true });
+  }
+  return both.signal;
+}
+
 export type Query = Record<string, string | number | boolean | null | undefined>;
 
 export interface RequestOptions {
@@ -62,9 +93,11 @@ export async function api<T = unknown>(method: string, path: string, opts: Reque
     const csrf = csrfToken();
     if (csrf) headers['X-CSRF-Token'] = csrf;
   }
+  const signal = requestSignal(opts);
+  if (signal?.aborted) throw new DOMException('The request was aborted.', 'AbortError');
   let res: Response;
   try {
-    res = await fetch(withQuery(path, opts.query), { method, headers, body, credentials: 'same-origin', signal: opts.signal });
+    res = await fetch(withQuery(path, opts.query), { method, headers, body, credentials: 'same-origin', signal });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiError(0, 'network', 'Cannot reach the server. Check that it is running.');

@@ -3,7 +3,7 @@
  * the shell with the page the path names.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, errorMessage, setUnauthorizedHandler } from './api';
+import { api, beginSessionRequests, endSessionRequests, errorMessage, setUnauthorizedHandler } from './api';
 import { disconnect } from './realtime';
 import { currentPath, navigate, useRoute } from './router';
 import { restoreSession, signOut } from './session';
@@ -47,6 +47,7 @@ export function App() {
   }, []);
 
   const signedOut = useCallback((message: string | null) => {
+    endSessionRequests();
     void disconnect();
     setNotice(message);
     setBoot((b) => (b.phase === 'ready' ? { ...b, user: null } : b));
@@ -67,7 +68,7 @@ export function App() {
     return (
       <Install
         token={location.hash.slice(1)}
-        onSignedIn={(user) => { done(null); void disconnect(); setBoot({ ...boot, user }); }}
+        onSignedIn={(user) => { done(null); void disconnect(); beginSessionRequests(); setBoot({ ...boot, user }); }}
         onDone={(message) => { done(message); setBoot({ ...boot }); }}
       />
     );
@@ -75,7 +76,7 @@ export function App() {
   if (!boot.user) {
     // a stream left from before the sign-in (e.g. one the browser reopened without a cookie after the
     // sign-out) would mix two authorizations on one realtime client (403): start from none
-    return <SignIn notice={notice} onSignedIn={(user) => { void disconnect(); setNotice(null); setBoot({ ...boot, user }); }} />;
+    return <SignIn notice={notice} onSignedIn={(user) => { void disconnect(); beginSessionRequests(); setNotice(null); setBoot({ ...boot, user }); }} />;
   }
   return (
     <SignedIn
@@ -86,6 +87,8 @@ export function App() {
         // reopened one without the cookie would subscribe anonymously (403 on locked collections);
         // a subscription POST under way is answered before the stream closes
         await disconnect();
+        // the page's other requests under way are dropped before the session ends
+        endSessionRequests();
         await signOut();
         signedOut('You are signed out.');
       }}
