@@ -158,7 +158,7 @@ export async function startServer(config: ServeConfig, logger: Logger, app?: App
 
   const backups = backend === 'sqlite' ? new BackupFolder(config.dataDir, productVersion().svc, logger) : null;
   const fileTokens = new FileTokens(secret);
-  const realtime = buildRealtime(ctx, relay);
+  const realtime = buildRealtime(ctx, store, relay);
   const metrics = new ServiceMetrics(ctx, realtime.hub);
   const appRoutes = ctx.app.routes(ctx.auth);
   const routes: Route[] = [

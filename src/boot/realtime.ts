@@ -4,6 +4,7 @@
  * changes, and its two transports (src/realtime/routes.ts) and PocketBase's OAuth2 redirect
  * (src/realtime/oauth2-redirect.ts) for the route table.
  */
+import type { Store } from '../context/store.js';
 import type { ApiContext } from '../api/context.js';
 import type { Route, WsRoute } from '../http/types.js';
 import type { ClusterRelay } from '../store/backend.js';
@@ -26,11 +27,12 @@ export interface Realtime {
 /**
  * Builds the hub with the configured limits (`SERVICE_REALTIME_*`, docs/realtime.md) and its
  * transports. `relay`: the cluster's request relay (PostgreSQL), for subscription POSTs that
- * reach another instance than the stream's; null on SQLite.
+ * reach another instance than the stream's; null on SQLite. `store`: the data context the hub's
+ * repository is built over.
  */
-export function buildRealtime(ctx: ApiContext, relay: ClusterRelay | null): Realtime {
+export function buildRealtime(ctx: ApiContext, store: Store, relay: ClusterRelay | null): Realtime {
   const { limits } = ctx.config;
-  const hub = new RealtimeHub(realtimeRepository(ctx.store), ctx.auth, ctx.logger, {
+  const hub = new RealtimeHub(realtimeRepository(store), ctx.auth, ctx.logger, {
     ...DEFAULT_REALTIME_LIMITS,
     maxConnections: limits.realtimeMaxConnections,
     maxFilters: limits.realtimeMaxFilters,
