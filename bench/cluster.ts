@@ -31,7 +31,7 @@
  *    instance served directly (parts 1 and 3), printed with its assumptions.
  *
  * Prints tables and writes bench/results/cluster.json. The servers run from a private copy of
- * dist (other work may rebuild dist meanwhile). Every process started here (svc, PostgreSQL,
+ * dist (other work may rebuild dist meanwhile), or of `--dist=DIR` (another build's, for a before/after). Every process started here (svc, PostgreSQL,
  * nginx; wrk runs end with their duration) is stopped at the end, on errors and on SIGINT/SIGTERM.
  * Not part of `npm run bench`.
  */
@@ -56,7 +56,7 @@ import { nginxSkipReason, startNginx, type Nginx } from '../test/helpers/nginx.j
 const argv = process.argv.slice(2);
 const arg = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const usage = (problem: string): never => {
-  console.error(`bench:cluster: ${problem}\nusage: npx tsx bench/cluster.ts [--rounds=3] [--seconds=3] [--only=lib-vs-pg,realtime,scale] [--posts=10000] [--users=100] [--events=2000] [--rate=200] [--connections=64]`);
+  console.error(`bench:cluster: ${problem}\nusage: npx tsx bench/cluster.ts [--rounds=3] [--seconds=3] [--only=lib-vs-pg,realtime,scale] [--posts=10000] [--users=100] [--events=2000] [--rate=200] [--connections=64] [--dist=DIR]`);
   process.exit(2);
 };
 const num = (name: string, dflt: number): number => {
@@ -461,7 +461,8 @@ async function main(result: Result): Promise<void> {
   await mkdir(join(REPO_ROOT, 'bench', 'results'), { recursive: true });
   const distCopy = await mkdtemp(join(REPO_ROOT, 'bench', 'results', 'dist-cluster-'));
   onCleanup('the copy of dist', () => rm(distCopy, { recursive: true, force: true }));
-  await cp(join(REPO_ROOT, 'dist'), distCopy, { recursive: true });
+  // --dist: another build's dist (a before/after pair: run once with each)
+  await cp(arg('dist') ?? join(REPO_ROOT, 'dist'), distCopy, { recursive: true });
   const cliPath = join(distCopy, 'cli', 'main.js');
   const env = { SERVICE_RATE_LIMIT_MAX: '0' };
 
