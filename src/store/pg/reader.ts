@@ -13,6 +13,9 @@
  * thread on the server. The one synchronous connection left is the app migrations' own, a worker
  * started for the migration run and ended with it (src/store/pg/migrations-sql.ts).
  *
+ * Each pool connection prepares a statement once (named, the first READ_NAMED_MAX texts) rather
+ * than parsing and planning it at every read (bench/README.md, "PostgreSQL point reads").
+ *
  * A time budget (`budgetMs`) counts the wait for a connection too; past it the read rejects with
  * ReadBudgetExceeded (the SQLite reader's class) and, unlike on SQLite, the statement is stopped
  * on the server: `pg_cancel_backend` at the deadline, and as a backstop a `statement_timeout` of
@@ -40,6 +43,14 @@ const PLAN_CACHE_MAX = 1000;
 const BALANCED_QUEUE = 1;
 /** Added to a read's budget for the connection's statement_timeout (the backstop of the cancel). */
 const BUDGET_BACKSTOP_MS = 1000;
+/**
+ * Statement texts given a name, so each pool connection parses and plans them once (a prepared
+ * statement) instead of at every read; later texts run unnamed. Bounded because a connection
+ * keeps every statement it prepared until it closes.
+ */
+export const READ_NAMED_MAX = 1000;
+/** PostgreSQL's answer to a prepared statement whose result columns changed under it (a schema change). */
+const RESULT_TYPE_CHANGED = 'cached plan must not change result type';
 /** How long close() waits for pool reads still running. */
 const CLOSE_WAIT_MS = 10_000;
 
@@ -172,6 +183,9 @@ export class PgReader {
   private readonly poolSize: number;
   private readonly controlConfig: pg.ClientConfig;
   private plans = new LRUCache<string, string[]>({ max: PLAN_CACHE_MAX });
+  /** statement names by text (READ_NAMED_MAX); a name is never given to another text */
+  private names = new Map<string, string>();
+  private namesMade = 0;
   private closed = false;
   /** Cancels under way; close() waits for them. */
   private pendingControl = new Set<Promise<void>>();
@@ -347,7 +361,7 @@ export class PgReader {
               timeouts.set(client, want);
             }
             const started = performance.now();
-            const r = (await client.query({ text, values: params, rowMode: 'array' })) as unknown as pg.QueryArrayResult;
+            const r = (await client.query({ text, values: params, rowMode: 'array', name: this.statementName(text) })) as unknown as pg.QueryArrayResult;
             this.ran.completed++;
             this.ran.busyMs += performance.now() - started;
             // a connection a cancel was sent to is not given to another read (the cancel could land there)
@@ -355,6 +369,11 @@ export class PgReader {
             settle(null, r.rows);
             return;
           } catch (err) {
+            if (attempt === 0 && (err as Error).message === RESULT_TYPE_CHANGED && this.names.delete(text)) {
+              // the schema changed under the prepared statement: prepare it again under a new name
+              client.release();
+              continue;
+            }
             const broken = isConnectionFailure(err);
             client.release(broken || over ? (err as Error) : undefined);
             if (broken && !over && attempt === 0 && !this.closed) continue; // a connection lost while idle: once more
@@ -364,6 +383,16 @@ export class PgReader {
         }
       })();
     });
+  }
+
+  /** The prepared statement name of `text`, or undefined once READ_NAMED_MAX texts have one. */
+  private statementName(text: string): string | undefined {
+    let name = this.names.get(text);
+    if (name === undefined && this.namesMade < READ_NAMED_MAX) {
+      name = `svc_r${++this.namesMade}`;
+      this.names.set(text, name);
+    }
+    return name;
   }
 
   /** Runs `sql` with `pid` on a connection of its own (a cancel), outside the pool that may be full. */
