@@ -14,7 +14,11 @@
  * started for the migration run and ended with it (src/store/pg/migrations-sql.ts).
  *
  * Each pool connection prepares a statement once (named, the first READ_NAMED_MAX texts) rather
- * than parsing and planning it at every read (bench/README.md, "PostgreSQL point reads").
+ * than parsing and planning it at every read. Point reads (`get` of a `… LIMIT 1` statement whose
+ * first parameter is a text: a record by id) made in one event-loop turn run as one statement
+ * over the array of their ids (flushPoints), one round trip for all of them: under load the
+ * round trips, not the statements, are most of a point read's cost (bench/README.md,
+ * "PostgreSQL point reads").
  *
  * A time budget (`budgetMs`) counts the wait for a connection too; past it the read rejects with
  * ReadBudgetExceeded (the SQLite reader's class) and, unlike on SQLite, the statement is stopped
@@ -51,6 +55,10 @@ const BUDGET_BACKSTOP_MS = 1000;
 export const READ_NAMED_MAX = 1000;
 /** PostgreSQL's answer to a prepared statement whose result columns changed under it (a schema change). */
 const RESULT_TYPE_CHANGED = 'cached plan must not change result type';
+/** Point reads combined into one statement at most (PointBatch). */
+const POINT_BATCH_MAX = 64;
+/** Texts whose combined form PostgreSQL refused (they run one by one from then on), kept at most. */
+const UNBATCHABLE_MAX = 1000;
 /** How long close() waits for pool reads still running. */
 const CLOSE_WAIT_MS = 10_000;
 
@@ -173,6 +181,39 @@ function firstIndex(node: PgPlanNode): string | null {
 /** The first row of a result, or undefined. */
 const first = (rows: unknown[][]): unknown[] | undefined => rows[0];
 
+interface PointWaiter {
+  id: string;
+  resolve(row: unknown[] | undefined): void;
+  reject(err: unknown): void;
+}
+
+/** The point reads of one statement and one set of other parameters, waiting for the end of the turn. */
+interface PointBatch {
+  text: string;
+  /** the parameters after the first, the same for every read of the batch */
+  rest: SqlValue[];
+  waiting: PointWaiter[];
+}
+
+/**
+ * The batch key of a point read (PgReader.get): the statement and its other parameters, or null
+ * when the read is not one (no `LIMIT 1` at the end, a first parameter that is not a text, or a
+ * NUL in it, which the read refuses on its own; other parameters that are not plain values).
+ */
+function pointKey(text: string, params: SqlValue[]): string | null {
+  if (typeof params[0] !== 'string' || !text.endsWith(' LIMIT 1') || params[0].includes('\u0000')) return null;
+  if (params.length === 1) return text;
+  let key = text;
+  for (let i = 1; i < params.length; i++) {
+    const p = params[i];
+    if (p === null) key += '\u0000n';
+    else if (typeof p === 'string' && !p.includes('\u0000')) key += `\u0000s${p}`;
+    else if (typeof p === 'number') key += `\u0000d${p}`;
+    else return null;
+  }
+  return key;
+}
+
 /** A pool client as this reader keeps it: the statement_timeout it has (ms; 0 none). */
 const timeouts = new WeakMap<pg.PoolClient, number>();
 
@@ -239,9 +280,78 @@ export class PgReader {
     this.plans.clear();
   }
 
-  /** First row or undefined, on a pool connection (the main thread goes on meanwhile). */
+  /**
+   * First row or undefined, on a pool connection (the main thread goes on meanwhile). A point
+   * read (a `… LIMIT 1` statement whose first parameter is a text, such as a record by id) waits
+   * for the end of the event loop turn, and the point reads of one statement made in that turn
+   * run as one (see flushPoints): one round trip instead of one each.
+   */
   get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined> {
-    return this.pooled(toPgPlaceholders(sql), params, 0).then(first);
+    const text = toPgPlaceholders(sql);
+    const key = pointKey(text, params);
+    if (key === null || this.unbatchable.has(text)) return this.pooled(text, params, 0).then(first);
+    return new Promise((resolve, reject) => {
+      let batch = this.points.get(key);
+      if (batch === undefined) this.points.set(key, (batch = { text, rest: params.slice(1), waiting: [] }));
+      batch.waiting.push({ id: params[0] as string, resolve, reject });
+      if (!this.pointsScheduled) {
+        this.pointsScheduled = true;
+        setImmediate(this.flushPoints);
+      }
+    });
+  }
+
+  /** Point reads waiting for the end of the turn, by statement and other parameters (pointKey). */
+  private points = new Map<string, PointBatch>();
+  private pointsScheduled = false;
+  /** statements whose combined form failed (a parameter typed other than text, for one) */
+  private unbatchable = new LRUCache<string, true>({ max: UNBATCHABLE_MAX });
+
+  /**
+   * Runs the point reads of the turn: one alone as it is; several of one statement as one
+   * statement over the array of their ids (`unnest … WITH ORDINALITY`, the statement joined
+   * LATERAL with its first parameter replaced by each id), each caller given the row of its
+   * ordinal. If PostgreSQL refuses the combined form, each read runs on its own, and the
+   * statement is not combined again.
+   */
+  private readonly flushPoints = (): void => {
+    this.pointsScheduled = false;
+    const batches = [...this.points.values()];
+    this.points.clear();
+    for (const b of batches) {
+      for (let i = 0; i < b.waiting.length; i += POINT_BATCH_MAX) {
+        const part = b.waiting.slice(i, i + POINT_BATCH_MAX);
+        if (part.length === 1 || this.unbatchable.has(b.text)) this.pointsOneByOne(b, part);
+        else this.pointsTogether(b, part);
+      }
+    }
+  };
+
+  private pointsOneByOne(b: PointBatch, part: PointWaiter[]): void {
+    for (const w of part) this.pooled(b.text, [w.id, ...b.rest], 0).then((rows) => w.resolve(rows[0]), w.reject);
+  }
+
+  private pointsTogether(b: PointBatch, part: PointWaiter[]): void {
+    const inner = b.text.replace(/\$1(?!\d)/g, 'svc_pt.v');
+    const sql = `SELECT svc_pt.o, svc_px.* FROM unnest($1::text[]) WITH ORDINALITY AS svc_pt(v, o) CROSS JOIN LATERAL (${inner}) svc_px`;
+    this.pooled(sql, [part.map((w) => w.id) as unknown as SqlValue, ...b.rest], 0).then(
+      (rows) => {
+        const found: Array<unknown[] | undefined> = new Array(part.length);
+        for (const row of rows) {
+          const at = Number(row[0]) - 1;
+          if (found[at] === undefined) found[at] = row.slice(1);
+        }
+        for (let i = 0; i < part.length; i++) part[i].resolve(found[i]);
+      },
+      (err: unknown) => {
+        if (isConnectionFailure(err) || err instanceof ReadBudgetExceeded || this.closed) {
+          for (const w of part) w.reject(err);
+          return;
+        }
+        this.unbatchable.set(b.text, true);
+        this.pointsOneByOne(b, part);
+      },
+    );
   }
 
   /** All rows, on a pool connection. */

@@ -201,6 +201,52 @@ test('a schema change made elsewhere: the next read has the new shape', { skip }
   assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1n, 'new']);
 });
 
+test('point reads of one turn run as one statement; each caller gets its own row', { skip }, async () => {
+  const r = await reader();
+  const one = 'SELECT id, country, pop FROM big WHERE id = ? LIMIT 1';
+  const alone = await Promise.all(['r1', 'r2', 'missing', 'r3'].map(async (id) => {
+    const row = await r.get(one, [id]);
+    return row;
+  }));
+  // the same reads in one turn: one pool statement for all of them (poolStats counts statements)
+  const before = r.poolStats().completed;
+  const ids = ['r1', 'r2', 'missing', 'r3', 'r2', 'it\'s'];
+  const together = await Promise.all(ids.map((id) => r.get(one, [id])));
+  assert.equal(r.poolStats().completed - before, 1, 'six point reads, one statement');
+  assert.deepEqual(together.slice(0, 4), alone);
+  assert.deepEqual(together[4], together[1], 'the same id twice: the same row twice');
+  assert.equal(together[2], undefined, 'no row: undefined');
+  assert.equal(together[5], undefined);
+  assert.equal(typeof together[0]![2], 'bigint', 'the values keep their types');
+
+  // other parameters are part of the batch: reads differing there are not mixed up
+  const ruled = 'SELECT id, pop FROM big WHERE id = ? AND country = ? LIMIT 1';
+  const [a, b, c] = await Promise.all([r.get(ruled, ['r1', 'c1']), r.get(ruled, ['r1', 'c2']), r.get(ruled, ['r201', 'c1'])]);
+  assert.deepEqual([a?.[0], b, c?.[0]], ['r1', undefined, 'r201']);
+});
+
+test('a point read PostgreSQL refuses to combine runs one by one, with its own answer', { skip }, async () => {
+  const r = await reader();
+  // the slot is typed integer by its column, so the combined form (a text per id) is refused
+  const sql = 'SELECT id FROM counter WHERE id = ? LIMIT 1';
+  const rows = await Promise.all([r.get(sql, ['1']), r.get(sql, ['2'])]);
+  assert.deepEqual(rows, [[1n], undefined]);
+  const errs = await Promise.allSettled([r.get(sql, ['1']), r.get(sql, ['not a number'])]);
+  assert.deepEqual(errs[0], { status: 'fulfilled', value: [1n] });
+  assert.equal(errs[1].status, 'rejected');
+  assert.equal(((errs[1] as PromiseRejectedResult).reason as { code?: string }).code, '22P02', 'the bad one fails alone, with its SQLSTATE');
+});
+
+test('a schema change under a combined point read: the next reads have the new shape', { skip }, async () => {
+  const r = await reader();
+  await admin.query('CREATE TABLE shape2 (id text PRIMARY KEY, a integer); INSERT INTO shape2 VALUES (\'x\', 1), (\'y\', 2)');
+  const sql = 'SELECT * FROM shape2 WHERE id = ? LIMIT 1';
+  assert.deepEqual(await Promise.all([r.get(sql, ['x']), r.get(sql, ['y'])]), [['x', 1n], ['y', 2n]]);
+  await admin.query('ALTER TABLE shape2 ADD COLUMN b text DEFAULT \'new\'');
+  assert.deepEqual(await Promise.all([r.get(sql, ['x']), r.get(sql, ['y'])]), [['x', 1n, 'new'], ['y', 2n, 'new']]);
+  assert.deepEqual(await r.get(sql, ['y']), ['y', 2n, 'new']);
+});
+
 test('plan: indexed against unindexed reads, in SQLite\'s wording', { skip }, async () => {
   const r = await reader();
   const plan = async (sql: string, params: unknown[]): Promise<string[]> => r.plan(sql, params as never[]);
