@@ -15,8 +15,13 @@
  * still commit. A job is answered only after the COMMIT that holds it returned. Isolation is
  * PostgreSQL's default, READ COMMITTED.
  *
+ * While jobs have not been failing (CLEAN_GROUPS_BEFORE_OPTIMISTIC groups in a row), a group of
+ * several jobs runs without savepoints; when one of its jobs fails, the transaction is rolled
+ * back and the group runs again with the savepoints, so the answers are the same either way.
+ *
  * Round trips per group: `BEGIN; SAVEPOINT` once, each step once, `RELEASE; SAVEPOINT` (or
- * `ROLLBACK TO`) between jobs, and one last `RELEASE; <take changes>; COMMIT`. Statements with
+ * `ROLLBACK TO`) between jobs, and one last `RELEASE; <take changes>; COMMIT`; without
+ * savepoints, `BEGIN`, each step and `<take changes>; COMMIT`. Statements with
  * parameters are prepared once per connection (named, at most NAMED_MAX; a DDL step forgets the
  * names, and the connection is renewed between groups once the budget is spent).
  *
@@ -206,11 +211,18 @@ function createsOf(group: Job[], outcomes: Array<StepResult[] | Error>): Change[
  * The end of every group, one round trip: release the last job's savepoint, read and clear the
  * notes, commit. Past 2 × MAX_CHANGES_LISTED notes only the collections come back (op null).
  */
-const COMMIT_SQL = `RELEASE SAVEPOINT svc_job;
-WITH d AS (DELETE FROM pg_temp._svc_changes RETURNING c, id, op, old), n AS (SELECT count(*) AS n FROM d)
+/** The notes read and cleared, then COMMIT (a group run without savepoints: see applyGroup). */
+const TAKE_AND_COMMIT_SQL = `WITH d AS (DELETE FROM pg_temp._svc_changes RETURNING c, id, op, old), n AS (SELECT count(*) AS n FROM d)
 SELECT d.c, d.id, d.op, d.old::text FROM d, n WHERE n.n <= ${MAX_CHANGES_LISTED * 2}
 UNION ALL SELECT DISTINCT d.c, NULL::text, NULL::smallint, NULL::text FROM d, n WHERE n.n > ${MAX_CHANGES_LISTED * 2};
 COMMIT`;
+const COMMIT_SQL = `RELEASE SAVEPOINT svc_job;
+${TAKE_AND_COMMIT_SQL}`;
+/**
+ * Groups in a row that must have committed without a failed job before the next group runs
+ * without savepoints (applyGroup): a failed job then costs its whole group a second run.
+ */
+const CLEAN_GROUPS_BEFORE_OPTIMISTIC = 8;
 
 /** A statement that changes the schema: prepared statements may plan differently after it. */
 const isDdl = (sql: string): boolean => /^\s*(CREATE|ALTER|DROP)\b/i.test(sql);
@@ -290,6 +302,8 @@ export class PgWriter {
   /** captureAllDeletedRows was called: `svc.cf_old` is `*` for good */
   private allOld = false;
   private sentOld: string | null = null;
+  /** groups committed in a row with no failed job (CLEAN_GROUPS_BEFORE_OPTIMISTIC) */
+  private cleanGroups = 0;
 
   /**
    * @param connection a `postgres://` URL or a pg client configuration (the writer adds
@@ -499,12 +513,29 @@ export class PgWriter {
     let taken: unknown[][];
     const oldWanted = this.wantOld;
     let begun = false;
+    // A group of several jobs runs without savepoints while jobs have not been failing: a
+    // savepoint costs a round trip and a subtransaction a job. If a job then fails, the whole
+    // transaction is rolled back and the group runs again with a savepoint a job (below).
+    let optimistic = group.length > 1 && this.cleanGroups >= CLEAN_GROUPS_BEFORE_OPTIMISTIC;
     try {
       const setOld = oldWanted !== this.sentOld ? `SELECT set_config('svc.cf_old', ${pg.escapeLiteral(oldWanted)}, false); ` : '';
-      await client.query(`BEGIN; ${setOld}SAVEPOINT svc_job`);
+      await client.query(optimistic ? `BEGIN; ${setOld}` : `BEGIN; ${setOld}SAVEPOINT svc_job`);
       begun = true;
       this.sentOld = oldWanted;
-      for (let j = 0; j < group.length; j++) {
+      if (optimistic) {
+        for (let j = 0; j < group.length && optimistic; j++) {
+          const outcome = await this.runJob(client, group[j].steps);
+          if (outcome instanceof Error) optimistic = false;
+          else outcomes[j] = outcome;
+        }
+        if (!optimistic) {
+          // the set_config of this transaction is undone with it: sent again
+          this.cleanGroups = 0;
+          await client.query(`ROLLBACK; BEGIN; SELECT set_config('svc.cf_old', ${pg.escapeLiteral(oldWanted)}, false); SAVEPOINT svc_job`);
+          outcomes.fill(undefined as unknown as StepResult[]);
+        }
+      }
+      for (let j = 0; j < group.length && !optimistic; j++) {
         let outcome = await this.runJob(client, group[j].steps);
         if (isStalePlan(outcome)) {
           // another session changed a table under a prepared statement: prepare again, once
@@ -518,7 +549,7 @@ export class PgWriter {
       }
       atCommit = true;
       const before = this.commitSql.any ? this.commitSql.results(createsOf(group, outcomes)).join('') : '';
-      const res = (await client.query({ text: before + COMMIT_SQL, rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
+      const res = (await client.query({ text: before + (optimistic ? TAKE_AND_COMMIT_SQL : COMMIT_SQL), rowMode: 'array' })) as unknown as pg.QueryArrayResult[];
       taken = res[res.length - 2].rows; // the notes: the statement before COMMIT
     } catch (err) {
       this.sentOld = null;
@@ -543,6 +574,8 @@ export class PgWriter {
       group.forEach((j, k) => j.reject(outcomes[k] instanceof Error ? outcomes[k] : failed));
       return;
     }
+    if (outcomes.some((o) => o instanceof Error)) this.cleanGroups = 0;
+    else this.cleanGroups++;
     this.commits++;
     this.groupCommits++;
     this.committed.call();
