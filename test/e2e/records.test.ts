@@ -422,3 +422,27 @@ test('relation minSelect/maxSelect: too few or too many ids → 400 validation_r
   assert.equal(ok.status, 200, ok.text);
   assert.deepEqual(ok.body.stops, [pt.id, es.id]);
 });
+
+test('many views at once: each caller gets its own record under its own rule, or a 404', async () => {
+  // reads made together (on PostgreSQL those of one turn run as one statement: ARCHITECTURE.md,
+  // `src/store/pg/`) must each answer as if made alone; a projection keeps the record cache out
+  await srv.createCollection({
+    name: 'burst', type: 'base', listRule: '@public', viewRule: 'owner = @request.auth.id',
+    fields: [{ name: 'title', type: 'text' }, { name: 'owner', type: 'text' }],
+  });
+  const owners = [alice.id, bob.id, ''];
+  const recs: Array<{ id: string; title: string; owner: string }> = [];
+  for (let i = 0; i < 24; i++) recs.push(await seed(srv, 'burst', { title: `burst ${i}`, owner: owners[i % 3] }));
+  const callers = [{ name: 'alice', token: alice.token, id: alice.id }, { name: 'bob', token: bob.token, id: bob.id }, { name: 'anonymous', token: null, id: '' }];
+  const asks = callers.flatMap((c) => [...recs.map((r) => ({ c, id: r.id, want: r.owner === c.id ? r : null })), { c, id: 'nosuchrecord123', want: null }]);
+  const answers = await Promise.all(asks.map((a) => srv.api('GET', `/api/collections/burst/records/${a.id}?fields=id,title,owner`, { token: a.c.token })));
+  answers.forEach((r, k) => {
+    const { c, id, want } = asks[k];
+    if (want) {
+      assert.equal(r.status, 200, `${c.name} reads ${id}: ${r.text}`);
+      assert.deepEqual(r.body, { id: want.id, title: want.title, owner: want.owner });
+    } else {
+      assert.equal(r.status, 404, `${c.name} reads ${id}: ${r.text}`);
+    }
+  });
+});
