@@ -38,6 +38,7 @@ import type { ReaderPoolStats } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { readTypes, isConnectionFailure } from '../../../workers/pg-reader.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
+import { StatementNames, isResultTypeChanged } from './statement-names.js';
 
 export { ReadBudgetExceeded };
 
@@ -53,8 +54,6 @@ const BUDGET_BACKSTOP_MS = 1000;
  * keeps every statement it prepared until it closes.
  */
 export const READ_NAMED_MAX = 1000;
-/** PostgreSQL's answer to a prepared statement whose result columns changed under it (a schema change). */
-const RESULT_TYPE_CHANGED = 'cached plan must not change result type';
 /** Point reads combined into one statement at most (PointBatch). */
 const POINT_BATCH_MAX = 64;
 /** Texts whose combined form PostgreSQL refused (they run one by one from then on), kept at most. */
@@ -224,9 +223,8 @@ export class PgReader {
   private readonly poolSize: number;
   private readonly controlConfig: pg.ClientConfig;
   private plans = new LRUCache<string, string[]>({ max: PLAN_CACHE_MAX });
-  /** statement names by text (READ_NAMED_MAX); a name is never given to another text */
-  private names = new Map<string, string>();
-  private namesMade = 0;
+  /** statement names by text (READ_NAMED_MAX), shared by the pool's connections */
+  private names = new StatementNames('svc_r', READ_NAMED_MAX);
   private closed = false;
   /** Cancels under way; close() waits for them. */
   private pendingControl = new Set<Promise<void>>();
@@ -471,7 +469,7 @@ export class PgReader {
               timeouts.set(client, want);
             }
             const started = performance.now();
-            const r = (await client.query({ text, values: params, rowMode: 'array', name: this.statementName(text) })) as unknown as pg.QueryArrayResult;
+            const r = (await client.query({ text, values: params, rowMode: 'array', name: this.names.of(text) })) as unknown as pg.QueryArrayResult;
             this.ran.completed++;
             this.ran.busyMs += performance.now() - started;
             // a connection a cancel was sent to is not given to another read (the cancel could land there)
@@ -479,7 +477,7 @@ export class PgReader {
             settle(null, r.rows);
             return;
           } catch (err) {
-            if (attempt === 0 && (err as Error).message === RESULT_TYPE_CHANGED && this.names.delete(text)) {
+            if (attempt === 0 && isResultTypeChanged((err as { code?: string }).code, (err as Error).message) && this.names.forget(text)) {
               // the schema changed under the prepared statement: prepare it again under a new name
               client.release();
               continue;
@@ -493,16 +491,6 @@ export class PgReader {
         }
       })();
     });
-  }
-
-  /** The prepared statement name of `text`, or undefined once READ_NAMED_MAX texts have one. */
-  private statementName(text: string): string | undefined {
-    let name = this.names.get(text);
-    if (name === undefined && this.namesMade < READ_NAMED_MAX) {
-      name = `svc_r${++this.namesMade}`;
-      this.names.set(text, name);
-    }
-    return name;
   }
 
   /** Runs `sql` with `pid` on a connection of its own (a cancel), outside the pool that may be full. */

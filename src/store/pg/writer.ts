@@ -67,6 +67,7 @@ import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 import { Subscribers } from '../subscribers.js';
 import { CHANGE_DELETE, MAX_CHANGES_LISTED, type StepResult, type WriteStep } from '../write-job.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
+import { StatementNames, isResultTypeChanged } from './statement-names.js';
 
 /**
  * Most jobs in one group. Every job that writes gets a subtransaction id in its savepoint, and a
@@ -236,8 +237,7 @@ function isConnectionFailure(err: unknown): boolean {
 }
 
 /** A prepared statement whose result shape changed under it (DDL in another session). */
-const isStalePlan = (err: unknown): boolean =>
-  err instanceof PgWriteError && err.sqlState === '0A000' && /cached plan must not change result type/.test(err.message);
+const isStalePlan = (err: unknown): boolean => err instanceof PgWriteError && isResultTypeChanged(err.sqlState, err.message);
 
 function stepError(err: unknown, step: number): PgWriteError {
   const e = err as pg.DatabaseError;
@@ -295,8 +295,7 @@ export class PgWriter {
   /** Why the current client can no longer be used (its 'error' or 'end' event), or null. */
   private lostWith: Error | null = null;
   /** Prepared statement names of the current connection, by statement text. */
-  private names = new Map<string, string>();
-  private namesMade = 0;
+  private names = new StatementNames('svc_w', NAMED_MAX);
   /** `svc.cf_old` as wanted (`,id,id,`) and as the connection has it (null: unknown). */
   private wantOld = '';
   /** captureAllDeletedRows was called: `svc.cf_old` is `*` for good */
@@ -447,7 +446,7 @@ export class PgWriter {
         // not expected: applyGroup answers every job itself; never leave a job hanging
         for (const j of group) j.reject(err);
       }
-      if (this.namesMade >= NAMED_MAX && this.client) this.dropClient(true);
+      if (this.names.made >= NAMED_MAX && this.client) this.dropClient(true);
     }
   }
 
@@ -472,8 +471,7 @@ export class PgWriter {
       this.dropClient(false);
       throw err;
     }
-    this.names.clear();
-    this.namesMade = 0;
+    this.names.reset();
     this.sentOld = null;
     return client;
   }
@@ -540,7 +538,7 @@ export class PgWriter {
         if (isStalePlan(outcome)) {
           // another session changed a table under a prepared statement: prepare again, once
           await client.query('ROLLBACK TO SAVEPOINT svc_job');
-          this.names.clear();
+          this.names.forgetAll();
           outcome = await this.runJob(client, group[j].steps);
         }
         outcomes[j] = outcome;
@@ -625,17 +623,12 @@ export class PgWriter {
   private async exec(client: pg.Client, step: WriteStep): Promise<pg.QueryArrayResult> {
     if (step.params.length === 0) {
       const r = (await client.query({ text: step.sql, rowMode: 'array' })) as pg.QueryArrayResult | pg.QueryArrayResult[];
-      if (isDdl(step.sql)) this.names.clear();
+      if (isDdl(step.sql)) this.names.forgetAll();
       return Array.isArray(r) ? r[r.length - 1] : r;
     }
     const text = toPgPlaceholders(step.sql);
-    let name = this.names.get(text);
-    if (name === undefined && this.namesMade < NAMED_MAX) {
-      name = `svc_w${++this.namesMade}`;
-      this.names.set(text, name);
-    }
-    const r = await client.query({ text, values: step.params, rowMode: 'array', name });
-    if (isDdl(step.sql)) this.names.clear();
+    const r = await client.query({ text, values: step.params, rowMode: 'array', name: this.names.of(text) });
+    if (isDdl(step.sql)) this.names.forgetAll();
     return r;
   }
 
