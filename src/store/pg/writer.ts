@@ -516,7 +516,8 @@ export class PgWriter {
     // transaction is rolled back and the group runs again with a savepoint a job (below).
     let optimistic = group.length > 1 && this.cleanGroups >= CLEAN_GROUPS_BEFORE_OPTIMISTIC;
     try {
-      const setOld = oldWanted !== this.sentOld ? `SELECT set_config('svc.cf_old', ${pg.escapeLiteral(oldWanted)}, false); ` : '';
+      const setOldSql = `SELECT set_config('svc.cf_old', ${pg.escapeLiteral(oldWanted)}, false); `;
+      const setOld = oldWanted !== this.sentOld ? setOldSql : '';
       await client.query(optimistic ? `BEGIN; ${setOld}` : `BEGIN; ${setOld}SAVEPOINT svc_job`);
       begun = true;
       this.sentOld = oldWanted;
@@ -527,10 +528,10 @@ export class PgWriter {
           else outcomes[j] = outcome;
         }
         if (!optimistic) {
-          // the set_config of this transaction is undone with it: sent again
+          // the set_config of this transaction is undone with it: sent again (the loop below
+          // gives every job its outcome anew)
           this.cleanGroups = 0;
-          await client.query(`ROLLBACK; BEGIN; SELECT set_config('svc.cf_old', ${pg.escapeLiteral(oldWanted)}, false); SAVEPOINT svc_job`);
-          outcomes.fill(undefined as unknown as StepResult[]);
+          await client.query(`ROLLBACK; BEGIN; ${setOldSql}SAVEPOINT svc_job`);
         }
       }
       for (let j = 0; j < group.length && !optimistic; j++) {
