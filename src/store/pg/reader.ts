@@ -342,7 +342,7 @@ export class PgReader {
         for (let i = 0; i < part.length; i++) part[i].resolve(found[i]);
       },
       (err: unknown) => {
-        if (isConnectionFailure(err) || err instanceof ReadBudgetExceeded || this.closed) {
+        if (isConnectionFailure(err) || this.closed) {
           for (const w of part) w.reject(err);
           return;
         }
