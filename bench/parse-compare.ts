@@ -13,7 +13,7 @@
  * `--parse-dir` (default bench/results/parse-server) when it is not there yet. Needs wrk and
  * PostgreSQL (ci/install-apt.sh); exits saying which is missing. Not part of `npm run bench`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -47,8 +47,8 @@ function installParse(): string {
   const bin = join(PARSE_DIR, 'node_modules', 'parse-server', 'bin', 'parse-server');
   if (existsSync(bin)) return bin;
   console.log(`parse-compare: installing parse-server@${PARSE_VERSION} into ${PARSE_DIR} (once)`);
-  spawnSync('mkdir', ['-p', PARSE_DIR]);
-  if (!existsSync(join(PARSE_DIR, 'package.json'))) spawnSync('sh', ['-c', `echo '{"private":true}' > package.json`], { cwd: PARSE_DIR });
+  mkdirSync(PARSE_DIR, { recursive: true });
+  if (!existsSync(join(PARSE_DIR, 'package.json'))) writeFileSync(join(PARSE_DIR, 'package.json'), '{"private":true}\n');
   const r = spawnSync('npm', ['install', `parse-server@${PARSE_VERSION}`, '--no-audit', '--no-fund'], { cwd: PARSE_DIR, stdio: 'inherit' });
   if (r.status !== 0 || !existsSync(bin)) throw new Error(`npm install parse-server@${PARSE_VERSION} failed (exit ${r.status})`);
   return bin;
