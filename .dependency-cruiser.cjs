@@ -90,7 +90,7 @@ const MAY_IMPORT = {
   'src/store': ['src/store/errors', 'src/store/pg', 'src/store/sql', 'src/store/sqlite'],
   // storage's typed errors (GuardFailed, NotFound, InvalidQuery, UniqueViolation, …): no HTTP status or code
   'src/store/errors': [],
-  'src/store/pg': ['src/store', 'src/store/errors', 'src/store/shared', 'src/store/sql', 'src/store/sqlite', 'workers'],
+  'src/store/pg': ['src/store', 'src/store/errors', 'src/store/shared', 'src/store/sql', 'src/store/sqlite'],
   'src/store/shared': ['src/store', 'src/store/sqlite'],
   // the dialect-neutral SQL builders: the store's interfaces (the rule compiler's types are
   // src/store/rule-types.ts, the schema's src/model/; the parser is given to the rule emitter)

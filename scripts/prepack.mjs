@@ -31,7 +31,6 @@ const needed = [
   'dist/devtool/main.js',
   'dist/workers/writer.js',
   'dist/workers/reader.js',
-  'dist/workers/pg-reader.js',
   'dist/workers/hash.js',
   'dist/build-info.json',
   'admin-dist/index.html',

@@ -106,7 +106,7 @@ export class MigrateStatusCommand extends MigrateBase {
     const url = process.env.SERVICE_DATABASE_URL?.trim() || (app ? appDatabaseUrl(app) : undefined);
     const recorded = url
       ? await (await import('../../src/store/pg/migrations-sql.js')).appliedMigrationsPg(url)
-      : existsSync(db) ? (await import('../../src/store/sqlite/migrations-sql.js')).appliedMigrations(db) : [];
+      : existsSync(db) ? await (await import('../../src/store/sqlite/migrations-sql.js')).appliedMigrations(db) : [];
     const status = migrationStatus(declared, recorded);
     const lines = [
       ...status.migrations.map((m) => `${m.applied ? 'applied ' : 'pending '} ${m.id}${m.applied_at ? `  ${m.applied_at}` : ''}`),

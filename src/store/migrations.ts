@@ -7,18 +7,27 @@
  * Migrations run before the server serves (or under `svc migrate`), when nothing else writes:
  * each one runs in one transaction together with the `_migrations` row that records it, so a
  * migration is either wholly applied and recorded or not at all. A migration may be async; its
- * statements still run inside its transaction, and reads see its own earlier writes.
+ * statements still run inside its transaction, and reads see its own earlier writes. On SQLite a
+ * statement answers at once; on PostgreSQL it answers a promise (the connection is a socket the
+ * main thread never waits on), and the statements a migration did not await are awaited before
+ * it is recorded.
  */
 import type { WriteStep } from './write-job.js';
 
-/** What a migration's `up(tx)` gets: statements inside the migration's transaction. */
+/** A value now (SQLite) or a promise of it (PostgreSQL). */
+export type Answer<T> = T | Promise<T>;
+
+/**
+ * What a migration's `up(tx)` gets: statements inside the migration's transaction, answered at
+ * once on SQLite and as promises on PostgreSQL (`await` them to run on both).
+ */
 export interface MigrationTx {
   /** Runs one statement; answers the rows it changed. */
-  exec(sql: string, params?: unknown[]): { changes: number };
+  exec(sql: string, params?: unknown[]): Answer<{ changes: number }>;
   /** Runs a script of several statements (a `.sql` migration file), no parameters. */
-  script(sql: string): void;
+  script(sql: string): Answer<void>;
   /** Rows of a query as objects keyed by column name. */
-  query(sql: string, params?: unknown[]): Record<string, unknown>[];
+  query(sql: string, params?: unknown[]): Answer<Record<string, unknown>[]>;
 }
 
 /** One migration to run: `id` orders and records it. */
@@ -35,22 +44,25 @@ export interface AppliedMigration {
 }
 
 /**
- * One backend's connection for the migration run: synchronous statements (a migration's
- * `tx.exec` answers at once on both backends). `rows` answers positional rows with their column
- * names; `begin` opens the transaction a migration runs in (SQLite's takes the write lock at
- * once); `rollback` may throw when the connection is gone (the server has rolled back then).
+ * One backend's connection for the migration run: statements answered at once (SQLite) or as
+ * promises run in the order they were sent (PostgreSQL). `rows` answers positional rows with
+ * their column names; `begin` opens the transaction a migration runs in (SQLite's takes the write
+ * lock at once); `rollback` may fail when the connection is gone (the server has rolled back
+ * then).
  */
 export interface MigrationConnection {
-  run(sql: string, params?: readonly unknown[]): number;
-  rows(sql: string, params?: readonly unknown[]): { columns: string[]; rows: unknown[][] };
-  script(sql: string): void;
-  begin(): void;
-  commit(): void;
-  rollback(): void;
+  run(sql: string, params?: readonly unknown[]): Answer<number>;
+  rows(sql: string, params?: readonly unknown[]): Answer<{ columns: string[]; rows: unknown[][] }>;
+  script(sql: string): Answer<void>;
+  begin(): Answer<void>;
+  commit(): Answer<void>;
+  rollback(): Answer<void>;
   /** whether a transaction is open (after a failed statement, some databases have ended it) */
   inTransaction(): boolean;
   /** runs last inside each migration's transaction, after its `_migrations` row (the backend's announcements) */
-  recorded?(): void;
+  recorded?(): Answer<void>;
+  /** the SQLSTATE of a statement refused because an earlier one failed in the transaction (PostgreSQL's 25P02) */
+  abortedCode?: string;
 }
 
 /** The `_migrations` table: a migration's id and when it was applied. */
@@ -64,9 +76,11 @@ export function migrationFailed(id: string, err: unknown): Error & { migrationId
 }
 
 /** The applied migrations of a database that has the `_migrations` table, in the order applied. */
-export function readApplied(db: MigrationConnection): AppliedMigration[] {
-  return db.rows(APPLIED).rows.map(([id, at]) => ({ id: String(id), applied_at: String(at) }));
+export async function readApplied(db: MigrationConnection): Promise<AppliedMigration[]> {
+  return (await db.rows(APPLIED)).rows.map(([id, at]) => ({ id: String(id), applied_at: String(at) }));
 }
+
+const objects = ({ columns, rows }: { columns: string[]; rows: unknown[][] }): Record<string, unknown>[] => rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])));
 
 /**
  * Applies, in the given order, every migration not yet recorded, after the backend's system
@@ -75,48 +89,65 @@ export function readApplied(db: MigrationConnection): AppliedMigration[] {
  * before it stay applied. `onApplied(id, ms)` is told of each one applied.
  */
 export async function runMigrations(db: MigrationConnection, bootstrap: readonly WriteStep[], migrations: readonly RunnableMigration[], onApplied?: (id: string, ms: number) => void): Promise<string[]> {
-  db.begin();
+  await db.begin();
   try {
-    for (const s of bootstrap) db.run(s.sql, s.params);
-    db.run(MIGRATIONS_DDL);
-    db.commit();
+    for (const s of bootstrap) await db.run(s.sql, s.params);
+    await db.run(MIGRATIONS_DDL);
+    await db.commit();
   } catch (err) {
-    db.rollback();
+    await db.rollback();
     throw err;
   }
-  const done = new Set(db.rows('SELECT "id" FROM "_migrations"').rows.map((r) => String(r[0])));
+  const done = new Set((await db.rows('SELECT "id" FROM "_migrations"')).rows.map((r) => String(r[0])));
   const applied: string[] = [];
   for (const m of migrations) {
     if (done.has(m.id)) continue;
     const started = performance.now();
     let open = true;
+    // PostgreSQL's answers the migration did not await: awaited before it is recorded, the first
+    // failure kept to explain a refused record
+    const sent: Promise<unknown>[] = [];
+    let firstFailure: { err: unknown } | null = null;
+    const track = <T>(answer: Answer<T>): Answer<T> => {
+      if (answer instanceof Promise) sent.push(answer.catch((err: unknown) => void (firstFailure ??= { err })));
+      return answer;
+    };
     const live = (): void => {
       if (!open) throw new Error(`migration ${m.id}: its transaction has ended`);
     };
     const tx: MigrationTx = {
       exec(sql, params = []) {
         live();
-        return { changes: db.run(sql, params) };
+        const n = db.run(sql, params);
+        return track(n instanceof Promise ? n.then((changes) => ({ changes })) : { changes: n });
       },
       script(sql) {
         live();
-        db.script(sql);
+        return track(db.script(sql));
       },
       query(sql, params = []) {
         live();
-        const { columns, rows } = db.rows(sql, params);
-        return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])));
+        const r = db.rows(sql, params);
+        return track(r instanceof Promise ? r.then(objects) : objects(r));
       },
     };
-    db.begin();
+    await db.begin();
     try {
       await m.up(tx);
-      db.run('INSERT INTO "_migrations" ("id", "applied_at") VALUES (?, ?)', [m.id, new Date().toISOString()]);
-      db.recorded?.();
-      db.commit();
-    } catch (err) {
+      await Promise.all(sent);
       try {
-        if (db.inTransaction()) db.rollback();
+        await db.run('INSERT INTO "_migrations" ("id", "applied_at") VALUES (?, ?)', [m.id, new Date().toISOString()]);
+      } catch (err) {
+        // refused because a statement the migration did not await had failed: that one is the cause
+        const f = firstFailure as { err: unknown } | null;
+        throw f && (err as { code?: string }).code === db.abortedCode ? f.err : err;
+      }
+      await db.recorded?.();
+      await db.commit();
+    } catch (err) {
+      await Promise.all(sent);
+      try {
+        if (db.inTransaction()) await db.rollback();
       } catch { /* the connection is gone: the database rolled back */ }
       throw migrationFailed(m.id, err);
     } finally {

@@ -41,9 +41,9 @@ before(async () => {
   const { mkdirSync } = await import('node:fs');
   mkdirSync(migrations);
   writeFileSync(join(migrations, '0001_log.sql'), `CREATE TABLE app_log (msg TEXT NOT NULL);\nINSERT INTO app_log VALUES ('one');\n`);
-  writeFileSync(join(migrations, '0002_seed.js'), `export default function up(tx) {
-  tx.exec('INSERT INTO app_log VALUES (?)', ['two']);
-  const seen = tx.query('SELECT count(*) AS n FROM app_log');
+  writeFileSync(join(migrations, '0002_seed.js'), `export default async function up(tx) {
+  await tx.exec('INSERT INTO app_log VALUES (?)', ['two']);
+  const seen = await tx.query('SELECT count(*) AS n FROM app_log');
   if (seen[0].n !== 2) throw new Error('a migration must see its own writes');
 }\n`);
   writeFileSync(join(migrations, 'README.md'), 'Migrations of the ops fixture.\n');

@@ -102,7 +102,7 @@ after(() => {
 
 test('the tarball holds the compiled code, the admin UI and the launchers, and no sources', () => {
   for (const f of ['package.json', 'README.md', 'bin/svc.js', 'bin/devtool.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/cli/main.js', 'dist/devtool/main.js',
-    'dist/workers/writer.js', 'dist/workers/reader.js', 'dist/workers/pg-reader.js', 'dist/workers/hash.js', 'dist/build-info.json', 'admin-dist/index.html', 'docs/framework.md']) {
+    'dist/workers/writer.js', 'dist/workers/reader.js', 'dist/workers/hash.js', 'dist/build-info.json', 'admin-dist/index.html', 'docs/framework.md']) {
     assert.ok(packedFiles.includes(f), `${f} is in the tarball`);
   }
   const sources = packedFiles.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));

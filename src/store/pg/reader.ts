@@ -3,15 +3,14 @@
  * (src/store/sqlite/reader.ts) with the same asynchronous methods and the same answers, so the
  * domain runs unchanged on either backend. Statements arrive spelled for SQLite's slots (`?`,
  * renumbered by toPgPlaceholders); rows come back as arrays in the SQLite reader's shapes
- * (workers/pg-reader.ts `readTypes`: integers as BigInt, booleans as 1n/0n, float and numeric as
+ * (src/store/pg/read-types.ts `readTypes`: integers as BigInt, booleans as 1n/0n, float and numeric as
  * numbers, bytea as Buffer, jsonb and everything else as text).
  *
  * Every read is asynchronous, on a pg.Pool (`get`, `all`, `plan`, `allOffThread`,
  * `getOffThread`, and `getAuto`, `allAuto`, `getBalanced`, which on SQLite may stay on the main
  * thread and here always go to the pool: every read is a round trip). There are no synchronous
  * reads (`sync` is null, src/store/backend.ts): nothing that serves requests can block the main
- * thread on the server. The one synchronous connection left is the app migrations' own, a worker
- * started for the migration run and ended with it (src/store/pg/migrations-sql.ts).
+ * thread on the server.
  *
  * Each pool connection prepares a statement once (named, the first READ_NAMED_MAX texts) rather
  * than parsing and planning it at every read. Point reads (`get` of a `… LIMIT 1` statement whose
@@ -36,7 +35,7 @@ import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
 import type { ReaderPoolStats } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
-import { readTypes, isConnectionFailure } from '../../../workers/pg-reader.js';
+import { readTypes, isConnectionFailure } from './read-types.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
 import { StatementNames, isResultTypeChanged } from './statement-names.js';
 

@@ -25,20 +25,20 @@ function connection(db: InstanceType<typeof Database>): MigrationConnection {
       const stmt = db.prepare(sql);
       return { columns: stmt.columns().map((c) => c.name), rows: stmt.raw(true).all(bindAll(params as SqlValue[])) as unknown[][] };
     },
-    script: (sql) => db.exec(sql),
-    begin: () => db.exec('BEGIN IMMEDIATE'),
-    commit: () => db.exec('COMMIT'),
-    rollback: () => db.exec('ROLLBACK'),
+    script: (sql) => void db.exec(sql),
+    begin: () => void db.exec('BEGIN IMMEDIATE'),
+    commit: () => void db.exec('COMMIT'),
+    rollback: () => void db.exec('ROLLBACK'),
     inTransaction: () => db.inTransaction,
   };
 }
 
 /** The applied migrations in the order they were applied (empty when none ever was). */
-export function appliedMigrations(dbPath: string): AppliedMigration[] {
+export async function appliedMigrations(dbPath: string): Promise<AppliedMigration[]> {
   const db = open(dbPath);
   try {
     const has = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'`).raw(true).get();
-    return has ? readApplied(connection(db)) : [];
+    return has ? await readApplied(connection(db)) : [];
   } finally {
     db.close();
   }

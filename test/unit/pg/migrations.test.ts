@@ -1,8 +1,10 @@
 /**
  * App migrations on the server-SQL backend (src/store/pg/migrations-sql.ts) against a real
- * PostgreSQL: the synchronous MigrationTx (exec, query, script) inside one transaction per
- * migration, recorded with it; a failure rolls its migration back and keeps the earlier ones;
- * two instances starting at once apply each migration once.
+ * PostgreSQL: the MigrationTx (exec, query, script, each a promise here) inside one transaction
+ * per migration, recorded with it; statements a migration did not await still run, in order,
+ * before it is recorded; a failure (awaited or not) rolls its migration back, names its cause and
+ * keeps the earlier ones; the event loop turns while a statement runs; a lost connection fails
+ * the run; two instances starting at once apply each migration once.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,12 +39,14 @@ async function rows(url: string, sql: string): Promise<unknown[][]> {
 
 const log: RunnableMigration = { id: '0001_log', up: (tx) => tx.script(`CREATE TABLE app_log (msg text NOT NULL);\nINSERT INTO app_log VALUES ('one? not a placeholder');`) };
 const seed: RunnableMigration = {
-  id: '0002_seed',
-  up(tx) {
-    assert.deepEqual(tx.exec('INSERT INTO app_log VALUES (?), (?)', ['two', 'three']), { changes: 2 });
+  async up(tx) {
+    const exec = tx.exec('INSERT INTO app_log VALUES (?), (?)', ['two', 'three']);
+    assert.ok(exec instanceof Promise, 'on PostgreSQL a statement answers a promise');
+    assert.deepEqual(await exec, { changes: 2 });
     // reads see the migration's own writes
-    assert.deepEqual(tx.query('SELECT count(*) AS n FROM app_log WHERE msg <> ?', ['x']), [{ n: 3 }]);
+    assert.deepEqual(await tx.query('SELECT count(*) AS n FROM app_log WHERE msg <> ?', ['x']), [{ n: 3 }]);
   },
+  id: '0002_seed',
 };
 
 test('migrations apply in order, each with its record; a second run applies nothing', { skip }, async () => {
@@ -58,7 +62,8 @@ test('migrations apply in order, each with its record; a second run applies noth
 
 test('a failing migration is rolled back whole and named; the ones before it stay', { skip }, async () => {
   const url = await server!.createDatabase('failing');
-  const bad: RunnableMigration = { id: '0003_bad', up: (tx) => { tx.exec('INSERT INTO app_log VALUES (?)', ['four']); tx.exec('INSERT INTO nowhere VALUES (1)'); } };
+  // neither statement awaited: the failure is still the migration's, with its own cause
+  const bad: RunnableMigration = { id: '0003_bad', up: (tx) => { void tx.exec('INSERT INTO app_log VALUES (?)', ['four']); void tx.exec('INSERT INTO nowhere VALUES (1)'); } };
   const err = await applyMigrationsPg(url, [log, seed, bad]).catch((e: unknown) => e as Error & { migrationId?: string });
   assert.ok(err instanceof Error);
   assert.equal(err.migrationId, '0003_bad');
@@ -70,16 +75,72 @@ test('a failing migration is rolled back whole and named; the ones before it sta
   const leaky: RunnableMigration = { id: '0004_leaky', up: (tx) => { later = () => tx.exec('SELECT 1'); } };
   await applyMigrationsPg(url, [log, seed, leaky]);
   assert.throws(() => later!(), /its transaction has ended/);
+  // awaited and caught inside the migration: still its failure (the transaction is aborted)
+  const caught: RunnableMigration = { id: '0005_caught', up: async (tx) => { await Promise.resolve(tx.exec('SELECT * FROM nowhere')).catch(() => undefined); } };
+  const err2 = await applyMigrationsPg(url, [log, seed, leaky, caught]).then(() => assert.fail('the migration must fail'), (e: unknown) => e as Error & { migrationId?: string });
+  assert.equal(err2.migrationId, '0005_caught');
+  assert.match(err2.message, /nowhere/);
+  assert.deepEqual((await appliedMigrationsPg(url)).map((a) => a.id), ['0001_log', '0002_seed', '0004_leaky']);
+});
+
+test('statements a migration did not await run in order before it is recorded; the event loop turns meanwhile', { skip }, async () => {
+  const url = await server!.createDatabase('unawaited');
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 20);
+  const fill: RunnableMigration = {
+    id: '0003_fill',
+    up(tx) {
+      void tx.exec('CREATE TABLE steps (k int PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())');
+      for (let k = 1; k <= 50; k++) void tx.exec('INSERT INTO steps (k) VALUES (?)', [k]);
+      void tx.exec('SELECT pg_sleep(0.3)');
+    },
+  };
+  try {
+    assert.deepEqual(await applyMigrationsPg(url, [log, seed, fill]), ['0001_log', '0002_seed', '0003_fill']);
+  } finally {
+    clearInterval(timer);
+  }
+  assert.ok(ticks >= 5, `timers ran while the migration's statements did (${ticks} ticks)`);
+  const steps = await rows(url, 'SELECT k FROM steps ORDER BY at, k');
+  assert.deepEqual(steps.map((r) => r[0]), Array.from({ length: 50 }, (_, i) => i + 1), 'in the order they were sent');
+});
+
+test('a connection lost during a migration fails the run, rolled back; nothing hangs', { skip }, async () => {
+  const url = await server!.createDatabase('lost');
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    const dies: RunnableMigration = {
+      id: '0003_dies',
+      async up(tx) {
+        await tx.exec('INSERT INTO app_log VALUES (?)', ['five']);
+        const killed = admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'svc-migrate' AND datname = current_database()`);
+        await tx.exec('SELECT pg_sleep(10)');
+        await killed;
+      },
+    };
+    const t0 = Date.now();
+    const err = await applyMigrationsPg(url, [log, seed, dies]).then(() => assert.fail('the migration must fail'), (e: unknown) => e as Error & { migrationId?: string });
+    assert.ok(Date.now() - t0 < 8000, 'the run ended when its connection did');
+    assert.equal(err.migrationId, '0003_dies');
+    assert.deepEqual((await appliedMigrationsPg(url)).map((a) => a.id), ['0001_log', '0002_seed']);
+    assert.deepEqual(await rows(url, `SELECT count(*)::int FROM app_log WHERE msg = 'five'`), [[0]]);
+  } finally {
+    await admin.end();
+  }
+});
+
+test('an unreachable server is a clear error', { skip }, async () => {
+  await assert.rejects(appliedMigrationsPg('postgres://svc@127.0.0.1:1/none'), /cannot open the PostgreSQL database for migrations/);
 });
 
 test('two instances starting at once apply each migration once', { skip }, async () => {
-  // two processes, as two servers are (in one process the waiting one would block the other:
-  // the migration connection is synchronous)
+  // two processes, as two servers are
   const url = await server!.createDatabase('racing');
   const script = `
     import { applyMigrationsPg } from ${JSON.stringify(join(ROOT, 'src', 'store', 'pg', 'migrations-sql.ts'))};
     const counted = { id: '0001_counted', up: async (tx) => {
-      tx.exec('INSERT INTO runs VALUES (?)', [process.pid]);
+      await tx.exec('INSERT INTO runs VALUES (?)', [process.pid]);
       await new Promise((r) => setTimeout(r, 300));
     } };
     const applied = await applyMigrationsPg(process.env.URL, [counted]);

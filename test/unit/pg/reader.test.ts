@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL reader (src/store/pg/reader.ts, workers/pg-reader.ts) against a real PostgreSQL
+ * The PostgreSQL reader (src/store/pg/reader.ts, src/store/pg/read-types.ts) against a real PostgreSQL
  * (test/helpers/postgres.ts): no synchronous read at all (nothing serving requests may block the
  * main thread on the server), every parameter and value type, errors with their SQLSTATE, the
  * pool's routing, time budgets that stop the statement on the server, lost connections, plans,
