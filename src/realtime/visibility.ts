@@ -74,7 +74,7 @@ export function paramsKey(params: SqlValue[]): string {
  * of a collection. Built by the composition root (realtimeRepository, src/boot/repositories.ts).
  */
 export interface VisibilityRepository {
-  reader: Pick<SqlReader, 'all' | 'get' | 'allOffThread' | 'getOffThread'>;
+  reader: Pick<SqlReader, 'all' | 'get'>;
   records: Pick<RecordSql, 'selectAll' | 'rowHolds'>;
   list: Pick<ListSql, 'idIn'>;
   /** the record codec of `c`'s current version (Store.codec) */
@@ -112,7 +112,7 @@ export class Visibility {
 
   /**
    * Decides the verdicts of the filter groups `all`: those with short SQL on the main thread for at most
-   * MAIN_THREAD_SLICE_MS, the rest on the reader pool (allOffThread: a worker on SQLite, the
+   * MAIN_THREAD_SLICE_MS, the rest on the reader pool (a pool read: a worker on SQLite, the
    * connection pool on PostgreSQL) within `filterBudgetMs` for all of them, queue time included.
    * A group not decided in time, or whose query failed, fails closed: its subscribers get nothing
    * of this batch, and the groups are logged.
@@ -149,12 +149,12 @@ export class Visibility {
       try {
         for (let i = 0; i < ids.length; i += 500) {
           const q = this.visibleQuery(c, a, ids.slice(i, i + 500));
-          for (const r of await reader.allOffThread(q.sql, q.params, left())) visible.add(String(r[0]));
+          for (const r of await reader.all(q.sql, q.params, { pool: true, budgetMs: left() })) visible.add(String(r[0]));
         }
         for (const ch of deletes) {
           if (performance.now() >= deadline) throw new ReadBudgetExceeded(budget);
           const q = this.rowHoldsQuery(c, a, ch.old!);
-          if ((await reader.getOffThread(q.sql, q.params, left())) !== undefined) deleted.add(ch.id);
+          if ((await reader.get(q.sql, q.params, { pool: true, budgetMs: left() })) !== undefined) deleted.add(ch.id);
         }
       } catch (err) {
         failed++;

@@ -28,7 +28,7 @@ export function encryptionToggled(prev: Collection, next: Collection): Field[] {
  * pool), the guarded rewrite of one value, and the writer. A Store is one.
  */
 export interface EncryptionMigrationRepository {
-  reader: Pick<SqlReader, 'allOffThread'>;
+  reader: Pick<SqlReader, 'all'>;
   writer: Pick<SqlWriter, 'write'>;
   sql: { records: Pick<RecordSql, 'nonNullColumn' | 'replaceValue'> };
 }
@@ -37,7 +37,7 @@ export interface EncryptionMigrationRepository {
 export async function migrateEncryption(store: EncryptionMigrationRepository, prev: Collection, next: Collection): Promise<number> {
   let changed = 0;
   for (const f of encryptionToggled(prev, next)) {
-    const rows = await store.reader.allOffThread(store.sql.records.nonNullColumn(next, f.name), []);
+    const rows = await store.reader.all(store.sql.records.nonNullColumn(next, f.name), [], { pool: true });
     let steps: WriteStep[] = [];
     const flush = async () => {
       if (!steps.length) return;

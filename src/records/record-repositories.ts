@@ -36,7 +36,7 @@ export interface ListRepository {
   caches: Pick<Caches, 'pages' | 'counts' | 'walks' | 'listRows' | 'generation'>;
   /** the record codec of `c`'s current version (Store.codec) */
   codec(c: Collection): RecordCodec;
-  reader: Pick<SqlReader, 'get' | 'all' | 'plan' | 'sync' | 'getOffThread' | 'allOffThread' | 'getBalanced' | 'getAuto' | 'allAuto' | 'workerFree'>;
+  reader: Pick<SqlReader, 'get' | 'all' | 'plan' | 'sync' | 'getBalanced' | 'getAuto' | 'allAuto' | 'workerFree'>;
   writer: Pick<SqlWriter, 'commits'>;
   sql: Pick<StoreSql, 'kind' | 'list' | 'keyset'>;
 }

@@ -4,7 +4,7 @@
  *
  * Reads return promises on both backends (src/store/backend.ts, SqlReader). On SQLite cheap reads
  * run on the main thread; a list page whose plan scans or sorts without an index, every count,
- * search and vector query go to the reader pool (Reader.allAuto / allOffThread).
+ * search and vector query go to the reader pool (Reader.allAuto, or `all` with `{ pool: true }`).
  */
 import { ApiError } from '../errors/api-error.js';
 import type { Collection, Field } from '../model/schema.js';

@@ -22,26 +22,25 @@ export type BackendKind = 'sqlite' | 'postgres';
 /**
  * Reads. `get`, `all` and `plan` return promises on both backends: SQLite reads on the main
  * thread's own connection and settles at once (libsql is synchronous), PostgreSQL reads on a
- * connection pool while the main thread goes on. The `…OffThread`, `…Balanced` and `…Auto` reads
- * choose between the main thread and a pool of reader threads on SQLite (on PostgreSQL every read
- * is on the pool) and take a time budget in milliseconds (0: none), past which they reject with
- * ReadBudgetExceeded (src/store/read-budget.ts).
+ * connection pool while the main thread goes on. `get` and `all` given a PoolRead run on the
+ * pool (SQLite's reader threads). Pool reads and the `…Balanced` and `…Auto` reads (which choose
+ * between the main thread and the pool on SQLite; on PostgreSQL every read is on the pool) take a
+ * time budget in milliseconds (0: none), past which they reject with ReadBudgetExceeded
+ * (src/store/read-budget.ts).
  *
  * `sync` is the reader's synchronous reads, or null: only SQLite has them (its connection answers
  * on the main thread at once); on PostgreSQL every read is a round trip the main thread does not
  * wait for, so nothing serving requests can block on one (docs/deployment.md).
  */
 export interface SqlReader {
-  /** The first row, or undefined. */
-  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined>;
-  /** Every row. */
-  all(sql: string, params: SqlValue[]): Promise<unknown[][]>;
+  /** The first row, or undefined; on the pool with `pool`. @throws ReadBudgetExceeded past `pool.budgetMs`; the driver's error */
+  get(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[] | undefined>;
+  /** Every row; on the pool with `pool`. @throws ReadBudgetExceeded past `pool.budgetMs`; the driver's error */
+  all(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[][]>;
   /** The query plan's details, one line a step, in SQLite's EXPLAIN QUERY PLAN wording. */
   plan(sql: string, params: SqlValue[]): Promise<string[]>;
   /** The synchronous reads of SQLite's reader (SyncReads); null on PostgreSQL. */
   readonly sync: SyncReads | null;
-  allOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[][]>;
-  getOffThread(sql: string, params: SqlValue[], budgetMs?: number): Promise<unknown[] | undefined>;
   /** On a pool thread while one is free, else on the main thread. */
   getBalanced(sql: string, params: SqlValue[], budgetMs?: number): unknown[] | undefined | Promise<unknown[] | undefined>;
   /** Whether the pool has a free thread now. */
@@ -56,6 +55,19 @@ export interface SqlReader {
   /** Drops prepared statements and plans (after a schema change). */
   invalidate(): void;
   close(): Promise<void>;
+}
+
+/**
+ * A read for the pool, `get`'s and `all`'s last argument: on SQLite it runs on a reader thread
+ * rather than the main thread's connection (a scan, a sort, a count over a filter: work that would
+ * hold up every request meanwhile); PostgreSQL reads on its pool anyway and runs it as a statement
+ * of its own. `budgetMs` (> 0): the longest the caller waits, the wait for a thread or connection
+ * included; past it the read rejects with ReadBudgetExceeded (SQLite retires the thread's pool,
+ * PostgreSQL cancels the statement).
+ */
+export interface PoolRead {
+  pool: true;
+  budgetMs?: number;
 }
 
 /**

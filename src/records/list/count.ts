@@ -35,7 +35,7 @@ export class ListCounts {
     // anything else may walk the table and goes to the reader pool.
     let row: unknown[] | undefined;
     try {
-      row = filtered && !isSmall(s) ? await this.store.reader.getOffThread(sql, params, this.cfg.timeBudgetMs ?? 0) : await this.store.reader.get(sql, params);
+      row = filtered && !isSmall(s) ? await this.store.reader.get(sql, params, { pool: true, budgetMs: this.cfg.timeBudgetMs ?? 0 }) : await this.store.reader.get(sql, params);
     } catch (err) {
       throw overBudget(err) || err;
     }

@@ -188,7 +188,7 @@ export class ListPlanner {
     if (s.trace) { s.trace.sql = sql; s.trace.params = params; }
     try {
       if (!s.search && !s.vector) return await reader.allAuto(sql, params, visits, budget);
-      return await reader.allOffThread(sql, params, budget);
+      return await reader.all(sql, params, { pool: true, budgetMs: budget });
     } catch (err) {
       const mapped = (s.vector && vectorFailure(err, s.vector)) || overBudget(err);
       throw mapped || err;
@@ -207,7 +207,7 @@ export class ListPlanner {
     if (s.trace) { s.trace.sql = sql; s.trace.params = params; }
     try {
       if (where === 'balanced') return await reader.getBalanced(sql, params, budget);
-      return await (where === 'pool' ? reader.getOffThread(sql, params, budget) : reader.getAuto(sql, params, visits, budget));
+      return await (where === 'pool' ? reader.get(sql, params, { pool: true, budgetMs: budget }) : reader.getAuto(sql, params, visits, budget));
     } catch (err) {
       throw overBudget(err) || err;
     }

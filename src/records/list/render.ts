@@ -99,7 +99,7 @@ export class PageRenderer {
     const bodies = this.bodiesOf(s, ids, rendered, null);
     if (bodies === null || !bodies.includes(undefined as unknown as Buffer)) return bodies;
     const missing = ids.filter((_, i) => bodies[i] === undefined);
-    const rows = await this.store.reader.allOffThread(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing, this.cfg.timeBudgetMs ?? 0).catch((err) => {
+    const rows = await this.store.reader.all(this.L.renderByIdsSql(s.c.name, rendered, missing.length), missing, { pool: true, budgetMs: this.cfg.timeBudgetMs ?? 0 }).catch((err) => {
       throw overBudget(err) || err;
     });
     if (this.store.writer.commits !== commits) return null;

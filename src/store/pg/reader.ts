@@ -6,9 +6,9 @@
  * (src/store/pg/read-types.ts `readTypes`: integers as BigInt, booleans as 1n/0n, float and numeric as
  * numbers, bytea as Buffer, jsonb and everything else as text).
  *
- * Every read is asynchronous, on a pg.Pool (`get`, `all`, `plan`, `allOffThread`,
- * `getOffThread`, and `getAuto`, `allAuto`, `getBalanced`, which on SQLite may stay on the main
- * thread and here always go to the pool: every read is a round trip). There are no synchronous
+ * Every read is asynchronous, on a pg.Pool (`get`, `all`, `plan`, and `getAuto`, `allAuto`,
+ * `getBalanced`, which on SQLite may stay on the main thread and here always go to the pool:
+ * every read is a round trip). There are no synchronous
  * reads (`sync` is null, src/store/backend.ts): nothing that serves requests can block the main
  * thread on the server.
  *
@@ -33,7 +33,7 @@
 import pg from 'pg';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
-import type { ReaderPoolStats } from '../backend.js';
+import type { PoolRead, ReaderPoolStats } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { readTypes, isConnectionFailure } from './read-types.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
@@ -283,8 +283,9 @@ export class PgReader {
    * for the end of the event loop turn, and the point reads of one statement made in that turn
    * run as one (see flushPoints): one round trip instead of one each.
    */
-  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined> {
+  get(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[] | undefined> {
     const text = toPgPlaceholders(sql);
+    if (pool) return this.pooled(text, params, pool.budgetMs ?? 0).then(first);
     const key = pointKey(text, params);
     if (key === null || this.unbatchable.has(text)) return this.pooled(text, params, 0).then(first);
     return new Promise((resolve, reject) => {
@@ -351,9 +352,14 @@ export class PgReader {
     );
   }
 
-  /** All rows, on a pool connection. */
-  all(sql: string, params: SqlValue[]): Promise<unknown[][]> {
-    return this.pooled(toPgPlaceholders(sql), params, 0);
+  /**
+   * All rows, on a pool connection. With `pool.budgetMs` (> 0): the longest the caller waits, the
+   * wait for a connection included; past it the promise rejects with ReadBudgetExceeded and the
+   * statement is cancelled on the server.
+   * @throws ReadBudgetExceeded past the budget; the pg DatabaseError of the statement otherwise
+   */
+  all(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[][]> {
+    return this.pooled(toPgPlaceholders(sql), params, pool?.budgetMs ?? 0);
   }
 
   /**
@@ -372,24 +378,9 @@ export class PgReader {
 
   // ---- asynchronous reads: the pool ----
 
-  /**
-   * All rows, on a pool connection. `budgetMs` (> 0): the longest the caller waits, the wait for
-   * a connection included; past it the promise rejects with ReadBudgetExceeded and the statement
-   * is cancelled on the server.
-   * @throws ReadBudgetExceeded past the budget; the pg DatabaseError of the statement otherwise
-   */
-  async allOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[][]> {
-    return this.pooled(toPgPlaceholders(sql), params, budgetMs);
-  }
-
-  /** The first row or undefined, on a pool connection; the budget as allOffThread. */
-  async getOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
-    return (await this.pooled(toPgPlaceholders(sql), params, budgetMs))[0];
-  }
-
   /** The first row of a bounded read: on the pool, as every read here (the SQLite reader may keep it on its main thread). */
   getBalanced(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
-    return this.getOffThread(sql, params, budgetMs);
+    return this.pooled(toPgPlaceholders(sql), params, budgetMs).then(first);
   }
 
   /** Pool reads that succeeded since start, and the milliseconds their statements ran (poolStats). */
@@ -407,16 +398,16 @@ export class PgReader {
   }
 
   /**
-   * The first row, on the pool whatever its plan (`budgetMs`: see allOffThread): on SQLite a cheap
+   * The first row, on the pool whatever its plan (`budgetMs`: see all): on SQLite a cheap
    * read stays on the main thread, here every read is a round trip the main thread need not wait for.
    */
   getAuto(sql: string, params: SqlValue[], _visits = 0, budgetMs = 0): Promise<unknown[] | undefined> {
-    return this.getOffThread(sql, params, budgetMs);
+    return this.pooled(toPgPlaceholders(sql), params, budgetMs).then(first);
   }
 
   /** All rows, on the pool whatever its plan (see getAuto). */
   allAuto(sql: string, params: SqlValue[], _visits = 0, budgetMs = 0): Promise<unknown[][]> {
-    return this.allOffThread(sql, params, budgetMs);
+    return this.pooled(toPgPlaceholders(sql), params, budgetMs);
   }
 
   private pooled(text: string, params: SqlValue[], budgetMs: number): Promise<unknown[][]> {

@@ -10,7 +10,7 @@ import Database from 'libsql';
 import { Piscina } from 'piscina';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../bind.js';
-import type { ReaderPoolStats, SyncReads } from '../backend.js';
+import type { PoolRead, ReaderPoolStats, SyncReads } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { piscinaRan, workerScript } from '../worker-url.js';
 
@@ -284,7 +284,8 @@ export class Reader implements SyncReads {
    * First row or undefined, read on the main thread's connection; the promise is settled at once
    * (libsql is synchronous: the read itself costs no extra turn, only the caller's `await`).
    */
-  get(sql: string, params: SqlValue[]): Promise<unknown[] | undefined> {
+  get(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[] | undefined> {
+    if (pool) return this.getPooled(sql, params, pool.budgetMs ?? 0);
     try {
       return Promise.resolve(this.getSync(sql, params));
     } catch (err) {
@@ -292,8 +293,9 @@ export class Reader implements SyncReads {
     }
   }
 
-  /** All rows, read on the main thread's connection; settled at once (see get). */
-  all(sql: string, params: SqlValue[]): Promise<unknown[][]> {
+  /** All rows, read on the main thread's connection (settled at once, see get), or on the pool with `pool`. */
+  all(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[][]> {
+    if (pool) return this.allPooled(sql, params, pool.budgetMs ?? 0);
     try {
       return Promise.resolve(this.allSync(sql, params));
     } catch (err) {
@@ -376,19 +378,19 @@ export class Reader implements SyncReads {
    * The statement therefore runs to its end on its retired thread, which then exits.
    * @throws ReadBudgetExceeded past the budget; the SQLite error of the statement otherwise
    */
-  async allOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[][]> {
+  private async allPooled(sql: string, params: SqlValue[], budgetMs: number): Promise<unknown[][]> {
     if (!this.pool) return this.allSync(sql, params);
     return this.offThread('all', sql, params, budgetMs) as Promise<unknown[][]>;
   }
 
   /**
    * The first row or undefined, on a reader worker (falls back to the main thread without a
-   * pool); the budget as allOffThread. One-row reads (a page rendered as one aggregate, a count)
+   * pool); the budget as allPooled. One-row reads (a page rendered as one aggregate, a count)
    * leave nothing behind on the worker (see POOL_RECYCLE_TASKS), so they do not count towards
    * replacing the pool.
    * @throws ReadBudgetExceeded past the budget; the SQLite error of the statement otherwise
    */
-  async getOffThread(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
+  private async getPooled(sql: string, params: SqlValue[], budgetMs: number): Promise<unknown[] | undefined> {
     if (!this.pool) return this.getSync(sql, params);
     return ((await this.offThread('get', sql, params, budgetMs)) as unknown[] | null) ?? undefined;
   }
@@ -581,14 +583,14 @@ export class Reader implements SyncReads {
     };
   }
 
-  /** The first row, where the plan says it is cheapest to read (`budgetMs`: see allOffThread). */
+  /** The first row, where the plan says it is cheapest to read (`budgetMs`: see allPooled). */
   getAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[] | undefined | Promise<unknown[] | undefined> {
-    return this.isExpensive(sql, params, visits) ? this.getOffThread(sql, params, budgetMs) : this.getSync(sql, params);
+    return this.isExpensive(sql, params, visits) ? this.getPooled(sql, params, budgetMs) : this.getSync(sql, params);
   }
 
-  /** All rows, where the plan says they are cheapest to read (`budgetMs`: see allOffThread). */
+  /** All rows, where the plan says they are cheapest to read (`budgetMs`: see allPooled). */
   allAuto(sql: string, params: SqlValue[], visits = 0, budgetMs = 0): unknown[][] | Promise<unknown[][]> {
-    return this.isExpensive(sql, params, visits) ? this.allOffThread(sql, params, budgetMs) : this.allSync(sql, params);
+    return this.isExpensive(sql, params, visits) ? this.allPooled(sql, params, budgetMs) : this.allSync(sql, params);
   }
 
   /**

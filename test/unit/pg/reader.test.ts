@@ -147,13 +147,13 @@ test('errors carry the SQLSTATE; a failed read leaves the reader usable; every r
 test('asynchronous reads on the pool: same shapes, errors with codes, Auto and Balanced routing', { skip }, async () => {
   const r = await reader();
   const viaGet = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
-  const viaPool = await r.getOffThread('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
+  const viaPool = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a'], { pool: true });
   assert.deepEqual(viaPool, viaGet);
   assert.ok(Buffer.isBuffer(viaPool![7]));
-  assert.deepEqual(await r.allOffThread('SELECT id FROM t ORDER BY id', []), [['a'], ['nulls']]);
-  assert.equal(await r.getOffThread('SELECT id FROM t WHERE id = ?', ['none']), undefined);
-  await assert.rejects(r.allOffThread('SELECT * FROM no_such_table', []), errCode('42P01'));
-  const many = await Promise.all(Array.from({ length: 20 }, (_, k) => r.getOffThread('SELECT ?::int8 * 2', [k])));
+  assert.deepEqual(await r.all('SELECT id FROM t ORDER BY id', [], { pool: true }), [['a'], ['nulls']]);
+  assert.equal(await r.get('SELECT id FROM t WHERE id = ?', ['none'], { pool: true }), undefined);
+  await assert.rejects(r.all('SELECT * FROM no_such_table', [], { pool: true }), errCode('42P01'));
+  const many = await Promise.all(Array.from({ length: 20 }, (_, k) => r.get('SELECT ?::int8 * 2', [k], { pool: true })));
   assert.deepEqual(many.map((x) => x![0]), Array.from({ length: 20 }, (_, k) => BigInt(k * 2)));
   assert.equal(r.workerFree(), true);
   // every read is on the pool, cheap or not
@@ -170,25 +170,25 @@ test('asynchronous reads on the pool: same shapes, errors with codes, Auto and B
 test('a time budget rejects with ReadBudgetExceeded and stops the statement on the server', { skip }, async () => {
   const r = await reader({ applicationName: 'rt-budget', poolSize: 2 });
   const t0 = performance.now();
-  await assert.rejects(r.allOffThread('SELECT pg_sleep(?)', [30], 300), (err: unknown) => err instanceof ReadBudgetExceeded && err.budgetMs === 300);
+  await assert.rejects(r.all('SELECT pg_sleep(?)', [30], { pool: true, budgetMs: 300 }), (err: unknown) => err instanceof ReadBudgetExceeded && err.budgetMs === 300);
   const took = performance.now() - t0;
   assert.ok(took >= 290 && took < 1500, `rejected after ${took.toFixed(0)} ms`);
   await until('the cancelled pg_sleep to leave pg_stat_activity', async () => (await activity('rt-budget-pool', '%pg_sleep%')).every((a) => a.state !== 'active'), 3000);
   // a budget that is not spent changes nothing; the pool still answers
-  assert.deepEqual(await r.getOffThread('SELECT ?::int8', [5], 2000), [5n]);
+  assert.deepEqual(await r.get('SELECT ?::int8', [5], { pool: true, budgetMs: 2000 }), [5n]);
   // queue time counts: with both connections asleep, a third read waits and times out in the queue
-  const sleepers = [r.allOffThread('SELECT pg_sleep(30)', [], 400), r.allOffThread('SELECT pg_sleep(30)', [], 400)];
-  await assert.rejects(r.getOffThread('SELECT 1', [], 200), ReadBudgetExceeded);
+  const sleepers = [r.all('SELECT pg_sleep(30)', [], { pool: true, budgetMs: 400 }), r.all('SELECT pg_sleep(30)', [], { pool: true, budgetMs: 400 })];
+  await assert.rejects(r.get('SELECT 1', [], { pool: true, budgetMs: 200 }), ReadBudgetExceeded);
   for (const s of sleepers) await assert.rejects(s, ReadBudgetExceeded);
   await until('both sleepers cancelled', async () => (await activity('rt-budget-pool', '%pg_sleep%')).every((a) => a.state !== 'active'), 3000);
-  assert.deepEqual(await r.getOffThread('SELECT 2', [], 1000), [2n]);
+  assert.deepEqual(await r.get('SELECT 2', [], { pool: true, budgetMs: 1000 }), [2n]);
 });
 
 test('a killed pool connection: the next read reconnects', { skip }, async () => {
   const r = await reader({ applicationName: 'rt-kill' });
-  await r.getOffThread('SELECT 1', []);
+  await r.get('SELECT 1', [], { pool: true });
   await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rt-kill-pool'`);
-  assert.deepEqual(await r.getOffThread('SELECT ?::int8', [6]), [6n]);
+  assert.deepEqual(await r.get('SELECT ?::int8', [6], { pool: true }), [6n]);
 });
 
 test('a schema change made elsewhere: the next read has the new shape', { skip }, async () => {
@@ -282,17 +282,17 @@ test('close() leaves no thread and no connection', { skip }, async () => {
   const threads = (): number => readdirSync('/proc/self/task').length;
   // a first reader warms whatever the process starts once (libuv's pool, pg's modules)
   const warm = await PgReader.start(url, { applicationName: 'rt-warm' });
-  await warm.getOffThread('SELECT 1', []);
+  await warm.get('SELECT 1', [], { pool: true });
   await warm.close();
   const before = threads();
   const r = await PgReader.start(url, { applicationName: 'rt-close' });
-  await Promise.all([r.get('SELECT 1', []), r.getOffThread('SELECT 1', []), r.getOffThread('SELECT 2', [])]);
+  await Promise.all([r.get('SELECT 1', []), r.get('SELECT 1', [], { pool: true }), r.get('SELECT 2', [], { pool: true })]);
   assert.ok(threads() <= before, 'no thread of its own');
   assert.ok((await activity('rt-close-pool')).length >= 1);
   await r.close();
   await until('no connection left', async () => (await activity('rt-close-pool')).length === 0, 3000);
   await assert.rejects(r.get('SELECT 1', []), /closed/);
-  await assert.rejects(r.getOffThread('SELECT 1', []), /closed/);
+  await assert.rejects(r.get('SELECT 1', [], { pool: true }), /closed/);
 });
 
 test('measured: a point read on the pool (printed, not asserted)', { skip }, async () => {
@@ -310,9 +310,9 @@ test('measured: a point read on the pool (printed, not asserted)', { skip }, asy
   const text = 'SELECT r.id, r.country, r.pop FROM big r WHERE r.id = $1';
   /** One round of a configuration: [wall µs per read, main-thread busy µs per read]. */
   const configs: Array<[string, () => Promise<void>]> = [
-    ['pool, one read at a time', async () => { for (let k = 0; k < N; k++) await off.getOffThread(sql, [id()]); }],
+    ['pool, one read at a time', async () => { for (let k = 0; k < N; k++) await off.get(sql, [id()], { pool: true }); }],
     ['pool, 8 reads in flight', async () => {
-      await Promise.all(Array.from({ length: 8 }, async () => { for (let k = 0; k < N / 8; k++) await off.getOffThread(sql, [id()]); }));
+      await Promise.all(Array.from({ length: 8 }, async () => { for (let k = 0; k < N / 8; k++) await off.get(sql, [id()], { pool: true }); }));
     }],
     ['one pg.Client on the main thread (baseline), one at a time', async () => { for (let k = 0; k < N; k++) await direct.query({ text, values: [id()], rowMode: 'array' }); }],
     ['(an empty setImmediate turn, to subtract)', async () => { for (let k = 0; k < N; k++) await turn(); }],

@@ -37,10 +37,8 @@ function lister(): { list: (q: string) => Promise<string>; calls: Array<[string,
     reader: {
       allAuto: (sql: string) => (calls.push(['auto', sql]), []),
       getAuto: (sql: string) => (calls.push(['auto', sql]), undefined),
-      allOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [[0n]] : []),
-      getOffThread: async (sql: string) => (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [0n] : undefined),
-      all: (sql: string) => (calls.push(['main', sql]), [[0n]]),
-      get: (sql: string) => (calls.push(['main', sql]), [0n]),
+      all: async (sql: string, _params: unknown[], pool?: { pool: true }) => (pool ? (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [[0n]] : []) : (calls.push(['main', sql]), [[0n]])),
+      get: async (sql: string, _params: unknown[], pool?: { pool: true }) => (pool ? (calls.push(['pool', sql]), sql.startsWith('SELECT COUNT') ? [0n] : undefined) : (calls.push(['main', sql]), [0n])),
       workerFree: () => true,
       // plain pages ask SQLite's plan (its synchronous reads) before assembling cached renderings; "expensive" sends them on
       sync: { isExpensive: () => true },

@@ -26,7 +26,7 @@ before(async () => {
   db.close();
   reader = new Reader(path, 1);
   // start the thread and its connection
-  assert.deepEqual(await reader.getOffThread('SELECT 1', []), [1n]);
+  assert.deepEqual(await reader.get('SELECT 1', [], { pool: true }), [1n]);
 });
 
 after(async () => {
@@ -64,7 +64,7 @@ test('a reader thread that finished is free again before the main thread takes i
 
 test('reads queued for the pool come back in full, each with its own answer', async () => {
   const divisors = Array.from({ length: 40 }, (_, i) => i + 2);
-  const answers = await Promise.all(divisors.map((d) => (d % 2 ? reader.allOffThread('SELECT count(*) FROM t WHERE n % ? = 0', [d]) : reader.getOffThread('SELECT count(*) FROM t WHERE n % ? = 0', [d]))));
+  const answers = await Promise.all(divisors.map((d) => (d % 2 ? reader.all('SELECT count(*) FROM t WHERE n % ? = 0', [d], { pool: true }) : reader.get('SELECT count(*) FROM t WHERE n % ? = 0', [d], { pool: true }))));
   answers.forEach((a, i) => {
     const want = BigInt(Math.floor(20000 / divisors[i]));
     assert.deepEqual(divisors[i] % 2 ? a : [a], [[want]], `divisor ${divisors[i]}`);
@@ -76,8 +76,8 @@ test('one SQL text read by all() and then by get() answers for the new parameter
   const sql = 'SELECT count(*) FROM t WHERE n % ? = 0';
   assert.deepEqual(reader.allSync(sql, [3]), [[6666n]]);
   assert.deepEqual(reader.getSync(sql, [4]), [5000n]);
-  assert.deepEqual(await reader.allOffThread(sql, [3]), [[6666n]]);
-  assert.deepEqual(await reader.getOffThread(sql, [4]), [5000n]);
+  assert.deepEqual(await reader.all(sql, [3], { pool: true }), [[6666n]]);
+  assert.deepEqual(await reader.get(sql, [4], { pool: true }), [5000n]);
 });
 
 /**
@@ -86,12 +86,12 @@ test('one SQL text read by all() and then by get() answers for the new parameter
  */
 async function cheapReadPassesLongRead(two: Reader): Promise<void> {
   // both threads started, with their connections
-  await Promise.all([two.getOffThread('SELECT 1', []), two.getOffThread('SELECT 2', [])]);
+  await Promise.all([two.get('SELECT 1', [], { pool: true }), two.get('SELECT 2', [], { pool: true })]);
   let longDone = false;
-  const long = two.getOffThread('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) FROM c', [6_000_000]).finally(() => { longDone = true; });
-  const first = two.getOffThread('SELECT upper(?)', ['a']);
+  const long = two.get('WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) SELECT count(*) FROM c', [6_000_000], { pool: true }).finally(() => { longDone = true; });
+  const first = two.get('SELECT upper(?)', ['a'], { pool: true });
   spinUntil(() => false, 300);
-  const second = two.getOffThread('SELECT upper(?)', ['b']);
+  const second = two.get('SELECT upper(?)', ['b'], { pool: true });
   assert.deepEqual(await first, ['A']);
   assert.deepEqual(await second, ['B']);
   assert.equal(longDone, false, 'the second cheap read waited behind the long one');
@@ -112,7 +112,7 @@ test('threads that idle out give their slots back: later threads still report wh
   try {
     // ten times two threads started and ended: more than the 16 slots a pool has
     for (let i = 0; i < 10; i++) {
-      await Promise.all([two.getOffThread('SELECT 1', []), two.getOffThread('SELECT 2', [])]);
+      await Promise.all([two.get('SELECT 1', [], { pool: true }), two.get('SELECT 2', [], { pool: true })]);
       await new Promise((r) => setTimeout(r, 400));
     }
     await cheapReadPassesLongRead(two);
@@ -128,16 +128,16 @@ test('a read that failed leaves no parameters behind: the next read of the same 
   assert.deepEqual(reader.getSync(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
   assert.throws(() => reader.allSync(sql, ['ann', '{bad']), /malformed JSON/);
   assert.deepEqual(reader.allSync(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
-  await assert.rejects(reader.getOffThread(sql, ['ann', '{bad']), /malformed JSON/);
-  assert.deepEqual(await reader.getOffThread(sql, ['ben', '{"a":"ben"}']), ['ben', 'ben']);
-  await assert.rejects(reader.allOffThread(sql, ['ann', '{bad']), /malformed JSON/);
-  assert.deepEqual(await reader.allOffThread(sql, ['ben', '{"a":"ben"}']), [['ben', 'ben']]);
+  await assert.rejects(reader.get(sql, ['ann', '{bad'], { pool: true }), /malformed JSON/);
+  assert.deepEqual(await reader.get(sql, ['ben', '{"a":"ben"}'], { pool: true }), ['ben', 'ben']);
+  await assert.rejects(reader.all(sql, ['ann', '{bad'], { pool: true }), /malformed JSON/);
+  assert.deepEqual(await reader.all(sql, ['ben', '{"a":"ben"}'], { pool: true }), [['ben', 'ben']]);
 });
 
 test('poolStats counts the reads the pool ran and the time they took, and nothing is busy once they are answered', async () => {
   const before = reader.poolStats();
   assert.equal(before.size, 1);
-  await Promise.all([3, 5, 7].map((d) => reader.allOffThread('SELECT count(*) FROM t WHERE n % ? = 0', [d])));
+  await Promise.all([3, 5, 7].map((d) => reader.all('SELECT count(*) FROM t WHERE n % ? = 0', [d], { pool: true })));
   const after = reader.poolStats();
   assert.equal(after.completed - before.completed, 3);
   assert.ok(after.busyMs > before.busyMs);
