@@ -21,7 +21,7 @@ before(async () => {
   const authors = await srv.createCollection({ name: 'authors', type: 'base', ...PUBLIC, fields: [{ name: 'name', type: 'text' }] });
   await srv.createCollection({
     name: 'items', type: 'base', ...PUBLIC,
-    fields: [{ name: 'sku', type: 'text' }, { name: 'title', type: 'text' }, { name: 'author', type: 'relation', options: { collectionId: authors.id, maxSelect: 1 } }],
+    fields: [{ name: 'sku', type: 'text' }, { name: 'title', type: 'text' }, { name: 'author', type: 'relation', options: { collectionId: authors.id, maxSelect: 1 } }, { name: 'meta', type: 'json' }],
     indexes: [{ name: 'by_sku', fields: ['sku'], unique: true }],
   });
   await srv.createCollection({ name: 'closed', type: 'base', createRule: '@request.auth.id != ""', fields: [{ name: 'title', type: 'text' }] });
@@ -65,6 +65,33 @@ test('InvalidValue: text with U+0000 is 400 on PostgreSQL (SQLite stores it)', a
     assert.equal(r.status, 400, r.text);
     assert.equal(r.text, '{"status":400,"code":"bad_request","message":"Text may not contain the NUL character (U+0000) on this server.","data":{}}');
   } else assert.equal(r.status, 201, r.text);
+});
+
+test('InvalidValue: JSON with a NUL (\\u0000) is 400 on PostgreSQL, in a create, an update and a batch (SQLite stores it)', async () => {
+  const bad = { note: 'a\u0000b', ['k\u0000']: 1 };
+  const first = await srv.api('POST', '/api/collections/items/records', { body: { sku: 'J-1', meta: { ok: true } } });
+  assert.equal(first.status, 201, first.text);
+  const create = await srv.api('POST', '/api/collections/items/records', { body: { sku: 'J-2', meta: bad } });
+  const update = await srv.api('PATCH', `/api/collections/items/records/${first.body.id}`, { body: { meta: ['x', '\u0000'] } });
+  const batch = await srv.api('POST', '/api/batch', { token: srv.suToken, body: { requests: [
+    { method: 'POST', url: '/api/collections/items/records', body: { sku: 'J-3' } },
+    { method: 'POST', url: '/api/collections/items/records', body: { sku: 'J-4', meta: bad } },
+  ] } });
+  if (TEST_BACKEND === 'postgres') {
+    const envelope = '{"status":400,"code":"bad_request","message":"JSON may not contain the NUL character (\\\\u0000) on this server.","data":{}}';
+    assert.equal(create.status, 400, create.text);
+    assert.equal(create.text, envelope);
+    assert.equal(update.status, 400, update.text);
+    assert.equal(update.text, envelope);
+    assert.equal(batch.status, 400, batch.text);
+    assert.equal((await srv.api('GET', `/api/collections/items/records?filter=${encodeURIComponent("sku ~ 'J-'")}&sort=sku`)).body.items.map((r: { sku: string }) => r.sku).join(), 'J-1', 'nothing of the refused writes, nor of their batch, was stored');
+    assert.deepEqual((await srv.api('GET', `/api/collections/items/records/${first.body.id}`)).body.meta, { ok: true });
+  } else {
+    assert.equal(create.status, 201, create.text);
+    assert.deepEqual(create.body.meta, bad);
+    assert.equal(update.status, 200, update.text);
+    assert.equal(batch.status, 200, batch.text);
+  }
 });
 
 test('UnsupportedSchema: a searchable field with full-text search off is 400', async () => {

@@ -62,11 +62,12 @@
  * on the SQLite writer.
  */
 import pg from 'pg';
-import { GuardFailed, WriterClosed } from '../errors/store-errors.js';
+import { GuardFailed, InvalidValue, WriterClosed } from '../errors/store-errors.js';
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 import { Subscribers } from '../subscribers.js';
 import { CHANGE_DELETE, MAX_CHANGES_LISTED, type StepResult, type WriteStep } from '../write-job.js';
 import { refuseNul, toPgPlaceholders } from './placeholders.js';
+import { isConnectionFailure } from './read-types.js';
 import { StatementNames, isResultTypeChanged } from './statement-names.js';
 
 /**
@@ -228,13 +229,15 @@ const CLEAN_GROUPS_BEFORE_OPTIMISTIC = 8;
 /** A statement that changes the schema: prepared statements may plan differently after it. */
 const isDdl = (sql: string): boolean => /^\s*(CREATE|ALTER|DROP)\b/i.test(sql);
 
-/** A failure of the connection rather than of a statement: the session is gone or unusable. */
-function isConnectionFailure(err: unknown): boolean {
-  if (!(err instanceof pg.DatabaseError)) return true;
-  if (err.severity === 'FATAL' || err.severity === 'PANIC') return true;
-  const code = err.code ?? '';
-  return code.startsWith('08') || code.startsWith('57P'); // connection exception; admin/crash shutdown, cannot connect now
-}
+/**
+ * What a job's value PostgreSQL cannot hold answers, by SQLSTATE: 22P05 (untranslatable_character:
+ * jsonb refuses the `\u0000` escape, which SQLite's JSON text keeps) and 22021
+ * (character_not_in_repertoire).
+ */
+const UNSTORABLE_VALUE = new Map([
+  ['22P05', 'JSON may not contain the NUL character (\\u0000) on this server.'],
+  ['22021', 'Text holds a character this server cannot store.'],
+]);
 
 /** A prepared statement whose result shape changed under it (DDL in another session). */
 const isStalePlan = (err: unknown): boolean => err instanceof PgWriteError && isResultTypeChanged(err.sqlState, err.message);
@@ -242,6 +245,12 @@ const isStalePlan = (err: unknown): boolean => err instanceof PgWriteError && is
 function stepError(err: unknown, step: number): PgWriteError {
   const e = err as pg.DatabaseError;
   return new PgWriteError(e.code ?? 'XX000', e.message, step, e);
+}
+
+/** A job's failed statement: InvalidValue for a value the server cannot hold (bad input, docs/deployment.md), else stepError. */
+function jobError(err: unknown, step: number): PgWriteError | InvalidValue {
+  const refused = UNSTORABLE_VALUE.get((err as pg.DatabaseError).code ?? '');
+  return refused ? new InvalidValue(refused) : stepError(err, step);
 }
 
 function guardError(steps: WriteStep[], i: number): GuardFailed {
@@ -606,7 +615,7 @@ export class PgWriter {
         r = await this.exec(client, step);
       } catch (err) {
         if (isConnectionFailure(err)) throw err;
-        return stepError(err, i);
+        return jobError(err, i);
       }
       if (step.expect === 'row' && r.rows.length === 0) return guardError(steps, i);
       const changes = changesOf(r);
