@@ -257,6 +257,25 @@ function guardError(steps: WriteStep[], i: number): GuardFailed {
   return new GuardFailed(i, steps[i].fail);
 }
 
+/** Step `i`'s result from its statement's answer `r`, or GuardFailed when its `expect` is not met. */
+function stepOutcome(steps: WriteStep[], i: number, r: pg.QueryArrayResult): StepResult | GuardFailed {
+  const step = steps[i];
+  if (step.expect === 'row' && r.rows.length === 0) return guardError(steps, i);
+  const changes = changesOf(r);
+  if (step.expect === 'change' && changes === 0) return guardError(steps, i);
+  return step.returnRows ? { changes, rows: r.rows, columns: r.fields.map((f) => f.name) } : { changes };
+}
+
+/**
+ * Whether an optimistic group may go out pipelined (runGroupPipelined): every step has parameters
+ * (the extended protocol, one statement each) and none is DDL (after which prepared statements are
+ * made again, one at a time).
+ */
+function pipelinable(group: readonly Job[]): boolean {
+  for (const j of group) for (const s of j.steps) if (s.params.length === 0 || isDdl(s.sql)) return false;
+  return true;
+}
+
 /** Rows changed by a command (PostgreSQL reports a row count for SELECT too: that is no change). */
 function changesOf(r: pg.QueryArrayResult): number {
   switch (r.command) {
@@ -463,7 +482,9 @@ export class PgWriter {
   private async connection(): Promise<pg.Client> {
     if (this.client && !this.lostWith) return this.client;
     if (this.client) this.dropClient(false);
-    const client = new pg.Client({ ...this.config, types: this.types });
+    // pipeline mode: the statements of an optimistic group go out together (runGroupPipelined);
+    // every other path awaits each statement, as without it
+    const client = new pg.Client({ ...this.config, types: this.types, pipeline: true });
     this.lostWith = null;
     client.on('error', (err) => {
       if (this.client === client) this.lostWith ??= err;
@@ -531,10 +552,18 @@ export class PgWriter {
       begun = true;
       this.sentOld = oldWanted;
       if (optimistic) {
-        for (let j = 0; j < group.length && optimistic; j++) {
-          const outcome = await this.runJob(client, group[j].steps);
-          if (outcome instanceof Error) optimistic = false;
-          else outcomes[j] = outcome;
+        if (pipelinable(group)) {
+          const piped = await this.runGroupPipelined(client, group);
+          for (let j = 0; j < group.length; j++) {
+            if (piped[j] instanceof Error) optimistic = false;
+            else outcomes[j] = piped[j];
+          }
+        } else {
+          for (let j = 0; j < group.length && optimistic; j++) {
+            const outcome = await this.runJob(client, group[j].steps);
+            if (outcome instanceof Error) optimistic = false;
+            else outcomes[j] = outcome;
+          }
         }
         if (!optimistic) {
           // the set_config of this transaction is undone with it: sent again (the loop below
@@ -609,20 +638,61 @@ export class PgWriter {
   private async runJob(client: pg.Client, steps: WriteStep[]): Promise<StepResult[] | Error> {
     const results: StepResult[] = [];
     for (let i = 0; i < steps.length; i++) {
-      const step = steps[i];
       let r: pg.QueryArrayResult;
       try {
-        r = await this.exec(client, step);
+        r = await this.exec(client, steps[i]);
       } catch (err) {
         if (isConnectionFailure(err)) throw err;
         return jobError(err, i);
       }
-      if (step.expect === 'row' && r.rows.length === 0) return guardError(steps, i);
-      const changes = changesOf(r);
-      if (step.expect === 'change' && changes === 0) return guardError(steps, i);
-      results.push(step.returnRows ? { changes, rows: r.rows, columns: r.fields.map((f) => f.name) } : { changes });
+      const out = stepOutcome(steps, i, r);
+      if (out instanceof Error) return out;
+      results.push(out);
     }
     return results;
+  }
+
+  /**
+   * An optimistic group's jobs (see pipelinable) with every statement sent at once on the
+   * pipelined connection, in job and step order, and one write to the socket: one round trip for
+   * the group instead of one a statement. Answers each job's results or failure as runJob does;
+   * after a failure PostgreSQL refuses the rest of the transaction (25P02), which the caller rolls
+   * back and runs again with savepoints. Throws only when the connection failed.
+   */
+  private async runGroupPipelined(client: pg.Client, group: Job[]): Promise<Array<StepResult[] | Error>> {
+    const sent: Promise<pg.QueryArrayResult>[] = [];
+    const stream = (client as unknown as { connection: { stream: { cork?(): void; uncork?(): void } } }).connection.stream;
+    stream.cork?.();
+    try {
+      for (const j of group) {
+        for (const step of j.steps) {
+          const text = toPgPlaceholders(step.sql);
+          sent.push(client.query({ text, values: step.params, rowMode: 'array', name: this.names.of(text) }));
+        }
+      }
+    } finally {
+      stream.uncork?.();
+    }
+    const settled = await Promise.allSettled(sent);
+    const out: Array<StepResult[] | Error> = [];
+    let k = 0;
+    for (const j of group) {
+      let job: StepResult[] | Error = [];
+      for (let i = 0; i < j.steps.length; i++, k++) {
+        const r = settled[k];
+        if (job instanceof Error) continue;
+        if (r.status === 'rejected') {
+          if (isConnectionFailure(r.reason)) throw r.reason;
+          job = jobError(r.reason, i);
+          continue;
+        }
+        const step = stepOutcome(j.steps, i, r.value);
+        if (step instanceof Error) job = step;
+        else job.push(step);
+      }
+      out.push(job);
+    }
+    return out;
   }
 
   /**

@@ -172,6 +172,46 @@ test('a group run without savepoints: a failed job rolls it back and the group r
   assert.equal(await runs(), 15);
 });
 
+test('an optimistic group goes out pipelined: every statement sent before the first answer; results and failures as one at a time', { skip }, async () => {
+  const { writer, admin } = await fresh();
+  await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, v integer); CREATE SEQUENCE runs', params: [] }, { sql: `INSERT INTO t VALUES ('r0', 0)`, params: [] }]);
+  for (let g = 0; g < 10; g++) {
+    await Promise.all([0, 1].map((k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`w${g}-${k}`, 0] }])));
+  }
+  const runs = async (): Promise<number> => Number((await admin.query('SELECT last_value FROM runs')).rows[0].last_value);
+  // every step has parameters: the group is pipelined, and with returned rows it answers as before
+  const clean = await Promise.all(Array.from({ length: 6 }, (_, k) => writer.write([
+    { sql: 'SELECT nextval(?::regclass)', params: ['runs'] },
+    { sql: 'INSERT INTO t VALUES (?, ?) RETURNING id, v', params: [`p${k}`, k], returnRows: true },
+    { sql: 'UPDATE t SET v = v + 1 WHERE id = ?', params: ['r0'], expect: 'change' },
+  ])));
+  assert.deepEqual(clean.map((r) => r[1]), Array.from({ length: 6 }, (_, k) => ({ changes: 1, rows: [[`p${k}`, k]], columns: ['id', 'v'] })));
+  assert.deepEqual(clean.map((r) => r[2]), Array.from({ length: 6 }, () => ({ changes: 1 })));
+  assert.equal(await runs(), 6);
+  // jobs 3 (a guard: no error, the statements after it still run) and 7 (23505: PostgreSQL refuses
+  // the rest of the transaction) fail. Sent together, jobs 1-7 ran before the answers were read;
+  // one at a time the group would have stopped at job 3. Then the group runs again with savepoints.
+  const jobs = Array.from({ length: 10 }, (_, k) => {
+    const i = k + 1;
+    return writer.write([
+      { sql: 'SELECT nextval(?::regclass)', params: ['runs'] },
+      { sql: 'INSERT INTO t VALUES (?, ?)', params: [`r${i}`, i] },
+      i === 3 ? { sql: 'SELECT 1 WHERE ?::text IS NULL', params: ['x'], expect: 'row' as const, fail: forbid }
+        : i === 7 ? { sql: 'INSERT INTO t VALUES (?, ?)', params: ['r0', i] }
+          : { sql: 'UPDATE t SET v = v + 1 WHERE id = ?', params: ['r0'], expect: 'change' as const },
+    ]);
+  });
+  const results = await Promise.allSettled(jobs);
+  assert.equal(await runs(), 6 + 7 + 10, 'seven jobs sent at once, then the whole group again');
+  assert.ok((results[2] as PromiseRejectedResult).reason instanceof GuardFailed);
+  assert.equal(((results[6] as PromiseRejectedResult).reason as PgWriteError).sqlState, '23505');
+  const ok = results.flatMap((r, k) => (r.status === 'fulfilled' ? [`r${k + 1}`] : []));
+  assert.deepEqual(ok, ['r1', 'r2', 'r4', 'r5', 'r6', 'r8', 'r9', 'r10']);
+  assert.deepEqual((await admin.query(`SELECT id FROM t WHERE id LIKE 'r%' ORDER BY id`)).rows.map((r) => r.id as string), ['r0', ...ok].sort());
+  assert.equal((await admin.query(`SELECT v FROM t WHERE id = 'r0'`)).rows[0].v, 6 + ok.length, 'each committed job counted once');
+
+});
+
 test('jobs arriving while a group is in flight form the next group', { skip }, async () => {
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY)', params: [] }]);
