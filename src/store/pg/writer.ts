@@ -548,12 +548,19 @@ export class PgWriter {
     try {
       const setOldSql = `SELECT set_config('svc.cf_old', ${pg.escapeLiteral(oldWanted)}, false); `;
       const setOld = oldWanted !== this.sentOld ? setOldSql : '';
-      await client.query(optimistic ? `BEGIN; ${setOld}` : `BEGIN; ${setOld}SAVEPOINT svc_job`);
-      begun = true;
-      this.sentOld = oldWanted;
+      const piping = optimistic && pipelinable(group);
+      if (!piping) {
+        await client.query(optimistic ? `BEGIN; ${setOld}` : `BEGIN; ${setOld}SAVEPOINT svc_job`);
+        begun = true;
+        this.sentOld = oldWanted;
+      }
       if (optimistic) {
-        if (pipelinable(group)) {
-          const piped = await this.runGroupPipelined(client, group);
+        if (piping) {
+          // BEGIN goes out with the group's statements
+          const piped = await this.runGroupPipelined(client, group, `BEGIN; ${setOld}`, () => {
+            begun = true;
+            this.sentOld = oldWanted;
+          });
           for (let j = 0; j < group.length; j++) {
             if (piped[j] instanceof Error) optimistic = false;
             else outcomes[j] = piped[j];
@@ -653,17 +660,21 @@ export class PgWriter {
   }
 
   /**
-   * An optimistic group's jobs (see pipelinable) with every statement sent at once on the
-   * pipelined connection, in job and step order, and one write to the socket: one round trip for
-   * the group instead of one a statement. Answers each job's results or failure as runJob does;
-   * after a failure PostgreSQL refuses the rest of the transaction (25P02), which the caller rolls
-   * back and runs again with savepoints. Throws only when the connection failed.
+   * An optimistic group's jobs (see pipelinable) sent at once on the pipelined connection: `begin`
+   * (the transaction's BEGIN), then every statement in job and step order, in one write to the
+   * socket: one round trip for the group instead of one a statement. `begun` is called once BEGIN
+   * has succeeded. Answers each job's results or failure as runJob does; after a failure
+   * PostgreSQL refuses the rest of the transaction (25P02), which the caller rolls back and runs
+   * again with savepoints.
+   * @throws BEGIN's error (nothing of the group ran); a lost connection's
    */
-  private async runGroupPipelined(client: pg.Client, group: Job[]): Promise<Array<StepResult[] | Error>> {
+  private async runGroupPipelined(client: pg.Client, group: Job[], begin: string, begun: () => void): Promise<Array<StepResult[] | Error>> {
     const sent: Promise<pg.QueryArrayResult>[] = [];
     const stream = (client as unknown as { connection: { stream: { cork?(): void; uncork?(): void } } }).connection.stream;
+    let began: Promise<unknown>;
     stream.cork?.();
     try {
+      began = client.query(begin);
       for (const j of group) {
         for (const step of j.steps) {
           const text = toPgPlaceholders(step.sql);
@@ -673,7 +684,9 @@ export class PgWriter {
     } finally {
       stream.uncork?.();
     }
-    const settled = await Promise.allSettled(sent);
+    const [start, ...settled] = await Promise.allSettled([began, ...sent]);
+    if (start.status === 'rejected') throw start.reason;
+    begun();
     const out: Array<StepResult[] | Error> = [];
     let k = 0;
     for (const j of group) {

@@ -48,6 +48,18 @@ const ids = async (admin: pg.Client, table: string): Promise<string[]> =>
 
 const forbid = { status: 403, code: 'forbidden', message: 'no' };
 
+/** Ten clean groups of two inserts into `t` (ids `<prefix><g>-<k>`): the writer then runs groups without savepoints. */
+async function cleanGroups(writer: PgWriter, prefix: string): Promise<void> {
+  for (let g = 0; g < 10; g++) {
+    await Promise.all([0, 1].map((k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`${prefix}${g}-${k}`, 0] }])));
+  }
+}
+
+/** The last value of the sequence `runs` (nextval is not rolled back, so it counts the statements run). */
+async function runsOf(admin: pg.Client): Promise<number> {
+  return Number((await admin.query('SELECT last_value FROM runs')).rows[0].last_value);
+}
+
 test('a job applies whole or not at all', { skip }, async () => {
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, v integer)', params: [] }]);
@@ -136,10 +148,8 @@ test('a group run without savepoints: a failed job rolls it back and the group r
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, v integer); CREATE SEQUENCE runs', params: [] }, { sql: `INSERT INTO t VALUES ('r0', 0)`, params: [] }]);
   // groups of two clean jobs in a row: the writer then runs groups without savepoints
-  for (let g = 0; g < 10; g++) {
-    await Promise.all([0, 1].map((k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`w${g}-${k}`, 0] }])));
-  }
-  const runs = async (): Promise<number> => Number((await admin.query('SELECT last_value FROM runs')).rows[0].last_value);
+  await cleanGroups(writer, 'w');
+  const runs = (): Promise<number> => runsOf(admin);
   // one group of ten; jobs 3 and 7 fail after writing. `nextval` is not rolled back, so it counts
   // the jobs run: 3 without savepoints (up to the first failure), then 10 with them
   const jobs = Array.from({ length: 10 }, (_, k) => {
@@ -175,10 +185,8 @@ test('a group run without savepoints: a failed job rolls it back and the group r
 test('an optimistic group goes out pipelined: every statement sent before the first answer; results and failures as one at a time', { skip }, async () => {
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, v integer); CREATE SEQUENCE runs', params: [] }, { sql: `INSERT INTO t VALUES ('r0', 0)`, params: [] }]);
-  for (let g = 0; g < 10; g++) {
-    await Promise.all([0, 1].map((k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`w${g}-${k}`, 0] }])));
-  }
-  const runs = async (): Promise<number> => Number((await admin.query('SELECT last_value FROM runs')).rows[0].last_value);
+  await cleanGroups(writer, 'w');
+  const runs = (): Promise<number> => runsOf(admin);
   // every step has parameters: the group is pipelined, and with returned rows it answers as before
   const clean = await Promise.all(Array.from({ length: 6 }, (_, k) => writer.write([
     { sql: 'SELECT nextval(?::regclass)', params: ['runs'] },
@@ -210,6 +218,14 @@ test('an optimistic group goes out pipelined: every statement sent before the fi
   assert.deepEqual((await admin.query(`SELECT id FROM t WHERE id LIKE 'r%' ORDER BY id`)).rows.map((r) => r.id as string), ['r0', ...ok].sort());
   assert.equal((await admin.query(`SELECT v FROM t WHERE id = 'r0'`)).rows[0].v, 6 + ok.length, 'each committed job counted once');
 
+  // BEGIN goes out with the statements: a connection killed while idle fails it, and the group
+  // (nothing of it run) is sent again on a new connection
+  await cleanGroups(writer, 'x');
+  const pid = writer.backendPid!;
+  await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+  await Promise.all(Array.from({ length: 4 }, (_, k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`k${k}`, k] }])));
+  assert.notEqual(writer.backendPid, pid);
+  assert.deepEqual((await admin.query(`SELECT id FROM t WHERE id LIKE 'k%' ORDER BY id`)).rows.map((r) => r.id as string), ['k0', 'k1', 'k2', 'k3']);
 });
 
 test('jobs arriving while a group is in flight form the next group', { skip }, async () => {
