@@ -212,7 +212,7 @@ function pointKey(text: string, params: SqlValue[]): string | null {
   return key;
 }
 
-/** A pool client as this reader keeps it: the statement_timeout it has (ms; 0 none). */
+/** A pool client as this reader keeps it: the statement_timeout it has (ms; 0 none; -1 not known). */
 const timeouts = new WeakMap<pg.PoolClient, number>();
 
 export class PgReader {
@@ -245,6 +245,8 @@ export class PgReader {
       ...common,
       application_name: `${app}-pool`,
       types: readTypes(),
+      // a read's SET statement_timeout goes out with it (pooled)
+      pipeline: true,
       max: this.poolSize,
       idleTimeoutMillis: options.idleTimeoutMs ?? 20_000,
       allowExitOnIdle: true,
@@ -452,14 +454,25 @@ export class PgReader {
             return;
           }
           try {
-            // the backstop of the cancel: the server stops the statement by itself soon after the budget
+            // the backstop of the cancel: the server stops the statement by itself soon after the
+            // budget; a connection whose timeout differs gets it in the same write as the read
+            // (pipeline mode), not a round trip of its own
             const want = budget ? budget + BUDGET_BACKSTOP_MS : 0;
+            let setting: Promise<unknown> | undefined;
             if ((timeouts.get(client) ?? 0) !== want) {
-              await client.query(`SET statement_timeout = ${want}`);
+              setting = client.query(`SET statement_timeout = ${want}`);
               timeouts.set(client, want);
             }
             const started = performance.now();
-            const r = (await client.query({ text, values: params, rowMode: 'array', name: this.names.of(text) })) as unknown as pg.QueryArrayResult;
+            const read = client.query({ text, values: params, rowMode: 'array', name: this.names.of(text) }) as unknown as Promise<pg.QueryArrayResult>;
+            let r: pg.QueryArrayResult;
+            try {
+              r = setting ? (await Promise.all([setting, read]))[1] : await read;
+            } catch (err) {
+              // whether the SET took is not known: the next read on this connection sends one
+              if (setting) timeouts.set(client, -1);
+              throw err;
+            }
             this.ran.completed++;
             this.ran.busyMs += performance.now() - started;
             // a connection a cancel was sent to is not given to another read (the cancel could land there)

@@ -184,6 +184,21 @@ test('a time budget rejects with ReadBudgetExceeded and stops the statement on t
   assert.deepEqual(await r.get('SELECT 2', [], { pool: true, budgetMs: 1000 }), [2n]);
 });
 
+test('a read has its own statement_timeout: budgeted and unbudgeted reads alternating on one connection', { skip }, async () => {
+  const r = await reader({ applicationName: 'rt-timeouts', poolSize: 1 });
+  const shown = (budgetMs?: number): Promise<unknown[] | undefined> => r.get('SELECT current_setting(?)', ['statement_timeout'], budgetMs === undefined ? undefined : { pool: true, budgetMs });
+  for (let k = 0; k < 3; k++) {
+    const budgeted = String((await shown(2000))![0]);
+    assert.match(budgeted, /^\d+(ms|s)$/);
+    assert.notEqual(budgeted, '0', 'a budgeted read runs under a statement_timeout');
+    assert.deepEqual(await shown(), ['0'], 'the next unbudgeted read on the same connection has none');
+  }
+  // the setting goes out with the read; a failing read leaves the connection's setting known
+  await assert.rejects(r.all('SELECT * FROM no_such_table', [], { pool: true, budgetMs: 1000 }), errCode('42P01'));
+  assert.deepEqual(await shown(), ['0']);
+  assert.notEqual(String((await shown(1000))![0]), '0');
+});
+
 test('a killed pool connection: the next read reconnects', { skip }, async () => {
   const r = await reader({ applicationName: 'rt-kill' });
   await r.get('SELECT 1', [], { pool: true });
