@@ -21,7 +21,9 @@
  *
  * Round trips per group: `BEGIN; SAVEPOINT` once, each step once, `RELEASE; SAVEPOINT` (or
  * `ROLLBACK TO`) between jobs, and one last `RELEASE; <take changes>; COMMIT`; without
- * savepoints, `BEGIN`, each step and `<take changes>; COMMIT`. Statements with
+ * savepoints, two: `BEGIN` and every step sent together on the pipelined connection
+ * (runGroupPipelined; a group with a DDL step or a step without parameters sends its steps one
+ * at a time), then `<take changes>; COMMIT`. Statements with
  * parameters are prepared once per connection (named, at most NAMED_MAX; a DDL step forgets the
  * names, and the connection is renewed between groups once the budget is spent).
  *
