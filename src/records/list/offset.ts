@@ -94,8 +94,8 @@ export class OffsetPages {
       } else if (s.c.type === 'base') {
         // A small scope's ids (a semi-join's rows read and sorted: up to SMALL_SCOPE_ROWS) are
         // found on a reader thread while one is free, else here (Reader.getBalanced).
-        // On PostgreSQL every page's ids come from the pool: a main-thread read there blocks the
-        // main thread for a round trip to the server (RecordReader.readsOffThread).
+        // On PostgreSQL every page's ids come from the pool (pageFromPoolIds): it has no
+        // synchronous reads to assemble a page from the row cache in one turn (SqlReader.sync).
         const offThread = this.store.sql.kind === 'postgres';
         const balanced = offThread || (small && s.driverRows! >= BALANCED_SCOPE_ROWS && order.length > 0 && this.store.reader.workerFree());
         items = balanced ? null : this.render.pageFromRowCache(s, where, order, rendered, pageParams, visits, small);
