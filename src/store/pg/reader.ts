@@ -7,10 +7,9 @@
  * numbers, bytea as Buffer, jsonb and everything else as text).
  *
  * Every read is asynchronous, on a pg.Pool (`get`, `all`, `plan`, and `getAuto`, `allAuto`,
- * `getBalanced`, which on SQLite may stay on the main thread and here always go to the pool:
- * every read is a round trip). There are no synchronous
- * reads (`sync` is null, src/store/backend.ts): nothing that serves requests can block the main
- * thread on the server.
+ * `getBalanced`, which on SQLite may stay on the main thread and here are pool reads of `get` and
+ * `all`: every read is a round trip). There are no synchronous reads (`sync` is null,
+ * src/store/backend.ts): nothing that serves requests can block the main thread on the server.
  *
  * Each pool connection prepares a statement once (named, the first READ_NAMED_MAX texts) rather
  * than parsing and planning it at every read. Point reads (`get` of a `… LIMIT 1` statement whose
@@ -382,7 +381,7 @@ export class PgReader {
 
   /** The first row of a bounded read: on the pool, as every read here (the SQLite reader may keep it on its main thread). */
   getBalanced(sql: string, params: SqlValue[], budgetMs = 0): Promise<unknown[] | undefined> {
-    return this.pooled(toPgPlaceholders(sql), params, budgetMs).then(first);
+    return this.get(sql, params, { pool: true, budgetMs });
   }
 
   /** Pool reads that succeeded since start, and the milliseconds their statements ran (poolStats). */
@@ -404,12 +403,12 @@ export class PgReader {
    * read stays on the main thread, here every read is a round trip the main thread need not wait for.
    */
   getAuto(sql: string, params: SqlValue[], _visits = 0, budgetMs = 0): Promise<unknown[] | undefined> {
-    return this.pooled(toPgPlaceholders(sql), params, budgetMs).then(first);
+    return this.get(sql, params, { pool: true, budgetMs });
   }
 
   /** All rows, on the pool whatever its plan (see getAuto). */
   allAuto(sql: string, params: SqlValue[], _visits = 0, budgetMs = 0): Promise<unknown[][]> {
-    return this.pooled(toPgPlaceholders(sql), params, budgetMs);
+    return this.all(sql, params, { pool: true, budgetMs });
   }
 
   private pooled(text: string, params: SqlValue[], budgetMs: number): Promise<unknown[][]> {

@@ -678,10 +678,7 @@ export class PgWriter {
     try {
       began = client.query(begin);
       for (const j of group) {
-        for (const step of j.steps) {
-          const text = toPgPlaceholders(step.sql);
-          sent.push(client.query({ text, values: step.params, rowMode: 'array', name: this.names.of(text) }));
-        }
+        for (const step of j.steps) sent.push(this.sendPrepared(client, step));
       }
     } finally {
       stream.uncork?.();
@@ -721,10 +718,15 @@ export class PgWriter {
       if (isDdl(step.sql)) this.names.forgetAll();
       return Array.isArray(r) ? r[r.length - 1] : r;
     }
-    const text = toPgPlaceholders(step.sql);
-    const r = await client.query({ text, values: step.params, rowMode: 'array', name: this.names.of(text) });
+    const r = await this.sendPrepared(client, step);
     if (isDdl(step.sql)) this.names.forgetAll();
     return r;
+  }
+
+  /** A step with parameters sent as a prepared statement (`?` slots renumbered, named once per connection). */
+  private sendPrepared(client: pg.Client, step: WriteStep): Promise<pg.QueryArrayResult> {
+    const text = toPgPlaceholders(step.sql);
+    return client.query({ text, values: step.params, rowMode: 'array', name: this.names.of(text) });
   }
 
   private failQueued(err: Error): void {
