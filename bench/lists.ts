@@ -20,7 +20,12 @@
  * vs floor), and the estimate of a cached page plus the read, printed as `cached+read`.
  *
  *   npm run build && npx tsx bench/lists.ts [--data=DIR] [--rounds=3] [--seconds=3]
- *       [--only=relation,literals,deep,nocache,cached,floor,bare] [--cpu-prof]
+ *       [--only=relation,literals,deep,nocache,cached,floor,bare] [--cpu-prof] [--posts]
+ *
+ * `--posts` runs the bypassed-list references on the quick suite's 10,000 posts instead (seeded
+ * through the REST API as `npm run bench -- --quick` does, a 15 KB page): `nocache` there is the
+ * suite's "list 20, no rule, skipTotal, page cache bypassed (10k rows)". The city series are
+ * left out.
  *
  * `--cpu-prof` runs the server under `node --cpu-prof` (profiles in bench/results/profiles-lists/)
  * and prints the hottest functions of the main thread. The committed figures come from
@@ -32,7 +37,8 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadCities } from './lib/cities.js';
 import { CITY_THRESHOLDS, wrkScript } from './lib/scenarios.js';
-import { BENCH_EMAIL, BENCH_PASSWORD, REPO_ROOT, newDataDir, runCli, startSvc } from './lib/svc.js';
+import { BENCH_EMAIL, BENCH_PASSWORD, REPO_ROOT, SvcClient, newDataDir, runCli, startSvc } from './lib/svc.js';
+import * as seed from './lib/seed.js';
 import { freePort, median, runWrk, startProcess, waitForHttp, type WrkOptions } from './lib/wrk.js';
 import { cpuTicks, settle } from './lib/rss.js';
 import { summariseProfiles } from './lib/profile.js';
@@ -43,13 +49,23 @@ const ROUNDS = Number(arg('rounds') ?? 3);
 const SECONDS = Number(arg('seconds') ?? 3);
 const ONLY = arg('only')?.split(',');
 const PROF = argv.includes('--cpu-prof');
+const POSTS = argv.includes('--posts');
+const CITY_SERIES = ['relation', 'literals', 'deep'];
 
 async function main(): Promise<void> {
   let dataDir = arg('data');
   const keep = dataDir !== undefined;
-  let codes: string[];
-  let rows: number;
-  if (dataDir && existsSync(join(dataDir, 'cities.json'))) {
+  let codes: string[] = [];
+  let rows = 0;
+  if (POSTS) {
+    if (dataDir) await mkdir(dataDir, { recursive: true });
+    dataDir ??= await newDataDir('lists-posts');
+    if (!existsSync(join(dataDir, 'posts.json'))) {
+      if (keep) await runCli(['superuser', 'create', `--email=${BENCH_EMAIL}`, `--password=${BENCH_PASSWORD}`, `--data-dir=${dataDir}`]);
+      await seedQuickPosts(dataDir);
+      await writeFile(join(dataDir, 'posts.json'), JSON.stringify({ rows: POST_ROWS }));
+    }
+  } else if (dataDir && existsSync(join(dataDir, 'cities.json'))) {
     ({ codes, rows } = JSON.parse(await import('node:fs').then((fs) => fs.readFileSync(join(dataDir!, 'cities.json'), 'utf8'))));
   } else {
     if (dataDir) {
@@ -70,7 +86,7 @@ async function main(): Promise<void> {
   const helloPort = await freePort();
   const hello = startProcess('hello-uws', process.execPath, [join(REPO_ROOT, 'bench', 'hello-uws.mjs'), String(helloPort)], { cwd: REPO_ROOT });
   const ceilingUrl = `http://127.0.0.1:${helloPort}/`;
-  const url = `${svc.url}/api/collections/cities/records`;
+  const url = `${svc.url}/api/collections/${POSTS ? 'posts' : 'cities'}/records`;
   const bypassed = `${url}?page=1&perPage=20&skipTotal=1`;
   let floor: ReturnType<typeof startProcess> | null = null;
   const bodyFile = join(tmpdir(), `svc-list-floor-${process.pid}.json`);
@@ -80,7 +96,7 @@ async function main(): Promise<void> {
     if (!ONLY || ONLY.includes('floor') || ONLY.includes('bare')) {
       // the floor sends the very page svc answers
       await writeFile(bodyFile, Buffer.from(await (await fetch(bypassed)).arrayBuffer()));
-      floor = startProcess('list-floor', process.execPath, [join(REPO_ROOT, 'bench', 'list-floor.mjs'), String(floorPort), join(dataDir, 'data.db'), bodyFile], { cwd: REPO_ROOT });
+      floor = startProcess('list-floor', process.execPath, [join(REPO_ROOT, 'bench', 'list-floor.mjs'), String(floorPort), join(dataDir, 'data.db'), bodyFile, POSTS ? 'posts' : 'cities'], { cwd: REPO_ROOT });
       await waitForHttp(`http://127.0.0.1:${floorPort}/`, floor);
     }
     const series: Array<{ key: string; load: WrkOptions }> = [
@@ -92,7 +108,7 @@ async function main(): Promise<void> {
       { key: 'cached', load: { url: bypassed, script: wrkScript('same-query.lua') } },
       { key: 'floor', load: { url: `http://127.0.0.1:${floorPort}/?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
       { key: 'bare', load: { url: `http://127.0.0.1:${floorPort}/bare?page=1&perPage=20&skipTotal=1`, script: wrkScript('distinct-query.lua') } },
-    ].filter((s) => (!ONLY && s.key !== 'literals') || ONLY?.includes(s.key));
+    ].filter((s) => (ONLY ? ONLY.includes(s.key) : s.key !== 'literals') && !(POSTS && CITY_SERIES.includes(s.key)));
     const pids = [svc.proc.child.pid!, hello.child.pid!, ...(floor ? [floor.child.pid!] : [])];
     for (const s of series) await runWrk({ ...s.load, durationS: 1 }); // warm-up
     const ratios = new Map<string, number[]>(series.map((s) => [s.key, []]));
@@ -135,6 +151,24 @@ async function main(): Promise<void> {
     const files = (await readdir(profDir)).filter((f) => f.endsWith('.cpuprofile'));
     if (files.length === 0) console.log('no profile written');
     for (const p of summariseProfiles(profDir, REPO_ROOT, 25)) console.log(JSON.stringify(p, null, 1));
+  }
+}
+
+const POST_ROWS = 10_000;
+const POST_USERS = 100;
+
+/** The quick suite's posts (bench/run.ts, set `a`): 100 users, 10,000 posts, the `open` rules. */
+async function seedQuickPosts(dataDir: string): Promise<void> {
+  const svc = await startSvc({ dataDir });
+  try {
+    const su = new SvcClient(svc.url);
+    await su.loginSuperuser(BENCH_EMAIL, BENCH_PASSWORD);
+    const usersId = await seed.createUsersCollection(su);
+    await seed.createPostsCollection(su, 'posts', usersId, 'open');
+    await seed.seedUsers(svc.url, su.token, POST_USERS);
+    await seed.seedPosts(svc.url, su.token, 'posts', 'a', 0, POST_ROWS, POST_USERS);
+  } finally {
+    await svc.stop();
   }
 }
 
