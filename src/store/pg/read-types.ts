@@ -19,31 +19,35 @@ const NUMERIC_OID = 1700;
 const asText = (v: string): string => v;
 const asBigInt = (v: string): bigint => BigInt(v);
 const asNumber = (v: string): number => Number(v);
-const asBoolInt = (v: string): bigint => (v === 't' ? 1n : 0n);
+const asBoolean = (v: string): boolean => v === 't';
 const byteaParser = pg.types.getTypeParser(BYTEA_OID, 'text') as (v: string) => Buffer;
 
 /**
- * Type parsers for PostgreSQL read connections, in the shapes the SQLite reader hands the domain:
- * integers (int2, int4, int8, oid) as BigInt (libsql with safeIntegers), booleans as 1n / 0n
- * (SQLite has no boolean), float4/float8 and numeric as JS numbers (numeric past 2^53 loses
- * precision, as a REAL would), bytea as Buffer, and everything else (text, json and jsonb, dates
- * and times, arrays, uuid …) as the server's text. Given per client (`types`), never set globally.
+ * Type parsers for PostgreSQL read connections: each value in the JavaScript type that holds
+ * PostgreSQL's exactly, not in SQLite's shapes (docs/deployment.md, "Values read back").
+ * - int2, int4 and oid as numbers; int8 as BigInt (64 bits: a number would round past 2^53);
+ * - booleans as booleans (a comparison or EXISTS in a select list);
+ * - float4, float8 and numeric as numbers (numeric past 2^53 loses precision, as a REAL would);
+ * - bytea as Buffer;
+ * - everything else (text, json and jsonb, dates and times, arrays, uuid …) as the server's
+ *   text, which the record codec decodes as it decodes SQLite's.
+ * Given per client (`types`), never set globally.
  */
 export function readTypes(): pg.CustomTypesConfig {
   const getTypeParser = (oid: number, format?: 'text' | 'binary'): ((v: string) => unknown) => {
     if (format === 'binary') return pg.types.getTypeParser(oid, 'binary') as (v: string) => unknown;
     switch (oid) {
       case INT8_OID:
+        return asBigInt;
       case INT2_OID:
       case INT4_OID:
       case OID_OID:
-        return asBigInt;
-      case BOOL_OID:
-        return asBoolInt;
       case FLOAT4_OID:
       case FLOAT8_OID:
       case NUMERIC_OID:
         return asNumber;
+      case BOOL_OID:
+        return asBoolean;
       case BYTEA_OID:
         return byteaParser;
       default:

@@ -2,9 +2,9 @@
  * Reads on PostgreSQL (docs/deployment.md): the counterpart of the SQLite Reader
  * (src/store/sqlite/reader.ts) with the same asynchronous methods and the same answers, so the
  * domain runs unchanged on either backend. Statements arrive spelled for SQLite's slots (`?`,
- * renumbered by toPgPlaceholders); rows come back as arrays in the SQLite reader's shapes
- * (src/store/pg/read-types.ts `readTypes`: integers as BigInt, booleans as 1n/0n, float and numeric as
- * numbers, bytea as Buffer, jsonb and everything else as text).
+ * renumbered by toPgPlaceholders); rows come back as arrays of PostgreSQL's own types
+ * (src/store/pg/read-types.ts `readTypes`: int8 as BigInt, int2 and int4 as numbers, booleans as
+ * booleans, float and numeric as numbers, bytea as Buffer, jsonb and everything else as text).
  *
  * Every read is asynchronous, on a pg.Pool (`get`, `all`, `plan`, and `getAuto`, `allAuto`,
  * `getBalanced`, which on SQLite may stay on the main thread and here are pool reads of `get` and

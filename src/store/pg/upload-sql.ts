@@ -4,7 +4,7 @@
  * `_uploadSessions` (metadata) and `_uploadPayloads` (payload pages), created only when the
  * persistence mode opens a database that has none of them (they are not part of bootstrap.ts). Same
  * columns, PostgreSQL types: text, bigint for SQLite's INTEGER (lengths, offsets, epoch-ms times;
- * read back as BigInt like SQLite's), bytea for the BLOB pages. Their statements are shared with
+ * read back as BigInt, as SQLite's INTEGER is), bytea for the BLOB pages. Their statements are shared with
  * SQLite: src/store/shared/upload-sql.ts (UploadSql, with UPLOAD_DIALECTS.postgres and this DDL).
  * The server refuses the persistence mode on this backend (src/server.ts).
  */

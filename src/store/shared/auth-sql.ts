@@ -8,7 +8,7 @@
  * The hidden auth columns (`passwordHash`, `tokenKey`, `token_epoch`) are part of the record
  * table: AUTH_HIDDEN_COLUMNS_SQL of src/store/sqlite/auth-sql.ts and of
  * src/store/pg/collection-sql.ts. Values come back in one shape on both backends: `verified`
- * (SQLite INTEGER, PostgreSQL smallint 0/1 read as BigInt) as a boolean, counts as numbers. How
+ * (SQLite INTEGER read as BigInt, PostgreSQL smallint 0/1 read as a number) as a boolean, counts as numbers. How
  * the backends compare `email` case-insensitively is in {@link AuthSqlDialect}.
  */
 import type { Collection } from '../../model/schema.js';

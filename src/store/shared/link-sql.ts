@@ -10,7 +10,8 @@
  * credential id registered twice (the primary key) fails the job with a constraint failure on
  * both backends: SQLITE_CONSTRAINT on SQLite, SQLSTATE 23505 on PostgreSQL (src/store/pg/dialect.ts
  * reports it as one). `counter` (SQLite INTEGER, PostgreSQL bigint) and `factor` (INTEGER /
- * smallint 0/1) are read as BigInt on PostgreSQL and answered as a number and a boolean on both.
+ * smallint 0/1: BigInt on SQLite, a BigInt and a number on PostgreSQL) are answered as a number
+ * and a boolean on both.
  * A link's `confirmed` (INTEGER / smallint 0/1) says whether it was made under a proven email
  * address; links of a database older than the column count as unconfirmed (its DEFAULT 0).
  * What the backends spell differently is in {@link LinkSqlDialect}.

@@ -8,8 +8,8 @@
  * themselves are created by each backend's bootstrap: MFA_DDL of src/store/sqlite/mfa-sql.ts,
  * SYSTEM_DDL of src/store/pg/bootstrap.ts.
  *
- * Integers (`lastStep`, `tries`, `expires`, counts) are read as BigInt on PostgreSQL and answered
- * as numbers on both backends. SQLite accepts an empty `IN ()`; PostgreSQL does not, so dropping
+ * Integers (`lastStep`, `tries`, `expires`, counts: BigInt from SQLite and from PostgreSQL's
+ * bigint, numbers from its integer) are answered as numbers on both backends. SQLite accepts an empty `IN ()`; PostgreSQL does not, so dropping
  * the attempts of no purpose is spelled, on both, as a statement that deletes nothing (`false`).
  * What the backends spell differently is in {@link TOTP_ORDER}.
  */

@@ -25,7 +25,7 @@ import type { SchemaLookup } from '../rule-types.js';
 import { ruleEmitter } from '../rule-emitters.js';
 import type { ListDialect } from './list-dialect.js';
 
-/** A raw sort-key value as the database returns it (SQLite: integers as BigInt), a cursor's boundary values (src/records/cursor.ts). */
+/** A raw sort-key value as the database returns it (integers as BigInt, or on PostgreSQL smallint and integer as numbers), a cursor's boundary values (src/records/cursor.ts). */
 export type KeyValue = string | number | bigint | null | Uint8Array;
 
 /** One ORDER BY key: its SQL (`r."name"`), its direction, and whether it can hold NULL. */

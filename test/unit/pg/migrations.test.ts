@@ -45,6 +45,8 @@ const seed: RunnableMigration = {
     assert.deepEqual(await exec, { changes: 2 });
     // reads see the migration's own writes
     assert.deepEqual(await tx.query('SELECT count(*) AS n FROM app_log WHERE msg <> ?', ['x']), [{ n: 3 }]);
+    // PostgreSQL's own types (docs/deployment.md, "Values read back"): integers as numbers, a boolean as a boolean
+    assert.deepEqual(await tx.query('SELECT 2::int2 AS s, 3::int4 AS i, 4::int8 AS b, 1 < 2 AS yes, 1.5::float8 AS f'), [{ s: 2, i: 3, b: 4, yes: true, f: 1.5 }]);
   },
   id: '0002_seed',
 };
