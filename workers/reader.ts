@@ -9,6 +9,7 @@ import Database from 'libsql';
 import { threadId, workerData } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import type { SqlValue } from '../src/store/bind.js';
+import { checkSlotOrder } from '../src/store/slots.js';
 
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
@@ -84,6 +85,7 @@ function runTask(task: ReadTask): unknown {
   const cache = caches[task.mode];
   let stmt = cache.get(task.sql);
   if (stmt === undefined) {
+    checkSlotOrder(task.sql);
     stmt = conn.prepare(task.sql);
     stmt.raw(true);
     stmt.safeIntegers(true);

@@ -23,6 +23,7 @@ import { LRUCache } from 'lru-cache';
 import {
   CHANGE_DELETE, CHANGE_UPDATE, MAX_CHANGES_LISTED, OUT_GUARD, OUT_OK, OUT_SQLITE, STEP_EXPECT_CHANGE, STEP_EXPECT_ROW, STEP_RETURN_ROWS,
 } from '../src/store/write-job.js';
+import { checkSlotOrder } from '../src/store/slots.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 /** A prepared statement with what is asked of it on every run, asked of libsql once. */
@@ -68,6 +69,7 @@ function prepare(sql: string, forAll = false): Prepared {
   const cache = forAll ? allStmtCache : stmtCache;
   let p = cache.get(sql);
   if (p === undefined) {
+    checkSlotOrder(sql);
     const stmt = db.prepare(sql);
     const reader = stmt.reader;
     if (reader) {

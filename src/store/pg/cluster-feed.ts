@@ -295,7 +295,7 @@ export class ClusterFeed {
    */
   publishStep(creates: ReadonlyArray<{ collection: string; id: string }>): WriteStep {
     const json = JSON.stringify(creates.map((c) => [c.collection, c.id]));
-    return { sql: 'SELECT _svc_cl_publish(?, ?, ?::jsonb, ?, true)', params: [this.channel, this.head(), json, this.maxListed] };
+    return { sql: 'SELECT _svc_cl_publish($1, $2, $3::jsonb, $4, true)', params: [this.channel, this.head(), json, this.maxListed] };
   }
 
   /** Writes one job through `writer` with its publish step appended; the results are the job's own. */

@@ -45,6 +45,7 @@ import type { WriteStep } from '../write-job.js';
 import { AUTH_SIDE_TABLES } from '../auth-store.js';
 import { UnsupportedSchema } from '../errors/store-errors.js';
 import { TEXT_C, convertUsingSql, isMultiValued, pgColumnDefinitionType } from './column-types.js';
+import { slotList } from '../slots.js';
 
 /** What the server offers the DDL. */
 export interface PgDdlOptions {
@@ -177,7 +178,7 @@ function ftsColumnSql(c: Collection): string | null {
  */
 export const UNCOLLATED_TEXT_COLUMNS_SQL =
   `SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid ` +
-  `WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(string_to_array(?::text, ',')) AND a.attnum > 0 AND NOT a.attisdropped ` +
+  `WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY(string_to_array($1::text, ',')) AND a.attnum > 0 AND NOT a.attisdropped ` +
   `AND a.atttypid = 'text'::regtype AND a.attcollation <> (SELECT oid FROM pg_collation WHERE collname = 'C' AND collnamespace = 'pg_catalog'::regnamespace) ` +
   `AND a.attname NOT IN ('passwordHash', 'tokenKey') ORDER BY c.relname, a.attnum`;
 
@@ -278,7 +279,7 @@ export function createdIndexSql(c: Collection): string {
 
 /** The definitions of the indexes of the named tables; params: the names joined by commas. Rows: index name, definition. */
 export const INDEX_DEFINITIONS_SQL =
-  `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ANY(string_to_array(?::text, ','))`;
+  `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ANY(string_to_array($1::text, ','))`;
 
 /**
  * Steps re-creating `c`'s collection indexes made before they were declared `NULLS FIRST`, and
@@ -408,7 +409,7 @@ function registryRow(c: Collection): (string | number | null)[] {
 const REGISTRY_COLUMNS = ['id', 'name', 'type', 'system', 'fields', 'indexes', 'options', 'listRule', 'viewRule', 'createRule', 'updateRule', 'deleteRule', 'created', 'updated'];
 
 /** Inserts or replaces a `_collections` row; params: the 14 columns in {@link REGISTRY_COLUMNS} order. */
-export const UPSERT_REGISTRY = `INSERT INTO "_collections" (${REGISTRY_COLUMNS.map(q).join(',')}) VALUES (${REGISTRY_COLUMNS.map(() => '?').join(',')}) ` +
+export const UPSERT_REGISTRY = `INSERT INTO "_collections" (${REGISTRY_COLUMNS.map(q).join(',')}) VALUES (${slotList(1, REGISTRY_COLUMNS.length)}) ` +
   `ON CONFLICT ("id") DO UPDATE SET ${REGISTRY_COLUMNS.slice(1).map((c) => `${q(c)} = EXCLUDED.${q(c)}`).join(', ')}`;
 
 const registryStep = (c: Collection): WriteStep => ({ sql: UPSERT_REGISTRY, params: registryRow(c) });
@@ -538,8 +539,8 @@ export function deleteSteps(c: Collection, before: Collection[], after: Collecti
   return [
     ...dropRelationTriggerSteps(before, c.id),
     step(`DROP TABLE IF EXISTS ${q(c.name)}`),
-    { sql: `DELETE FROM "_collections" WHERE "id" = ?`, params: [c.id] },
-    ...AUTH_SIDE_TABLES.map((t): WriteStep => ({ sql: `DELETE FROM ${q(t)} WHERE "collectionId" = ?`, params: [c.id] })),
+    { sql: `DELETE FROM "_collections" WHERE "id" = $1`, params: [c.id] },
+    ...AUTH_SIDE_TABLES.map((t): WriteStep => ({ sql: `DELETE FROM ${q(t)} WHERE "collectionId" = $1`, params: [c.id] })),
     ...createRelationTriggerSteps(after, c.id),
   ];
 }
@@ -547,14 +548,14 @@ export function deleteSteps(c: Collection, before: Collection[], after: Collecti
 // ---- queries over the schema objects -----------------------------------------------------
 
 /**
- * The full-text match over alias `alias`; one param: the tsquery text of a search
+ * The full-text match over alias `alias`; one param (`$1`): the tsquery text of a search
  * (src/records/search.ts, lowerTsquery).
  */
 export function ftsMatchSql(alias: string): string {
-  return `${alias}.${q(FTS_COLUMN)} @@ to_tsquery('${FTS_CONFIG}'::regconfig, ?)`;
+  return `${alias}.${q(FTS_COLUMN)} @@ to_tsquery('${FTS_CONFIG}'::regconfig, $1)`;
 }
 
-/** The full-text rank over alias `alias` (higher is better); one param: the tsquery text of a search. */
+/** The full-text rank over alias `alias` (higher is better); one param (`$1`): the tsquery text of a search. */
 export function ftsRankSql(alias: string): string {
-  return `ts_rank(${alias}.${q(FTS_COLUMN)}, to_tsquery('${FTS_CONFIG}'::regconfig, ?))`;
+  return `ts_rank(${alias}.${q(FTS_COLUMN)}, to_tsquery('${FTS_CONFIG}'::regconfig, $1))`;
 }

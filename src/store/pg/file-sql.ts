@@ -18,6 +18,7 @@ import type { FileStore, RowGet } from '../file-store.js';
 import type { PgReader } from './reader.js';
 import { q } from './collection-sql.js';
 import { pgColumnType } from './column-types.js';
+import { slotList } from '../slots.js';
 
 /** Which of `fields` (by name) are jsonb columns of `c`. */
 function jsonbColumns(c: Collection, fields: readonly string[]): boolean[] {
@@ -51,15 +52,15 @@ export class PgFileSql implements FileStore {
   constructor(private reader: PgReader) {}
 
   async values(get: RowGet, c: Collection, fields: readonly string[], id: string): Promise<unknown[] | undefined | null> {
-    const row = await get(`SELECT ${fields.map(q).join(', ')} FROM ${q(c.name)} WHERE "id" = ?`, [id]);
+    const row = await get(`SELECT ${fields.map(q).join(', ')} FROM ${q(c.name)} WHERE "id" = $1`, [id]);
     return row ? compactRow(row, jsonbColumns(c, fields), 0) : row;
   }
 
   unchangedGuardStep(c: Collection, id: string, before: ReadonlyMap<string, SqlValue>, fail: StepFail): WriteStep {
     const cols = [...before.keys()];
-    const same = cols.length ? cols.map((n) => `${q(n)} IS NOT DISTINCT FROM ?`).join(' AND ') : 'true';
+    const same = cols.length ? cols.map((n, i) => `${q(n)} IS NOT DISTINCT FROM $${i + 2}`).join(' AND ') : 'true';
     return {
-      sql: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM ${q(c.name)} WHERE "id" = ? AND NOT (${same}))`,
+      sql: `SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM ${q(c.name)} WHERE "id" = $1 AND NOT (${same}))`,
       params: [id, ...cols.map((n) => before.get(n) ?? null)],
       expect: 'row',
       fail,
@@ -69,7 +70,7 @@ export class PgFileSql implements FileStore {
   async referenced(c: Collection, fields: readonly string[], ids: string[]): Promise<unknown[][]> {
     if (!ids.length) return [];
     const cols = fields.map(q);
-    const sql = `SELECT "id"${cols.length ? `, ${cols.join(', ')}` : ''} FROM ${q(c.name)} WHERE "id" IN (${ids.map(() => '?').join(',')})`;
+    const sql = `SELECT "id"${cols.length ? `, ${cols.join(', ')}` : ''} FROM ${q(c.name)} WHERE "id" IN (${slotList(1, ids.length)})`;
     const jsonb = jsonbColumns(c, fields);
     return (await this.reader.all(sql, ids)).map((r) => compactRow(r, jsonb, 1));
   }

@@ -60,12 +60,12 @@ export interface OpenedPostgres {
 
 /** Shared secrets of the cluster: made once (first writer wins), read by every instance. */
 const SECRETS_DDL = 'CREATE TABLE IF NOT EXISTS "_secrets" ("name" text PRIMARY KEY, "value" text NOT NULL)';
-const PUT_SECRET = 'INSERT INTO "_secrets" ("name", "value") VALUES (?, ?) ON CONFLICT ("name") DO NOTHING';
-const GET_SECRET = 'SELECT "value" FROM "_secrets" WHERE "name" = ?';
+const PUT_SECRET = 'INSERT INTO "_secrets" ("name", "value") VALUES ($1, $2) ON CONFLICT ("name") DO NOTHING';
+const GET_SECRET = 'SELECT "value" FROM "_secrets" WHERE "name" = $1';
 /** Claimed ticks of scheduled jobs (epoch ms of the second they fell due); a day of them is kept. */
 const JOB_RUNS_DDL = 'CREATE TABLE IF NOT EXISTS "_jobRuns" ("job" text NOT NULL, "tick" bigint NOT NULL, PRIMARY KEY ("job", "tick"))';
-const CLAIM_TICK = 'INSERT INTO "_jobRuns" ("job", "tick") VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1';
-const FORGET_TICKS = 'DELETE FROM "_jobRuns" WHERE "job" = ? AND "tick" < ?';
+const CLAIM_TICK = 'INSERT INTO "_jobRuns" ("job", "tick") VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1';
+const FORGET_TICKS = 'DELETE FROM "_jobRuns" WHERE "job" = $1 AND "tick" < $2';
 const DAY_MS = 86_400_000;
 /** Serializes the bootstrap of instances starting at once (released at commit). */
 const BOOTSTRAP_LOCK = `SELECT pg_advisory_xact_lock(hashtext('svc-bootstrap'))`;

@@ -19,12 +19,12 @@ import type { PgReader } from './reader.js';
 /** The table, made at startup (src/store/pg/open.ts). */
 export const RATE_LIMITS_DDL = 'CREATE TABLE IF NOT EXISTS "_rateLimits" ("key" text PRIMARY KEY, "reset_at" bigint NOT NULL, "count" integer NOT NULL)';
 
-const HIT = `INSERT INTO "_rateLimits" ("key", "reset_at", "count") VALUES (?, ?, 1)
+const HIT = `INSERT INTO "_rateLimits" ("key", "reset_at", "count") VALUES ($1, $2, 1)
   ON CONFLICT ("key") DO UPDATE SET
-    "count" = CASE WHEN "_rateLimits"."reset_at" <= ? THEN 1 ELSE "_rateLimits"."count" + 1 END,
-    "reset_at" = CASE WHEN "_rateLimits"."reset_at" <= ? THEN EXCLUDED."reset_at" ELSE "_rateLimits"."reset_at" END
+    "count" = CASE WHEN "_rateLimits"."reset_at" <= $3 THEN 1 ELSE "_rateLimits"."count" + 1 END,
+    "reset_at" = CASE WHEN "_rateLimits"."reset_at" <= $4 THEN EXCLUDED."reset_at" ELSE "_rateLimits"."reset_at" END
   RETURNING "count"`;
-const SWEEP = 'DELETE FROM "_rateLimits" WHERE "reset_at" <= ?';
+const SWEEP = 'DELETE FROM "_rateLimits" WHERE "reset_at" <= $1';
 
 /** Fixed-window counters in `_rateLimits`; the same `hit` as RateLimiter. */
 export class PgRateLimiter implements RateCounter {

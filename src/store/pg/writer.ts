@@ -415,7 +415,7 @@ export class PgWriter {
    * not exist.
    */
   static changeTriggersStep(tables: readonly ChangeTable[]): WriteStep {
-    return { sql: 'SELECT _svc_cf_install(?::jsonb)', params: [JSON.stringify(tables.map((t) => ({ collection: t.collection, table: t.table })))] };
+    return { sql: 'SELECT _svc_cf_install($1::jsonb)', params: [JSON.stringify(tables.map((t) => ({ collection: t.collection, table: t.table })))] };
   }
 
   /** Runs changeTriggersStep(tables) as a job of its own; resolves with the number of tables covered. */

@@ -21,17 +21,17 @@ import { q } from '../sqlite/sql-ident.js';
 /** What the auth-record statements spell differently per backend. */
 export interface AuthSqlDialect {
   /**
-   * `email` equal to one `?`, case-insensitively. SQLite compares with `COLLATE NOCASE`; on
+   * `email` equal to parameter `$n`, case-insensitively. SQLite compares with `COLLATE NOCASE`; on
    * PostgreSQL the email's unique index is on `lower("email")` (collection-sql.ts, bootstrap.ts
-   * for `_superusers`), so the statements compare `lower("email") = lower(?)` and that index
+   * for `_superusers`), so the statements compare `lower("email") = lower($n)` and that index
    * serves the look-up.
    */
-  readonly emailMatch: string;
+  emailMatch(n: number): string;
   /**
-   * Identity field `column` (quoted) equal to one `?`. Identity fields are `email` or unique text
+   * Identity field `column` (quoted) equal to parameter `$n`. Identity fields are `email` or unique text
    * fields (collection-input.ts): text columns; PostgreSQL is told the parameter is text.
    */
-  fieldMatch(column: string): string;
+  fieldMatch(column: string, n: number): string;
   /**
    * Whether `idByIdentity` over no identity fields answers undefined without a statement
    * (PostgreSQL). SQLite runs the statement, whose empty WHERE fails.
@@ -45,25 +45,25 @@ export interface AuthSqlDialect {
  */
 export const AUTH_DIALECTS: Readonly<Record<BackendKind, AuthSqlDialect>> = {
   sqlite: {
-    emailMatch: '"email" = ? COLLATE NOCASE',
-    fieldMatch: (column) => `${column} = ?`,
+    emailMatch: (n) => `"email" = $${n} COLLATE NOCASE`,
+    fieldMatch: (column, n) => `${column} = $${n}`,
     skipEmptyIdentity: false,
   },
   postgres: {
-    emailMatch: 'lower("email") = lower(?::text)',
-    fieldMatch: (column) => `${column} = ?::text`,
+    emailMatch: (n) => `lower("email") = lower($${n}::text)`,
+    fieldMatch: (column, n) => `${column} = $${n}::text`,
     skipEmptyIdentity: true,
   },
 };
 
 /** Steps deleting a record's rows in every auth side table. */
 export function recordSideRowsDeleteSteps(collectionId: string, recordId: string): WriteStep[] {
-  return AUTH_SIDE_TABLES.map((table) => ({ sql: `DELETE FROM ${q(table)} WHERE "collectionId" = ? AND "recordId" = ?`, params: [collectionId, recordId] }));
+  return AUTH_SIDE_TABLES.map((table) => ({ sql: `DELETE FROM ${q(table)} WHERE "collectionId" = $1 AND "recordId" = $2`, params: [collectionId, recordId] }));
 }
 
 /** Steps deleting a collection's rows in every auth side table. */
 export function collectionSideRowsDeleteSteps(collectionId: string): WriteStep[] {
-  return AUTH_SIDE_TABLES.map((table) => ({ sql: `DELETE FROM ${q(table)} WHERE "collectionId" = ?`, params: [collectionId] }));
+  return AUTH_SIDE_TABLES.map((table) => ({ sql: `DELETE FROM ${q(table)} WHERE "collectionId" = $1`, params: [collectionId] }));
 }
 
 /**
@@ -80,7 +80,7 @@ export class AuthSql implements AuthRecordStore {
     const key = `${c.id}:${version}`;
     let sql = this.recordSelect.get(key);
     if (!sql) {
-      sql = `SELECT ${columns}, r."passwordHash", r."tokenKey", r."token_epoch" FROM ${q(c.name)} r WHERE r."id" = ?`;
+      sql = `SELECT ${columns}, r."passwordHash", r."tokenKey", r."token_epoch" FROM ${q(c.name)} r WHERE r."id" = $1`;
       this.recordSelect.set(key, sql);
     }
     return this.reader.get(sql, [id]);
@@ -88,32 +88,33 @@ export class AuthSql implements AuthRecordStore {
 
   async idByIdentity(c: Collection, fields: readonly string[], identity: string): Promise<string | undefined> {
     if (!fields.length && this.dialect.skipEmptyIdentity) return undefined;
-    const where = fields.map((f) => (f === 'email' ? this.dialect.emailMatch : this.dialect.fieldMatch(q(f)))).join(' OR ');
-    const row = await this.reader.get(`SELECT "id" FROM ${q(c.name)} WHERE ${where} LIMIT 1`, fields.map(() => identity));
+    // every field compared with the one parameter
+    const where = fields.map((f) => (f === 'email' ? this.dialect.emailMatch(1) : this.dialect.fieldMatch(q(f), 1))).join(' OR ');
+    const row = await this.reader.get(`SELECT "id" FROM ${q(c.name)} WHERE ${where} LIMIT 1`, fields.length ? [identity] : []);
     return row ? String(row[0]) : undefined;
   }
 
   async byEmail(c: Collection, email: string): Promise<{ id: string; email: string; verified: boolean } | undefined> {
-    const row = await this.reader.get(`SELECT "id", "email", "verified" FROM ${q(c.name)} WHERE ${this.dialect.emailMatch} LIMIT 1`, [email]);
+    const row = await this.reader.get(`SELECT "id", "email", "verified" FROM ${q(c.name)} WHERE ${this.dialect.emailMatch(1)} LIMIT 1`, [email]);
     return row ? { id: String(row[0]), email: String(row[1]), verified: Number(row[2]) === 1 } : undefined;
   }
 
   markVerifiedStep(c: Collection, recordId: string, email: string, now: string, fail: StepFail): WriteStep {
     return {
-      sql: `UPDATE ${q(c.name)} SET "verified" = 1, "updated" = ? WHERE "id" = ? AND ${this.dialect.emailMatch}`,
+      sql: `UPDATE ${q(c.name)} SET "verified" = 1, "updated" = $1 WHERE "id" = $2 AND ${this.dialect.emailMatch(3)}`,
       params: [now, recordId, email], expect: 'change', fail,
     };
   }
 
   setPasswordStep(c: Collection, recordId: string, email: string, hash: string, tokenKey: string, now: string, fail: StepFail): WriteStep {
     return {
-      sql: `UPDATE ${q(c.name)} SET "passwordHash" = ?, "tokenKey" = ?, "updated" = ? WHERE "id" = ? AND ${this.dialect.emailMatch}`,
+      sql: `UPDATE ${q(c.name)} SET "passwordHash" = $1, "tokenKey" = $2, "updated" = $3 WHERE "id" = $4 AND ${this.dialect.emailMatch(5)}`,
       params: [hash, tokenKey, now, recordId, email], expect: 'change', fail,
     };
   }
 
   bumpEpochStep(c: Collection, recordId: string): WriteStep {
-    return { sql: `UPDATE ${q(c.name)} SET "token_epoch" = "token_epoch" + 1 WHERE "id" = ?`, params: [recordId] };
+    return { sql: `UPDATE ${q(c.name)} SET "token_epoch" = "token_epoch" + 1 WHERE "id" = $1`, params: [recordId] };
   }
 
   recordSideRowsDeleteSteps(collectionId: string, recordId: string): WriteStep[] {

@@ -19,6 +19,7 @@
 import type { WriteStep } from '../write-job.js';
 import type { ExternalAuthRowStore, PasskeyRow, PasskeyRowStore, PasskeyView, StepFail } from '../auth-store.js';
 import type { BackendKind, SqlReader } from '../backend.js';
+import { slotList } from '../slots.js';
 
 /** What the link statements spell differently per backend. */
 export interface LinkSqlDialect {
@@ -51,7 +52,7 @@ export class ExternalAuthSql implements ExternalAuthRowStore {
   constructor(private reader: SqlReader, private dialect: LinkSqlDialect) {}
 
   async recordFor(collectionId: string, provider: string, providerId: string): Promise<string | undefined> {
-    const row = await this.reader.get('SELECT "recordId" FROM "_externalAuths" WHERE "collectionId" = ? AND "provider" = ? AND "providerId" = ?', [collectionId, provider, providerId]);
+    const row = await this.reader.get('SELECT "recordId" FROM "_externalAuths" WHERE "collectionId" = $1 AND "provider" = $2 AND "providerId" = $3', [collectionId, provider, providerId]);
     return row ? String(row[0]) : undefined;
   }
 
@@ -61,7 +62,7 @@ export class ExternalAuthSql implements ExternalAuthRowStore {
     for (let i = 0; i < recordIds.length; i += IN_CHUNK) {
       const ids = recordIds.slice(i, i + IN_CHUNK);
       const rows = await this.reader.all(
-        `SELECT "recordId","provider","providerId" FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" IN (${ids.map(() => '?').join(',')}) ORDER BY ${this.dialect.externalAuthOrder}`,
+        `SELECT "recordId","provider","providerId" FROM "_externalAuths" WHERE "collectionId" = $1 AND "recordId" IN (${slotList(2, ids.length)}) ORDER BY ${this.dialect.externalAuthOrder}`,
         [collectionId, ...ids],
       );
       for (const r of rows) out.push({ recordId: String(r[0]), provider: String(r[1]), providerId: String(r[2]) });
@@ -71,17 +72,17 @@ export class ExternalAuthSql implements ExternalAuthRowStore {
 
   linkStep(id: string, collectionId: string, recordId: string, provider: string, providerId: string, created: string, confirmed: boolean): WriteStep {
     return {
-      sql: 'INSERT INTO "_externalAuths" ("id","collectionId","recordId","provider","providerId","created","confirmed") VALUES (?,?,?,?,?,?,?)',
+      sql: 'INSERT INTO "_externalAuths" ("id","collectionId","recordId","provider","providerId","created","confirmed") VALUES ($1,$2,$3,$4,$5,$6,$7)',
       params: [id, collectionId, recordId, provider, providerId, created, confirmed ? 1 : 0],
     };
   }
 
   unconfirmedDropStep(collectionId: string, recordId: string): WriteStep {
-    return { sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" = ? AND "confirmed" = 0', params: [collectionId, recordId] };
+    return { sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = $1 AND "recordId" = $2 AND "confirmed" = 0', params: [collectionId, recordId] };
   }
 
   unlinkStep(collectionId: string, recordId: string, provider: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = ? AND "recordId" = ? AND "provider" = ?', params: [collectionId, recordId, provider], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_externalAuths" WHERE "collectionId" = $1 AND "recordId" = $2 AND "provider" = $3', params: [collectionId, recordId, provider], expect: 'change', fail };
   }
 }
 
@@ -96,43 +97,43 @@ export class PasskeySql implements PasskeyRowStore {
   constructor(private reader: SqlReader, private dialect: LinkSqlDialect) {}
 
   async find(collectionId: string, credentialId: string): Promise<PasskeyRow | undefined> {
-    const r = await this.reader.get(`SELECT ${COLS} FROM "_passkeys" WHERE "id" = ? AND "collectionId" = ?`, [credentialId, collectionId]);
+    const r = await this.reader.get(`SELECT ${COLS} FROM "_passkeys" WHERE "id" = $1 AND "collectionId" = $2`, [credentialId, collectionId]);
     return r ? passkey(r) : undefined;
   }
 
   async list(collectionId: string, recordId: string, factor?: boolean): Promise<PasskeyRow[]> {
     const only = factor === undefined ? '' : ` AND "factor" = ${factor ? 1 : 0}`;
-    return (await this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ?${only} ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId])).map(passkey);
+    return (await this.reader.all(`SELECT ${COLS} FROM "_passkeys" WHERE "collectionId" = $1 AND "recordId" = $2${only} ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId])).map(passkey);
   }
 
   async signInKeys(collectionId: string, recordId: string): Promise<PasskeyView[]> {
-    return (await this.reader.all(`SELECT "id","created","lastUsed" FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0 ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId]))
+    return (await this.reader.all(`SELECT "id","created","lastUsed" FROM "_passkeys" WHERE "collectionId" = $1 AND "recordId" = $2 AND "factor" = 0 ORDER BY ${this.dialect.passkeyOrder}`, [collectionId, recordId]))
       .map((r) => ({ id: String(r[0]), created: String(r[1]), lastUsed: r[2] === null || r[2] === undefined ? '' : String(r[2]) }));
   }
 
   removeSignInStep(collectionId: string, recordId: string, id: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "id" = ? AND "factor" = 0', params: [collectionId, recordId, id], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = $1 AND "recordId" = $2 AND "id" = $3 AND "factor" = 0', params: [collectionId, recordId, id], expect: 'change', fail };
   }
 
   removeStep(collectionId: string, recordId: string, id: string | null, fail: StepFail): WriteStep {
-    if (id === null) return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 1', params: [collectionId, recordId] };
-    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "id" = ?', params: [collectionId, recordId, id], expect: 'change', fail };
+    if (id === null) return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = $1 AND "recordId" = $2 AND "factor" = 1', params: [collectionId, recordId] };
+    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = $1 AND "recordId" = $2 AND "id" = $3', params: [collectionId, recordId, id], expect: 'change', fail };
   }
 
   removeAllSignInStep(collectionId: string, recordId: string): WriteStep {
-    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = ? AND "recordId" = ? AND "factor" = 0', params: [collectionId, recordId] };
+    return { sql: 'DELETE FROM "_passkeys" WHERE "collectionId" = $1 AND "recordId" = $2 AND "factor" = 0', params: [collectionId, recordId] };
   }
 
   addStep(collectionId: string, row: PasskeyRow, created: string): WriteStep {
     return {
-      sql: 'INSERT INTO "_passkeys" ("id","collectionId","recordId","publicKey","counter","transports","factor","created") VALUES (?,?,?,?,?,?,?,?)',
+      sql: 'INSERT INTO "_passkeys" ("id","collectionId","recordId","publicKey","counter","transports","factor","created") VALUES ($1,$2,$3,$4,$5,$6,$7,$8)',
       params: [row.id, collectionId, row.recordId, row.publicKey, row.counter, row.transports, row.factor ? 1 : 0, created],
     };
   }
 
   useStep(collectionId: string, credentialId: string, oldCounter: number, newCounter: number, now: string, fail: StepFail): WriteStep {
     return {
-      sql: 'UPDATE "_passkeys" SET "counter" = ?, "lastUsed" = ? WHERE "id" = ? AND "collectionId" = ? AND "counter" = ?',
+      sql: 'UPDATE "_passkeys" SET "counter" = $1, "lastUsed" = $2 WHERE "id" = $3 AND "collectionId" = $4 AND "counter" = $5',
       params: [newCounter, now, credentialId, collectionId, oldCounter], expect: 'change', fail,
     };
   }

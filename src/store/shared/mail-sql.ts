@@ -33,8 +33,8 @@ export interface MailSqlDialect {
   limit(n: number): number;
   /** A delivery error's text as stored (after its cut to 1000 characters). */
   errorText(message: string): string;
-  /** `email` equal to one `?`, case-insensitively (SQLite: the columns are NOCASE). */
-  readonly emailMatch: string;
+  /** `email` equal to parameter `$n`, case-insensitively (SQLite: the columns are NOCASE). */
+  emailMatch(n: number): string;
   /** The ON CONFLICT target of `_suppressions` (its case-insensitive key). */
   readonly suppressionKey: string;
   /** The ON CONFLICT target of `_senders` (its case-insensitive key). */
@@ -57,7 +57,7 @@ export const MAIL_DIALECTS: Readonly<Record<BackendKind, MailSqlDialect>> = {
     ms: same,
     limit: same,
     errorText: same,
-    emailMatch: '"email" = ?',
+    emailMatch: (n) => `"email" = $${n}`,
     suppressionKey: '"email","account"',
     senderKey: '"account","email"',
     sendersOrder: '"created", "id"',
@@ -66,7 +66,7 @@ export const MAIL_DIALECTS: Readonly<Record<BackendKind, MailSqlDialect>> = {
     ms,
     limit: (n) => Math.max(0, Math.floor(n)),
     errorText: (message) => message.replace(/\0/g, '\uFFFD'),
-    emailMatch: 'lower("email") = lower(?)',
+    emailMatch: (n) => `lower("email") = lower($${n})`,
     suppressionKey: 'lower("email"),"account"',
     senderKey: '"account", lower("email")',
     sendersOrder: '"created" COLLATE "C", "id" COLLATE "C"',
@@ -89,13 +89,13 @@ export class MailSql implements MailRowStore {
   enqueueStep(id: string, queue: string, message: string, account: string, nowMs: number): WriteStep {
     const now = this.dialect.ms(nowMs);
     return {
-      sql: 'INSERT INTO "_mailQueue" ("id","queue","message","account","status","attempts","next_at","created","updated") VALUES (?,?,?,?,\'pending\',0,?,?,?)',
+      sql: 'INSERT INTO "_mailQueue" ("id","queue","message","account","status","attempts","next_at","created","updated") VALUES ($1,$2,$3,$4,\'pending\',0,$5,$6,$7)',
       params: [id, queue, message, account, now, now, now],
     };
   }
 
   async due(nowMs: number, limit: number): Promise<QueuedMail[]> {
-    return (await this.reader.all('SELECT "id","queue","message","attempts","account" FROM "_mailQueue" WHERE "status" = \'pending\' AND "next_at" <= ? ORDER BY "next_at", "created" LIMIT ?', [this.dialect.ms(nowMs), this.dialect.limit(limit)]))
+    return (await this.reader.all('SELECT "id","queue","message","attempts","account" FROM "_mailQueue" WHERE "status" = \'pending\' AND "next_at" <= $1 ORDER BY "next_at", "created" LIMIT $2', [this.dialect.ms(nowMs), this.dialect.limit(limit)]))
       .map((r) => ({ id: String(r[0]), queue: String(r[1]), message: String(r[2]), attempts: Number(r[3]), account: String(r[4]) }));
   }
 
@@ -105,12 +105,12 @@ export class MailSql implements MailRowStore {
   }
 
   deliveredStep(id: string): WriteStep {
-    return { sql: 'DELETE FROM "_mailQueue" WHERE "id" = ?', params: [id] };
+    return { sql: 'DELETE FROM "_mailQueue" WHERE "id" = $1', params: [id] };
   }
 
   failedStep(id: string, attempts: number, error: string, nextMs: number | null, nowMs: number): WriteStep {
     return {
-      sql: 'UPDATE "_mailQueue" SET "attempts" = ?, "last_error" = ?, "status" = ?, "next_at" = ?, "updated" = ? WHERE "id" = ?',
+      sql: 'UPDATE "_mailQueue" SET "attempts" = $1, "last_error" = $2, "status" = $3, "next_at" = $4, "updated" = $5 WHERE "id" = $6',
       params: [attempts, this.dialect.errorText(error.slice(0, 1000)), nextMs === null ? 'failed' : 'pending', this.dialect.ms(nextMs ?? nowMs), this.dialect.ms(nowMs), id],
     };
   }
@@ -121,33 +121,33 @@ export class MailSql implements MailRowStore {
   }
 
   async suppressed(email: string, account: string): Promise<boolean> {
-    return !!(await this.reader.get(`SELECT 1 FROM "_suppressions" WHERE ${this.dialect.emailMatch} AND "account" IN ('', ?) LIMIT 1`, [email, account]));
+    return !!(await this.reader.get(`SELECT 1 FROM "_suppressions" WHERE ${this.dialect.emailMatch(1)} AND "account" IN ('', $2) LIMIT 1`, [email, account]));
   }
 
   suppressStep(email: string, account: string, reason: string, now: string): WriteStep {
     return {
-      sql: `INSERT INTO "_suppressions" ("email","account","reason","created","updated") VALUES (?,?,?,?,?) ON CONFLICT (${this.dialect.suppressionKey}) DO UPDATE SET "reason" = excluded."reason", "updated" = excluded."updated"`,
+      sql: `INSERT INTO "_suppressions" ("email","account","reason","created","updated") VALUES ($1,$2,$3,$4,$5) ON CONFLICT (${this.dialect.suppressionKey}) DO UPDATE SET "reason" = excluded."reason", "updated" = excluded."updated"`,
       params: [email, account, reason, now, now],
     };
   }
 
   async sender(account: string, email: string): Promise<SenderRow | undefined> {
-    const r = await this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = ? AND ${this.dialect.emailMatch}`, [account, email]);
+    const r = await this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = $1 AND ${this.dialect.emailMatch(2)}`, [account, email]);
     return r ? senderOf(r) : undefined;
   }
 
   async senderById(id: string): Promise<SenderRow | undefined> {
-    const r = await this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "id" = ?`, [id]);
+    const r = await this.reader.get(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "id" = $1`, [id]);
     return r ? senderOf(r) : undefined;
   }
 
   async senders(account: string): Promise<SenderRow[]> {
-    return (await this.reader.all(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = ? ORDER BY ${this.dialect.sendersOrder}`, [account])).map(senderOf);
+    return (await this.reader.all(`SELECT ${SENDER_COLS} FROM "_senders" WHERE "account" = $1 ORDER BY ${this.dialect.sendersOrder}`, [account])).map(senderOf);
   }
 
   putSenderStep(row: SenderRow, now: string): WriteStep {
     return {
-      sql: `INSERT INTO "_senders" (${SENDER_COLS},"created","updated") VALUES (?,?,?,?,?,?,?,?,?)
+      sql: `INSERT INTO "_senders" (${SENDER_COLS},"created","updated") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
         ON CONFLICT (${this.dialect.senderKey}) DO UPDATE SET "token_hash" = excluded."token_hash", "sent_at" = excluded."sent_at", "updated" = excluded."updated" WHERE "_senders"."status" = 'pending'`,
       params: [row.id, row.account, row.email, row.status, row.verified_at, row.tokenHash, this.dialect.ms(row.sentAt), now, now],
     };
@@ -155,7 +155,7 @@ export class MailSql implements MailRowStore {
 
   verifySenderStep(id: string, tokenHash: string, now: string, fail: NonNullable<WriteStep['fail']>): WriteStep {
     return {
-      sql: 'UPDATE "_senders" SET "status" = \'verified\', "verified_at" = ?, "token_hash" = NULL, "updated" = ? WHERE "id" = ? AND "status" = \'pending\' AND "token_hash" = ?',
+      sql: 'UPDATE "_senders" SET "status" = \'verified\', "verified_at" = $1, "token_hash" = NULL, "updated" = $2 WHERE "id" = $3 AND "status" = \'pending\' AND "token_hash" = $4',
       params: [now, now, id, tokenHash],
       expect: 'change',
       fail,

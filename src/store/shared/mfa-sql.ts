@@ -16,6 +16,7 @@
 import type { WriteStep } from '../write-job.js';
 import type { MfaAttemptRow, MfaRowStore, StepFail } from '../auth-store.js';
 import type { BackendKind, SqlReader } from '../backend.js';
+import { slotList } from '../slots.js';
 
 /**
  * The ORDER BY of a record's TOTP factors, per backend. SQLite orders by `created` and leaves its
@@ -33,7 +34,7 @@ export const TOTP_ORDER: Readonly<Record<BackendKind, string>> = { sqlite: '"cre
  */
 export const MFA_ACCOUNT_LOCK: Readonly<Record<BackendKind, string>> = {
   sqlite: '',
-  postgres: 'SELECT pg_advisory_xact_lock(hashtext(CAST(? AS text)))',
+  postgres: 'SELECT pg_advisory_xact_lock(hashtext(CAST($1 AS text)))',
 };
 
 /**
@@ -45,40 +46,40 @@ export class MfaSql implements MfaRowStore {
   constructor(private reader: SqlReader, private totpOrder: string, private accountLock = '') {}
 
   async totpFactors(collectionId: string, recordId: string): Promise<{ id: string; secret: string; lastStep: number }[]> {
-    return (await this.reader.all(`SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ? ORDER BY ${this.totpOrder}`, [collectionId, recordId]))
+    return (await this.reader.all(`SELECT "id","secret","lastStep" FROM "_totpFactors" WHERE "collectionId" = $1 AND "recordId" = $2 ORDER BY ${this.totpOrder}`, [collectionId, recordId]))
       .map((r) => ({ id: String(r[0]), secret: String(r[1]), lastStep: Number(r[2]) }));
   }
 
   addTotpStep(id: string, collectionId: string, recordId: string, secret: string, lastStep: number, created: string): WriteStep {
-    return { sql: 'INSERT INTO "_totpFactors" ("id","collectionId","recordId","secret","lastStep","created") VALUES (?,?,?,?,?,?)', params: [id, collectionId, recordId, secret, lastStep, created] };
+    return { sql: 'INSERT INTO "_totpFactors" ("id","collectionId","recordId","secret","lastStep","created") VALUES ($1,$2,$3,$4,$5,$6)', params: [id, collectionId, recordId, secret, lastStep, created] };
   }
 
   useTotpStep(id: string, step: number, fail: StepFail): WriteStep {
-    return { sql: 'UPDATE "_totpFactors" SET "lastStep" = ? WHERE "id" = ? AND "lastStep" < ?', params: [step, id, step], expect: 'change', fail };
+    return { sql: 'UPDATE "_totpFactors" SET "lastStep" = $1 WHERE "id" = $2 AND "lastStep" < $3', params: [step, id, step], expect: 'change', fail };
   }
 
   removeTotpStep(collectionId: string, recordId: string): WriteStep {
-    return { sql: 'DELETE FROM "_totpFactors" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] };
+    return { sql: 'DELETE FROM "_totpFactors" WHERE "collectionId" = $1 AND "recordId" = $2', params: [collectionId, recordId] };
   }
 
   async recoveryCodes(collectionId: string, recordId: string): Promise<{ id: string; hash: string }[]> {
-    return (await this.reader.all('SELECT "id","hash" FROM "_recoveryCodes" WHERE "collectionId" = ? AND "recordId" = ?', [collectionId, recordId]))
+    return (await this.reader.all('SELECT "id","hash" FROM "_recoveryCodes" WHERE "collectionId" = $1 AND "recordId" = $2', [collectionId, recordId]))
       .map((r) => ({ id: String(r[0]), hash: String(r[1]) }));
   }
 
   replaceRecoveryStep(collectionId: string, recordId: string, codes: { id: string; hash: string }[], created: string): WriteStep[] {
     return [
-      { sql: 'DELETE FROM "_recoveryCodes" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] },
-      ...codes.map((c) => ({ sql: 'INSERT INTO "_recoveryCodes" ("id","collectionId","recordId","hash","created") VALUES (?,?,?,?,?)', params: [c.id, collectionId, recordId, c.hash, created] })),
+      { sql: 'DELETE FROM "_recoveryCodes" WHERE "collectionId" = $1 AND "recordId" = $2', params: [collectionId, recordId] },
+      ...codes.map((c) => ({ sql: 'INSERT INTO "_recoveryCodes" ("id","collectionId","recordId","hash","created") VALUES ($1,$2,$3,$4,$5)', params: [c.id, collectionId, recordId, c.hash, created] })),
     ];
   }
 
   useRecoveryStep(id: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_recoveryCodes" WHERE "id" = ?', params: [id], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_recoveryCodes" WHERE "id" = $1', params: [id], expect: 'change', fail };
   }
 
   async attempt(id: string, collectionId: string): Promise<MfaAttemptRow | undefined> {
-    const r = await this.reader.get('SELECT "id","hash","recordId","purpose","tries","data","expires" FROM "_mfaAttempts" WHERE "id" = ? AND "collectionId" = ?', [id, collectionId]);
+    const r = await this.reader.get('SELECT "id","hash","recordId","purpose","tries","data","expires" FROM "_mfaAttempts" WHERE "id" = $1 AND "collectionId" = $2', [id, collectionId]);
     return r
       ? { id: String(r[0]), hash: String(r[1]), collectionId, recordId: String(r[2]), purpose: String(r[3]) as MfaAttemptRow['purpose'], tries: Number(r[4]), data: String(r[5]), expires: Number(r[6]) }
       : undefined;
@@ -86,36 +87,36 @@ export class MfaSql implements MfaRowStore {
 
   addAttemptSteps(row: MfaAttemptRow, created: string, nowMs: number): WriteStep[] {
     return [
-      { sql: 'DELETE FROM "_mfaAttempts" WHERE "expires" <= ?', params: [nowMs] },
+      { sql: 'DELETE FROM "_mfaAttempts" WHERE "expires" <= $1', params: [nowMs] },
       {
-        sql: 'INSERT INTO "_mfaAttempts" ("id","hash","collectionId","recordId","purpose","tries","data","expires","created") VALUES (?,?,?,?,?,?,?,?,?)',
+        sql: 'INSERT INTO "_mfaAttempts" ("id","hash","collectionId","recordId","purpose","tries","data","expires","created") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)',
         params: [row.id, row.hash, row.collectionId, row.recordId, row.purpose, row.tries, row.data, row.expires, created],
       },
     ];
   }
 
   setAttemptDataStep(id: string, data: string): WriteStep {
-    return { sql: 'UPDATE "_mfaAttempts" SET "data" = ? WHERE "id" = ?', params: [data, id] };
+    return { sql: 'UPDATE "_mfaAttempts" SET "data" = $1 WHERE "id" = $2', params: [data, id] };
   }
 
   failAttemptSteps(id: string, maxTries: number): WriteStep[] {
     return [
-      { sql: 'UPDATE "_mfaAttempts" SET "tries" = "tries" + 1 WHERE "id" = ?', params: [id] },
-      { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = ? AND "tries" >= ?', params: [id, maxTries] },
+      { sql: 'UPDATE "_mfaAttempts" SET "tries" = "tries" + 1 WHERE "id" = $1', params: [id] },
+      { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = $1 AND "tries" >= $2', params: [id, maxTries] },
     ];
   }
 
   consumeAttemptStep(id: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = ?', params: [id], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = $1', params: [id], expect: 'change', fail };
   }
 
   dropAttemptsStep(collectionId: string, recordId: string, purposes: readonly string[]): WriteStep {
-    const among = purposes.length ? `"purpose" IN (${purposes.map(() => '?').join(',')})` : 'false';
-    return { sql: `DELETE FROM "_mfaAttempts" WHERE "collectionId" = ? AND "recordId" = ? AND ${among}`, params: [collectionId, recordId, ...purposes] };
+    const among = purposes.length ? `"purpose" IN (${slotList(3, purposes.length)})` : 'false';
+    return { sql: `DELETE FROM "_mfaAttempts" WHERE "collectionId" = $1 AND "recordId" = $2 AND ${among}`, params: [collectionId, recordId, ...purposes] };
   }
 
   async triesSince(collectionId: string, recordId: string, sinceMs: number): Promise<number> {
-    const r = await this.reader.get('SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?', [collectionId, recordId, sinceMs]);
+    const r = await this.reader.get('SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = $1 AND "recordId" = $2 AND "at" > $3', [collectionId, recordId, sinceMs]);
     return r ? Number(r[0]) : 0;
   }
 
@@ -123,13 +124,13 @@ export class MfaSql implements MfaRowStore {
     const steps: WriteStep[] = [];
     if (this.accountLock) steps.push({ sql: this.accountLock, params: [`${collectionId}/${recordId}`] });
     steps.push(
-      { sql: 'UPDATE "_mfaAttempts" SET "tries" = "tries" + 1 WHERE "id" = ? AND "tries" < ? AND "expires" > ?', params: [attemptId, maxTries, nowMs], expect: 'change', fail: fail.attempt },
-      { sql: 'DELETE FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" <= ?', params: [collectionId, recordId, nowMs - windowMs] },
+      { sql: 'UPDATE "_mfaAttempts" SET "tries" = "tries" + 1 WHERE "id" = $1 AND "tries" < $2 AND "expires" > $3', params: [attemptId, maxTries, nowMs], expect: 'change', fail: fail.attempt },
+      { sql: 'DELETE FROM "_mfaTries" WHERE "collectionId" = $1 AND "recordId" = $2 AND "at" <= $3', params: [collectionId, recordId, nowMs - windowMs] },
       {
         // the count and the insert are one statement of the job: no other proof of the account
         // is counted between them (one writer on SQLite, the account lock on PostgreSQL)
-        sql: 'INSERT INTO "_mfaTries" ("collectionId","recordId","at") SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint) '
-          + 'WHERE (SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" > ?) < ?',
+        sql: 'INSERT INTO "_mfaTries" ("collectionId","recordId","at") SELECT CAST($1 AS text), CAST($2 AS text), CAST($3 AS bigint) '
+          + 'WHERE (SELECT count(*) FROM "_mfaTries" WHERE "collectionId" = $4 AND "recordId" = $5 AND "at" > $6) < $7',
         params: [collectionId, recordId, nowMs, collectionId, recordId, nowMs - windowMs, limit], expect: 'change', fail: fail.account,
       },
     );
@@ -137,13 +138,13 @@ export class MfaSql implements MfaRowStore {
   }
 
   dropSpentAttemptStep(id: string, maxTries: number): WriteStep {
-    return { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = ? AND "tries" >= ?', params: [id, maxTries] };
+    return { sql: 'DELETE FROM "_mfaAttempts" WHERE "id" = $1 AND "tries" >= $2', params: [id, maxTries] };
   }
 
   addTrySteps(collectionId: string, recordId: string, nowMs: number, windowMs: number): WriteStep[] {
     return [
-      { sql: 'DELETE FROM "_mfaTries" WHERE "collectionId" = ? AND "recordId" = ? AND "at" <= ?', params: [collectionId, recordId, nowMs - windowMs] },
-      { sql: 'INSERT INTO "_mfaTries" ("collectionId","recordId","at") VALUES (?,?,?)', params: [collectionId, recordId, nowMs] },
+      { sql: 'DELETE FROM "_mfaTries" WHERE "collectionId" = $1 AND "recordId" = $2 AND "at" <= $3', params: [collectionId, recordId, nowMs - windowMs] },
+      { sql: 'INSERT INTO "_mfaTries" ("collectionId","recordId","at") VALUES ($1,$2,$3)', params: [collectionId, recordId, nowMs] },
     ];
   }
 }

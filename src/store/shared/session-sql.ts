@@ -21,7 +21,7 @@ import type { BackendKind, SqlReader } from '../backend.js';
  */
 export const SESSION_TIE_BREAK: Readonly<Record<BackendKind, string>> = { sqlite: 'rowid', postgres: '"id"' };
 
-const LAST_SEEN = 'SELECT "last_seen" FROM "_sessions" WHERE "id" = ? AND "collectionId" = ? AND "recordId" = ?';
+const LAST_SEEN = 'SELECT "last_seen" FROM "_sessions" WHERE "id" = $1 AND "collectionId" = $2 AND "recordId" = $3';
 
 /**
  * The table session store over one backend's reader; `tieBreak`: that backend's
@@ -32,9 +32,9 @@ export class SessionSql implements SessionRowStore {
 
   createSteps(collectionId: string, recordId: string, cutoff: string, row: Omit<SessionRow, 'last_seen'>): WriteStep[] {
     return [
-      { sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" < ?', params: [collectionId, recordId, cutoff] },
+      { sql: 'DELETE FROM "_sessions" WHERE "collectionId" = $1 AND "recordId" = $2 AND "last_seen" < $3', params: [collectionId, recordId, cutoff] },
       {
-        sql: 'INSERT INTO "_sessions" ("id","collectionId","recordId","created","last_seen","user_agent","ip") VALUES (?,?,?,?,?,?,?)',
+        sql: 'INSERT INTO "_sessions" ("id","collectionId","recordId","created","last_seen","user_agent","ip") VALUES ($1,$2,$3,$4,$5,$6,$7)',
         params: [row.id, collectionId, recordId, row.created, row.created, row.user_agent, row.ip],
       },
     ];
@@ -46,25 +46,25 @@ export class SessionSql implements SessionRowStore {
   }
 
   touchStep(sid: string, now: string): WriteStep {
-    return { sql: 'UPDATE "_sessions" SET "last_seen" = ? WHERE "id" = ?', params: [now, sid] };
+    return { sql: 'UPDATE "_sessions" SET "last_seen" = $1 WHERE "id" = $2', params: [now, sid] };
   }
 
   async list(collectionId: string, recordId: string, cutoff: string): Promise<SessionRow[]> {
     const rows = await this.reader.all(
-      `SELECT "id","created","last_seen","user_agent","ip" FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "last_seen" >= ? ORDER BY "created" DESC, ${this.tieBreak} DESC`,
+      `SELECT "id","created","last_seen","user_agent","ip" FROM "_sessions" WHERE "collectionId" = $1 AND "recordId" = $2 AND "last_seen" >= $3 ORDER BY "created" DESC, ${this.tieBreak} DESC`,
       [collectionId, recordId, cutoff],
     );
     return rows.map((r) => ({ id: String(r[0]), created: String(r[1]), last_seen: String(r[2]), user_agent: String(r[3]), ip: String(r[4]) }));
   }
 
   revokeStep(collectionId: string, recordId: string, sid: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_sessions" WHERE "id" = ? AND "collectionId" = ? AND "recordId" = ?', params: [sid, collectionId, recordId], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_sessions" WHERE "id" = $1 AND "collectionId" = $2 AND "recordId" = $3', params: [sid, collectionId, recordId], expect: 'change', fail };
   }
 
   wipeSteps(collectionId: string, recordId: string, keepSid: string | null): WriteStep[] {
     // `<>`: the standard spelling, which both backends take
     return keepSid
-      ? [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ? AND "id" <> ?', params: [collectionId, recordId, keepSid] }]
-      : [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = ? AND "recordId" = ?', params: [collectionId, recordId] }];
+      ? [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = $1 AND "recordId" = $2 AND "id" <> $3', params: [collectionId, recordId, keepSid] }]
+      : [{ sql: 'DELETE FROM "_sessions" WHERE "collectionId" = $1 AND "recordId" = $2', params: [collectionId, recordId] }];
   }
 }

@@ -47,11 +47,11 @@ const feedId = (text: string): string => (text as unknown as { toWellFormed(): s
 export const SETTINGS_DIALECTS: Readonly<Record<BackendKind, SettingsSqlDialect>> = {
   sqlite: {
     keyOrder: '"key"',
-    assignInsert: 'INSERT OR IGNORE INTO "_assignments" ("experiment","subject","variant","created") VALUES (?,?,?,?)',
+    assignInsert: 'INSERT OR IGNORE INTO "_assignments" ("experiment","subject","variant","created") VALUES ($1,$2,$3,$4)',
   },
   postgres: {
     keyOrder: '"key" COLLATE "C"',
-    assignInsert: 'INSERT INTO "_assignments" ("experiment","subject","variant","created") VALUES (?,?,?,?) ON CONFLICT ("experiment","subject") DO NOTHING',
+    assignInsert: 'INSERT INTO "_assignments" ("experiment","subject","variant","created") VALUES ($1,$2,$3,$4) ON CONFLICT ("experiment","subject") DO NOTHING',
   },
 };
 
@@ -68,20 +68,20 @@ export class SettingsSql implements SettingsRowStore {
   }
 
   async get(key: string): Promise<Setting | undefined> {
-    const r = await this.reader.get('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = ?', [key]);
+    const r = await this.reader.get('SELECT "key","value","created","updated" FROM "_settings" WHERE "key" = $1', [key]);
     return r ? { key: String(r[0]), value: String(r[1]), created: String(r[2]), updated: String(r[3]) } : undefined;
   }
 
   putStep(key: string, value: string, now: string): WriteStep {
     return {
-      sql: 'INSERT INTO "_settings" ("key","value","created","updated") VALUES (?,?,?,?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value", "updated" = excluded."updated"',
+      sql: 'INSERT INTO "_settings" ("key","value","created","updated") VALUES ($1,$2,$3,$4) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value", "updated" = excluded."updated"',
       params: [key, value, now, now],
       creates: { collection: SETTINGS_FEED_ID, id: feedId(key) },
     };
   }
 
   deleteStep(key: string, fail: NonNullable<WriteStep['fail']>): WriteStep {
-    return { sql: 'DELETE FROM "_settings" WHERE "key" = ?', params: [key], expect: 'change', fail, creates: { collection: SETTINGS_FEED_ID, id: feedId(key) } };
+    return { sql: 'DELETE FROM "_settings" WHERE "key" = $1', params: [key], expect: 'change', fail, creates: { collection: SETTINGS_FEED_ID, id: feedId(key) } };
   }
 
   changedAllSteps(): WriteStep[] {
@@ -92,7 +92,7 @@ export class SettingsSql implements SettingsRowStore {
   }
 
   async assignment(experiment: string, subject: string): Promise<string | undefined> {
-    const r = await this.reader.get('SELECT "variant" FROM "_assignments" WHERE "experiment" = ? AND "subject" = ?', [experiment, subject]);
+    const r = await this.reader.get('SELECT "variant" FROM "_assignments" WHERE "experiment" = $1 AND "subject" = $2', [experiment, subject]);
     return r ? String(r[0]) : undefined;
   }
 

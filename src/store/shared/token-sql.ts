@@ -28,32 +28,32 @@ export class TokenSql implements AuthTokenRowStore {
 
   issueSteps(row: AuthTokenRow, nowMs: number): WriteStep[] {
     return [
-      { sql: 'DELETE FROM "_authTokens" WHERE "expires" <= ?', params: [nowMs] }, // the table stays small: expired rows go (index _authTokens_expires)
+      { sql: 'DELETE FROM "_authTokens" WHERE "expires" <= $1', params: [nowMs] }, // the table stays small: expired rows go (index _authTokens_expires)
       {
-        sql: 'INSERT INTO "_authTokens" ("id","hash","kind","collectionId","recordId","email","created","expires") VALUES (?,?,?,?,?,?,?,?)',
+        sql: 'INSERT INTO "_authTokens" ("id","hash","kind","collectionId","recordId","email","created","expires") VALUES ($1,$2,$3,$4,$5,$6,$7,$8)',
         params: [row.id, row.hash, row.kind, row.collectionId, row.recordId, row.email, row.created, row.expires],
       },
     ];
   }
 
   async find(selector: string, kind: string, collectionId: string): Promise<Pick<AuthTokenRow, 'hash' | 'recordId' | 'email' | 'expires'> | undefined> {
-    const row = await this.reader.get('SELECT "hash","recordId","email","expires" FROM "_authTokens" WHERE "id" = ? AND "kind" = ? AND "collectionId" = ?', [selector, kind, collectionId]);
+    const row = await this.reader.get('SELECT "hash","recordId","email","expires" FROM "_authTokens" WHERE "id" = $1 AND "kind" = $2 AND "collectionId" = $3', [selector, kind, collectionId]);
     return row ? { hash: String(row[0]), recordId: String(row[1]), email: String(row[2]), expires: Number(row[3]) } : undefined;
   }
 
   consumeStep(selector: string, fail: StepFail): WriteStep {
-    return { sql: 'DELETE FROM "_authTokens" WHERE "id" = ?', params: [selector], expect: 'change', fail };
+    return { sql: 'DELETE FROM "_authTokens" WHERE "id" = $1', params: [selector], expect: 'change', fail };
   }
 
   async latest(kind: string, collectionId: string, recordId: string): Promise<Pick<AuthTokenRow, 'id' | 'hash' | 'email' | 'expires'> | undefined> {
     const row = await this.reader.get(
-      `SELECT "id","hash","email","expires" FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ? ORDER BY "created" DESC, ${this.tieBreak} DESC LIMIT 1`,
+      `SELECT "id","hash","email","expires" FROM "_authTokens" WHERE "collectionId" = $1 AND "recordId" = $2 AND "kind" = $3 ORDER BY "created" DESC, ${this.tieBreak} DESC LIMIT 1`,
       [collectionId, recordId, kind],
     );
     return row ? { id: String(row[0]), hash: String(row[1]), email: String(row[2]), expires: Number(row[3]) } : undefined;
   }
 
   dropAllSteps(kind: string, collectionId: string, recordId: string): WriteStep[] {
-    return [{ sql: 'DELETE FROM "_authTokens" WHERE "collectionId" = ? AND "recordId" = ? AND "kind" = ?', params: [collectionId, recordId, kind] }];
+    return [{ sql: 'DELETE FROM "_authTokens" WHERE "collectionId" = $1 AND "recordId" = $2 AND "kind" = $3', params: [collectionId, recordId, kind] }];
   }
 }

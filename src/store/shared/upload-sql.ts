@@ -17,9 +17,10 @@
 import type { WriteStep } from '../write-job.js';
 import { UPLOAD_PAGE_BYTES, UPLOAD_STORE_VERSION, type UploadRow, type UploadRowStore, type UploadSchemaState } from '../upload-store.js';
 import type { BackendKind, SqlReader } from '../backend.js';
+import { slotList } from '../slots.js';
 
 const TABLES = ['_uploadStore', '_uploadSessions', '_uploadPayloads'];
-const TABLE_MARKS = TABLES.map(() => '?').join(',');
+const TABLE_MARKS = slotList(1, TABLES.length);
 const COLS = ['id', 'principalCollection', 'principalId', 'collectionId', 'recordId', 'fieldId', 'filename', 'mimetype', 'length', 'offset', 'created', 'expires', 'state'] as const;
 const COL_LIST = COLS.map((c) => `"${c}"`).join(',');
 
@@ -30,8 +31,8 @@ export interface UploadSqlDialect {
    * creation order (the order `schemaState` reports a partial store in).
    */
   readonly tablesSql: string;
-  /** SQL for `n` (its one parameter) zero bytes: a payload page as pre-written at creation. */
-  readonly zeroBytes: string;
+  /** SQL for `n` (parameter `$slot`) zero bytes: a payload page as pre-written at creation. */
+  zeroBytes(slot: number): string;
   /** Most ids in one DELETE statement (all of them in one job either way). */
   readonly deleteBatch: number;
 }
@@ -52,13 +53,13 @@ export interface UploadSqlDialect {
 export const UPLOAD_DIALECTS: Readonly<Record<BackendKind, UploadSqlDialect>> = {
   sqlite: {
     tablesSql: `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (${TABLE_MARKS})`,
-    zeroBytes: 'zeroblob(?)',
+    zeroBytes: (slot) => `zeroblob($${slot})`,
     deleteBatch: Number.POSITIVE_INFINITY,
   },
   postgres: {
     tablesSql: `SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname IN (${TABLE_MARKS}) AND c.relkind IN ('r', 'p')
         AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = current_schema()) ORDER BY c.oid`,
-    zeroBytes: `decode(repeat('00', ?::integer), 'hex')`,
+    zeroBytes: (slot) => `decode(repeat('00', $${slot}::integer), 'hex')`,
     deleteBatch: 1000,
   },
 };
@@ -82,12 +83,12 @@ export class UploadSql implements UploadRowStore {
   createSteps(budgetsJson: string): WriteStep[] {
     return [
       ...this.ddl.map((sql) => ({ sql, params: [] })),
-      { sql: 'INSERT INTO "_uploadStore" ("key", "value") VALUES (\'version\', ?), (\'budgets\', ?)', params: [String(UPLOAD_STORE_VERSION), budgetsJson] },
+      { sql: 'INSERT INTO "_uploadStore" ("key", "value") VALUES (\'version\', $1), (\'budgets\', $2)', params: [String(UPLOAD_STORE_VERSION), budgetsJson] },
     ];
   }
 
   budgetsStep(budgetsJson: string): WriteStep {
-    return { sql: 'UPDATE "_uploadStore" SET "value" = ? WHERE "key" = \'budgets\'', params: [budgetsJson], expect: 'change', fail: { status: 503, code: 'internal', message: 'The upload store has no budgets row.' } };
+    return { sql: 'UPDATE "_uploadStore" SET "value" = $1 WHERE "key" = \'budgets\'', params: [budgetsJson], expect: 'change', fail: { status: 503, code: 'internal', message: 'The upload store has no budgets row.' } };
   }
 
   async sessions(): Promise<UploadRow[]> {
@@ -99,11 +100,11 @@ export class UploadSql implements UploadRowStore {
   }
 
   async pageSizes(id: string): Promise<Array<[number, number]>> {
-    return (await this.reader.all('SELECT "page", length("data") FROM "_uploadPayloads" WHERE "session" = ? ORDER BY "page"', [id])).map((r) => [Number(r[0]), Number(r[1])]);
+    return (await this.reader.all('SELECT "page", length("data") FROM "_uploadPayloads" WHERE "session" = $1 ORDER BY "page"', [id])).map((r) => [Number(r[0]), Number(r[1])]);
   }
 
   async page(id: string, page: number): Promise<Buffer | undefined> {
-    const r = await this.reader.get('SELECT "data" FROM "_uploadPayloads" WHERE "session" = ? AND "page" = ?', [id, page]);
+    const r = await this.reader.get('SELECT "data" FROM "_uploadPayloads" WHERE "session" = $1 AND "page" = $2', [id, page]);
     return r ? (r[0] as Buffer) : undefined;
   }
 
@@ -113,11 +114,11 @@ export class UploadSql implements UploadRowStore {
 
   insertSteps(row: { id: string; principalCollection: string; principalId: string; collectionId: string; recordId: string; fieldId: string; filename: string; mimetype: string; length: number; created: number; expires: number }): WriteStep[] {
     const steps: WriteStep[] = [{
-      sql: `INSERT INTO "_uploadSessions" (${COL_LIST}) VALUES (?,?,?,?,?,?,?,?,?,0,?,?,'receiving')`,
+      sql: `INSERT INTO "_uploadSessions" (${COL_LIST}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,0,$10,$11,'receiving')`,
       params: [row.id, row.principalCollection, row.principalId, row.collectionId, row.recordId, row.fieldId, row.filename, row.mimetype, row.length, row.created, row.expires],
     }];
     // the payload pre-written as zero bytes, page by page
-    const insertPage = `INSERT INTO "_uploadPayloads" ("session", "page", "data") VALUES (?, ?, ${this.dialect.zeroBytes})`;
+    const insertPage = `INSERT INTO "_uploadPayloads" ("session", "page", "data") VALUES ($1, $2, ${this.dialect.zeroBytes(3)})`;
     for (let p = 0, at = 0; at < row.length; p++, at += UPLOAD_PAGE_BYTES) {
       steps.push({ sql: insertPage, params: [row.id, p, Math.min(UPLOAD_PAGE_BYTES, row.length - at)] });
     }
@@ -126,21 +127,21 @@ export class UploadSql implements UploadRowStore {
 
   appendSteps(id: string, from: number, to: number, pages: Array<[number, Buffer]>): WriteStep[] {
     const lost = { status: 503, code: 'internal', message: 'The upload session changed while its chunk was stored.' };
-    const steps: WriteStep[] = [{ sql: 'UPDATE "_uploadSessions" SET "offset" = ? WHERE "id" = ? AND "state" = \'receiving\' AND "offset" = ?', params: [to, id, from], expect: 'change', fail: lost }];
+    const steps: WriteStep[] = [{ sql: 'UPDATE "_uploadSessions" SET "offset" = $1 WHERE "id" = $2 AND "state" = \'receiving\' AND "offset" = $3', params: [to, id, from], expect: 'change', fail: lost }];
     for (const [p, data] of pages) {
-      steps.push({ sql: 'UPDATE "_uploadPayloads" SET "data" = ? WHERE "session" = ? AND "page" = ? AND length("data") = ?', params: [data, id, p, data.length], expect: 'change', fail: lost });
+      steps.push({ sql: 'UPDATE "_uploadPayloads" SET "data" = $1 WHERE "session" = $2 AND "page" = $3 AND length("data") = $4', params: [data, id, p, data.length], expect: 'change', fail: lost });
     }
     return steps;
   }
 
   stateSteps(id: string, fromState: string, state: string, dropPayload: boolean): WriteStep[] {
     const steps: WriteStep[] = [{
-      sql: 'UPDATE "_uploadSessions" SET "state" = ? WHERE "id" = ? AND "state" = ?',
+      sql: 'UPDATE "_uploadSessions" SET "state" = $1 WHERE "id" = $2 AND "state" = $3',
       params: [state, id, fromState],
       expect: 'change',
       fail: { status: 503, code: 'internal', message: 'The upload session could not be moved to its next state.' },
     }];
-    if (dropPayload) steps.push({ sql: 'DELETE FROM "_uploadPayloads" WHERE "session" = ?', params: [id] });
+    if (dropPayload) steps.push({ sql: 'DELETE FROM "_uploadPayloads" WHERE "session" = $1', params: [id] });
     return steps;
   }
 
@@ -150,7 +151,7 @@ export class UploadSql implements UploadRowStore {
     const sessions: WriteStep[] = [];
     for (let i = 0; i < ids.length; i += this.dialect.deleteBatch) {
       const part = ids.slice(i, i + this.dialect.deleteBatch);
-      const marks = part.map(() => '?').join(',');
+      const marks = slotList(1, part.length);
       payloads.push({ sql: `DELETE FROM "_uploadPayloads" WHERE "session" IN (${marks})`, params: [...part] });
       sessions.push({ sql: `DELETE FROM "_uploadSessions" WHERE "id" IN (${marks})`, params: [...part] });
     }

@@ -4,8 +4,8 @@
  */
 
 /** Deletes the states past their expiry; params: now (ms). */
-export const DELETE_EXPIRED_CURSORS = 'DELETE FROM "_cursorStates" WHERE "expires" <= ?';
+export const DELETE_EXPIRED_CURSORS = 'DELETE FROM "_cursorStates" WHERE "expires" <= $1';
 /** Stores one page's boundaries; params: id, payload (JSON), expires (ms). */
-export const INSERT_CURSOR = 'INSERT INTO "_cursorStates" ("id", "payload", "expires") VALUES (?, ?, ?)';
+export const INSERT_CURSOR = 'INSERT INTO "_cursorStates" ("id", "payload", "expires") VALUES ($1, $2, $3)';
 /** One state; params: id. Columns: payload, expires. */
-export const SELECT_CURSOR = 'SELECT "payload", "expires" FROM "_cursorStates" WHERE "id" = ?';
+export const SELECT_CURSOR = 'SELECT "payload", "expires" FROM "_cursorStates" WHERE "id" = $1';

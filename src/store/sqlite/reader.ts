@@ -13,6 +13,7 @@ import type { SqlValue } from '../bind.js';
 import type { PoolRead, ReaderPoolStats, SyncReads } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { piscinaRan, workerScript } from '../worker-url.js';
+import { checkSlotOrder } from '../slots.js';
 
 type Stmt = ReturnType<InstanceType<typeof Database>['prepare']>;
 
@@ -235,6 +236,7 @@ export class Reader implements SyncReads {
     const cache = mode === 'get' ? this.cache : this.allCache;
     let s = cache.get(sql);
     if (s === undefined) {
+      checkSlotOrder(sql);
       s = this.db.prepare(sql);
       s.raw(true);
       s.safeIntegers(true);

@@ -342,7 +342,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
 
   test('zero pages: the PostgreSQL expression gives n zero bytes, stored as bytea', async () => {
     for (const n of [1, 10, UPLOAD_PAGE_BYTES]) {
-      const r = (await pgReader.get(`SELECT ${UPLOAD_DIALECTS.postgres.zeroBytes}`, [n]))!;
+      const r = (await pgReader.get(`SELECT ${UPLOAD_DIALECTS.postgres.zeroBytes(1)}`, [n]))!;
       assert.ok(Buffer.isBuffer(r[0]));
       assert.equal((r[0] as Buffer).length, n);
       assert.ok((r[0] as Buffer).every((x) => x === 0));
