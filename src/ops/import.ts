@@ -31,6 +31,7 @@ import type { Principal } from '../rules/access.js';
 import { nowDate } from '../collections/fields/index.js';
 import { newId } from '../records/ids.js';
 import { mergeInserts } from '../store/bulk-insert.js';
+import { SLOT } from '../store/slots.js';
 import { csvRecords } from './csv-records.js';
 
 export type ImportFormat = 'csv' | 'json' | 'ndjson';
@@ -271,7 +272,7 @@ export function importRelationsKnown(repo: ImportRepository): ImportRelations {
       const wanted = [...asked];
       for (let at = 0; at < wanted.length && ids.size < KNOWN_MAX; at += LEARN_BATCH) {
         const part = wanted.slice(at, at + LEARN_BATCH);
-        const sql = repo.records.selectAll(target, '"id"', ` WHERE r."id" IN (${part.map(() => '?').join(',')})`);
+        const sql = repo.records.selectAll(target, '"id"', ` WHERE r."id" IN (${part.map(() => SLOT).join(',')})`);
         for (const [id] of await repo.all(sql, part)) if (ids.size < KNOWN_MAX) ids.add(String(id));
       }
     }
@@ -295,7 +296,7 @@ export async function importRecords(repo: ImportRepository, writes: RecordWriter
   let chunk: SourceRow[] = [];
 
   const key = options.upsert?.key;
-  const keySql = key && key !== 'id' ? repo.records.selectOne(c, '"id"', ` WHERE r.${repo.records.ident(key)} = ?`) : repo.records.rowById(c, '"id"');
+  const keySql = key && key !== 'id' ? repo.records.selectOne(c, '"id"', ` WHERE r.${repo.records.ident(key)} = ${SLOT}`) : repo.records.rowById(c, '"id"');
   /** The id of the record a row's key names, under `upsert`, or undefined. */
   const existing = async (v: Record<string, unknown>): Promise<string | undefined> => {
     const k = key === undefined ? undefined : v[key];

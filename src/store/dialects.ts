@@ -16,7 +16,7 @@ import { isVectorField, malformedProbeSql, vectorDistanceSql, vectorIndexName } 
 export interface VectorQuerySql {
   /** whether `f` has a shadow column of its embeddings (a json field with `dimensions`) */
   isVectorField: typeof isVectorField;
-  /** the distance of a row's embedding to the query (one `?`: the query), NULL without one */
+  /** the distance of a row's embedding to the query (one parameter, a SLOT: the query), NULL without one */
   distanceSql: typeof vectorDistanceSql;
   /** the name of a vector field's nearest-neighbour index */
   indexName: typeof vectorIndexName;

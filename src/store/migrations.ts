@@ -136,7 +136,7 @@ export async function runMigrations(db: MigrationConnection, bootstrap: readonly
       await m.up(tx);
       await Promise.all(sent);
       try {
-        await db.run('INSERT INTO "_migrations" ("id", "applied_at") VALUES (?, ?)', [m.id, new Date().toISOString()]);
+        await db.run('INSERT INTO "_migrations" ("id", "applied_at") VALUES ($1, $2)', [m.id, new Date().toISOString()]);
       } catch (err) {
         // refused because a statement the migration did not await had failed: that one is the cause
         const f = firstFailure as { err: unknown } | null;

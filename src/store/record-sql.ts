@@ -1,8 +1,10 @@
 /**
  * The statements of the record services (src/records/), dialect-neutral in shape: each builder
  * takes the pieces the domain has decided (columns, a compiled rule's SQL, counts) and returns
- * statement text whose `?` parameters the caller binds in the documented order. The SQLite
- * implementation is src/store/sqlite/record-sql.ts; a PostgreSQL backend implements the same.
+ * statement text whose parameters, in the backend's own syntax (`?` on SQLite, `$1…$n` on
+ * PostgreSQL), the caller binds in the documented order. `holds` and `setTerm` answer fragments
+ * whose parameters are SLOTs, rendered by the statement they go into (src/store/slots.ts). The
+ * implementations are src/store/sqlite/record-sql.ts and src/store/pg/record-sql.ts.
  * Builders are pure and cheap; the services cache the texts they reuse per collection version.
  */
 import type { Collection } from '../model/schema.js';

@@ -131,7 +131,7 @@ export type PathMode = 'filter' | 'rule';
 
 // ---- compiled expressions (src/rules/compiler.ts) -------------------------------------------
 
-/** One `?` of a compiled expression: a fixed value, or a request value resolved by bindParams. */
+/** One parameter of a compiled expression: a fixed value, or a request value resolved by bindParams. */
 export type ParamSlot =
   | { kind: 'value'; value: SqlValue }
   /** @request.auth.<field>; `of`: an `id` compared with record ids of that collection (see bindParams) */
@@ -174,7 +174,7 @@ export interface LiteralUse {
 /** A request macro's modifier applied when binding (`:changed` compiles to SQL instead). */
 export type SlotModifier = Exclude<MacroModifier, 'changed'>;
 
-/** A boolean SQL term plus its parameter slots, in `?` order, and facts about what it reads. */
+/** A boolean SQL term plus its parameter slots, in order, and facts about what it reads. */
 export interface CompiledExpr {
   sql: string;
   params: ParamSlot[];

@@ -156,7 +156,7 @@ export function bootstrapSteps(opts: { vector?: boolean } = {}): WriteStep[] {
   steps.push({ sql: SEARCH_CONFIG_SQL, params: [] });
   steps.push({
     sql: `INSERT INTO "_collections" ("id","name","type","system","fields","indexes","options","created","updated")
-          VALUES (?,?,?,1,?,?,?,?,?) ON CONFLICT DO NOTHING`,
+          VALUES ($1,$2,$3,1,$4,$5,$6,$7,$8) ON CONFLICT DO NOTHING`,
     params: [su.id, su.name, su.type, JSON.stringify(su.fields), '[]', JSON.stringify(su.options), su.created, su.updated],
   });
   if (opts.vector) steps.push({ sql: VECTOR_FUNCTION_SQL, params: [] });

@@ -11,9 +11,10 @@
  * - pages rendered in the database aggregate with `string_agg(… ORDER BY …)`, the bytes variant
  *   as `convert_to(…, 'UTF8')`, a bytea the `pg` driver hands over as a Buffer;
  * - a derived table needs an alias (PostgreSQL 15);
- * - parameters compared with text ids and `_rowid` carry their type (`?::text`, `?::bigint`);
+ * - parameters compared with text ids and `_rowid` carry their type (`::text`, `::bigint`); every
+ *   parameter is a SLOT (src/store/slots.ts) that the list builders number `$1…$n`;
  * - full-text search has no joined FTS table: the query is a `tsquery` joined once as `f`
- *   ({@link searchJoin}, whose `?` comes in the FROM clause, after the select list's and before
+ *   ({@link searchJoin}, whose parameter comes in the FROM clause, after the select list's and before
  *   the WHERE's), matched against the record's `"_fts"` column ({@link SEARCH_MATCH}) and ranked
  *   by `ts_rank` ({@link SEARCH_RANK}, higher first, where FTS5's rank is lower first);
  * - the vector distance is a select-list alias (`"_vd"`), which PostgreSQL's ORDER BY accepts as a
@@ -27,6 +28,7 @@ import type { ListDialect } from '../sql/list-dialect.js';
 import { listSql } from '../sql/list-sql.js';
 import { keysetSql } from '../sql/keyset.js';
 import { FTS_CONFIG, q } from './collection-sql.js';
+import { SLOT } from '../slots.js';
 
 /**
  * The full-text relevance term (after the sort), over the query joined by {@link searchJoin}.
@@ -43,7 +45,7 @@ export const SEARCH_MATCH = 'r."_fts" @@ f."q"';
  * (docs/lists.md, "Full-text search": the same grammar as FTS5 on SQLite).
  */
 export function searchJoin(): string {
-  return ` CROSS JOIN to_tsquery('${FTS_CONFIG}'::regconfig, ?::text) AS f("q")`;
+  return ` CROSS JOIN to_tsquery('${FTS_CONFIG}'::regconfig, ${SLOT}::text) AS f("q")`;
 }
 
 /** PostgreSQL's spelling of the list statements. */
@@ -51,8 +53,8 @@ export const pgListDialect: ListDialect = {
   name: 'postgres',
   q,
   rowid: 'r."_rowid"',
-  textParam: '?::text',
-  rowidParam: '?::bigint',
+  textParam: `${SLOT}::text`,
+  rowidParam: `${SLOT}::bigint`,
   idOrder: 'r."id" COLLATE "C"',
   // compared without their collation (bareKey)
   notNullColumns: new Set(['r."id"', 'r."created"', 'r."updated"', 'r."_rowid"']),
@@ -84,7 +86,7 @@ export const pgListDialect: ListDialect = {
    */
   nearestByIndexSql(select, index, k, table, order) {
     return `SELECT ${select}, COUNT(*) OVER () AS "_n" FROM (SELECT * FROM ${q(table)} c WHERE c.${q(index)} IS NOT NULL`
-      + ` ORDER BY c.${q(index)} <=> ?::vector LIMIT ${k}) r ORDER BY ${order.join(', ')} LIMIT ? OFFSET ?`;
+      + ` ORDER BY c.${q(index)} <=> ${SLOT}::vector LIMIT ${k}) r ORDER BY ${order.join(', ')} LIMIT ${SLOT} OFFSET ${SLOT}`;
   },
 };
 

@@ -1,7 +1,9 @@
 /**
- * Parameter slots for PostgreSQL (docs/deployment.md): statements in this project are spelled with
- * SQLite's positional `?` slots, PostgreSQL numbers them (`$1`, `$2`, …). `toPgPlaceholders`
- * renumbers the slots of one statement and leaves alone every `?` that is not a slot: inside a
+ * The `?` slots of an app migration's statements on PostgreSQL (docs/framework.md, "Migrations":
+ * a migration may write SQLite's positional `?` so that it runs on both backends), and the NUL
+ * check of every bound text. svc's own statements never pass through here: they are written
+ * with PostgreSQL's `$1…$n` (src/store/slots.ts). `toPgPlaceholders` numbers the `?` slots of one
+ * statement (`$1`, `$2`, …) and leaves alone every `?` that is not a slot: inside a
  * single-quoted string ('', E'' with backslash escapes), a double-quoted identifier, a
  * dollar-quoted string ($$…$$, $tag$…$tag$), a `--` line comment or a (nested) block comment.
  *
@@ -9,7 +11,7 @@
  * written in a statement that goes through here (spell them `jsonb_exists`, `jsonb_exists_any`,
  * `jsonb_exists_all`).
  *
- * Conversions are cached by statement text (the same few hundred statements run again and again):
+ * Conversions are cached by statement text (a migration run may repeat a statement many times):
  * at most PLACEHOLDER_CACHE_MAX entries, the least recently used dropped first.
  */
 import { InvalidValue } from '../errors/store-errors.js';

@@ -1,8 +1,8 @@
 /**
  * Reads on PostgreSQL (docs/deployment.md): the counterpart of the SQLite Reader
  * (src/store/sqlite/reader.ts) with the same asynchronous methods and the same answers, so the
- * domain runs unchanged on either backend. Statements arrive spelled for SQLite's slots (`?`,
- * renumbered by toPgPlaceholders); rows come back as arrays of PostgreSQL's own types
+ * domain runs unchanged on either backend. Statements arrive in PostgreSQL's own syntax, their
+ * parameters `$1…$n` (src/store/slots.ts); rows come back as arrays of PostgreSQL's own types
  * (src/store/pg/read-types.ts `readTypes`: int8 as BigInt, int2 and int4 as numbers, booleans as
  * booleans, float and numeric as numbers, bytea as Buffer, jsonb and everything else as text).
  *
@@ -35,7 +35,7 @@ import type { SqlValue } from '../bind.js';
 import type { PoolRead, ReaderPoolStats } from '../backend.js';
 import { ReadBudgetExceeded } from '../read-budget.js';
 import { readTypes, isConnectionFailure } from './read-types.js';
-import { refuseNul, toPgPlaceholders } from './placeholders.js';
+import { refuseNul } from './placeholders.js';
 import { StatementNames, isResultTypeChanged } from './statement-names.js';
 
 export { ReadBudgetExceeded };
@@ -285,13 +285,12 @@ export class PgReader {
    * run as one (see flushPoints): one round trip instead of one each.
    */
   get(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[] | undefined> {
-    const text = toPgPlaceholders(sql);
-    if (pool) return this.pooled(text, params, pool.budgetMs ?? 0).then(first);
-    const key = pointKey(text, params);
-    if (key === null || this.unbatchable.has(text)) return this.pooled(text, params, 0).then(first);
+    if (pool) return this.pooled(sql, params, pool.budgetMs ?? 0).then(first);
+    const key = pointKey(sql, params);
+    if (key === null || this.unbatchable.has(sql)) return this.pooled(sql, params, 0).then(first);
     return new Promise((resolve, reject) => {
       let batch = this.points.get(key);
-      if (batch === undefined) this.points.set(key, (batch = { text, rest: params.slice(1), waiting: [] }));
+      if (batch === undefined) this.points.set(key, (batch = { text: sql, rest: params.slice(1), waiting: [] }));
       batch.waiting.push({ id: params[0] as string, resolve, reject });
       if (!this.pointsScheduled) {
         this.pointsScheduled = true;
@@ -360,7 +359,7 @@ export class PgReader {
    * @throws ReadBudgetExceeded past the budget; the pg DatabaseError of the statement otherwise
    */
   all(sql: string, params: SqlValue[], pool?: PoolRead): Promise<unknown[][]> {
-    return this.pooled(toPgPlaceholders(sql), params, pool?.budgetMs ?? 0);
+    return this.pooled(sql, params, pool?.budgetMs ?? 0);
   }
 
   /**
@@ -370,7 +369,7 @@ export class PgReader {
   async plan(sql: string, params: SqlValue[]): Promise<string[]> {
     const p = this.plans.get(sql);
     if (p !== undefined) return p;
-    const rows = await this.pooled(toPgPlaceholders(`EXPLAIN (FORMAT JSON) ${sql}`), params, 0);
+    const rows = await this.pooled(`EXPLAIN (FORMAT JSON) ${sql}`, params, 0);
     const doc = JSON.parse(String(rows[0][0])) as Array<{ Plan: PgPlanNode }>;
     const details = planDetails(doc[0].Plan);
     this.plans.set(sql, details);

@@ -1,8 +1,10 @@
 /**
  * The record statements (RecordSql, src/store/record-sql.ts) in PostgreSQL (docs/deployment.md),
- * over the storage model of collection-sql.ts, with SQLite's `?` orders. Differences from
- * src/store/sqlite/record-sql.ts:
- * - parameters PostgreSQL cannot type from their context are cast (`?::text`, `?::bigint`);
+ * over the storage model of collection-sql.ts, with the same parameter orders. A statement's
+ * parameters are numbered `$1…$n` in order of appearance, its fragments' SLOTs (a compiled rule,
+ * a WHERE) with them (src/store/slots.ts); `holds` and `setTerm` answer fragments, left to the
+ * statement they go into. Differences from src/store/sqlite/record-sql.ts:
+ * - parameters PostgreSQL cannot type from their context are cast (`::text`, `::bigint`);
  * - `IS ?` (SQLite's null-safe equality) is `IS NOT DISTINCT FROM`;
  * - jsonb columns are read as the codecs read them (column-types.ts, storedTextSql) and written
  *   from their JSON text;
@@ -14,6 +16,7 @@ import type { Collection, Field } from '../../model/schema.js';
 import type { RecordSql } from '../record-sql.js';
 import { q } from './collection-sql.js';
 import { pgColumnType, storedTextSql } from './column-types.js';
+import { SLOT, renderSlots } from '../slots.js';
 
 /** The PostgreSQL type of a column of `c`'s table (base and hidden auth columns included). */
 function columnType(c: Collection | undefined, column: string): string {
@@ -25,7 +28,10 @@ function columnType(c: Collection | undefined, column: string): string {
 const fieldOf = (c: Collection, column: string): Field | undefined => c.fields.find((f) => f.name === column);
 
 /** A slot typed as `column` of `c` stores it (jsonb from JSON text, bigint from digits, …). */
-const slot = (c: Collection | undefined, column: string): string => `?::${columnType(c, column)}`;
+const slot = (c: Collection | undefined, column: string): string => `${SLOT}::${columnType(c, column)}`;
+const done = renderSlots.postgres;
+/** the parameter compared with a record id */
+const ID = `${SLOT}::text`;
 
 /** Record statements in PostgreSQL; `rowHolds` takes the collection as a third argument. */
 export interface PgRecordSql extends RecordSql {
@@ -33,25 +39,25 @@ export interface PgRecordSql extends RecordSql {
 }
 
 export const pgRecordSql: PgRecordSql = {
-  rowById: (c, columns) => `SELECT ${columns} FROM ${q(c.name)} r WHERE r."id" = ?::text LIMIT 1`,
+  rowById: (c, columns) => done(`SELECT ${columns} FROM ${q(c.name)} r WHERE r."id" = ${ID} LIMIT 1`),
   view: (c, columns, ruleSql, ttl) =>
-    `SELECT ${columns} FROM ${q(c.name)} r WHERE r."id" = ?::text${ruleSql ? ` AND (${ruleSql})` : ''}${ttl ? ` AND (r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?::text)` : ''} LIMIT 1`,
-  selectOne: (c, columns, whereSql) => `SELECT ${columns} FROM ${q(c.name)} r${whereSql} LIMIT 1`,
-  selectAll: (c, columns, whereSql) => `SELECT ${columns} FROM ${q(c.name)} r${whereSql}`,
-  rowHolds: (columns, whereSql, c) => `SELECT 1 FROM (SELECT ${columns.map((col) => `${slot(c, col)} AS ${q(col)}`).join(', ')}) r${whereSql} LIMIT 1`,
+    done(`SELECT ${columns} FROM ${q(c.name)} r WHERE r."id" = ${ID}${ruleSql ? ` AND (${ruleSql})` : ''}${ttl ? ` AND (r.${q(ttl)} IS NULL OR r.${q(ttl)} > ${ID})` : ''} LIMIT 1`),
+  selectOne: (c, columns, whereSql) => done(`SELECT ${columns} FROM ${q(c.name)} r${whereSql} LIMIT 1`),
+  selectAll: (c, columns, whereSql) => done(`SELECT ${columns} FROM ${q(c.name)} r${whereSql}`),
+  rowHolds: (columns, whereSql, c) => done(`SELECT 1 FROM (SELECT ${columns.map((col) => `${slot(c, col)} AS ${q(col)}`).join(', ')}) r${whereSql} LIMIT 1`),
   holds: (ruleSql) => `CASE WHEN (${ruleSql}) THEN 1 ELSE 0 END`,
-  insert: (c, cols) => `INSERT INTO ${q(c.name)} (${cols.map(q).join(', ')}) VALUES (${cols.map((col) => slot(c, col)).join(', ')})`,
-  createRuleGuard: (c, ruleSql) => `SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ?::text AND (${ruleSql})`,
-  idFreeIn: (others) => `SELECT 1 WHERE ${others.map((o) => `NOT EXISTS (SELECT 1 FROM ${q(o.name)} WHERE "id" = ?::text)`).join(' AND ')}`,
-  requestRuleHolds: (ruleSql) => `SELECT 1 WHERE (${ruleSql})`,
+  insert: (c, cols) => done(`INSERT INTO ${q(c.name)} (${cols.map(q).join(', ')}) VALUES (${cols.map((col) => slot(c, col)).join(', ')})`),
+  createRuleGuard: (c, ruleSql) => done(`SELECT 1 FROM ${q(c.name)} r WHERE r."id" = ${ID} AND (${ruleSql})`),
+  idFreeIn: (others) => done(`SELECT 1 WHERE ${others.map((o) => `NOT EXISTS (SELECT 1 FROM ${q(o.name)} WHERE "id" = ${ID})`).join(' AND ')}`),
+  requestRuleHolds: (ruleSql) => done(`SELECT 1 WHERE (${ruleSql})`),
   // the type of a SET's slot comes from its column (no collection here)
-  setTerm: (column) => `${q(column)} = ?`,
-  update: (c, sets, ruleSql) => `UPDATE ${q(c.name)} AS r SET ${sets.join(', ')} WHERE r."id" = ?::text${ruleSql ? ` AND (${ruleSql})` : ''}`,
-  delete: (c, ruleSql) => `DELETE FROM ${q(c.name)} AS r WHERE r."id" = ?::text${ruleSql ? ` AND (${ruleSql})` : ''}`,
-  passwordAndRule: (c, ruleSql) => `SELECT r."passwordHash", ${ruleSql ? `CASE WHEN (${ruleSql}) THEN 1 ELSE 0 END` : '1'} FROM ${q(c.name)} r WHERE r."id" = ?::text`,
+  setTerm: (column) => `${q(column)} = ${SLOT}`,
+  update: (c, sets, ruleSql) => done(`UPDATE ${q(c.name)} AS r SET ${sets.join(', ')} WHERE r."id" = ${ID}${ruleSql ? ` AND (${ruleSql})` : ''}`),
+  delete: (c, ruleSql) => done(`DELETE FROM ${q(c.name)} AS r WHERE r."id" = ${ID}${ruleSql ? ` AND (${ruleSql})` : ''}`),
+  passwordAndRule: (c, ruleSql) => done(`SELECT r."passwordHash", ${ruleSql ? `CASE WHEN (${ruleSql}) THEN 1 ELSE 0 END` : '1'} FROM ${q(c.name)} r WHERE r."id" = ${ID}`),
   relationTargetsExist: (target, count) =>
-    `SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target)} WHERE "id" IN (${Array.from({ length: count }, () => '?::text').join(',')})) = ?::bigint`,
-  deleteExpired: (c, ttl) => `DELETE FROM ${q(c.name)} WHERE ${q(ttl)} IS NOT NULL AND ${q(ttl)} <= ?::text`,
+    done(`SELECT 1 WHERE (SELECT COUNT(*) FROM ${q(target)} WHERE "id" IN (${Array.from({ length: count }, () => ID).join(',')})) = ${SLOT}::bigint`),
+  deleteExpired: (c, ttl) => done(`DELETE FROM ${q(c.name)} WHERE ${q(ttl)} IS NOT NULL AND ${q(ttl)} <= ${ID}`),
   nonNullColumn: (c, column) => {
     const f = fieldOf(c, column);
     return `SELECT "id", ${f ? storedTextSql(f, q(column)) : q(column)} FROM ${q(c.name)} WHERE ${q(column)} IS NOT NULL`;
@@ -60,7 +66,7 @@ export const pgRecordSql: PgRecordSql = {
   replaceValue: (c, column) => {
     const f = fieldOf(c, column);
     const stored = f ? storedTextSql(f, q(column)) : q(column);
-    return `UPDATE ${q(c.name)} SET ${q(column)} = ${slot(c, column)} WHERE "id" = ?::text AND ${stored} IS NOT DISTINCT FROM ?::text`;
+    return done(`UPDATE ${q(c.name)} SET ${q(column)} = ${slot(c, column)} WHERE "id" = ${ID} AND ${stored} IS NOT DISTINCT FROM ${ID}`);
   },
   ident: q,
 };

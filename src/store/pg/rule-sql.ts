@@ -2,9 +2,9 @@
  * The PostgreSQL side of the rule emitter (src/rules/compiler.ts; the shared walk is
  * src/store/sql/rule-sql.ts, paths src/store/sql/rule-paths.ts): its `RuleDialect` and
  * `PathDialect`, with the value model below, so the compiler's output has the shapes and the
- * semantics of the SQLite emitter (src/store/sqlite/rule-sql.ts). Parameters stay `?` slots, in
- * order (a separate step numbers them `$n`); every slot is cast (`?::text`, `?::float8`, …) so no
- * parameter type is left for PostgreSQL to infer.
+ * semantics of the SQLite emitter (src/store/sqlite/rule-sql.ts). Parameters are SLOTs, in order
+ * (src/store/slots.ts: the builder that completes a statement numbers them `$n`); every slot is
+ * cast (`::text`, `::float8`, …) so no parameter type is left for PostgreSQL to infer.
  *
  * Storage model assumed (the PostgreSQL DDL follows it, collection-sql.ts): one table per collection,
  * named as the collection and aliased `r` (the caller's alias) in queries; columns `"id"` text
@@ -44,6 +44,7 @@ import type { Collection } from '../../model/schema.js';
 import type { CompareOp, CompileOptions, CompiledExpr, Expr, FilterParser, Literal, LiteralUse, ParamSlot, SchemaLookup } from '../rule-types.js';
 import { quoteIdent, type PathDialect, type ValueKind } from '../sql/rule-paths.js';
 import { bindLiterals as bindWith, emitRule, emitSortWith, literalSlot, type RuleDialect, type Sql } from '../sql/rule-sql.js';
+import { SLOT } from '../slots.js';
 
 const BS = `E'\\\\'`; // one backslash, whatever standard_conforming_strings says
 const LIKE_ESCAPE = ` ESCAPE ${BS}`;
@@ -54,7 +55,7 @@ const LIKE_ESCAPE = ` ESCAPE ${BS}`;
 const NUMERIC_TEXT = /^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,2})?\s*$/;
 const NUMERIC_TEXT_SQL = `'^\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]{1,2})?\\s*$'`;
 
-/** Concatenates SQL text and fragments, keeping the slots in `?` order. */
+/** Concatenates SQL text and fragments, keeping the slots in order. */
 function cat(...parts: Array<string | Sql>): Sql {
   let sql = '';
   const params: ParamSlot[] = [];
@@ -81,7 +82,7 @@ export const pgPathDialect: PathDialect = {
   // a text-array literal: the segments are identifiers
   jsonPath: (col, segments) => `(${col} #> '{${segments.join(',')}}')`,
   jsonColumn: (col) => `(${col})::text`,
-  textParam: '?::text',
+  textParam: `${SLOT}::text`,
   falseSql: 'false',
   // under "C", lower() folds ASCII letters only, as SQLite's
   lower: (v) => `lower((${v}) COLLATE "C")`,
@@ -197,7 +198,7 @@ function affinity(v: Val): Affinity {
 
 /** A slot cast to a PostgreSQL type. */
 function slotSql(slot: ParamSlot, type: 'text' | 'float8' | 'int8' | 'numeric' | 'jsonb'): Sql {
-  return { sql: `?::${type}`, params: [slot] };
+  return { sql: `${SLOT}::${type}`, params: [slot] };
 }
 
 /** A literal's slot (literalSlot: fixed, or a shape's client literal), through `map` if given. */
@@ -393,7 +394,7 @@ function inValues(v: Val, items: Val[]): Sql {
   const pairs = items.map((item) => duals(v, item));
   const left = pairs[0][0];
   const single = (left.n === null) !== (left.t === null);
-  const simple = pairs.every(([, d]) => (d.n === null) !== (d.t === null) && (d.n ?? d.t)!.sql.startsWith('?::'));
+  const simple = pairs.every(([, d]) => (d.n === null) !== (d.t === null) && (d.n ?? d.t)!.sql.startsWith(`${SLOT}::`));
   if (!single || !simple) {
     const ors = items.map((item) => compareValues(v, item, '='));
     return ors.length === 1 ? ors[0] : cat('(', ...ors.flatMap((t, i) => (i ? [' OR ', t] : [t])), ')');

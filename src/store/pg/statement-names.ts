@@ -6,6 +6,8 @@
  * text (the pg driver refuses a name prepared with a different text on a connection), so a
  * forgotten text gets a new name.
  */
+import { checkRendered } from '../slots.js';
+
 export class StatementNames {
   private names = new Map<string, string>();
   private given = 0;
@@ -13,12 +15,18 @@ export class StatementNames {
   /** `prefix`: of every name (`svc_w`, `svc_r`); `max`: names given at most until reset(). */
   constructor(private readonly prefix: string, readonly max: number) {}
 
-  /** The name of `text`, given on first use; undefined once `max` names were given. */
+  /**
+   * The name of `text`, given on first use; undefined once `max` names were given.
+   * @throws Error when `text` holds a slot its builder did not render (checkRendered)
+   */
   of(text: string): string | undefined {
     let name = this.names.get(text);
-    if (name === undefined && this.given < this.max) {
-      name = `${this.prefix}${++this.given}`;
-      this.names.set(text, name);
+    if (name === undefined) {
+      checkRendered(text);
+      if (this.given < this.max) {
+        name = `${this.prefix}${++this.given}`;
+        this.names.set(text, name);
+      }
     }
     return name;
   }

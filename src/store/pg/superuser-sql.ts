@@ -9,7 +9,6 @@
 import pg from 'pg';
 import type { SuperuserWrite } from '../auth-store.js';
 import { bootstrapSteps } from './bootstrap.js';
-import { toPgPlaceholders } from './placeholders.js';
 
 /**
  * Writes the superuser; 'exists' when `mode` is create and the email is taken.
@@ -21,7 +20,7 @@ export async function saveSuperuserPg(url: string, w: SuperuserWrite, mode: 'cre
   try {
     await client.query('BEGIN');
     try {
-      for (const s of bootstrapSteps()) await client.query(toPgPlaceholders(s.sql), s.params as unknown[]);
+      for (const s of bootstrapSteps()) await client.query(s.sql, s.params as unknown[]);
       const existing = await client.query({ text: 'SELECT "id", "email" FROM "_superusers" WHERE lower("email") = lower($1) FOR UPDATE', values: [w.email], rowMode: 'array' });
       let result: { id: string; email: string; created: boolean } | 'exists';
       if (existing.rows.length) {

@@ -68,7 +68,7 @@ import { GuardFailed, InvalidValue, WriterClosed } from '../errors/store-errors.
 import { ChangeFeed, decodeChanges, type Change } from '../change-feed.js';
 import { Subscribers } from '../subscribers.js';
 import { CHANGE_DELETE, MAX_CHANGES_LISTED, type StepResult, type WriteStep } from '../write-job.js';
-import { refuseNul, toPgPlaceholders } from './placeholders.js';
+import { refuseNul } from './placeholders.js';
 import { isConnectionFailure } from './read-types.js';
 import { StatementNames, isResultTypeChanged } from './statement-names.js';
 
@@ -723,10 +723,9 @@ export class PgWriter {
     return r;
   }
 
-  /** A step with parameters sent as a prepared statement (`?` slots renumbered, named once per connection). */
+  /** A step with parameters sent as a prepared statement (named once per connection). */
   private sendPrepared(client: pg.Client, step: WriteStep): Promise<pg.QueryArrayResult> {
-    const text = toPgPlaceholders(step.sql);
-    return client.query({ text, values: step.params, rowMode: 'array', name: this.names.of(text) });
+    return client.query({ text: step.sql, values: step.params, rowMode: 'array', name: this.names.of(step.sql) });
   }
 
   private failQueued(err: Error): void {

@@ -24,6 +24,7 @@ import { isPrivateEmail, type Collection } from '../../model/schema.js';
 import type { SchemaLookup } from '../rule-types.js';
 import { ruleEmitter } from '../rule-emitters.js';
 import type { ListDialect } from './list-dialect.js';
+import { SLOT } from '../slots.js';
 
 /** A raw sort-key value as the database returns it (integers as BigInt, or on PostgreSQL smallint and integer as numbers), a cursor's boundary values (src/records/cursor.ts). */
 export type KeyValue = string | number | bigint | null | Uint8Array;
@@ -92,9 +93,9 @@ export function keysetSql(d: ListDialect): KeysetSql {
 
   /** `k beyond v` for one key walking up (`down` false) or down; null when nothing is beyond. */
   function beyond(k: SortKey, v: KeyValue, down: boolean): SqlPart | null {
-    if (!down) return v === null ? { sql: `${k.sql} IS NOT NULL`, params: [] } : { sql: `${k.sql} > ?`, params: [v] };
+    if (!down) return v === null ? { sql: `${k.sql} IS NOT NULL`, params: [] } : { sql: `${k.sql} > ${SLOT}`, params: [v] };
     if (v === null) return null;
-    return { sql: k.notNull ? `${k.sql} < ?` : `(${k.sql} < ? OR ${k.sql} IS NULL)`, params: [v] };
+    return { sql: k.notNull ? `${k.sql} < ${SLOT}` : `(${k.sql} < ${SLOT} OR ${k.sql} IS NULL)`, params: [v] };
   }
 
   function beyondBoundary(keys: SortKey[], values: KeyValue[], backward: boolean): SqlPart {
@@ -110,7 +111,7 @@ export function keysetSql(d: ListDialect): KeysetSql {
       }
       if (values[i] === null) eqSql.push(`${keys[i].sql} IS NULL`);
       else {
-        eqSql.push(`${keys[i].sql} = ?`);
+        eqSql.push(`${keys[i].sql} = ${SLOT}`);
         eqParams.push(values[i]);
       }
     }
@@ -155,12 +156,12 @@ export function keysetSql(d: ListDialect): KeysetSql {
         if (rest.sql !== never) {
           out.push(v === null
             ? { sql: `${k.sql} IS NULL AND ${rest.sql}`, params: rest.params }
-            : { sql: `${k.sql} = ? AND ${rest.sql}`, params: [v, ...rest.params] });
+            : { sql: `${k.sql} = ${SLOT} AND ${rest.sql}`, params: [v, ...rest.params] });
         }
       }
-      if (!down) out.push(v === null ? { sql: `${k.sql} IS NOT NULL`, params: [] } : { sql: `${k.sql} > ?`, params: [v] });
+      if (!down) out.push(v === null ? { sql: `${k.sql} IS NOT NULL`, params: [] } : { sql: `${k.sql} > ${SLOT}`, params: [v] });
       else if (v !== null) {
-        out.push({ sql: `${k.sql} < ?`, params: [v] });
+        out.push({ sql: `${k.sql} < ${SLOT}`, params: [v] });
         if (!k.notNull) out.push({ sql: `${k.sql} IS NULL`, params: [] });
       }
       return out;

@@ -21,9 +21,9 @@ export interface ListDialect {
   // ---- rows and parameters ----
   /** the row's unique insertion-order column, the tiebreak ending every offset page order (`r.rowid`, `r."_rowid"`) */
   rowid: string;
-  /** a text parameter compared with record ids (`?`, `?::text`) */
+  /** a text parameter compared with record ids (`?`; a SLOT typed `::text`: src/store/slots.ts) */
   textParam: string;
-  /** a parameter compared with {@link rowid} (`?`, `?::bigint`) */
+  /** a parameter compared with {@link rowid} (`?`; a SLOT typed `::bigint`) */
   rowidParam: string;
   /** the id as a sort key, ending a vector page's and a cursor's order, in byte order (`r."id"`, `r."id" COLLATE "C"`) */
   idOrder: string;

@@ -3,15 +3,19 @@
  * pages rendered inside the database, pages from cached renderings, nearest-first vector pages,
  * keyset (cursor) pages, counts and offset walks. The lister decides what a page needs (its
  * WHERE with parameters, its ORDER BY terms, the select list); these builders only spell it, in
- * the spelling of a {@link ListDialect} (ARCHITECTURE.md, src/store/sql/). `?` order is documented
- * per builder (a search's FROM has a `?` on PostgreSQL, after the select list's and before the
- * WHERE's); every builder is pure, and `listSql` runs once per backend (sql-stores.ts).
+ * the spelling of a {@link ListDialect} (ARCHITECTURE.md, src/store/sql/). Parameter order is
+ * documented per builder (a search's FROM has one on PostgreSQL, after the select list's and
+ * before the WHERE's). Fragments (conditions, select-list items) carry {@link SLOT}s; a builder
+ * that answers a whole statement renders them in the backend's syntax (`?` on SQLite, `$1…$n`
+ * on PostgreSQL: src/store/slots.ts). Every builder is pure, and `listSql` runs once per backend
+ * (sql-stores.ts).
  *
  * Page orders end in the row's insertion-order column (`rowid`; `_rowid` on PostgreSQL) as the
  * tiebreak, and the sort terms are the rule compiler's, which order NULLs and text as SQLite does
  * on both backends.
  */
 import type { ListDialect } from './list-dialect.js';
+import { SLOT, renderSlots } from '../slots.js';
 
 /** Whether an ORDER BY term (or list) ends descending (`… DESC`, `… DESC NULLS LAST`). */
 const ENDS_DESC = / DESC(?: NULLS (?:FIRST|LAST))?$/i;
@@ -26,6 +30,8 @@ function params(p: string, count: number): string {
 /** The list statements of one dialect (`store.sql.list`); built once per backend. */
 export function listSql(d: ListDialect) {
   const { q, rowid, textParam, stringAgg, derivedAlias } = d;
+  /** a whole statement's slots in the backend's syntax */
+  const done = renderSlots[d.name];
   const [bytesOpen, bytesClose] = d.asBytes;
 
   /**
@@ -78,22 +84,22 @@ export function listSql(d: ListDialect) {
 
     /** One offset page; params: the select list's, the FROM's, the WHERE's, LIMIT, OFFSET. */
     offsetPageSql(select: string, from: string, where: string, order: string[]): string {
-      return `SELECT ${select}${from}${where}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ? OFFSET ?`;
+      return done(`SELECT ${select}${from}${where}${order.length ? ` ORDER BY ${order.join(', ')}` : ''} LIMIT ${SLOT} OFFSET ${SLOT}`);
     },
 
     /** A page's ids in page order (the plan check of cached pages); params: the FROM's, the WHERE's, LIMIT, OFFSET. */
     pageIdsSql(from: string, where: string, order: string[]): string {
-      return `SELECT r."id"${from}${where}${order.length ? ` ORDER BY ${pageOrderBy(order)}` : ''} LIMIT ? OFFSET ?`;
+      return done(`SELECT r."id"${from}${where}${order.length ? ` ORDER BY ${pageOrderBy(order)}` : ''} LIMIT ${SLOT} OFFSET ${SLOT}`);
     },
 
     /** `id US rendering RS …` for the records of `table` whose ids are bound, `count` of them. */
     renderByIdsSql(table: string, rendered: string, count: number): string {
-      return `SELECT ${stringAgg}(r."id" || '\u001f' || ${rendered}, '\u001e') FROM ${q(table)} r WHERE r."id" IN (${params(textParam, count)})`;
+      return done(`SELECT ${stringAgg}(r."id" || '\u001f' || ${rendered}, '\u001e') FROM ${q(table)} r WHERE r."id" IN (${params(textParam, count)})`);
     },
 
     /**
      * The query aggregating SQL text expression `expr` over a page's rows into one string, the
-     * values joined by `separator` (an SQL expression; NULL for no rows); its `?`s are the FROM's
+     * values joined by `separator` (an SQL expression; NULL for no rows); its parameters are the FROM's
      * and the WHERE's values, LIMIT and OFFSET. Plain pages render their items this way (`expr`
      * the record's JSON, ITEM_SEPARATOR), and pages from cached records get their ids (ID_ORDER,
      * ID_SEPARATOR). With a sort, late materialization: ORDER BY … LIMIT makes SQLite compute the
@@ -106,9 +112,9 @@ export function listSql(d: ListDialect) {
     pageAggregateSql(table: string, from: string, where: string, order: string[], expr: string, separator: string, bytes = false): string {
       const open = bytes ? bytesOpen : '';
       const close = bytes ? bytesClose : '';
-      if (!order.length) return `SELECT ${open}${stringAgg}("_v", ${separator})${close} FROM (SELECT ${expr} AS "_v"${from}${where} LIMIT ? OFFSET ?)${derivedAlias}`;
+      if (!order.length) return done(`SELECT ${open}${stringAgg}("_v", ${separator})${close} FROM (SELECT ${expr} AS "_v"${from}${where} LIMIT ${SLOT} OFFSET ${SLOT})${derivedAlias}`);
       const by = pageOrderBy(order);
-      return `SELECT ${open}${stringAgg}(${expr}, ${separator} ORDER BY ${by})${close} FROM (SELECT ${rowid} AS "_rid"${from}${where} ORDER BY ${by} LIMIT ? OFFSET ?) p JOIN ${q(table)} r ON ${rowid} = p."_rid"`;
+      return done(`SELECT ${open}${stringAgg}(${expr}, ${separator} ORDER BY ${by})${close} FROM (SELECT ${rowid} AS "_rid"${from}${where} ORDER BY ${by} LIMIT ${SLOT} OFFSET ${SLOT}) p JOIN ${q(table)} r ON ${rowid} = p."_rid"`);
     },
 
     pageOrderBy,
@@ -118,30 +124,30 @@ export function listSql(d: ListDialect) {
      * candidates, ordered exactly; params: the query (select list), the query (index), LIMIT,
      * OFFSET. The last column counts the candidates.
      */
-    nearestByIndexSql: d.nearestByIndexSql,
+    nearestByIndexSql: (select: string, index: string, k: number, table: string, order: string[]): string => done(d.nearestByIndexSql(select, index, k, table, order)),
 
     /** The sort-key values of one row of a scope (a cursor's boundary looked up by id); params: the FROM's, the WHERE's. */
     boundarySql(keys: string[], from: string, where: string): string {
-      return `SELECT ${keys.join(', ')}${from}${where} LIMIT 1`;
+      return done(`SELECT ${keys.join(', ')}${from}${where} LIMIT 1`);
     },
 
     /** A keyset page: the codec columns and the sort keys, in walk order; params: the FROM's, the WHERE's, LIMIT. */
     keysetPageSql(columns: string, keys: string[], from: string, where: string, orderBy: string): string {
-      return `SELECT ${columns}, ${keys.join(', ')}${from}${where} ORDER BY ${orderBy} LIMIT ?`;
+      return done(`SELECT ${columns}, ${keys.join(', ')}${from}${where} ORDER BY ${orderBy} LIMIT ${SLOT}`);
     },
 
     /** COUNT(*) of a scope (a bigint on PostgreSQL); params: the FROM's, the WHERE's. */
     countSql(from: string, where: string): string {
-      return `SELECT COUNT(*)${from}${where}`;
+      return done(`SELECT COUNT(*)${from}${where}`);
     },
 
     /**
-     * At most `?` rows of a table matching one term (CompiledExpr.drivers), counted without
+     * At most so many rows (a parameter) of a table matching one term (CompiledExpr.drivers), counted without
      * reading more than that; params: the term's, the bound. The plan of a term over an indexed
      * column reads index entries only.
      */
     boundedCountSql(table: string, term: string): string {
-      return `SELECT COUNT(*) FROM (SELECT 1 FROM ${q(table)} r WHERE ${term} LIMIT ?)${derivedAlias}`;
+      return done(`SELECT COUNT(*) FROM (SELECT 1 FROM ${q(table)} r WHERE ${term} LIMIT ${SLOT})${derivedAlias}`);
     },
 
     /**
@@ -160,7 +166,7 @@ export function listSql(d: ListDialect) {
     },
 
     /**
-     * The condition "strictly after the row whose sort key is `(?, ?)`" (value, rowid) in the page
+     * The condition "strictly after the row whose sort key is (value, rowid)", both parameters, in the page
      * order of a one-column sort (pageOrderBy: the column, then the rowid, same direction): a row
      * value comparison the database answers as a range of a (column, rowid) index. It never holds
      * for a row whose value is NULL: NULLs sort first ascending (before any checkpoint, which is
@@ -168,17 +174,17 @@ export function listSql(d: ListDialect) {
      * (src/records/list/offset.ts, walkFrom). Params: the value, the rowid.
      */
     walkAfter(column: string, desc: boolean): string {
-      return `(${column}, ${rowid}) ${desc ? '<' : '>'} (?, ${d.rowidParam})`;
+      return `(${column}, ${rowid}) ${desc ? '<' : '>'} (${SLOT}, ${d.rowidParam})`;
     },
 
     /** Whether a scope has a row whose sort value is NULL; params: the FROM's, the WHERE's. */
     hasNullSql(column: string, from: string, where: string): string {
-      return `SELECT 1${from}${where ? `${where} AND` : ' WHERE'} ${column} IS NULL LIMIT 1`;
+      return done(`SELECT 1${from}${where ? `${where} AND` : ' WHERE'} ${column} IS NULL LIMIT 1`);
     },
 
-    /** The sort key and rowid of the row `?` rows into a scope's page order; params: the FROM's, the WHERE's, the offset. */
+    /** The sort key and rowid of the row so many rows (the offset) into a scope's page order; params: the FROM's, the WHERE's, the offset. */
     walkStepSql(column: string, from: string, where: string, order: string[]): string {
-      return `SELECT ${column}, ${rowid}${from}${where} ORDER BY ${pageOrderBy(order)} LIMIT 1 OFFSET ?`;
+      return done(`SELECT ${column}, ${rowid}${from}${where} ORDER BY ${pageOrderBy(order)} LIMIT 1 OFFSET ${SLOT}`);
     },
   };
 }

@@ -45,7 +45,7 @@ export interface PathDialect {
   jsonPath(col: string, segments: readonly string[]): string;
   /** A whole json column read as a value (what a filter compares it with). */
   jsonColumn(col: string): string;
-  /** A parameter placeholder bound to text: `?`, or `?::text` where types must be explicit. */
+  /** A parameter bound to text: `?` (SQLite), or a SLOT typed `::text` where types must be explicit (src/store/slots.ts). */
   textParam: string;
   /** The literal that is false: `0` on SQLite, `false` on PostgreSQL. */
   falseSql: string;

@@ -26,7 +26,7 @@ import { PathResolver, type HopRule, type PathDialect, type ResolvedPath } from 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_SORT_FIELDS = 16;
 
-/** SQL text with its `?` slots, in order. */
+/** SQL text with its parameter slots (`?` from the SQLite emitter, SLOTs from the PostgreSQL one: src/store/slots.ts), in order. */
 export interface Sql {
   sql: string;
   params: ParamSlot[];

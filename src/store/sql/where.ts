@@ -1,11 +1,13 @@
 /**
  * The AND-joined WHERE builder every record read goes through (rule, filter, expiry, search and
  * keyset clauses), so no clause can widen another, and the expiry clause (`ttl_field`). Both
- * backends spell these clauses alike (identifiers double-quoted, `?` parameters).
+ * backends spell these clauses alike (identifiers double-quoted); their parameters are
+ * {@link SLOT}s, rendered by the builder that completes the statement (src/store/slots.ts).
  */
 import type { SqlValue } from '../bind.js';
 import type { Collection } from '../../model/schema.js';
 import { quoteIdent as q } from './rule-paths.js';
+import { SLOT } from '../slots.js';
 
 /** Now in the stored date format (`YYYY-MM-DD HH:MM:SS.sssZ`, UTC: docs/api.md, "Collections"), as date fields store it. */
 const nowDate = (): string => new Date().toISOString().replace('T', ' ');
@@ -30,7 +32,7 @@ export class Where {
   /** The ttl clause: rows whose expiry is set and at or before now are hidden from every read. */
   addTtl(c: Collection): void {
     const ttl = c.options.ttl_field;
-    if (ttl) this.add(`r.${q(ttl)} IS NULL OR r.${q(ttl)} > ?`, [nowDate()]);
+    if (ttl) this.add(`r.${q(ttl)} IS NULL OR r.${q(ttl)} > ${SLOT}`, [nowDate()]);
   }
   /** A copy, to extend without touching this one. */
   clone(): Where {

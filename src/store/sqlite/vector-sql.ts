@@ -16,6 +16,7 @@
 import { VECTOR_COLUMN_PREFIX, type Collection, type Field } from '../../model/schema.js';
 import type { WriteStep } from '../write-job.js';
 import { q } from './sql-ident.js';
+import { SLOT } from '../slots.js';
 
 /** True for a json field that declares `dimensions` (it has a shadow column). */
 export function isVectorField(f: Field): boolean {
@@ -119,7 +120,8 @@ export function malformedProbeSql(c: Collection, f: Field): string {
 }
 
 /**
- * The distance of a row's embedding to the query (one `?`: the float32 query blob), over alias
+ * The distance of a row's embedding to the query (one parameter, a SLOT: the float32 query blob; a
+ * select-list item the page statement renders, src/store/slots.ts), over alias
  * `r`: the float32 shadow column of a field with `dimensions`, or the stored JSON converted per
  * row. libsql's distance functions reject NULL, so rows without an embedding get a NULL distance.
  */
@@ -127,5 +129,5 @@ export function vectorDistanceSql(field: Field, metric: 'cosine' | 'l2'): string
   const fn = metric === 'cosine' ? 'vector_distance_cos' : 'vector_distance_l2';
   const shadow = isVectorField(field);
   const stored = shadow ? `r.${q(vectorColumn(field))}` : `r.${q(field.name)}`;
-  return `CASE WHEN ${stored} IS NULL THEN NULL ELSE ${fn}(${shadow ? stored : `vector32(${stored})`}, ?) END`;
+  return `CASE WHEN ${stored} IS NULL THEN NULL ELSE ${fn}(${shadow ? stored : `vector32(${stored})`}, ${SLOT}) END`;
 }

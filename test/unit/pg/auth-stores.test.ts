@@ -96,12 +96,12 @@ async function outcome(b: Backend, steps: WriteStep[]): Promise<string> {
 }
 
 const insertUser = (id: string, email: string, username: string): WriteStep => ({
-  sql: 'INSERT INTO "users" ("id","created","updated","email","emailVisibility","verified","username","passwordHash","tokenKey") VALUES (?,?,?,?,?,?,?,?,?)',
+  sql: 'INSERT INTO "users" ("id","created","updated","email","emailVisibility","verified","username","passwordHash","tokenKey") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)',
   params: [id, T(0), T(0), email, 0, 0, username, `hash-${id}`, `key-${id}`],
 });
 
 const sideCounts = (b: Backend, recordId?: string): Promise<number[]> =>
-  Promise.all(AUTH_SIDE_TABLES.map(async (t) => Number((await b.get(`SELECT count(*) FROM "${t}" WHERE "collectionId" = ?${recordId ? ' AND "recordId" = ?' : ''}`, recordId ? [C, recordId] : [C]))?.[0])));
+  Promise.all(AUTH_SIDE_TABLES.map(async (t) => Number((await b.get(`SELECT count(*) FROM "${t}" WHERE "collectionId" = $1${recordId ? ' AND "recordId" = $2' : ''}`, recordId ? [C, recordId] : [C]))?.[0])));
 
 /**
  * The scenario: every store method, with expectations asserted on the backend; returns what it
@@ -144,7 +144,7 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
 
   assert.equal(see('superusers none', (await b.auth.superuserCount())), 0);
   await job('insert superuser', [{
-    sql: 'INSERT INTO "_superusers" ("id","created","updated","email","emailVisibility","verified","passwordHash","tokenKey") VALUES (?,?,?,?,?,?,?,?)',
+    sql: 'INSERT INTO "_superusers" ("id","created","updated","email","emailVisibility","verified","passwordHash","tokenKey") VALUES ($1,$2,$3,$4,$5,$6,$7,$8)',
     params: ['su1', T(0), T(0), 'root@example.com', 0, 1, 'h', 'k'],
   }], 'ok');
   assert.equal(see('superusers one', (await b.auth.superuserCount())), 1);
@@ -253,7 +253,7 @@ async function scenario(b: Backend): Promise<Array<[string, unknown]>> {
   await job('passkey use, counter moved', [b.passkeys.useStep(C, 'cred1', 0, 6, T(45), gone('counter'))], 'guard:counter_gone');
   await job('passkey use, other collection', [b.passkeys.useStep('other', 'cred1', 5, 6, T(45), gone('counter'))], 'guard:counter_gone');
   assert.equal(see('passkey counter', (await b.passkeys.find(C, 'cred1'))?.counter), 5);
-  assert.equal(see('passkey lastUsed', (await b.get('SELECT "lastUsed" FROM "_passkeys" WHERE "id" = ?', ['cred1']))?.[0]), T(44));
+  assert.equal(see('passkey lastUsed', (await b.get('SELECT "lastUsed" FROM "_passkeys" WHERE "id" = $1', ['cred1']))?.[0]), T(44));
   await job('passkey remove', [b.passkeys.removeStep(C, 'u1', 'cred1', gone('passkey'))], 'ok');
   await job('passkey remove again', [b.passkeys.removeStep(C, 'u1', 'cred1', gone('passkey'))], 'guard:passkey_gone');
   await job('passkey remove other owner', [b.passkeys.removeStep(C, 'u1', 'cred4', gone('passkey'))], 'guard:passkey_gone');

@@ -74,7 +74,7 @@ async function pair(maxListed?: number): Promise<{ a: Instance; b: Instance; adm
   return { a, b, admin, url };
 }
 
-const insert = (id: string, v = 0) => ({ sql: 'INSERT INTO items (id, v) VALUES (?, ?)', params: [id, v], creates: { collection: COLL, id } });
+const insert = (id: string, v = 0) => ({ sql: 'INSERT INTO items (id, v) VALUES ($1, $2)', params: [id, v], creates: { collection: COLL, id } });
 
 async function waitFor(what: string, pred: () => boolean, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -94,10 +94,10 @@ test('a commit on A is delivered on B with its ids and ops, and on A only once (
   assert.deepEqual(flat(b.batches), [`${COLL}/r1:create`, `${COLL}/r2:create`]);
   assert.equal(b.batches[0].changes[0].record, undefined, 'ids only, never record data');
 
-  await a.cluster.write(a.writer, [{ sql: 'UPDATE items SET v = v + 1 WHERE id = ?', params: ['r1'] }]);
-  await a.cluster.write(a.writer, [{ sql: 'INSERT INTO other (id, item) VALUES (?, ?)', params: ['o1', 'r2'], creates: { collection: COLL2, id: 'o1' } }]);
+  await a.cluster.write(a.writer, [{ sql: 'UPDATE items SET v = v + 1 WHERE id = $1', params: ['r1'] }]);
+  await a.cluster.write(a.writer, [{ sql: 'INSERT INTO other (id, item) VALUES ($1, $2)', params: ['o1', 'r2'], creates: { collection: COLL2, id: 'o1' } }]);
   // a delete that cascades: both records reported as deleted
-  await a.cluster.write(a.writer, [{ sql: 'DELETE FROM items WHERE id = ?', params: ['r2'] }]);
+  await a.cluster.write(a.writer, [{ sql: 'DELETE FROM items WHERE id = $1', params: ['r2'] }]);
   await waitFor('the deletes on B', () => flat(b.batches).length >= 6);
   assert.deepEqual(flat(b.batches).slice(2, 4), [`${COLL}/r1:update`, `${COLL2}/o1:create`]);
   assert.deepEqual(new Set(flat(b.batches).slice(4)), new Set([`${COLL}/r2:delete`, `${COLL2}/o1:delete`]));
@@ -119,9 +119,9 @@ test('a rolled-back job is never delivered; the rest of its group is', { skip },
   const jobs = [
     a.cluster.write(a.writer, [insert('ok1')]),
     // guard fails after a write: the job rolls back to its savepoint with its notification
-    a.cluster.write(a.writer, [insert('bad1'), { sql: 'UPDATE items SET v = 9 WHERE id = ?', params: ['dup'] }, { sql: 'SELECT 1 WHERE false', params: [], expect: 'row' }]),
+    a.cluster.write(a.writer, [insert('bad1'), { sql: 'UPDATE items SET v = 9 WHERE id = $1', params: ['dup'] }, { sql: 'SELECT 1 WHERE false', params: [], expect: 'row' }]),
     // a statement fails (duplicate key) after an update
-    a.cluster.write(a.writer, [{ sql: 'UPDATE items SET v = 7 WHERE id = ?', params: ['dup'] }, insert('dup')]),
+    a.cluster.write(a.writer, [{ sql: 'UPDATE items SET v = 7 WHERE id = $1', params: ['dup'] }, insert('dup')]),
     a.cluster.write(a.writer, [insert('ok2')]),
   ];
   const outcomes = await Promise.allSettled(jobs);
@@ -130,7 +130,7 @@ test('a rolled-back job is never delivered; the rest of its group is', { skip },
   await waitFor('the sentinel on B', () => flat(b.batches).includes(`${COLL}/sentinel:create`));
   assert.deepEqual(flat(b.batches), [`${COLL}/dup:create`, `${COLL}/ok1:create`, `${COLL}/ok2:create`, `${COLL}/sentinel:create`]);
   // a job failing alone (the whole group rolled back) is not delivered either
-  await assert.rejects(a.cluster.write(a.writer, [{ sql: 'UPDATE items SET v = 1 WHERE id = ?', params: ['ok1'] }, insert('ok2')]));
+  await assert.rejects(a.cluster.write(a.writer, [{ sql: 'UPDATE items SET v = 1 WHERE id = $1', params: ['ok1'] }, insert('ok2')]));
   await a.cluster.write(a.writer, [insert('sentinel2')]);
   await waitFor('sentinel2 on B', () => flat(b.batches).includes(`${COLL}/sentinel2:create`));
   assert.equal(flat(b.batches).length, 5);
@@ -144,7 +144,7 @@ test('through the writer hook (commitSql): one batch per commit on B, rolled-bac
   const jobs = [
     a.writer.write([insert('h1', 1)]),
     a.writer.write([insert('bad'), { sql: 'SELECT 1 WHERE false', params: [], expect: 'row' }]),
-    a.writer.write([{ sql: 'UPDATE items SET v = 5 WHERE id = ?', params: ['dup'] }]),
+    a.writer.write([{ sql: 'UPDATE items SET v = 5 WHERE id = $1', params: ['dup'] }]),
     a.writer.write([insert('h2', 2)]),
   ];
   const outcomes = await Promise.allSettled(jobs);
@@ -164,12 +164,12 @@ test('a delete carries the deleted row to B (auth columns left out); a row too b
   a.writer.commitSql.subscribe((created) => a.cluster.commitSql(created));
   await a.writer.write([{ sql: 'ALTER TABLE items ADD COLUMN note text, ADD COLUMN "passwordHash" text, ADD COLUMN "tokenKey" text', params: [] }]);
   await a.writer.write([
-    { sql: 'INSERT INTO items (id, v, note, "passwordHash", "tokenKey") VALUES (?, 7, ?, ?, ?)', params: ['d1', 'small', '$argon2id$secret', 'tk-secret'], creates: { collection: COLL, id: 'd1' } },
-    { sql: 'INSERT INTO items (id, v, note) VALUES (?, 8, ?)', params: ['d2', 'x'.repeat(9000)], creates: { collection: COLL, id: 'd2' } },
+    { sql: 'INSERT INTO items (id, v, note, "passwordHash", "tokenKey") VALUES ($1, 7, $2, $3, $4)', params: ['d1', 'small', '$argon2id$secret', 'tk-secret'], creates: { collection: COLL, id: 'd1' } },
+    { sql: 'INSERT INTO items (id, v, note) VALUES ($1, 8, $2)', params: ['d2', 'x'.repeat(9000)], creates: { collection: COLL, id: 'd2' } },
   ]);
   await waitFor('the creates on B', () => flat(b.batches).includes(`${COLL}/d2:create`));
   b.batches.length = 0;
-  await a.writer.write([{ sql: 'DELETE FROM items WHERE id IN (?, ?)', params: ['d1', 'd2'] }]);
+  await a.writer.write([{ sql: 'DELETE FROM items WHERE id IN ($1, $2)', params: ['d1', 'd2'] }]);
   await waitFor('the deletes on B', () => flat(b.batches).filter((x) => x.endsWith(':delete')).length === 2);
   const changes = b.batches.flatMap((x) => x.changes);
   const d1 = changes.find((c) => c.id === 'd1')!;
@@ -215,7 +215,7 @@ test('several commits arrive on B in commit order', { skip }, async () => {
   }
   const burst: Array<Promise<unknown>> = [];
   for (let i = 0; i < 150; i++) {
-    burst.push(a.cluster.write(a.writer, i % 3 === 2 ? [{ sql: 'UPDATE items SET v = ? WHERE id = ?', params: [i, `s${i % 20}`] }] : [insert(`p${i}`)]));
+    burst.push(a.cluster.write(a.writer, i % 3 === 2 ? [{ sql: 'UPDATE items SET v = $1 WHERE id = $2', params: [i, `s${i % 20}`] }] : [insert(`p${i}`)]));
     expected.push(i % 3 === 2 ? `${COLL}/s${i % 20}:update` : `${COLL}/p${i}:create`);
   }
   await Promise.all(burst);

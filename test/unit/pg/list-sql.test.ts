@@ -24,7 +24,6 @@ import type { CompiledExpr } from '../../../src/store/rule-types.js';
 import { parseFilter } from '../../../src/rules/parser.js';
 import { createSteps } from '../../../src/store/pg/collection-sql.js';
 import { bootstrapSteps } from '../../../src/store/pg/bootstrap.js';
-import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
 import { emitSort } from '../../../src/store/pg/rule-sql.js';
 import { pgEmitExpression as emitExpression } from '../../../src/rules/emitters.js';
 import { buildJsonSql, jsNumberSql, recordColumns } from '../../../src/store/pg/record-json.js';
@@ -32,6 +31,7 @@ import { SEARCH_MATCH, SEARCH_RANK, pgKeyset, pgList, searchJoin } from '../../.
 import type { KeyValue, SortKey } from '../../../src/store/sql/keyset.js';
 import { lowerTsquery } from '../../../src/records/search.js';
 import { pgRecordSql as R } from '../../../src/store/pg/record-sql.js';
+import { renderSlots } from '../../../src/store/slots.js';
 
 const {
   ID_EQUALS, ID_ORDER, ID_SEPARATOR, ITEM_SEPARATOR, boundarySql, boundedCountSql, countSql, fromRecords, hasNullSql, hasRandomOrder, idIn, keysetPageSql,
@@ -116,14 +116,15 @@ describe('PostgreSQL list and record statements', { skip }, () => {
   /** the stored rows of `items` by id: column values as selected by recordColumns, plus `_rowid` */
   let stored: Array<Record<string, unknown>> = [];
 
+  /** Runs a statement; one put together here from fragments gets its SLOTs numbered as a builder's would be. */
   async function query(sql: string, params: unknown[] = []): Promise<unknown[][]> {
-    return (await db.query({ text: toPgPlaceholders(sql), values: params, rowMode: 'array' })).rows as unknown[][];
+    return (await db.query({ text: renderSlots.postgres(sql), values: params, rowMode: 'array' })).rows as unknown[][];
   }
 
   async function run(steps: WriteStep[]): Promise<void> {
     await db.query('BEGIN');
     try {
-      for (const s of steps) await db.query(toPgPlaceholders(s.sql), s.params as unknown[]);
+      for (const s of steps) await db.query(s.sql, s.params as unknown[]);
       await db.query('COMMIT');
     } catch (err) {
       await db.query('ROLLBACK');
@@ -189,10 +190,10 @@ describe('PostgreSQL list and record statements', { skip }, () => {
       });
     }
     // shapes the codecs tolerate: values written under another maxSelect, and jsonb that is no array
-    await query(`UPDATE "items" SET "kind" = '["x", "y"]', "tags" = '"str"', "pic" = '["f1.png","f2.png"]', "docs" = '{"a": 1}' WHERE "id" = ?`, [rid(1)]);
-    await query(`UPDATE "items" SET "kind" = '[ ]', "tags" = '[1, "a", null, "b"]', "pic" = '[not json', "docs" = '[]' WHERE "id" = ?`, [rid(2)]);
-    await query(`UPDATE "items" SET "kind" = '["a\\"b", "c\\\\d\\n"]', "pic" = '', "docs" = 'null', "meta" = '"only a string"' WHERE "id" = ?`, [rid(3)]);
-    await query(`UPDATE "items" SET "n" = '-0'::float8, "flag" = 7, "kind" = '["k"]' WHERE "id" = ?`, [rid(4)]);
+    await query(`UPDATE "items" SET "kind" = '["x", "y"]', "tags" = '"str"', "pic" = '["f1.png","f2.png"]', "docs" = '{"a": 1}' WHERE "id" = $1`, [rid(1)]);
+    await query(`UPDATE "items" SET "kind" = '[ ]', "tags" = '[1, "a", null, "b"]', "pic" = '[not json', "docs" = '[]' WHERE "id" = $1`, [rid(2)]);
+    await query(`UPDATE "items" SET "kind" = '["a\\"b", "c\\\\d\\n"]', "pic" = '', "docs" = 'null', "meta" = '"only a string"' WHERE "id" = $1`, [rid(3)]);
+    await query(`UPDATE "items" SET "n" = '-0'::float8, "flag" = 7, "kind" = '["k"]' WHERE "id" = $1`, [rid(4)]);
     const NOTES = [
       ['São Paulo travel guide', '<p>Coffee and football in Brazil</p>'], ['Paris in spring', '<p>Coffee on the Seine</p>'],
       ['Parma ham', '<p>Curing pork in Italy</p>'], ['zebra', '<p>zebra zebra zebra</p>'], ['A zebra once', '<p>mail ann@example.com or see example.org</p>'],
@@ -240,7 +241,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
     const values = [...NUMBERS.filter((v): v is number => v !== null), ...randomDoubles(2000), -0, 1e21 - 65536, 1e-7, 2e-7, 1.2345e-300, 2 ** -1074, 2 ** 1023 * 1.5];
     for (let p = -330; p <= 310; p++) values.push(Number(`1e${p}`), Number(`-3.7e${p}`), Number(`9.999999999999999e${p}`));
     const finite = values.filter((v) => Number.isFinite(v));
-    const rows = await query(`SELECT ${jsNumberSql('v')} FROM unnest(?::float8[]) AS t(v)`, [finite.map(String)]);
+    const rows = await query(`SELECT ${jsNumberSql('v')} FROM unnest($1::float8[]) AS t(v)`, [finite.map(String)]);
     const got = rows.map((r) => r[0]);
     assert.deepEqual(got, finite.map((v) => JSON.stringify(v)));
     const special = await query(`SELECT ${jsNumberSql('v')} FROM unnest(ARRAY['NaN', 'Infinity', '-Infinity', NULL]::float8[]) AS t(v)`);
@@ -394,7 +395,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
       const firstNonNull = expected.findIndex((id) => (stored.find((s) => s.id === id)!.row as unknown[])[3 + items.fields.findIndex((x) => x.name === sort.replace('-', ''))] !== null);
       // ascending walks start after the NULLs only when the first checkpoint lies past them
       for (let i = 0; i < points.length; i++) {
-        const at = expected.indexOf(String((await query(`SELECT "id" FROM "items" WHERE "_rowid" = ?`, [points[i][1]]))[0][0]));
+        const at = expected.indexOf(String((await query(`SELECT "id" FROM "items" WHERE "_rowid" = $1`, [points[i][1]]))[0][0]));
         assert.equal(at, 7 * (i + 1) - 1, `${sort}: checkpoint ${i}`);
         const w = `${where ? `${where} AND` : ' WHERE'} ${walkAfter(by.column, by.desc)}`;
         const page = await query(pageIdsSql(from, w, order), [points[i][0], points[i][1], 10, 0]);
@@ -458,7 +459,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
       }
       assert.deepEqual(got, expected, `forward ${sort}`);
       // backward from the last row
-      const lastValues = (await query(`SELECT ${keys.map((k) => k.sql).join(', ')} FROM "items" r WHERE r."id" = ?`, [expected[expected.length - 1]]))[0] as KeyValue[];
+      const lastValues = (await query(`SELECT ${keys.map((k) => k.sql).join(', ')} FROM "items" r WHERE r."id" = $1`, [expected[expected.length - 1]]))[0] as KeyValue[];
       const backIds: string[] = [];
       boundary = lastValues;
       for (;;) {
@@ -469,7 +470,7 @@ describe('PostgreSQL list and record statements', { skip }, () => {
       }
       assert.deepEqual(backIds.reverse(), expected.slice(0, -1), `backward ${sort}`);
       // the one-predicate form agrees with the segments from a boundary in the middle
-      const mid = (await query(`SELECT ${keys.map((k) => k.sql).join(', ')} FROM "items" r WHERE r."id" = ?`, [expected[40]]))[0] as KeyValue[];
+      const mid = (await query(`SELECT ${keys.map((k) => k.sql).join(', ')} FROM "items" r WHERE r."id" = $1`, [expected[40]]))[0] as KeyValue[];
       for (const backward of [false, true]) {
         const b = beyondBoundary(keys, mid, backward);
         const rows = await query(keysetPageSql('r."id"', keys.map((k) => k.sql), from, ` WHERE (${b.sql})`, backward ? back : by), [...b.params, 1000]);
@@ -530,14 +531,14 @@ describe('PostgreSQL list and record statements', { skip }, () => {
     const values = ['new title', 2.5, '["c"]', '{"z":[1,2]}', 1];
     const flagged = stored.find((r) => (r.row as unknown[])[3 + items.fields.findIndex((f) => f.name === 'flag')] === 1)!.id;
     const unflagged = stored.find((r) => (r.row as unknown[])[3 + items.fields.findIndex((f) => f.name === 'flag')] === 0)!.id;
-    assert.equal((await db.query(toPgPlaceholders(R.update(items, sets, upd.sql)), [...values, unflagged, ...upd.params])).rowCount, 0);
-    assert.equal((await db.query(toPgPlaceholders(R.update(items, sets, upd.sql)), [...values, flagged, ...upd.params])).rowCount, 1);
+    assert.equal((await db.query(R.update(items, sets, upd.sql), [...values, unflagged, ...upd.params])).rowCount, 0);
+    assert.equal((await db.query(R.update(items, sets, upd.sql), [...values, flagged, ...upd.params])).rowCount, 1);
     const [after] = await query(R.rowById(items, 'r."title", r."n", r."tags"::text, r."meta"::text'), [flagged]);
     assert.deepEqual(after, ['new title', 2.5, '["c"]', '{"z": [1, 2]}']);
     // delete with the rule `title = "gone"`
     const gone = stored.find((r) => (r.row as unknown[])[3] === 'gone')!.id;
-    assert.equal((await db.query(toPgPlaceholders(R.delete(items, del.sql)), [rid(0), ...del.params])).rowCount, 0);
-    assert.equal((await db.query(toPgPlaceholders(R.delete(items, del.sql)), [gone, ...del.params])).rowCount, 1);
+    assert.equal((await db.query(R.delete(items, del.sql), [rid(0), ...del.params])).rowCount, 0);
+    assert.equal((await db.query(R.delete(items, del.sql), [gone, ...del.params])).rowCount, 1);
     stored = stored.filter((r) => r.id !== gone);
     // relation targets
     assert.equal((await query(R.relationTargetsExist('targets', 2), [rid(0, 't'), rid(1, 't'), 2])).length, 1);
@@ -557,15 +558,15 @@ describe('PostgreSQL list and record statements', { skip }, () => {
     assert.equal((await query(R.view(expiring, 'r."id"', '', 'until'), [rid(1, 'e'), now])).length, 0);
     assert.equal((await query(R.view(expiring, 'r."id"', '', 'until'), [rid(2, 'e'), now])).length, 1);
     assert.equal((await query(R.view(expiring, 'r."id"', '', 'until'), [rid(3, 'e'), now])).length, 1);
-    assert.equal((await db.query(toPgPlaceholders(R.deleteExpired(expiring, 'until')), [now])).rowCount, 1);
+    assert.equal((await db.query(R.deleteExpired(expiring, 'until'), [now])).rowCount, 1);
     // encryption migration: read non-null values as the codecs read them, replace if unchanged
     const nn = await query(R.nonNullColumn(expiring, 'doc'));
     assert.deepEqual(nn, [[rid(3, 'e'), 'enc:v1:abc']]);
-    assert.equal((await db.query(toPgPlaceholders(R.replaceValue(expiring, 'doc')), ['{"b":2}', rid(3, 'e'), 'stale'])).rowCount, 0);
-    assert.equal((await db.query(toPgPlaceholders(R.replaceValue(expiring, 'doc')), ['{"b":2}', rid(3, 'e'), 'enc:v1:abc'])).rowCount, 1);
+    assert.equal((await db.query(R.replaceValue(expiring, 'doc'), ['{"b":2}', rid(3, 'e'), 'stale'])).rowCount, 0);
+    assert.equal((await db.query(R.replaceValue(expiring, 'doc'), ['{"b":2}', rid(3, 'e'), 'enc:v1:abc'])).rowCount, 1);
     assert.deepEqual(await query(R.nonNullColumn(expiring, 'doc')), [[rid(3, 'e'), '{"b": 2}']]);
-    assert.equal((await db.query(toPgPlaceholders(R.replaceValue(items, 'title')), ['T2', unflagged, (stored.find((r) => r.id === unflagged)!.row as unknown[])[3]])).rowCount, 1);
-    assert.equal((await db.query(toPgPlaceholders(R.replaceValue(items, 'title')), ['T3', unflagged, 'not T2'])).rowCount, 0);
+    assert.equal((await db.query(R.replaceValue(items, 'title'), ['T2', unflagged, (stored.find((r) => r.id === unflagged)!.row as unknown[])[3]])).rowCount, 1);
+    assert.equal((await db.query(R.replaceValue(items, 'title'), ['T3', unflagged, 'not T2'])).rowCount, 0);
     assert.equal(R.ident('a"b'), '"a""b"');
   });
 });

@@ -313,7 +313,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       out.afterReceipt = [(await u.pageSizes(id)), (await u.sessions()).map((s) => [s.id, s.state])];
 
       // a payload without its session
-      await b.write([{ sql: 'INSERT INTO "_uploadPayloads" ("session", "page", "data") VALUES (?, ?, ?)', params: ['orphan', 0, Buffer.from([1, 2, 3])] }]);
+      await b.write([{ sql: 'INSERT INTO "_uploadPayloads" ("session", "page", "data") VALUES ($1, $2, $3)', params: ['orphan', 0, Buffer.from([1, 2, 3])] }]);
       out.orphans = await u.orphanPayloads();
       await b.write(u.deleteSteps([...(await u.orphanPayloads()), id2]));
       out.afterDelete = [(await u.orphanPayloads()), (await u.sessions()).map((s) => s.id), (await u.pageSizes(id2))];
@@ -367,7 +367,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       const base = await b.schema.loadAll();
       const afterCreate = [...base, posts];
       await b.write(b.schema.createSteps(posts, base, afterCreate));
-      await b.write([{ sql: 'INSERT INTO "posts" ("id","created","updated","title","avatar","docs") VALUES (?,?,?,?,?,?)', params: ['r1', T0, T0, 'Hello', 'a_1.png', '["d_1.pdf","d_2.pdf"]'] }]);
+      await b.write([{ sql: 'INSERT INTO "posts" ("id","created","updated","title","avatar","docs") VALUES ($1,$2,$3,$4,$5,$6)', params: ['r1', T0, T0, 'Hello', 'a_1.png', '["d_1.pdf","d_2.pdf"]'] }]);
       out.created = byId(await b.schema.loadAll());
       const next: Collection = {
         ...posts, name: 'articles', updated: T1,
@@ -375,7 +375,7 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       };
       await b.write(b.schema.updateSteps(posts, next, afterCreate, [...base, next]));
       out.updated = byId(await b.schema.loadAll());
-      out.data = (await b.get('SELECT "headline","avatar","views" FROM "articles" WHERE "id" = ?', ['r1']));
+      out.data = (await b.get('SELECT "headline","avatar","views" FROM "articles" WHERE "id" = $1', ['r1']));
       await b.write(b.schema.deleteSteps(next, [...base, next], base));
       out.deleted = byId(await b.schema.loadAll());
       out.tableGone = (await outcome(Promise.resolve().then(() => b.get('SELECT 1 FROM "articles"', [])))).startsWith('error');
@@ -409,12 +409,12 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
       const out: Record<string, unknown> = {};
       const base = await b.schema.loadAll();
       await b.write(b.schema.createSteps(posts, base, [...base, posts]));
-      const insert = 'INSERT INTO "posts" ("id","created","updated","title","avatar","docs") VALUES (?,?,?,?,?,?)';
+      const insert = 'INSERT INTO "posts" ("id","created","updated","title","avatar","docs") VALUES ($1,$2,$3,$4,$5,$6)';
       await b.write([{ sql: insert, params: ['r1', T0, T0, 'one', 'a_1.png', '["d_1.pdf","d é_2.pdf"]'] }]);
       await b.write([{ sql: insert, params: ['r2', T0, T0, 'two', null, null] }]);
       await b.write([{ sql: insert, params: ['r3', T0, T0, 'three', '', '[]'] }]);
       const names = ['avatar', 'docs'];
-      if (b.name === 'pg') rawPg = (await b.get('SELECT "docs" FROM "posts" WHERE "id" = ?', ['r1']))?.[0];
+      if (b.name === 'pg') rawPg = (await b.get('SELECT "docs" FROM "posts" WHERE "id" = $1', ['r1']))?.[0];
       out.values = await Promise.all(['r1', 'r2', 'r3', 'nope'].map((id) => b.files.values(b.get, posts, names, id)));
       out.onlyDocs = await b.files.values(b.get, posts, ['docs'], 'r1');
       out.referenced = (await b.files.referenced(posts, names, ['r3', 'r1', 'nope', 'r2'])).sort((x, y) => String(x[0]).localeCompare(String(y[0])));
@@ -432,8 +432,8 @@ describe('PostgreSQL settings, mail, upload, file and schema stores', { skip }, 
         await outcome(b.write([b.files.unchangedGuardStep(posts, 'nope', r1, gone)])),
         await outcome(b.write([b.files.unchangedGuardStep(posts, 'r1', new Map([['avatar', 'a_1.png']]), gone)])),
       ];
-      await b.write([{ sql: 'UPDATE "posts" SET "docs" = ? WHERE "id" = ?', params: ['["d_1.pdf"]', 'r1'] }]);
-      await b.write([{ sql: 'UPDATE "posts" SET "avatar" = ? WHERE "id" = ?', params: ['a_9.png', 'r2'] }]);
+      await b.write([{ sql: 'UPDATE "posts" SET "docs" = $1 WHERE "id" = $2', params: ['["d_1.pdf"]', 'r1'] }]);
+      await b.write([{ sql: 'UPDATE "posts" SET "avatar" = $1 WHERE "id" = $2', params: ['a_9.png', 'r2'] }]);
       out.changed = [
         await outcome(b.write([b.files.unchangedGuardStep(posts, 'r1', r1, gone)])),
         await outcome(b.write([b.files.unchangedGuardStep(posts, 'r2', r2, gone)])),

@@ -93,7 +93,7 @@ test('reads: every parameter type in, every value type out', { skip }, async () 
   const r = await reader();
   const big = 9007199254740993n;
   const bytes = new Uint8Array([0, 1, 254, 255]);
-  const row = await r.get('SELECT ?::text, ?::float8, ?::int8, ?::int8, ?::text IS NULL, ?::bytea, ?::bytea, \'?\' AS literal_not_a_slot', ['it\'s ?', 2.5, 42, big, null, bytes, Buffer.from('hi')]);
+  const row = await r.get('SELECT $1::text, $2::float8, $3::int8, $4::int8, $5::text IS NULL, $6::bytea, $7::bytea, \'?\' AS literal_not_a_slot', ['it\'s ?', 2.5, 42, big, null, bytes, Buffer.from('hi')]);
   assert.ok(row);
   assert.equal(row[0], 'it\'s ?');
   assert.equal(row[1], 2.5);
@@ -105,7 +105,7 @@ test('reads: every parameter type in, every value type out', { skip }, async () 
   assert.equal((row[6] as Buffer).toString(), 'hi');
   assert.equal(row[7], '?');
 
-  const t = (await r.get('SELECT id, n, i, f, num, s, j, b, flag, at, j::text FROM t WHERE id = ?', ['a']))!;
+  const t = (await r.get('SELECT id, n, i, f, num, s, j, b, flag, at, j::text FROM t WHERE id = $1', ['a']))!;
   assert.equal(t[0], 'a');
   assert.equal(t[1], 9007199254740993n, 'int8 as BigInt, exact');
   assert.equal(t[2], 7, 'int4 as a number: PostgreSQL\'s own type, not SQLite\'s BigInt');
@@ -119,24 +119,24 @@ test('reads: every parameter type in, every value type out', { skip }, async () 
   assert.equal(t[8], true, 'a boolean column as a boolean');
   assert.equal(typeof t[9], 'string', 'timestamps as the server\'s text');
 
-  const nulls = (await r.get('SELECT n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['nulls']))!;
+  const nulls = (await r.get('SELECT n, i, f, num, s, j, b, flag FROM t WHERE id = $1', ['nulls']))!;
   assert.deepEqual(nulls, [null, null, null, null, null, null, null, null]);
 
-  assert.equal(await r.get('SELECT id FROM t WHERE id = ?', ['none']), undefined);
+  assert.equal(await r.get('SELECT id FROM t WHERE id = $1', ['none']), undefined);
   assert.deepEqual(await r.all('SELECT id FROM t ORDER BY id', []), [['a'], ['nulls']]);
-  assert.deepEqual(await r.all('SELECT id FROM t WHERE id = ?', ['none']), []);
-  for (let k = 0; k < 10; k++) assert.equal((await r.get('SELECT n FROM t WHERE id = ?', ['a']))![0], 9007199254740993n);
+  assert.deepEqual(await r.all('SELECT id FROM t WHERE id = $1', ['none']), []);
+  for (let k = 0; k < 10; k++) assert.equal((await r.get('SELECT n FROM t WHERE id = $1', ['a']))![0], 9007199254740993n);
   assert.equal((await r.all('SELECT id, pop FROM big r', [])).length, BIG_ROWS);
 });
 
 test('errors carry the SQLSTATE; a failed read leaves the reader usable; every read sees the latest commit', { skip }, async () => {
   const r = await reader();
-  await assert.rejects(r.get('SELECT * FROM no_such_table WHERE id = ?', ['x']), (err: unknown) => err instanceof pg.DatabaseError && errCode('42P01')(err));
+  await assert.rejects(r.get('SELECT * FROM no_such_table WHERE id = $1', ['x']), (err: unknown) => err instanceof pg.DatabaseError && errCode('42P01')(err));
   await assert.rejects(r.get('SELEC 1', []), errCode('42601'));
-  await assert.rejects(r.get('SELECT 1 / ?::int', [0]), errCode('22012'));
-  await assert.rejects(r.get('SELECT ?::int', ['x']), errCode('22P02'));
+  await assert.rejects(r.get('SELECT 1 / $1::int', [0]), errCode('22012'));
+  await assert.rejects(r.get('SELECT $1::int', ['x']), errCode('22P02'));
   assert.equal((await r.get('SELECT count(*) FROM t', []))![0], 2n);
-  const v = async (): Promise<number> => (await r.get('SELECT v FROM counter WHERE id = ?', [1]))![0] as number;
+  const v = async (): Promise<number> => (await r.get('SELECT v FROM counter WHERE id = $1', [1]))![0] as number;
   const start = await v();
   psql('UPDATE counter SET v = v + 1');
   assert.equal(await v(), start + 1);
@@ -146,36 +146,36 @@ test('errors carry the SQLSTATE; a failed read leaves the reader usable; every r
 
 test('asynchronous reads on the pool: same shapes, errors with codes, Auto and Balanced routing', { skip }, async () => {
   const r = await reader();
-  const viaGet = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a']);
-  const viaPool = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = ?', ['a'], { pool: true });
+  const viaGet = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = $1', ['a']);
+  const viaPool = await r.get('SELECT id, n, i, f, num, s, j, b, flag FROM t WHERE id = $1', ['a'], { pool: true });
   assert.deepEqual(viaPool, viaGet);
   assert.ok(Buffer.isBuffer(viaPool![7]));
   assert.deepEqual(await r.all('SELECT id FROM t ORDER BY id', [], { pool: true }), [['a'], ['nulls']]);
-  assert.equal(await r.get('SELECT id FROM t WHERE id = ?', ['none'], { pool: true }), undefined);
+  assert.equal(await r.get('SELECT id FROM t WHERE id = $1', ['none'], { pool: true }), undefined);
   await assert.rejects(r.all('SELECT * FROM no_such_table', [], { pool: true }), errCode('42P01'));
-  const many = await Promise.all(Array.from({ length: 20 }, (_, k) => r.get('SELECT ?::int8 * 2', [k], { pool: true })));
+  const many = await Promise.all(Array.from({ length: 20 }, (_, k) => r.get('SELECT $1::int8 * 2', [k], { pool: true })));
   assert.deepEqual(many.map((x) => x![0]), Array.from({ length: 20 }, (_, k) => BigInt(k * 2)));
   assert.equal(r.workerFree(), true);
   // every read is on the pool, cheap or not
-  const cheap = r.getAuto('SELECT r.id FROM big r WHERE r.id = ?', ['r5']);
+  const cheap = r.getAuto('SELECT r.id FROM big r WHERE r.id = $1', ['r5']);
   assert.ok(cheap instanceof Promise);
   assert.deepEqual(await cheap, ['r5']);
-  const dear = r.allAuto('SELECT r.id FROM big r WHERE r.pop = ? LIMIT 5', [7]);
+  const dear = r.allAuto('SELECT r.id FROM big r WHERE r.pop = $1 LIMIT 5', [7]);
   assert.ok(dear instanceof Promise);
   assert.deepEqual(await dear, [['r1']]);
-  assert.ok(r.allAuto('SELECT r.id FROM big r WHERE r.id = ?', ['r5'], 5000) instanceof Promise, 'a deep offset goes to the pool');
-  assert.deepEqual(await r.getBalanced('SELECT ?::text', ['x']), ['x']);
+  assert.ok(r.allAuto('SELECT r.id FROM big r WHERE r.id = $1', ['r5'], 5000) instanceof Promise, 'a deep offset goes to the pool');
+  assert.deepEqual(await r.getBalanced('SELECT $1::text', ['x']), ['x']);
 });
 
 test('a time budget rejects with ReadBudgetExceeded and stops the statement on the server', { skip }, async () => {
   const r = await reader({ applicationName: 'rt-budget', poolSize: 2 });
   const t0 = performance.now();
-  await assert.rejects(r.all('SELECT pg_sleep(?)', [30], { pool: true, budgetMs: 300 }), (err: unknown) => err instanceof ReadBudgetExceeded && err.budgetMs === 300);
+  await assert.rejects(r.all('SELECT pg_sleep($1)', [30], { pool: true, budgetMs: 300 }), (err: unknown) => err instanceof ReadBudgetExceeded && err.budgetMs === 300);
   const took = performance.now() - t0;
   assert.ok(took >= 290 && took < 1500, `rejected after ${took.toFixed(0)} ms`);
   await until('the cancelled pg_sleep to leave pg_stat_activity', async () => (await activity('rt-budget-pool', '%pg_sleep%')).every((a) => a.state !== 'active'), 3000);
   // a budget that is not spent changes nothing; the pool still answers
-  assert.deepEqual(await r.get('SELECT ?::int8', [5], { pool: true, budgetMs: 2000 }), [5n]);
+  assert.deepEqual(await r.get('SELECT $1::int8', [5], { pool: true, budgetMs: 2000 }), [5n]);
   // queue time counts: with both connections asleep, a third read waits and times out in the queue
   const sleepers = [r.all('SELECT pg_sleep(30)', [], { pool: true, budgetMs: 400 }), r.all('SELECT pg_sleep(30)', [], { pool: true, budgetMs: 400 })];
   await assert.rejects(r.get('SELECT 1', [], { pool: true, budgetMs: 200 }), ReadBudgetExceeded);
@@ -186,7 +186,7 @@ test('a time budget rejects with ReadBudgetExceeded and stops the statement on t
 
 test('a read has its own statement_timeout: budgeted and unbudgeted reads alternating on one connection', { skip }, async () => {
   const r = await reader({ applicationName: 'rt-timeouts', poolSize: 1 });
-  const shown = (budgetMs?: number): Promise<unknown[] | undefined> => r.get('SELECT current_setting(?)', ['statement_timeout'], budgetMs === undefined ? undefined : { pool: true, budgetMs });
+  const shown = (budgetMs?: number): Promise<unknown[] | undefined> => r.get('SELECT current_setting($1)', ['statement_timeout'], budgetMs === undefined ? undefined : { pool: true, budgetMs });
   for (let k = 0; k < 3; k++) {
     const budgeted = String((await shown(2000))![0]);
     assert.match(budgeted, /^\d+(ms|s)$/);
@@ -203,22 +203,22 @@ test('a killed pool connection: the next read reconnects', { skip }, async () =>
   const r = await reader({ applicationName: 'rt-kill' });
   await r.get('SELECT 1', [], { pool: true });
   await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rt-kill-pool'`);
-  assert.deepEqual(await r.get('SELECT ?::int8', [6], { pool: true }), [6n]);
+  assert.deepEqual(await r.get('SELECT $1::int8', [6], { pool: true }), [6n]);
 });
 
 test('a schema change made elsewhere: the next read has the new shape', { skip }, async () => {
   const r = await reader();
   await admin.query('CREATE TABLE shape (id text PRIMARY KEY, a integer); INSERT INTO shape VALUES (\'x\', 1)');
-  assert.equal((await r.get('SELECT * FROM shape WHERE id = ?', ['x']))!.length, 2);
+  assert.equal((await r.get('SELECT * FROM shape WHERE id = $1', ['x']))!.length, 2);
   await admin.query('ALTER TABLE shape ADD COLUMN b text DEFAULT \'new\'');
-  assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1, 'new']);
+  assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = $1', ['x']), ['x', 1, 'new']);
   r.invalidate();
-  assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = ?', ['x']), ['x', 1, 'new']);
+  assert.deepEqual(await r.get('SELECT * FROM shape WHERE id = $1', ['x']), ['x', 1, 'new']);
 });
 
 test('point reads of one turn run as one statement; each caller gets its own row', { skip }, async () => {
   const r = await reader();
-  const one = 'SELECT id, country, pop FROM big WHERE id = ? LIMIT 1';
+  const one = 'SELECT id, country, pop FROM big WHERE id = $1 LIMIT 1';
   const alone = await Promise.all(['r1', 'r2', 'missing', 'r3'].map(async (id) => {
     const row = await r.get(one, [id]);
     return row;
@@ -235,7 +235,7 @@ test('point reads of one turn run as one statement; each caller gets its own row
   assert.equal(typeof together[0]![2], 'bigint', 'the values keep their types');
 
   // other parameters are part of the batch: reads differing there are not mixed up
-  const ruled = 'SELECT id, pop FROM big WHERE id = ? AND country = ? LIMIT 1';
+  const ruled = 'SELECT id, pop FROM big WHERE id = $1 AND country = $2 LIMIT 1';
   const [a, b, c] = await Promise.all([r.get(ruled, ['r1', 'c1']), r.get(ruled, ['r1', 'c2']), r.get(ruled, ['r201', 'c1'])]);
   assert.deepEqual([a?.[0], b, c?.[0]], ['r1', undefined, 'r201']);
 });
@@ -243,7 +243,7 @@ test('point reads of one turn run as one statement; each caller gets its own row
 test('a point read PostgreSQL refuses to combine runs one by one, with its own answer', { skip }, async () => {
   const r = await reader();
   // the slot is typed integer by its column, so the combined form (a text per id) is refused
-  const sql = 'SELECT id FROM counter WHERE id = ? LIMIT 1';
+  const sql = 'SELECT id FROM counter WHERE id = $1 LIMIT 1';
   const rows = await Promise.all([r.get(sql, ['1']), r.get(sql, ['2'])]);
   assert.deepEqual(rows, [[1], undefined]);
   const errs = await Promise.allSettled([r.get(sql, ['1']), r.get(sql, ['not a number'])]);
@@ -255,7 +255,7 @@ test('a point read PostgreSQL refuses to combine runs one by one, with its own a
 test('a schema change under a combined point read: the next reads have the new shape', { skip }, async () => {
   const r = await reader();
   await admin.query('CREATE TABLE shape2 (id text PRIMARY KEY, a integer); INSERT INTO shape2 VALUES (\'x\', 1), (\'y\', 2)');
-  const sql = 'SELECT * FROM shape2 WHERE id = ? LIMIT 1';
+  const sql = 'SELECT * FROM shape2 WHERE id = $1 LIMIT 1';
   assert.deepEqual(await Promise.all([r.get(sql, ['x']), r.get(sql, ['y'])]), [['x', 1], ['y', 2]]);
   await admin.query('ALTER TABLE shape2 ADD COLUMN b text DEFAULT \'new\'');
   assert.deepEqual(await Promise.all([r.get(sql, ['x']), r.get(sql, ['y'])]), [['x', 1, 'new'], ['y', 2, 'new']]);
@@ -265,11 +265,11 @@ test('a schema change under a combined point read: the next reads have the new s
 test('plan: indexed against unindexed reads, in SQLite\'s wording', { skip }, async () => {
   const r = await reader();
   const plan = async (sql: string, params: unknown[]): Promise<string[]> => r.plan(sql, params as never[]);
-  const point = 'SELECT r.id, r.pop FROM big r WHERE r.id = ?';
+  const point = 'SELECT r.id, r.pop FROM big r WHERE r.id = $1';
   assert.ok((await plan(point, ['r7'])).some((d) => /^SEARCH r USING (COVERING )?INDEX big_pkey$/.test(d)), (await plan(point, ['r7'])).join('; '));
-  const indexed = 'SELECT r.id FROM big r WHERE r.country = ? LIMIT 20';
+  const indexed = 'SELECT r.id FROM big r WHERE r.country = $1 LIMIT 20';
   assert.ok((await plan(indexed, ['c3'])).some((d) => d === 'SEARCH r USING INDEX big_country'), (await plan(indexed, ['c3'])).join('; '));
-  assert.deepEqual(await plan('SELECT r.id FROM big r WHERE r.pop = ? LIMIT 20', [7]), ['SCAN r']);
+  assert.deepEqual(await plan('SELECT r.id FROM big r WHERE r.pop = $1 LIMIT 20', [7]), ['SCAN r']);
   const sorted = 'SELECT r.id FROM big r ORDER BY r.pop LIMIT 20';
   assert.ok((await plan(sorted, [])).includes('USE TEMP B-TREE FOR ORDER BY'), (await plan(sorted, [])).join('; '));
   assert.deepEqual(await plan('SELECT r.id FROM big r LIMIT 20', []), ['SCAN r']);
@@ -313,7 +313,7 @@ test('close() leaves no thread and no connection', { skip }, async () => {
 test('measured: a point read on the pool (printed, not asserted)', { skip }, async () => {
   // The machine is shared: every configuration runs ROUNDS times, interleaved, and the median
   // (and the best) round is reported.
-  const sql = 'SELECT r.id, r.country, r.pop FROM big r WHERE r.id = ?';
+  const sql = 'SELECT r.id, r.country, r.pop FROM big r WHERE r.id = $1';
   let seq = 0;
   const id = (): string => `r${(++seq * 7919) % BIG_ROWS + 1}`;
   const N = 1000;

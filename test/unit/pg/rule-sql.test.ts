@@ -21,6 +21,7 @@ import { AUTH_HIDDEN_COLUMNS_SQL } from '../../../src/store/sqlite/auth-sql.js';
 import { emitSort, sqliteRealText } from '../../../src/store/pg/rule-sql.js';
 import { pgEmitExpression as emitExpression } from '../../../src/rules/emitters.js';
 import { postgresSkipReason, startPostgres, type Postgres } from '../../helpers/postgres.js';
+import { renderSlots } from '../../../src/store/slots.js';
 
 const skip = postgresSkipReason() ?? false;
 
@@ -138,29 +139,8 @@ async function pgSetup(client: pg.Client): Promise<void> {
   }
 }
 
-/** `?` slots to `$n`, skipping quoted strings (plain and E'…') and quoted identifiers. */
-function numberSlots(sql: string): string {
-  let out = '';
-  let n = 0;
-  for (let i = 0; i < sql.length; i++) {
-    const c = sql[i];
-    if (c === "'" || c === '"') {
-      const eString = c === "'" && (sql[i - 1] === 'E' || sql[i - 1] === 'e') && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? '');
-      let j = i + 1;
-      for (; j < sql.length; j++) {
-        if (eString && sql[j] === '\\') j++;
-        else if (sql[j] === c) {
-          if (sql[j + 1] === c) j++;
-          else break;
-        }
-      }
-      out += sql.slice(i, j + 1);
-      i = j;
-    } else if (c === '?') out += `$${++n}`;
-    else out += c;
-  }
-  return out;
-}
+/** A statement around a compiled PostgreSQL fragment, its SLOTs numbered `$1…$n` as the statement builders do. */
+const numberSlots = renderSlots.postgres;
 
 let server: Postgres | undefined;
 let client: pg.Client;

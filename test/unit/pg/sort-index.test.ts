@@ -22,7 +22,7 @@ import { createLogger } from '../../../src/log/logger.js';
 import { createSteps, createdIndexName, indexSqlName } from '../../../src/store/pg/collection-sql.js';
 import { pgList } from '../../../src/store/pg/list-dialect.js';
 import { emitSort } from '../../../src/store/pg/rule-sql.js';
-import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
+import { SLOT } from '../../../src/store/slots.js';
 import type { Collection, Field, FieldType } from '../../../src/model/schema.js';
 import type { SchemaLookup } from '../../../src/rules/compiler.js';
 
@@ -63,11 +63,11 @@ async function seeded(name: string): Promise<string> {
 
 /** EXPLAIN of a page of `posts` filtered by `views > 500` and sorted by `sort`, as the lister asks for it. */
 async function plan(url: string, sort: string): Promise<string> {
-  const sql = pgList.pageIdsSql(' FROM "posts" r', ' WHERE r."views" > ?', [emitSort(sort, posts, schema, 'r')]);
+  const sql = pgList.pageIdsSql(' FROM "posts" r', ` WHERE r."views" > ${SLOT}`, [emitSort(sort, posts, schema, 'r')]);
   const client = new pg.Client(url);
   await client.connect();
   try {
-    const r = await client.query(`EXPLAIN ${toPgPlaceholders(sql)}`, [500, 20, 0]);
+    const r = await client.query(`EXPLAIN ${sql}`, [500, 20, 0]);
     return r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
   } finally {
     await client.end();
@@ -87,7 +87,7 @@ test('a filtered page sorted on id, created, @rowid or an indexed field walks an
   const client = new pg.Client(url);
   await client.connect();
   try {
-    const page = async (sort: string) => (await client.query(toPgPlaceholders(pgList.pageIdsSql(' FROM "posts" r', ' WHERE r."views" > ?', [emitSort(sort, posts, schema, 'r')])), [995, 3, 0])).rows.map((r: { id: string }) => r.id);
+    const page = async (sort: string) => (await client.query(pgList.pageIdsSql(' FROM "posts" r', ` WHERE r."views" > ${SLOT}`, [emitSort(sort, posts, schema, 'r')]), [995, 3, 0])).rows.map((r: { id: string }) => r.id);
     const asc = (await client.query(`SELECT r."id" FROM "posts" r WHERE r."views" > 995 ORDER BY r."title" IS NOT NULL, r."title" COLLATE "C", r."_rowid" LIMIT 3`)).rows.map((r: { id: string }) => r.id);
     assert.deepEqual(await page('title'), asc);
     const desc = (await client.query(`SELECT r."id" FROM "posts" r WHERE r."views" > 995 ORDER BY r."title" IS NULL, r."title" COLLATE "C" DESC, r."_rowid" DESC LIMIT 3`)).rows.map((r: { id: string }) => r.id);

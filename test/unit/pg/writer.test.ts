@@ -51,7 +51,7 @@ const forbid = { status: 403, code: 'forbidden', message: 'no' };
 /** Ten clean groups of two inserts into `t` (ids `<prefix><g>-<k>`): the writer then runs groups without savepoints. */
 async function cleanGroups(writer: PgWriter, prefix: string): Promise<void> {
   for (let g = 0; g < 10; g++) {
-    await Promise.all([0, 1].map((k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`${prefix}${g}-${k}`, 0] }])));
+    await Promise.all([0, 1].map((k) => writer.write([{ sql: 'INSERT INTO t VALUES ($1, $2)', params: [`${prefix}${g}-${k}`, 0] }])));
   }
 }
 
@@ -64,14 +64,14 @@ test('a job applies whole or not at all', { skip }, async () => {
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, v integer)', params: [] }]);
   const ok = await writer.write([
-    { sql: 'INSERT INTO t VALUES (?, ?)', params: ['a', 1] },
-    { sql: 'INSERT INTO t VALUES (?, ?)', params: ['b', 2] },
+    { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['a', 1] },
+    { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['b', 2] },
   ]);
   assert.deepEqual(ok, [{ changes: 1 }, { changes: 1 }]);
   await assert.rejects(
     writer.write([
-      { sql: 'INSERT INTO t VALUES (?, ?)', params: ['c', 3] },
-      { sql: 'INSERT INTO t VALUES (?, ?)', params: ['a', 4] },
+      { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['c', 3] },
+      { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['a', 4] },
     ]),
     (err: unknown) => err instanceof PgWriteError && err.sqlState === '23505' && err.step === 1 && err.constraint === 't_pkey',
   );
@@ -91,25 +91,25 @@ test('failed guards and statements roll back only their job; the rest of the gro
     if (i % 10 === 3) {
       // a row guard that fails after a write: the write must not survive
       jobs.push(writer.write([
-        { sql: 'INSERT INTO t VALUES (?, ?)', params: [id, i] },
+        { sql: 'INSERT INTO t VALUES ($1, $2)', params: [id, i] },
         { sql: 'SELECT 1 WHERE false', params: [], expect: 'row', fail: forbid },
       ]));
     } else if (i % 10 === 5) {
       // a change guard (an update of no row) after a write
       jobs.push(writer.write([
-        { sql: 'INSERT INTO t VALUES (?, ?)', params: [id, i] },
-        { sql: 'UPDATE t SET v = ? WHERE id = ?', params: [1, 'missing'], expect: 'change' },
+        { sql: 'INSERT INTO t VALUES ($1, $2)', params: [id, i] },
+        { sql: 'UPDATE t SET v = $1 WHERE id = $2', params: [1, 'missing'], expect: 'change' },
       ]));
     } else if (i % 10 === 7) {
       // a statement error after a write
       jobs.push(writer.write([
-        { sql: 'INSERT INTO t VALUES (?, ?)', params: [id, i] },
-        { sql: 'INSERT INTO t VALUES (?, ?)', params: ['r0', i] },
+        { sql: 'INSERT INTO t VALUES ($1, $2)', params: [id, i] },
+        { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['r0', i] },
       ]));
     } else {
       jobs.push(writer.write([
-        { sql: 'INSERT INTO t VALUES (?, ?)', params: [id, i] },
-        { sql: 'UPDATE t SET v = v + 1 WHERE id = ?', params: ['r0'], expect: 'change' },
+        { sql: 'INSERT INTO t VALUES ($1, $2)', params: [id, i] },
+        { sql: 'UPDATE t SET v = v + 1 WHERE id = $1', params: ['r0'], expect: 'change' },
       ]));
     }
   }
@@ -156,10 +156,10 @@ test('a group run without savepoints: a failed job rolls it back and the group r
     const i = k + 1;
     const steps = [
       { sql: 'SELECT nextval(\'runs\')', params: [] as [] },
-      { sql: 'INSERT INTO t VALUES (?, ?)', params: [`r${i}`, i] },
+      { sql: 'INSERT INTO t VALUES ($1, $2)', params: [`r${i}`, i] },
       i === 3 ? { sql: 'SELECT 1 WHERE false', params: [] as [], expect: 'row' as const, fail: forbid }
-        : i === 7 ? { sql: 'INSERT INTO t VALUES (?, ?)', params: ['r0', i] }
-          : { sql: 'UPDATE t SET v = v + 1 WHERE id = ?', params: ['r0'], expect: 'change' as const },
+        : i === 7 ? { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['r0', i] }
+          : { sql: 'UPDATE t SET v = v + 1 WHERE id = $1', params: ['r0'], expect: 'change' as const },
     ];
     return writer.write(steps);
   });
@@ -175,8 +175,8 @@ test('a group run without savepoints: a failed job rolls it back and the group r
 
   // after a failed job the next groups keep their savepoints (each job runs once, even one that fails)
   const again = await Promise.allSettled([
-    writer.write([{ sql: 'SELECT nextval(\'runs\')', params: [] }, { sql: 'INSERT INTO t VALUES (?, ?)', params: ['s1', 0] }]),
-    writer.write([{ sql: 'SELECT nextval(\'runs\')', params: [] }, { sql: 'INSERT INTO t VALUES (?, ?)', params: ['r0', 0] }]),
+    writer.write([{ sql: 'SELECT nextval(\'runs\')', params: [] }, { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['s1', 0] }]),
+    writer.write([{ sql: 'SELECT nextval(\'runs\')', params: [] }, { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['r0', 0] }]),
   ]);
   assert.deepEqual(again.map((r) => r.status), ['fulfilled', 'rejected']);
   assert.equal(await runs(), 15);
@@ -189,9 +189,9 @@ test('an optimistic group goes out pipelined: every statement sent before the fi
   const runs = (): Promise<number> => runsOf(admin);
   // every step has parameters: the group is pipelined, and with returned rows it answers as before
   const clean = await Promise.all(Array.from({ length: 6 }, (_, k) => writer.write([
-    { sql: 'SELECT nextval(?::regclass)', params: ['runs'] },
-    { sql: 'INSERT INTO t VALUES (?, ?) RETURNING id, v', params: [`p${k}`, k], returnRows: true },
-    { sql: 'UPDATE t SET v = v + 1 WHERE id = ?', params: ['r0'], expect: 'change' },
+    { sql: 'SELECT nextval($1::regclass)', params: ['runs'] },
+    { sql: 'INSERT INTO t VALUES ($1, $2) RETURNING id, v', params: [`p${k}`, k], returnRows: true },
+    { sql: 'UPDATE t SET v = v + 1 WHERE id = $1', params: ['r0'], expect: 'change' },
   ])));
   assert.deepEqual(clean.map((r) => r[1]), Array.from({ length: 6 }, (_, k) => ({ changes: 1, rows: [[`p${k}`, k]], columns: ['id', 'v'] })));
   assert.deepEqual(clean.map((r) => r[2]), Array.from({ length: 6 }, () => ({ changes: 1 })));
@@ -202,11 +202,11 @@ test('an optimistic group goes out pipelined: every statement sent before the fi
   const jobs = Array.from({ length: 10 }, (_, k) => {
     const i = k + 1;
     return writer.write([
-      { sql: 'SELECT nextval(?::regclass)', params: ['runs'] },
-      { sql: 'INSERT INTO t VALUES (?, ?)', params: [`r${i}`, i] },
-      i === 3 ? { sql: 'SELECT 1 WHERE ?::text IS NULL', params: ['x'], expect: 'row' as const, fail: forbid }
-        : i === 7 ? { sql: 'INSERT INTO t VALUES (?, ?)', params: ['r0', i] }
-          : { sql: 'UPDATE t SET v = v + 1 WHERE id = ?', params: ['r0'], expect: 'change' as const },
+      { sql: 'SELECT nextval($1::regclass)', params: ['runs'] },
+      { sql: 'INSERT INTO t VALUES ($1, $2)', params: [`r${i}`, i] },
+      i === 3 ? { sql: 'SELECT 1 WHERE $1::text IS NULL', params: ['x'], expect: 'row' as const, fail: forbid }
+        : i === 7 ? { sql: 'INSERT INTO t VALUES ($1, $2)', params: ['r0', i] }
+          : { sql: 'UPDATE t SET v = v + 1 WHERE id = $1', params: ['r0'], expect: 'change' as const },
     ]);
   });
   const results = await Promise.allSettled(jobs);
@@ -223,7 +223,7 @@ test('an optimistic group goes out pipelined: every statement sent before the fi
   await cleanGroups(writer, 'x');
   const pid = writer.backendPid!;
   await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-  await Promise.all(Array.from({ length: 4 }, (_, k) => writer.write([{ sql: 'INSERT INTO t VALUES (?, ?)', params: [`k${k}`, k] }])));
+  await Promise.all(Array.from({ length: 4 }, (_, k) => writer.write([{ sql: 'INSERT INTO t VALUES ($1, $2)', params: [`k${k}`, k] }])));
   assert.notEqual(writer.backendPid, pid);
   assert.deepEqual((await admin.query(`SELECT id FROM t WHERE id LIKE 'k%' ORDER BY id`)).rows.map((r) => r.id as string), ['k0', 'k1', 'k2', 'k3']);
 });
@@ -234,7 +234,7 @@ test('jobs arriving while a group is in flight form the next group', { skip }, a
   const before = writer.commits;
   const first = writer.write([{ sql: 'SELECT pg_sleep(0.3)', params: [] }, { sql: `INSERT INTO t VALUES ('slow')`, params: [] }]);
   await new Promise((r) => setTimeout(r, 100)); // the first group is in flight now
-  const later = Array.from({ length: 20 }, (_, i) => writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: [`q${i}`] }]));
+  const later = Array.from({ length: 20 }, (_, i) => writer.write([{ sql: 'INSERT INTO t VALUES ($1)', params: [`q${i}`] }]));
   await Promise.all([first, ...later]);
   assert.equal(writer.commits - before, 2, 'the slow job alone, then the 20 that waited');
   assert.equal((await ids(admin, 't')).length, 21);
@@ -244,9 +244,9 @@ test('returnRows gives raw rows and column names; int8 as BigInt', { skip }, asy
   const { writer } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY, n bigint, v integer, j jsonb, b bytea)', params: [] }]);
   const [ins, sel, plain] = await writer.write([
-    { sql: 'INSERT INTO t VALUES (?, ?, ?, ?::jsonb, ?) RETURNING id, n, v', params: ['x', 9007199254740993n, 7, '{"a":1}', new Uint8Array([1, 2])], returnRows: true },
-    { sql: 'SELECT id, j, b, ? AS "q?" FROM t WHERE id = ?', params: ['lit', 'x'], returnRows: true, expect: 'row' },
-    { sql: 'UPDATE t SET v = ? WHERE id = ?', params: [8, 'x'] },
+    { sql: 'INSERT INTO t VALUES ($1, $2, $3, $4::jsonb, $5) RETURNING id, n, v', params: ['x', 9007199254740993n, 7, '{"a":1}', new Uint8Array([1, 2])], returnRows: true },
+    { sql: 'SELECT id, j, b, $1 AS "q?" FROM t WHERE id = $2', params: ['lit', 'x'], returnRows: true, expect: 'row' },
+    { sql: 'UPDATE t SET v = $1 WHERE id = $2', params: [8, 'x'] },
   ]);
   assert.deepEqual(ins, { changes: 1, rows: [['x', 9007199254740993n, 7]], columns: ['id', 'n', 'v'] });
   assert.equal(sel.changes, 0);
@@ -267,7 +267,7 @@ test('constraint violations map through the dialect', { skip }, async () => {
     params: [],
   }]);
   const insert = (id: string, email: string, v: number | null, p: string | null) =>
-    writer.write([{ sql: 'INSERT INTO t VALUES (?, ?, ?, ?)', params: [id, email, v, p] }]).then(() => null, (e: unknown) => e);
+    writer.write([{ sql: 'INSERT INTO t VALUES ($1, $2, $3, $4)', params: [id, email, v, p] }]).then(() => null, (e: unknown) => e);
   // the column a 409 names: the not-null column, a unique or foreign key's first key column
   const cases: Array<[Promise<unknown>, string, string | undefined]> = [
     [insert('b', 'a@x', 1, null), '23505', 'email'],
@@ -281,7 +281,7 @@ test('constraint violations map through the dialect', { skip }, async () => {
     assert.equal(err.sqlState, state);
     assert.deepEqual(pgDialect.writeFailure(err), { constraint: true, message: err.message, column });
   }
-  const syntax = await writer.write([{ sql: 'INSERT INTO nowhere VALUES (?)', params: [1] }]).catch((e: unknown) => e);
+  const syntax = await writer.write([{ sql: 'INSERT INTO nowhere VALUES ($1)', params: [1] }]).catch((e: unknown) => e);
   assert.ok(syntax instanceof PgWriteError && syntax.sqlState === '42P01');
   assert.deepEqual(pgDialect.writeFailure(syntax), { constraint: false, message: syntax.message, column: undefined });
   // a raw driver error from any other connection maps the same way
@@ -310,7 +310,7 @@ test('the change feed reports creates, updates, deletes and cascaded deletes per
     batches.push(b);
   });
   const create = (table: string, collection: string, id: string, extra: unknown[]) =>
-    writer.write([{ sql: `INSERT INTO ${table} VALUES (?, ${extra.map(() => '?').join(', ')})`, params: [id, ...(extra as never[])], creates: { collection, id } }]);
+    writer.write([{ sql: `INSERT INTO ${table} VALUES ($1, ${extra.map((_, i) => `$${i + 2}`).join(', ')})`, params: [id, ...(extra as never[])], creates: { collection, id } }]);
 
   // 1. creates, reported from the steps' `creates`; a failed create is not reported
   await Promise.all([
@@ -328,9 +328,9 @@ test('the change feed reports creates, updates, deletes and cascaded deletes per
 
   // 2. an update, and an update in a job whose guard then fails (rolled back: not reported)
   await Promise.all([
-    writer.write([{ sql: 'UPDATE kids SET n = n + 10 WHERE parent = ?', params: ['p2'] }]),
+    writer.write([{ sql: 'UPDATE kids SET n = n + 10 WHERE parent = $1', params: ['p2'] }]),
     writer.write([
-      { sql: 'UPDATE parents SET name = ? WHERE id = ?', params: ['renamed', 'p1'] },
+      { sql: 'UPDATE parents SET name = $1 WHERE id = $2', params: ['renamed', 'p1'] },
       { sql: 'SELECT 1 WHERE false', params: [], expect: 'row', fail: forbid },
     ]).catch(() => 'failed'),
   ]);
@@ -341,7 +341,7 @@ test('the change feed reports creates, updates, deletes and cascaded deletes per
   // 3. a delete that cascades to two children; the deleted row kept for c_par (bytea as null)
   writer.captureDeletedRows(['c_par']);
   await admin.query(`UPDATE parents SET pic = '\\x0102' WHERE id = 'p1'`); // another session: not reported
-  await writer.write([{ sql: 'DELETE FROM parents WHERE id = ?', params: ['p1'], expect: 'change' }]);
+  await writer.write([{ sql: 'DELETE FROM parents WHERE id = $1', params: ['p1'], expect: 'change' }]);
   assert.equal(batches.length, 3);
   const third = [...batches[2].changes].sort((a, b) => a.id.localeCompare(b.id));
   assert.deepEqual(third.map((c) => `${c.op} ${c.collection}/${c.id}`), ['delete c_kid/k1', 'delete c_kid/k2', 'delete c_par/p1']);
@@ -351,12 +351,12 @@ test('the change feed reports creates, updates, deletes and cascaded deletes per
   // 4. within one commit: a create then an update is a create; a create then a delete is a delete
   await Promise.all([
     writer.write([
-      { sql: 'INSERT INTO parents (id, name) VALUES (?, ?)', params: ['p3', 'three'], creates: { collection: 'c_par', id: 'p3' } },
-      { sql: 'UPDATE parents SET name = ? WHERE id = ?', params: ['three!', 'p3'] },
+      { sql: 'INSERT INTO parents (id, name) VALUES ($1, $2)', params: ['p3', 'three'], creates: { collection: 'c_par', id: 'p3' } },
+      { sql: 'UPDATE parents SET name = $1 WHERE id = $2', params: ['three!', 'p3'] },
     ]),
     writer.write([
-      { sql: 'INSERT INTO parents (id, name) VALUES (?, ?)', params: ['p4', 'four'], creates: { collection: 'c_par', id: 'p4' } },
-      { sql: 'DELETE FROM parents WHERE id = ?', params: ['p4'] },
+      { sql: 'INSERT INTO parents (id, name) VALUES ($1, $2)', params: ['p4', 'four'], creates: { collection: 'c_par', id: 'p4' } },
+      { sql: 'DELETE FROM parents WHERE id = $1', params: ['p4'] },
     ]),
   ]);
   assert.equal(batches.length, 4);
@@ -410,7 +410,7 @@ test('committed and the feed run before the write promise resolves', { skip }, a
   writer.changes.subscribe((b) => void order.push(`feed ${b.commit}`));
   const c = writer.commits;
   await Promise.all([
-    writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: ['a'], creates: { collection: 'c', id: 'a' } }]).then(() => order.push('resolved a')),
+    writer.write([{ sql: 'INSERT INTO t VALUES ($1)', params: ['a'], creates: { collection: 'c', id: 'a' } }]).then(() => order.push('resolved a')),
     writer.write([{ sql: 'SELECT 1 WHERE false', params: [], expect: 'row' }]).catch(() => order.push('rejected b')),
   ]);
   assert.deepEqual(order, [`commit ${c + 1}`, `feed ${c + 1}`, 'resolved a', 'rejected b']);
@@ -435,7 +435,7 @@ test('a lost connection fails the in-flight and queued jobs, and the next write 
   const started = Date.now();
   const inFlight = writer.write([{ sql: `INSERT INTO t VALUES ('lost')`, params: [] }, { sql: 'SELECT pg_sleep(30)', params: [] }]).then(() => null, (e: unknown) => e);
   await waitActive(admin, pid, '%pg_sleep%');
-  const queued = writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: ['queued'] }]).then(() => null, (e: unknown) => e);
+  const queued = writer.write([{ sql: 'INSERT INTO t VALUES ($1)', params: ['queued'] }]).then(() => null, (e: unknown) => e);
   assert.equal(writer.inFlight, 2);
   await admin.query('SELECT pg_terminate_backend($1)', [pid]);
   const [e1, e2] = await Promise.all([inFlight, queued]);
@@ -447,7 +447,7 @@ test('a lost connection fails the in-flight and queued jobs, and the next write 
   assert.equal(writer.inFlight, 0);
 
   // the next write connects again
-  await writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: ['after'] }]);
+  await writer.write([{ sql: 'INSERT INTO t VALUES ($1)', params: ['after'] }]);
   assert.notEqual(writer.backendPid, pid);
   assert.deepEqual(await ids(admin, 't'), ['after']);
 
@@ -458,7 +458,7 @@ test('a lost connection fails the in-flight and queued jobs, and the next write 
   await new Promise((r) => setTimeout(r, 100));
   const batches: ChangeBatch[] = [];
   writer.changes.subscribe((b) => void batches.push(b));
-  await writer.write([{ sql: 'UPDATE t SET id = ? WHERE id = ?', params: ['after2', 'after'], expect: 'change' }]);
+  await writer.write([{ sql: 'UPDATE t SET id = $1 WHERE id = $2', params: ['after2', 'after'], expect: 'change' }]);
   assert.notEqual(writer.backendPid, idlePid);
   assert.deepEqual(batches.map((b) => b.changes), [[{ collection: 'c_t', id: 'after2', op: 'update' }]]);
 
@@ -466,7 +466,7 @@ test('a lost connection fails the in-flight and queued jobs, and the next write 
   // yet, so it is tried again on a new connection
   for (let i = 0; i < 3; i++) {
     await admin.query('SELECT pg_terminate_backend($1)', [writer.backendPid]);
-    await writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: [`again${i}`] }]);
+    await writer.write([{ sql: 'INSERT INTO t VALUES ($1)', params: [`again${i}`] }]);
   }
   assert.deepEqual(await ids(admin, 't'), ['after2', 'again0', 'again1', 'again2'].sort());
 });
@@ -474,7 +474,7 @@ test('a lost connection fails the in-flight and queued jobs, and the next write 
 test('a prepared statement whose table changed under it is prepared again', { skip }, async () => {
   const { writer, admin } = await fresh();
   await writer.write([{ sql: `CREATE TABLE t (id text PRIMARY KEY, v integer); INSERT INTO t VALUES ('a', 1)`, params: [] }]);
-  const read = () => writer.write([{ sql: 'SELECT * FROM t WHERE id = ?', params: ['a'], returnRows: true }]);
+  const read = () => writer.write([{ sql: 'SELECT * FROM t WHERE id = $1', params: ['a'], returnRows: true }]);
   assert.deepEqual((await read())[0].rows, [['a', 1]]);
   await admin.query('ALTER TABLE t ALTER COLUMN v TYPE bigint');
   assert.deepEqual((await read())[0].rows, [['a', 1n]]);
@@ -494,7 +494,7 @@ test('a server that cannot be reached fails writes instead of hanging them', { s
 test('close() commits the queued jobs; later writes answer 503', { skip }, async () => {
   const { writer, admin } = await fresh();
   await writer.write([{ sql: 'CREATE TABLE t (id text PRIMARY KEY)', params: [] }]);
-  const jobs = Array.from({ length: 100 }, (_, i) => writer.write([{ sql: 'INSERT INTO t VALUES (?)', params: [`r${String(i).padStart(3, '0')}`] }]));
+  const jobs = Array.from({ length: 100 }, (_, i) => writer.write([{ sql: 'INSERT INTO t VALUES ($1)', params: [`r${String(i).padStart(3, '0')}`] }]));
   const closing = writer.close();
   await assert.rejects(writer.write([{ sql: 'SELECT 1', params: [] }]), (e: unknown) => e instanceof WriterClosed && knownApiError(e)?.status === 503);
   await closing;

@@ -12,6 +12,7 @@ import type { SchemaLookup } from '../../../src/store/rule-types.js';
 import type { KeyValue, SortKey } from '../../../src/store/sql/keyset.js';
 import { sqliteKeyset } from '../../../src/store/sqlite/list-dialect.js';
 import type { SqlValue } from '../../../src/store/bind.js';
+import { renderSlots } from '../../../src/store/slots.js';
 
 const { beyondBoundary, cursorSortKeys, orderBy, segments } = sqliteKeyset;
 
@@ -81,7 +82,8 @@ function setup(rand: () => number): { db: InstanceType<typeof Database>; rows: M
 function fetch(db: InstanceType<typeof Database>, keys: SortKey[], values: KeyValue[] | null, backward: boolean, limit: number): unknown[][] {
   const select = `SELECT r.id, ${keys.map((k) => k.sql).join(', ')} FROM items r`;
   const tail = ` ORDER BY ${orderBy(keys, backward)} LIMIT ?`;
-  const run = (where: string, params: SqlValue[]) => db.prepare(`${select}${where}${tail}`).raw(true).all([...params, limit - out.length]) as unknown[][];
+  // the keyset terms' SLOTs rendered as the list builders render them (src/store/slots.ts)
+  const run = (where: string, params: SqlValue[]) => db.prepare(renderSlots.sqlite(`${select}${where}${tail}`)).raw(true).all([...params, limit - out.length]) as unknown[][];
   const out: unknown[][] = [];
   if (!values) return run('', []);
   for (const seg of segments(keys, values, backward)) {
@@ -175,7 +177,7 @@ test('segments are disjoint and together equal the exact predicate, for real and
     const sort = randomSort(rand);
     const keys = cursorSortKeys(sort.join(','), col, schema);
     const all = [...rows.values()];
-    const ids = (where: string, params: SqlValue[]) => (db.prepare(`SELECT id FROM items r WHERE ${where}`).raw(true).all(params) as unknown[][]).map((r) => String(r[0])).sort();
+    const ids = (where: string, params: SqlValue[]) => (db.prepare(renderSlots.sqlite(`SELECT id FROM items r WHERE ${where}`)).raw(true).all(params) as unknown[][]).map((r) => String(r[0])).sort();
     for (let i = 0; i < 10; i++) {
       const row = all[Math.floor(rand() * all.length)];
       const values = keys.map((k) => {

@@ -14,10 +14,10 @@ import { BASE_COLUMNS, HIDDEN_AUTH_COLUMNS, type Collection, type Field, type Fi
 import { bindParams, compileExpression, type RequestContext } from '../../../src/rules/compiler.js';
 import { parseFilter } from '../../../src/rules/parser.js';
 import { dateMacroValue } from '../../../src/rules/datetime.js';
-import { toPgPlaceholders } from '../../../src/store/pg/placeholders.js';
 import { postgresSkipReason, startPostgres } from '../../helpers/postgres.js';
 import pg from 'pg';
 import type { CollectionJoin, Expr, Literal, Operand, SchemaLookup } from '../../../src/store/rule-types.js';
+import { renderSlots } from '../../../src/store/slots.js';
 
 type Val = string | number | null;
 type Row = Record<string, Val>;
@@ -430,7 +430,7 @@ test('the PostgreSQL emitter selects exactly what the reference evaluator select
       const ctx = contexts[n % contexts.length];
       const compiled = compileExpression(src, posts, schema, { mode: 'filter', alias: 'r', superuser: true, dialect: 'postgres' });
       const params = bindParams(compiled, ctx).map((v) => (typeof v === 'bigint' ? String(v) : v));
-      const res = await client.query({ text: toPgPlaceholders(`SELECT id FROM "posts" r WHERE ${compiled.sql}`), values: params, rowMode: 'array' });
+      const res = await client.query({ text: renderSlots.postgres(`SELECT id FROM "posts" r WHERE ${compiled.sql}`), values: params, rowMode: 'array' });
       const got = res.rows.map((r: unknown[]) => String(r[0])).sort();
       const want = rows.posts.filter((row) => evaluate(parseFilter(src), row, ctx)).map((row) => row.id as string).sort();
       assert.deepEqual(got, want, `filter: ${src}\nsql: ${compiled.sql}\nctx: ${JSON.stringify(ctx)}`);

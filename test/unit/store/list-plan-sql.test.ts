@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import Database from 'libsql';
 import { sqliteList } from '../../../src/store/sqlite/list-dialect.js';
 import { WalkCache, CountCache, WALK_CACHE_MAX } from '../../../src/cache/caches.js';
+import { renderSlots } from '../../../src/store/slots.js';
 
 const { boundedCountSql, fromRecords, hasNullSql, pageOrderBy, unindexedOrder, walkAfter, walkOrder, walkStepSql } = sqliteList;
 
@@ -33,7 +34,8 @@ test('a page after a checkpoint equals the same page by OFFSET, both directions,
   const ins = db.prepare('INSERT INTO "t" VALUES (?, ?)');
   // values with long runs of ties, and a few NULLs
   for (let i = 0; i < 3000; i++) ins.run([`r${i}`, i % 7 === 0 ? null : Math.floor((i * 7919) % 600)]);
-  const all = (sql: string, params: unknown[]) => db.prepare(sql).raw(true).all(params) as unknown[][];
+  // statements put together here from fragments get their SLOTs rendered as a builder's would
+  const all = (sql: string, params: unknown[]) => db.prepare(renderSlots.sqlite(sql)).raw(true).all(params) as unknown[][];
   const from = fromRecords('t');
   for (const desc of [false, true]) {
     const order = [`r."v" ${desc ? 'DESC' : 'ASC'}`];
@@ -49,7 +51,7 @@ test('a page after a checkpoint equals the same page by OFFSET, both directions,
       const plain = all(`SELECT r.rowid${from}${scopeWhere} ORDER BY ${pageOrderBy(order)} LIMIT 20 OFFSET ?`, [1000 + rest]);
       assert.deepEqual(seek, plain, `${desc ? 'DESC' : 'ASC'} rest ${rest}`);
     }
-    const plan = (db.prepare(`EXPLAIN QUERY PLAN SELECT r.rowid${from} WHERE ${walkAfter(by.column, by.desc)} ORDER BY ${pageOrderBy(order)} LIMIT 20`).raw(true).all([1, 1]) as unknown[][]).map((r) => String(r[3]));
+    const plan = (db.prepare(renderSlots.sqlite(`EXPLAIN QUERY PLAN SELECT r.rowid${from} WHERE ${walkAfter(by.column, by.desc)} ORDER BY ${pageOrderBy(order)} LIMIT 20`)).raw(true).all([1, 1]) as unknown[][]).map((r) => String(r[3]));
     assert.ok(plan.some((d) => /SEARCH r USING COVERING INDEX t_v \(v[<>]\?\)/.test(d)), plan.join('\n'));
   }
   db.close();
