@@ -11,13 +11,25 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'libsql';
-import { checkSlotOrder, slotList } from '../../../src/store/slots.js';
+import { SLOT, checkRendered, checkSlotOrder, renderSlots, slotList } from '../../../src/store/slots.js';
 import { WriterClient } from '../../../dist/src/store/sqlite/writer-client.js';
 
 test('slotList: consecutive slots from a start', () => {
   assert.equal(slotList(1, 3), '$1,$2,$3');
   assert.equal(slotList(4, 1), '$4');
   assert.equal(slotList(2, 0), '');
+});
+
+test('renderSlots: the SLOTs of a fragment become ? on SQLite and $1…$n on PostgreSQL, in order; a text without one is itself', () => {
+  const sql = `SELECT r."id" FROM "t" r WHERE (r."a" > ${SLOT}) AND (r."b" = ${SLOT}::text) LIMIT ${SLOT}`;
+  assert.equal(renderSlots.sqlite(sql), 'SELECT r."id" FROM "t" r WHERE (r."a" > ?) AND (r."b" = ?::text) LIMIT ?');
+  assert.equal(renderSlots.postgres(sql), 'SELECT r."id" FROM "t" r WHERE (r."a" > $1) AND (r."b" = $2::text) LIMIT $3');
+  const plain = 'SELECT 1 WHERE \'?\' = $1';
+  assert.equal(renderSlots.sqlite(plain), plain);
+  assert.equal(renderSlots.postgres(plain), plain);
+  assert.throws(() => checkRendered(sql), /slot its builder did not render/);
+  assert.throws(() => checkSlotOrder(sql), /slot its builder did not render/);
+  assert.doesNotThrow(() => checkRendered(renderSlots.postgres(sql)));
 });
 
 test('checkSlotOrder: slots first appearing in order pass, repeats included; out of order or mixed with ? is refused', () => {
